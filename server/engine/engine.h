@@ -1,0 +1,126 @@
+// Engine: admitd's admission engine, a deterministic state machine over Kueue's objects.
+//
+// It owns every ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass and
+// Workload in memory, validates writes with Kueue's rules, keeps quota usage incrementally and
+// runs Kueue's scheduling cycle. It has no threads, no clock and no I/O: every mutating call
+// takes `now`, and every change it makes is recorded as a Change (with the revision it got) that
+// the caller persists and publishes. The same calls with the same `now` values produce the same
+// changes, byte for byte.
+//
+// Thread safety: none. One thread (the sequencer) owns an Engine; const methods may be called
+// concurrently only while no mutating call runs.
+//
+//   Engine engine;
+//   engine.Apply(apply_flavor, now);
+//   engine.Apply(apply_cluster_queue, now);
+//   engine.Apply(apply_local_queue, now);
+//   engine.Submit(submit, now);
+//   engine.RunCycle(now);                       // admits what fits
+//   for (const Change& c : engine.TakeChanges()) store.Write(c);
+#ifndef ADMITD_SERVER_ENGINE_ENGINE_H_
+#define ADMITD_SERVER_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "admitd/v1/admission_service.pb.h"
+#include "admitd/v1/objects.pb.h"
+#include "admitd/v1/queue_service.pb.h"
+
+namespace admitd::engine {
+
+// One object written or deleted, and the watch event it produces.
+struct Change {
+  uint64_t revision = 0;  // every Change gets its own, strictly increasing
+  v1::ObjectKind kind = v1::OBJECT_KIND_UNSPECIFIED;
+  std::string key;  // "name" for cluster-scoped kinds, "namespace/name" otherwise
+  v1::WatchEvent::Type type = v1::WatchEvent::TYPE_UNSPECIFIED;  // ADDED, MODIFIED, DELETED
+  // What happened: for workloads Submitted, QuotaReserved, Admitted, Pending, Evicted,
+  // Requeued, Finished, Updated, Deleted; for queue objects Applied or Deleted.
+  std::string reason;
+  std::string message;
+  // The object as it now stands (as it last stood, for DELETED). Exactly one is set.
+  std::shared_ptr<const v1::Workload> workload;
+  std::shared_ptr<const v1::QueueObject> queue_object;
+};
+
+struct EngineOptions {
+  int max_pod_sets = 18;  // Kueue's MaxPodSets
+};
+
+// What one scheduling cycle did.
+struct CycleStats {
+  int heads = 0;     // workloads popped and tried
+  int admitted = 0;  // got a quota reservation
+  // True when another cycle right now could change something (a head is still waiting in a
+  // queue that was not blocked). The sequencer keeps cycling while this holds.
+  bool more = false;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // ---- Recovery ----------------------------------------------------------------------------
+  // Loads stored objects in any order, without validation or Changes, then FinishRestore
+  // rebuilds queues and usage and resumes the revision counter at `revision`.
+  absl::Status Restore(const v1::QueueObject& object);
+  absl::Status Restore(const v1::Workload& workload);
+  absl::Status FinishRestore(uint64_t revision);
+
+  // ---- Queue-side objects (QueueService) -----------------------------------------------------
+  // Creates or updates one object. INVALID_ARGUMENT (with field violations) for a bad object,
+  // ABORTED when expected_resource_version moved, ALREADY_EXISTS for create_only on an existing
+  // object. Nothing changes on error.
+  absl::StatusOr<v1::ApplyResponse> Apply(const v1::ApplyRequest& request, absl::Time now);
+  absl::StatusOr<v1::QueueObject> Get(const v1::GetObjectRequest& request) const;
+  absl::StatusOr<v1::ListObjectsResponse> List(const v1::ListObjectsRequest& request) const;
+  absl::Status Delete(const v1::DeleteObjectRequest& request, absl::Time now);
+
+  // ---- Workloads (AdmissionService) ---------------------------------------------------------
+  // Queues a workload (see the proto for semantics). Unknown LocalQueue: NOT_FOUND naming
+  // spec.queueName; invalid fields: INVALID_ARGUMENT. Nothing changes on error.
+  absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
+  absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
+                                                        absl::Time now);
+  absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
+  absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
+  absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
+      const v1::ListWorkloadsRequest& request) const;
+  // Where a workload stands (AdmitResponse without waiting). With dry_run, also what the next
+  // scheduling attempt would do, computed on a copy: nothing changes.
+  absl::StatusOr<v1::AdmitResponse> Describe(const v1::AdmitRequest& request,
+                                             absl::Time now) const;
+
+  // ---- Scheduling ---------------------------------------------------------------------------
+  // One Kueue scheduling cycle: one head per ClusterQueue with work, tried in Kueue's order.
+  CycleStats RunCycle(absl::Time now);
+  // True when some ClusterQueue has a pending head that a cycle would try.
+  bool HasPendingHeads() const;
+
+  // ---- Changes ------------------------------------------------------------------------------
+  // The revision of the last Change made (or restored).
+  uint64_t revision() const;
+  // Every Change since the last call, in revision order.
+  std::vector<Change> TakeChanges();
+  // There is no rollback: a caller whose commit of these Changes fails must stop.
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The coarse state of a workload, from its conditions.
+v1::WorkloadState StateOf(const v1::Workload& workload);
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_ENGINE_H_

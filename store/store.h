@@ -1,0 +1,99 @@
+// Store: admitd's durable state in RocksDB.
+//
+// One column family per object kind (value = the serialized admitd.v1 object, key = "name" or
+// "namespace/name"), an event log keyed by revision (value = a serialized admitd.v1.WatchEvent)
+// and a meta family holding the last committed revision. Commit() writes one WriteBatch and, with
+// sync on, returns only after fsync, so an acknowledged write survives kill -9. The on-disk
+// layout is in store/keys.h and docs/storage-format.md.
+//
+// Thread safety: Commit, CompactEvents and Close need external synchronization (the sequencer
+// calls them). ReadEvents and the const accessors may be called from any thread at any time.
+//
+//   ADMITD_ASSIGN_OR_RETURN(auto store, Store::Open({.path = "data"}));
+//   Batch batch;
+//   batch.revision = 7;
+//   batch.puts.push_back({v1::OBJECT_KIND_WORKLOAD, "default/job-a", bytes});
+//   batch.events.push_back({7, event_bytes});
+//   ADMITD_RETURN_IF_ERROR(store->Commit(batch));
+#ifndef ADMITD_STORE_STORE_H_
+#define ADMITD_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "admitd/v1/queue_service.pb.h"
+
+namespace admitd::store {
+
+struct StoreOptions {
+  std::string path;
+  bool sync = true;  // fsync each Commit
+  // Extra delay added to every synced Commit, to model slow disks in benchmarks and tests.
+  absl::Duration injected_sync_delay = absl::ZeroDuration();
+  // CompactEvents keeps at least this many of the newest events.
+  uint64_t event_retention = 100000;
+};
+
+struct ObjectWrite {
+  v1::ObjectKind kind = v1::OBJECT_KIND_UNSPECIFIED;
+  std::string key;
+  std::string value;  // serialized object; ignored for deletes
+  bool deleted = false;
+};
+
+struct LoggedEvent {
+  uint64_t revision = 0;
+  std::string value;  // serialized admitd.v1.WatchEvent
+};
+
+// Everything one sequencer batch changed.
+struct Batch {
+  uint64_t revision = 0;  // the last revision this batch reaches; persisted as the meta revision
+  std::vector<ObjectWrite> writes;
+  std::vector<LoggedEvent> events;  // strictly increasing revisions
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database at options.path. FAILED_PRECONDITION when another
+  // process holds it; DATA_LOSS when it cannot be read.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);
+  virtual ~Store() = default;
+
+  // Writes the whole batch atomically (one WriteBatch, one fsync when sync is on).
+  virtual absl::Status Commit(const Batch& batch) = 0;
+
+  // Calls `fn` for every stored object, kind by kind in ObjectKind order, keys ascending.
+  // Stops and returns the first error `fn` returns.
+  virtual absl::Status ForEachObject(
+      const std::function<absl::Status(v1::ObjectKind kind, absl::string_view key,
+                                       absl::string_view value)>& fn) const = 0;
+
+  // The revision of the last committed batch (0 for a new store).
+  virtual uint64_t revision() const = 0;
+  // The oldest revision still in the event log (revision()+1 when the log is empty).
+  virtual uint64_t oldest_event_revision() const = 0;
+
+  // Appends to `out` up to `limit` events with revision > after, in order. OUT_OF_RANGE when
+  // events after `after` were compacted away (after + 1 < oldest_event_revision()).
+  virtual absl::Status ReadEvents(uint64_t after, size_t limit,
+                                  std::vector<LoggedEvent>* out) const = 0;
+
+  // Drops logged events older than the newest `event_retention` ones. Returns how many it
+  // dropped.
+  virtual absl::StatusOr<uint64_t> CompactEvents() = 0;
+
+  // Flushes and closes the database; later calls fail with FAILED_PRECONDITION.
+  virtual absl::Status Close() = 0;
+};
+
+}  // namespace admitd::store
+
+#endif  // ADMITD_STORE_STORE_H_
