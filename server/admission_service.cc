@@ -1,0 +1,152 @@
+#include "server/admission_service.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/watch_reactor.h"
+
+namespace admitd {
+namespace {
+
+constexpr absl::Duration kDefaultAdmitWait = absl::Seconds(30);
+constexpr absl::Duration kMaxAdmitWait = absl::Hours(1);
+
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Namespace and name identify a workload in every call but Submit.
+absl::Status CheckName(const std::string& ns, const std::string& name) {
+  std::vector<FieldViolation> violations;
+  if (ns.empty()) violations.push_back({"namespace", "is required"});
+  if (name.empty()) violations.push_back({"name", "is required"});
+  return violations.empty() ? absl::OkStatus() : InvalidArgument(violations);
+}
+
+// Replaces the workload in a response with its state after the batch's scheduling cycles.
+template <typename Response>
+void Refresh(engine::Engine& e, Response* resp) {
+  v1::GetWorkloadRequest get;
+  get.set_namespace_(resp->workload().metadata().namespace_());
+  get.set_name(resp->workload().metadata().name());
+  if (absl::StatusOr<v1::Workload> now = e.GetWorkload(get); now.ok()) {
+    *resp->mutable_workload() = *std::move(now);
+  }
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Submit(grpc::CallbackServerContext* rpc,
+                                                       const v1::SubmitRequest* req,
+                                                       v1::SubmitResponse* resp) {
+  if (!req->has_workload()) return Refuse(rpc, InvalidArgument({{"workload", "is required"}}));
+  return Dispatch(
+      ctx_, rpc, resp, [req](engine::Engine& e, absl::Time now) { return e.Submit(*req, now); },
+      Refresh<v1::SubmitResponse>);
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContext* rpc,
+                                                      const v1::AdmitRequest* req,
+                                                      v1::AdmitResponse* resp) {
+  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  absl::Duration wait = kDefaultAdmitWait;
+  if (req->has_timeout()) {
+    wait = absl::Seconds(req->timeout().seconds()) + absl::Nanoseconds(req->timeout().nanos());
+    if (wait < absl::ZeroDuration() || wait > kMaxAdmitWait) {
+      return Refuse(rpc, InvalidArgument({{"timeout", "must be between 0s and 1h"}}));
+    }
+  }
+  if (!req->wait() || req->dry_run()) {
+    // Described once to surface errors (NOT_FOUND), then again after the batch's cycles.
+    return Dispatch(
+        ctx_, rpc, resp,
+        [req](engine::Engine& e, absl::Time now) { return e.Describe(*req, now); },
+        [req](engine::Engine& e, v1::AdmitResponse* out) {
+          if (auto d = e.Describe(*req, absl::Now()); d.ok()) *out = *std::move(d);
+        });
+  }
+  // Wait: answer when the workload settles or the deadline passes, whichever comes first.
+  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  if (!ctx_->ready.load(std::memory_order_acquire)) {
+    reactor->Finish(ToGrpcStatus(NotReady()));
+    return reactor;
+  }
+  absl::Time deadline = std::min(absl::Now() + wait, absl::FromChrono(rpc->deadline()));
+  std::string key = absl::StrCat(req->namespace_(), "/", req->name());
+  Sequencer* sequencer = ctx_->sequencer;
+  Command command;
+  command.apply = [](engine::Engine&, absl::Time) {};
+  command.respond = [=](engine::Engine& e, const absl::Status& commit) {
+    if (!commit.ok()) {
+      reactor->Finish(ToGrpcStatus(commit));
+      return;
+    }
+    absl::StatusOr<v1::AdmitResponse> first = e.Describe(*req, absl::Now());
+    if (!first.ok()) {
+      reactor->Finish(ToGrpcStatus(first.status()));
+      return;
+    }
+    sequencer->WaitForWorkload(key, deadline, [=](engine::Engine& e2, bool /*timed_out*/) {
+      absl::StatusOr<v1::AdmitResponse> now = e2.Describe(*req, absl::Now());
+      if (!now.ok()) {
+        reactor->Finish(ToGrpcStatus(now.status()));
+        return;
+      }
+      *resp = *std::move(now);
+      reactor->Finish(grpc::Status::OK);
+    });
+  };
+  sequencer->Enqueue(std::move(command));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::ReleaseQuota(grpc::CallbackServerContext* rpc,
+                                                             const v1::ReleaseQuotaRequest* req,
+                                                             v1::ReleaseQuotaResponse* resp) {
+  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  if (req->release_case() == v1::ReleaseQuotaRequest::RELEASE_NOT_SET) {
+    return Refuse(rpc, InvalidArgument({{"release", "must be one of finished, stopped or "
+                                                    "reclaimable"}}));
+  }
+  return Dispatch(
+      ctx_, rpc, resp,
+      [req](engine::Engine& e, absl::Time now) { return e.ReleaseQuota(*req, now); },
+      Refresh<v1::ReleaseQuotaResponse>);
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Get(grpc::CallbackServerContext* rpc,
+                                                    const v1::GetWorkloadRequest* req,
+                                                    v1::Workload* resp) {
+  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  return Dispatch(ctx_, rpc, resp,
+                  [req](engine::Engine& e, absl::Time) { return e.GetWorkload(*req); });
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::List(grpc::CallbackServerContext* rpc,
+                                                     const v1::ListWorkloadsRequest* req,
+                                                     v1::ListWorkloadsResponse* resp) {
+  return Dispatch(ctx_, rpc, resp,
+                  [req](engine::Engine& e, absl::Time) { return e.ListWorkloads(*req); });
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Delete(grpc::CallbackServerContext* rpc,
+                                                       const v1::DeleteWorkloadRequest* req,
+                                                       v1::DeleteWorkloadResponse* resp) {
+  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  return Dispatch(
+      ctx_, rpc, resp,
+      [req](engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteWorkloadResponse> {
+        ADMITD_RETURN_IF_ERROR(e.DeleteWorkload(*req, now));
+        return v1::DeleteWorkloadResponse();
+      });
+}
+
+grpc::ServerWriteReactor<v1::WatchEvent>* AdmissionServiceImpl::Watch(
+    grpc::CallbackServerContext* rpc, const v1::WatchRequest* req) {
+  return WatchReactor::Start(ctx_, *req);
+}
+
+}  // namespace admitd

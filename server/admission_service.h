@@ -1,0 +1,38 @@
+// AdmissionService: the workload lifecycle and Watch, as thin adapters over the sequencer.
+#ifndef ADMITD_SERVER_ADMISSION_SERVICE_H_
+#define ADMITD_SERVER_ADMISSION_SERVICE_H_
+
+#include "admitd/v1/admission_service.grpc.pb.h"
+#include "server/dispatch.h"
+
+namespace admitd {
+
+class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService {
+ public:
+  explicit AdmissionServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
+
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* rpc, const v1::SubmitRequest* req,
+                                   v1::SubmitResponse* resp) override;
+  grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* rpc, const v1::AdmitRequest* req,
+                                  v1::AdmitResponse* resp) override;
+  grpc::ServerUnaryReactor* ReleaseQuota(grpc::CallbackServerContext* rpc,
+                                         const v1::ReleaseQuotaRequest* req,
+                                         v1::ReleaseQuotaResponse* resp) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* rpc,
+                                const v1::GetWorkloadRequest* req, v1::Workload* resp) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* rpc,
+                                 const v1::ListWorkloadsRequest* req,
+                                 v1::ListWorkloadsResponse* resp) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* rpc,
+                                   const v1::DeleteWorkloadRequest* req,
+                                   v1::DeleteWorkloadResponse* resp) override;
+  grpc::ServerWriteReactor<v1::WatchEvent>* Watch(grpc::CallbackServerContext* rpc,
+                                                  const v1::WatchRequest* req) override;
+
+ private:
+  ServiceContext* const ctx_;
+};
+
+}  // namespace admitd
+
+#endif  // ADMITD_SERVER_ADMISSION_SERVICE_H_

@@ -1,0 +1,176 @@
+#include "server/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "server/log.h"
+
+namespace admitd {
+
+const char kUsage[] =
+    "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
+    "              [--manual-scheduling] [--log-level debug|info|warning|error]\n"
+    "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
+    "              [--feature-gates Name=true,Other=false]\n";
+
+namespace {
+
+absl::Status Bad(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+}
+
+absl::Status ParseDurationValue(absl::string_view where, absl::string_view text,
+                                absl::Duration* out) {
+  if (!absl::ParseDuration(text, out) || *out < absl::ZeroDuration()) {
+    return Bad(where, absl::StrCat("invalid duration \"", text, "\" (want e.g. 2ms, 1s)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseGates(absl::string_view where, absl::string_view text,
+                        std::map<std::string, bool>* gates) {
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    bool value;
+    if (kv.first.empty() || !absl::SimpleAtob(kv.second, &value)) {
+      return Bad(where, absl::StrCat("invalid feature gate \"", item, "\" (want Name=true)"));
+    }
+    (*gates)[kv.first] = value;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLevel(absl::string_view where, const std::string& level) {
+  log::Level parsed;
+  if (!log::ParseLevel(level, &parsed)) {
+    return Bad(where, absl::StrCat("unknown log level \"", level,
+                                   "\" (want debug, info, warning or error)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadConfigFile(const std::string& path, Config* config) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
+  }
+  if (root.IsNull()) return absl::OkStatus();
+  if (!root.IsMap()) return Bad(path, "the config file must be a YAML mapping");
+  for (const auto& entry : root) {
+    std::string key = entry.first.as<std::string>();
+    std::string where = absl::StrCat(path, ": ", key);
+    const YAML::Node& value = entry.second;
+    try {
+      if (key == "listen") {
+        config->listen = value.as<std::string>();
+      } else if (key == "dataDir") {
+        config->data_dir = value.as<std::string>();
+      } else if (key == "manualScheduling") {
+        config->manual_scheduling = value.as<bool>();
+      } else if (key == "logLevel") {
+        config->log_level = value.as<std::string>();
+        if (auto s = CheckLevel(where, config->log_level); !s.ok()) return s;
+      } else if (key == "eventRetention") {
+        int64_t n = value.as<int64_t>();
+        if (n < 1) return Bad(where, "must be at least 1");
+        config->event_retention = static_cast<uint64_t>(n);
+      } else if (key == "syncDelay") {
+        if (auto s = ParseDurationValue(where, value.as<std::string>(), &config->sync_delay);
+            !s.ok()) {
+          return s;
+        }
+      } else if (key == "sync") {
+        config->sync = value.as<bool>();
+      } else if (key == "featureGates") {
+        if (!value.IsMap()) return Bad(where, "must be a mapping of gate name to true/false");
+        for (const auto& gate : value) {
+          config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
+        }
+      } else {
+        return Bad(where, "unknown key (known: listen, dataDir, manualScheduling, logLevel, "
+                          "eventRetention, syncDelay, sync, featureGates)");
+      }
+    } catch (const YAML::Exception& e) {
+      return Bad(where, absl::StrCat("invalid value: ", e.what()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* help) {
+  Config config;
+  *help = false;
+  // The config file is read first so that flags override it wherever they appear.
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--config") {
+      if (auto s = LoadConfigFile(args[i + 1], &config); !s.ok()) return s;
+    } else if (absl::StartsWith(args[i], "--config=")) {
+      if (auto s = LoadConfigFile(args[i].substr(9), &config); !s.ok()) return s;
+    }
+  }
+  if (!args.empty() && absl::StartsWith(args.back(), "--config=")) {
+    if (auto s = LoadConfigFile(args.back().substr(9), &config); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_inline = false;
+    if (size_t eq = flag.find('='); absl::StartsWith(flag, "--") && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_inline = true;
+    }
+    auto next = [&](std::string* out) -> absl::Status {
+      if (has_inline) {
+        *out = value;
+        return absl::OkStatus();
+      }
+      if (i + 1 >= args.size()) return Bad(flag, "needs a value");
+      *out = args[++i];
+      return absl::OkStatus();
+    };
+    std::string v;
+    if (flag == "--help" || flag == "-h") {
+      *help = true;
+      return config;
+    } else if (flag == "--config") {
+      if (auto s = next(&v); !s.ok()) return s;  // already loaded above
+    } else if (flag == "--listen") {
+      if (auto s = next(&config.listen); !s.ok()) return s;
+    } else if (flag == "--data-dir") {
+      if (auto s = next(&config.data_dir); !s.ok()) return s;
+    } else if (flag == "--manual-scheduling") {
+      config.manual_scheduling = !has_inline || value == "true";
+    } else if (flag == "--no-sync") {
+      config.sync = false;
+    } else if (flag == "--log-level") {
+      if (auto s = next(&config.log_level); !s.ok()) return s;
+      if (auto s = CheckLevel(flag, config.log_level); !s.ok()) return s;
+    } else if (flag == "--event-retention") {
+      if (auto s = next(&v); !s.ok()) return s;
+      uint64_t n;
+      if (!absl::SimpleAtoi(v, &n) || n < 1) return Bad(flag, "must be a positive integer");
+      config.event_retention = n;
+    } else if (flag == "--sync-delay") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (auto s = ParseDurationValue(flag, v, &config.sync_delay); !s.ok()) return s;
+    } else if (flag == "--feature-gates") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (auto s = ParseGates(flag, v, &config.feature_gates); !s.ok()) return s;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", args[i], "\n", kUsage));
+    }
+  }
+  if (config.listen.empty()) return Bad("--listen", "must not be empty");
+  if (config.data_dir.empty()) return Bad("--data-dir", "must not be empty");
+  return config;
+}
+
+}  // namespace admitd

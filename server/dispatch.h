@@ -1,0 +1,73 @@
+// Glue between gRPC callback handlers and the Sequencer: a unary RPC becomes a Command whose
+// apply runs the engine call and whose respond finishes the RPC after the batch committed.
+#ifndef ADMITD_SERVER_DISPATCH_H_
+#define ADMITD_SERVER_DISPATCH_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "server/grpc_status.h"
+#include "server/sequencer.h"
+
+namespace admitd {
+
+// What the services share: the sequencer, and whether recovery has finished.
+struct ServiceContext {
+  Sequencer* sequencer = nullptr;
+  store::Store* store = nullptr;
+  class WatchHub* hub = nullptr;
+  std::atomic<bool> ready{false};
+};
+
+inline absl::Status NotReady() {
+  return absl::UnavailableError("admitd is recovering its state; retry shortly");
+}
+
+// Runs `call(engine, now) -> absl::StatusOr<Response>` in the sequencer and answers with its
+// result once the batch is durable. `refine(engine, &response)` (optional) runs after the
+// batch's scheduling cycles, to answer with the freshest state.
+template <typename Response, typename Call, typename Refine>
+grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerContext* rpc,
+                                   Response* response, Call call, Refine refine) {
+  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  if (!ctx->ready.load(std::memory_order_acquire)) {
+    reactor->Finish(ToGrpcStatus(NotReady()));
+    return reactor;
+  }
+  auto result = std::make_shared<absl::StatusOr<Response>>(absl::UnknownError("not applied"));
+  Command command;
+  command.apply = [result, call = std::move(call)](engine::Engine& engine, absl::Time now) {
+    *result = call(engine, now);
+  };
+  command.respond = [result, reactor, response, refine = std::move(refine)](
+                        engine::Engine& engine, const absl::Status& commit) {
+    if (!result->ok()) {
+      // A refused call changed nothing, so its own error is the answer even if the batch failed.
+      reactor->Finish(ToGrpcStatus(result->status()));
+      return;
+    }
+    if (!commit.ok()) {
+      reactor->Finish(ToGrpcStatus(commit));
+      return;
+    }
+    *response = std::move(**result);
+    refine(engine, response);
+    reactor->Finish(grpc::Status::OK);
+  };
+  ctx->sequencer->Enqueue(std::move(command));
+  return reactor;
+}
+
+template <typename Response, typename Call>
+grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerContext* rpc,
+                                   Response* response, Call call) {
+  return Dispatch(ctx, rpc, response, std::move(call), [](engine::Engine&, Response*) {});
+}
+
+}  // namespace admitd
+
+#endif  // ADMITD_SERVER_DISPATCH_H_

@@ -1,0 +1,66 @@
+// admitd: the admission server. See README.md for flags and docs/architecture.md for design.
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/config.h"
+#include "server/log.h"
+#include "server/server.h"
+
+namespace {
+
+// Gates admitd knows; later features read them from Config::feature_gates.
+const char* const kKnownGates[] = {"ElasticJobsViaWorkloadSlices", "PodIntegrationFastQuotaRelease",
+                                   "FastQuotaReleaseInPodIntegration"};
+
+int Run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  bool help = false;
+  absl::StatusOr<admitd::Config> config = admitd::ParseConfig(args, &help);
+  if (help) {
+    std::fputs(admitd::kUsage, stdout);
+    return 0;
+  }
+  if (!config.ok()) {
+    std::fprintf(stderr, "admitd: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  for (const auto& [gate, enabled] : config->feature_gates) {
+    bool known = false;
+    for (const char* name : kKnownGates) known = known || gate == name;
+    if (!known) {
+      std::fprintf(stderr, "admitd: unknown feature gate \"%s\" (known: %s)\n", gate.c_str(),
+                   absl::StrJoin(kKnownGates, ", ").c_str());
+      return 2;
+    }
+  }
+  admitd::log::Level level;
+  admitd::log::ParseLevel(config->log_level, &level);
+  admitd::log::SetLevel(level);
+
+  // SIGTERM and SIGINT are taken by sigwait below, never delivered asynchronously.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<admitd::AdmitdServer>> server =
+      admitd::AdmitdServer::Start(*config);
+  if (!server.ok()) {
+    ADMITD_LOG(kError, "cannot start", {{"error", server.status().ToString()}});
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&signals, &signal);
+  ADMITD_LOG(kInfo, "signal received", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  (*server)->Shutdown(absl::Seconds(10));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }

@@ -1,0 +1,275 @@
+#include "server/sequencer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+#include "server/watch_hub.h"
+
+namespace admitd {
+namespace {
+
+// A workload that is neither waiting nor holding an unfinished reservation: Admit --wait ends.
+bool Settled(const engine::Engine& engine, const std::string& key) {
+  v1::GetWorkloadRequest get;
+  size_t slash = key.find('/');
+  get.set_namespace_(key.substr(0, slash));
+  get.set_name(key.substr(slash + 1));
+  absl::StatusOr<v1::Workload> workload = engine.GetWorkload(get);
+  if (!workload.ok()) return true;  // deleted
+  v1::WorkloadState state = engine::StateOf(*workload);
+  return state != v1::WORKLOAD_STATE_PENDING && state != v1::WORKLOAD_STATE_QUOTA_RESERVED;
+}
+
+std::shared_ptr<const v1::WatchEvent> EventOf(const engine::Change& change) {
+  auto event = std::make_shared<v1::WatchEvent>();
+  event->set_revision(change.revision);
+  event->set_type(change.type);
+  event->set_kind(change.kind);
+  event->set_reason(change.reason);
+  event->set_message(change.message);
+  if (change.workload) {
+    *event->mutable_workload() = *change.workload;
+  } else if (change.queue_object) {
+    *event->mutable_queue_object() = *change.queue_object;
+  }
+  return event;
+}
+
+}  // namespace
+
+Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
+                     SequencerOptions options)
+    : engine_(engine), store_(store), hub_(hub), options_(std::move(options)) {}
+
+Sequencer::~Sequencer() { Stop(); }
+
+void Sequencer::Start() {
+  absl::MutexLock lock(&mu_);
+  if (started_) return;
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Sequencer::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  // Commands that arrived after the thread ended (or without a thread) are refused.
+  std::deque<Command> rest;
+  {
+    absl::MutexLock lock(&mu_);
+    rest.swap(queue_);
+  }
+  absl::Status unavailable = absl::UnavailableError("admitd is shutting down");
+  for (Command& cmd : rest) cmd.respond(*engine_, unavailable);
+}
+
+void Sequencer::Enqueue(Command command) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_ && health_.ok()) {
+      queue_.push_back(std::move(command));
+      return;
+    }
+  }
+  absl::Status refused = health().ok() ? absl::UnavailableError("admitd is shutting down")
+                                       : health();
+  command.respond(*engine_, refused);
+}
+
+void Sequencer::WaitForWorkload(const std::string& key, absl::Time deadline,
+                                std::function<void(engine::Engine&, bool)> done) {
+  absl::MutexLock lock(&mu_);
+  new_waiters_.push_back({key, Waiter{deadline, std::move(done)}});
+}
+
+void Sequencer::ReleaseWaiters() {
+  absl::MutexLock lock(&mu_);
+  release_waiters_ = true;
+  // An empty command wakes the loop, whose next batch answers the waiters.
+  queue_.push_back(Command{[](engine::Engine&, absl::Time) {},
+                           [](engine::Engine&, const absl::Status&) {}});
+}
+
+SequencerStats Sequencer::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+absl::Status Sequencer::health() const {
+  absl::MutexLock lock(&mu_);
+  return health_;
+}
+
+void Sequencer::Run() {
+  std::vector<Command> batch;
+  std::vector<std::pair<std::string, Waiter>> arrivals;
+  while (true) {
+    batch.clear();
+    arrivals.clear();
+    bool stop = false;
+    {
+      // Values the wait condition reads are copied: absl may evaluate it on other threads.
+      const bool want_cycles = cycles_wanted_ && !options_.manual_scheduling;
+      absl::Time wake = absl::InfiniteFuture();
+      for (const auto& [key, waiter] : waiters_) wake = std::min(wake, waiter.deadline);
+      absl::MutexLock lock(&mu_);
+      auto ready = [this, want_cycles]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return want_cycles || stopping_ || !queue_.empty() || !new_waiters_.empty();
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
+      while (!queue_.empty() && batch.size() < options_.max_batch_commands) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      arrivals.swap(new_waiters_);
+      stop = stopping_ && queue_.empty() && batch.empty();
+    }
+    for (auto& [key, waiter] : arrivals) {
+      fresh_waiter_keys_.push_back(key);
+      waiters_.emplace(key, std::move(waiter));
+    }
+    if (stop) break;
+    ProcessBatch(batch);
+  }
+  // Whoever still waits gets the state as it stands.
+  for (auto& [key, waiter] : waiters_) waiter.done(*engine_, /*timed_out=*/true);
+  waiters_.clear();
+}
+
+void Sequencer::ProcessBatch(std::vector<Command>& batch) {
+  const absl::Time now = options_.clock();
+  const bool healthy = health().ok();
+  if (healthy) {
+    for (Command& cmd : batch) cmd.apply(*engine_, now);
+  }
+  int cycles = 0;
+  cycles_wanted_ = false;
+  if (healthy && !options_.manual_scheduling && engine_->HasPendingHeads()) {
+    engine::CycleStats cycle;
+    do {
+      cycle = engine_->RunCycle(now);
+      ++cycles;
+    } while (cycle.more && cycles < options_.max_cycles_per_batch);
+    cycles_wanted_ = cycle.more;
+  }
+  std::vector<engine::Change> changes = engine_->TakeChanges();
+  absl::Status commit = absl::OkStatus();
+  if (!healthy) {
+    commit = health();
+  } else if (!changes.empty()) {
+    commit = Commit(changes);
+    if (!commit.ok()) {
+      ADMITD_LOG(kError, "commit failed; refusing further commands until restart",
+                 {{"error", commit.ToString()}});
+      absl::MutexLock lock(&mu_);
+      health_ = absl::UnavailableError(
+          absl::StrCat("admitd could not persist a change and stopped taking writes: ",
+                       commit.message()));
+      commit = health_;
+    }
+  }
+  for (Command& cmd : batch) cmd.respond(*engine_, commit);
+  NotifyWaiters(changes, now);
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.batches++;
+    stats_.commands += batch.size();
+    stats_.cycles += cycles;
+    stats_.changes += changes.size();
+    if (!changes.empty() && commit.ok()) stats_.commits++;
+  }
+  if (commit.ok() && !changes.empty() &&
+      ++commits_since_compaction_ >= options_.compact_every_commits) {
+    commits_since_compaction_ = 0;
+    absl::StatusOr<uint64_t> dropped = store_->CompactEvents();
+    if (!dropped.ok()) {
+      ADMITD_LOG(kWarning, "event log compaction failed", {{"error", dropped.status().ToString()}});
+    } else if (*dropped > 0) {
+      ADMITD_LOG(kDebug, "event log compacted", {{"dropped", absl::StrCat(*dropped)}});
+    }
+  }
+}
+
+absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
+  store::Batch batch;
+  batch.revision = changes.back().revision;
+  batch.events.reserve(changes.size());
+  std::vector<std::shared_ptr<const v1::WatchEvent>> events;
+  events.reserve(changes.size());
+  // Only the last state of an object written several times in the batch goes to disk.
+  absl::flat_hash_map<std::string, size_t> last_write;
+  for (const engine::Change& change : changes) {
+    std::shared_ptr<const v1::WatchEvent> event = EventOf(change);
+    batch.events.push_back({change.revision, event->SerializeAsString()});
+    events.push_back(std::move(event));
+    std::string id = absl::StrCat(static_cast<int>(change.kind), ":", change.key);
+    store::ObjectWrite write;
+    write.kind = change.kind;
+    write.key = change.key;
+    write.deleted = change.type == v1::WatchEvent::DELETED;
+    if (!write.deleted) {
+      write.value = change.workload ? change.workload->SerializeAsString()
+                                    : change.queue_object->SerializeAsString();
+    }
+    auto [it, inserted] = last_write.try_emplace(id, batch.writes.size());
+    if (inserted) {
+      batch.writes.push_back(std::move(write));
+    } else {
+      batch.writes[it->second] = std::move(write);
+    }
+  }
+  absl::Status status = store_->Commit(batch);
+  if (status.ok() && hub_ != nullptr) hub_->Publish(std::move(events), batch.revision);
+  return status;
+}
+
+void Sequencer::NotifyWaiters(const std::vector<engine::Change>& changes, absl::Time now) {
+  if (waiters_.empty()) {
+    fresh_waiter_keys_.clear();
+    return;
+  }
+  auto finish_range = [this](const std::string& key, bool timed_out) {
+    auto [begin, end] = waiters_.equal_range(key);
+    for (auto it = begin; it != end; ++it) it->second.done(*engine_, timed_out);
+    waiters_.erase(begin, end);
+  };
+  // Only workloads this batch changed, and waiters that just arrived, can have settled.
+  std::vector<std::string> candidates;
+  candidates.swap(fresh_waiter_keys_);
+  for (const engine::Change& change : changes) {
+    if (change.kind == v1::OBJECT_KIND_WORKLOAD && waiters_.count(change.key) > 0) {
+      candidates.push_back(change.key);
+    }
+  }
+  bool release_all;
+  {
+    absl::MutexLock lock(&mu_);
+    release_all = release_waiters_;
+  }
+  if (release_all) {
+    for (auto& [key, waiter] : waiters_) waiter.done(*engine_, /*timed_out=*/true);
+    waiters_.clear();
+    return;
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (const std::string& key : candidates) {
+    if (waiters_.count(key) > 0 && Settled(*engine_, key)) finish_range(key, false);
+  }
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (it->second.deadline <= now || it->second.deadline <= absl::Now()) {
+      it->second.done(*engine_, true);
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace admitd

@@ -1,0 +1,134 @@
+// Sequencer: the one thread that owns the Engine.
+//
+// RPC handlers enqueue Commands. The sequencer drains the queue in batches: it applies every
+// command of the batch to the engine, runs scheduling cycles (unless scheduling is manual),
+// commits all the batch's changes to the Store as one WriteBatch with one fsync, publishes the
+// watch events, and only then answers the commands. Concurrent callers therefore share fsyncs
+// (group commit), and an answered write is durable.
+//
+// A failed commit leaves the engine ahead of the disk. The sequencer then stops taking writes:
+// every later command answers UNAVAILABLE, and the process must restart to recover from disk.
+//
+// Thread safety: Enqueue, WaitForAdmission and the accessors may be called from any thread.
+//
+//   Sequencer seq(&engine, store.get(), &hub, options);
+//   seq.Start();
+//   seq.Enqueue(Command{.apply = [&](Engine& e, absl::Time now) { result = e.Submit(req, now); },
+//                       .respond = [&](Engine& e, const absl::Status& commit) { Reply(...); }});
+#ifndef ADMITD_SERVER_SEQUENCER_H_
+#define ADMITD_SERVER_SEQUENCER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/engine/engine.h"
+#include "store/store.h"
+
+namespace admitd {
+
+class WatchHub;
+
+struct Command {
+  // Runs on the sequencer thread inside a batch. Keep the result in the closure's captures.
+  std::function<void(engine::Engine& engine, absl::Time now)> apply;
+  // Runs on the sequencer thread after the batch was committed (or failed to commit: then
+  // `commit` is the error). It may read the engine, which now includes the batch's cycles.
+  std::function<void(engine::Engine& engine, const absl::Status& commit)> respond;
+};
+
+struct SequencerOptions {
+  bool manual_scheduling = false;
+  // Commands applied per batch at most; the rest wait for the next batch.
+  size_t max_batch_commands = 4096;
+  // Scheduling cycles run in one batch at most before committing; the sequencer goes on cycling
+  // in the next batch, so long drains still commit (and answer) regularly.
+  int max_cycles_per_batch = 256;
+  // CompactEvents runs after this many commits.
+  int compact_every_commits = 1024;
+  std::function<absl::Time()> clock = [] { return absl::Now(); };
+};
+
+struct SequencerStats {
+  uint64_t batches = 0;
+  uint64_t commits = 0;
+  uint64_t commands = 0;
+  uint64_t cycles = 0;
+  uint64_t changes = 0;
+};
+
+class Sequencer {
+ public:
+  // `engine`, `store` and `hub` must outlive the Sequencer; the engine must have finished
+  // recovery. `hub` may be null.
+  Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub, SequencerOptions options);
+  ~Sequencer();  // Stop()s
+
+  void Start();
+  // Answers every queued command, then joins the thread. Later Enqueues answer UNAVAILABLE.
+  void Stop();
+
+  // Queues `command`. Its respond runs exactly once, with UNAVAILABLE when the sequencer is
+  // stopped or failed (then apply never runs).
+  void Enqueue(Command command);
+
+  // Calls `done` once, on the sequencer thread, when the workload leaves the pending state (it
+  // is admitted, has a reservation, is finished or deleted) or `deadline` passes. `done` gets the
+  // engine; the caller reads the workload from it.
+  void WaitForWorkload(const std::string& key, absl::Time deadline,
+                       std::function<void(engine::Engine& engine, bool timed_out)> done);
+
+  // Answers every Admit waiter now and any later one at once (shutdown: lets RPCs drain).
+  void ReleaseWaiters();
+
+  SequencerStats stats() const;
+  // Non-OK once a commit failed.
+  absl::Status health() const;
+
+ private:
+  struct Waiter {
+    absl::Time deadline;
+    std::function<void(engine::Engine&, bool)> done;
+  };
+
+  void Run();
+  // Applies, schedules, commits and answers one batch (possibly empty: then it only cycles).
+  void ProcessBatch(std::vector<Command>& batch);
+  absl::Status Commit(const std::vector<engine::Change>& changes);
+  void NotifyWaiters(const std::vector<engine::Change>& changes, absl::Time now);
+
+  // Constant after construction.
+  engine::Engine* const engine_;
+  store::Store* const store_;
+  WatchHub* const hub_;
+  const SequencerOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Command> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, Waiter>> new_waiters_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool release_waiters_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status health_ ABSL_GUARDED_BY(mu_);
+  SequencerStats stats_ ABSL_GUARDED_BY(mu_);
+
+  // Owned by the sequencer thread.
+  std::multimap<std::string, Waiter> waiters_;
+  std::vector<std::string> fresh_waiter_keys_;  // waiters added since the last batch
+  bool cycles_wanted_ = false;
+  int commits_since_compaction_ = 0;
+
+  std::thread thread_;
+};
+
+}  // namespace admitd
+
+#endif  // ADMITD_SERVER_SEQUENCER_H_

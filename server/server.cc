@@ -1,0 +1,132 @@
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "grpc/health/v1/health.pb.h"
+#include "server/log.h"
+
+namespace admitd {
+namespace {
+
+const char* const kServices[] = {"admitd.v1.AdmissionService", "admitd.v1.QueueService"};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
+    const Config& config, std::function<absl::Time()> clock) {
+  std::unique_ptr<AdmitdServer> server(new AdmitdServer());
+  server->config_ = config;
+
+  store::StoreOptions store_options;
+  store_options.path = config.data_dir;
+  store_options.sync = config.sync;
+  store_options.injected_sync_delay = config.sync_delay;
+  store_options.event_retention = config.event_retention;
+  ADMITD_ASSIGN_OR_RETURN(server->store_, store::Store::Open(store_options));
+
+  server->engine_ = std::make_unique<engine::Engine>();
+  server->hub_ = std::make_unique<WatchHub>();
+  SequencerOptions seq_options;
+  seq_options.manual_scheduling = config.manual_scheduling;
+  seq_options.clock = std::move(clock);
+  server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
+                                                   server->hub_.get(), seq_options);
+  server->context_.sequencer = server->sequencer_.get();
+  server->context_.store = server->store_.get();
+  server->context_.hub = server->hub_.get();
+  server->queue_service_ = std::make_unique<QueueServiceImpl>(&server->context_);
+  server->admission_service_ = std::make_unique<AdmissionServiceImpl>(&server->context_);
+
+  // Linking health.pb lets reflection describe grpc.health.v1.Health.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(server->queue_service_.get());
+  builder.RegisterService(server->admission_service_.get());
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  server->grpc_server_ = builder.BuildAndStart();
+  if (server->grpc_server_ == nullptr || server->port_ == 0) {
+    server->store_->Close().IgnoreError();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
+  }
+  std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  server->address_ = absl::StrCat(host, ":", server->port_);
+  server->SetServing(false);
+  ADMITD_LOG(kInfo, "listening", {{"addr", server->address_}, {"data_dir", config.data_dir}});
+
+  if (absl::Status recovered = server->Recover(); !recovered.ok()) {
+    server->grpc_server_->Shutdown();
+    server->store_->Close().IgnoreError();
+    return recovered;
+  }
+  server->sequencer_->Start();
+  server->context_.ready.store(true, std::memory_order_release);
+  server->SetServing(true);
+  ADMITD_LOG(kInfo, "serving", {{"revision", absl::StrCat(server->engine_->revision())},
+                                {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
+  return server;
+}
+
+absl::Status AdmitdServer::Recover() {
+  const absl::Time start = absl::Now();
+  uint64_t objects = 0;
+  ADMITD_RETURN_IF_ERROR(store_->ForEachObject(
+      [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
+        ++objects;
+        if (kind == v1::OBJECT_KIND_WORKLOAD) {
+          v1::Workload workload;
+          if (!workload.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
+          }
+          return engine_->Restore(workload);
+        }
+        v1::QueueObject object;
+        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return absl::DataLossError(absl::StrCat("stored object ", key, " cannot be parsed"));
+        }
+        return engine_->Restore(object);
+      }));
+  ADMITD_RETURN_IF_ERROR(engine_->FinishRestore(store_->revision()));
+  hub_->SetRevision(store_->revision());
+  ADMITD_LOG(kInfo, "recovered",
+             {{"objects", absl::StrCat(objects)},
+              {"revision", absl::StrCat(store_->revision())},
+              {"took", absl::FormatDuration(absl::Now() - start)}});
+  return absl::OkStatus();
+}
+
+void AdmitdServer::SetServing(bool serving) {
+  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus("", serving);
+  for (const char* service : kServices) health->SetServingStatus(service, serving);
+}
+
+void AdmitdServer::Shutdown(absl::Duration grace) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  ADMITD_LOG(kInfo, "shutting down", {{"grace", absl::FormatDuration(grace)}});
+  SetServing(false);
+  hub_->Close();
+  sequencer_->ReleaseWaiters();
+  grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  sequencer_->Stop();
+  if (absl::Status closed = store_->Close(); !closed.ok()) {
+    ADMITD_LOG(kError, "closing the store failed", {{"error", closed.ToString()}});
+  }
+  ADMITD_LOG(kInfo, "stopped", {{"revision", absl::StrCat(engine_->revision())}});
+}
+
+void AdmitdServer::Wait() { grpc_server_->Wait(); }
+
+AdmitdServer::~AdmitdServer() { Shutdown(absl::Seconds(1)); }
+
+}  // namespace admitd

@@ -1,0 +1,138 @@
+#include "server/watch_hub.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace admitd {
+
+WatchFilter WatchFilter::From(const v1::WatchRequest& request) {
+  WatchFilter filter;
+  for (int kind : request.kinds()) filter.kinds.insert(static_cast<v1::ObjectKind>(kind));
+  filter.namespace_ = request.namespace_();
+  filter.cluster_queue = request.cluster_queue();
+  return filter;
+}
+
+bool WatchFilter::Matches(const v1::WatchEvent& event) const {
+  if (event.type() == v1::WatchEvent::SYNCED) return true;
+  if (!kinds.empty() && kinds.count(event.kind()) == 0) return false;
+  if (!namespace_.empty()) {
+    const v1::ObjectMeta* meta = nullptr;
+    if (event.has_workload()) {
+      meta = &event.workload().metadata();
+    } else if (event.queue_object().has_local_queue()) {
+      meta = &event.queue_object().local_queue().metadata();
+    }
+    if (meta == nullptr || meta->namespace_() != namespace_) return false;
+  }
+  if (!cluster_queue.empty()) {
+    if (event.has_workload()) {
+      if (event.workload().status().admission().cluster_queue() != cluster_queue) return false;
+    } else if (event.queue_object().has_cluster_queue()) {
+      if (event.queue_object().cluster_queue().metadata().name() != cluster_queue) return false;
+    } else if (event.queue_object().has_local_queue()) {
+      if (event.queue_object().local_queue().spec().cluster_queue() != cluster_queue) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool WatchSubscription::Take(std::deque<EventPtr>* out, absl::Status* closed) {
+  absl::MutexLock lock(&mu_);
+  if (!closed_.ok()) {
+    *closed = closed_;
+    return false;
+  }
+  while (!queue_.empty()) {
+    out->push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return true;
+}
+
+std::shared_ptr<WatchSubscription> WatchHub::Subscribe(WatchFilter filter,
+                                                       std::function<void()> wake,
+                                                       uint64_t* revision) {
+  std::shared_ptr<WatchSubscription> sub(
+      new WatchSubscription(std::move(filter), std::move(wake), max_buffered_));
+  absl::MutexLock lock(&mu_);
+  *revision = revision_;
+  if (closed_) {
+    absl::MutexLock sub_lock(&sub->mu_);
+    sub->closed_ = absl::UnavailableError("admitd is shutting down");
+  } else {
+    subscribers_.push_back(sub);
+  }
+  return sub;
+}
+
+void WatchHub::Unsubscribe(const std::shared_ptr<WatchSubscription>& subscription) {
+  absl::MutexLock lock(&mu_);
+  subscribers_.erase(std::remove(subscribers_.begin(), subscribers_.end(), subscription),
+                     subscribers_.end());
+}
+
+void WatchHub::Publish(std::vector<EventPtr> events, uint64_t revision) {
+  std::vector<std::shared_ptr<WatchSubscription>> to_wake;
+  {
+    absl::MutexLock lock(&mu_);
+    revision_ = std::max(revision_, revision);
+    for (const auto& sub : subscribers_) {
+      bool queued = false;
+      absl::MutexLock sub_lock(&sub->mu_);
+      if (!sub->closed_.ok()) continue;
+      for (const EventPtr& event : events) {
+        if (!sub->filter_.Matches(*event)) continue;
+        if (sub->queue_.size() >= sub->max_buffered_) {
+          sub->closed_ = absl::ResourceExhaustedError(absl::StrCat(
+              "watcher fell behind: more than ", sub->max_buffered_,
+              " events were waiting to be sent; watch again from the last revision received"));
+          sub->queue_.clear();
+          queued = true;
+          break;
+        }
+        sub->queue_.push_back(event);
+        queued = true;
+      }
+      if (queued) to_wake.push_back(sub);
+    }
+  }
+  for (const auto& sub : to_wake) sub->wake_();
+}
+
+uint64_t WatchHub::revision() const {
+  absl::MutexLock lock(&mu_);
+  return revision_;
+}
+
+void WatchHub::SetRevision(uint64_t revision) {
+  absl::MutexLock lock(&mu_);
+  revision_ = revision;
+}
+
+void WatchHub::Close() {
+  std::vector<std::shared_ptr<WatchSubscription>> subs;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    subs.swap(subscribers_);
+  }
+  for (const auto& sub : subs) {
+    {
+      absl::MutexLock lock(&sub->mu_);
+      sub->closed_ = absl::UnavailableError("admitd is shutting down");
+    }
+    sub->wake_();
+  }
+}
+
+size_t WatchHub::subscribers() const {
+  absl::MutexLock lock(&mu_);
+  return subscribers_.size();
+}
+
+}  // namespace admitd

@@ -1,0 +1,167 @@
+#include "server/watch_reactor.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
+#include "store/store.h"
+
+namespace admitd {
+namespace {
+
+constexpr size_t kReplayChunk = 512;
+
+}  // namespace
+
+WatchReactor* WatchReactor::Start(ServiceContext* ctx, const v1::WatchRequest& request) {
+  auto* reactor = new WatchReactor(ctx, request);
+  reactor->self_.reset(reactor);
+  reactor->Init(request);
+  reactor->Pump();
+  return reactor;
+}
+
+WatchReactor::WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request)
+    : ctx_(ctx), filter_(WatchFilter::From(request)) {}
+
+void WatchReactor::Init(const v1::WatchRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (!ctx_->ready.load(std::memory_order_acquire)) {
+    MarkFinished(ToGrpcStatus(NotReady()));
+    return;
+  }
+  uint64_t published = 0;
+  std::weak_ptr<WatchReactor> weak = self_;
+  subscription_ = ctx_->hub->Subscribe(
+      filter_,
+      [weak] {
+        if (std::shared_ptr<WatchReactor> self = weak.lock()) self->Pump();
+      },
+      &published);
+  const uint64_t since = request.since_revision();
+  if (since > published) {
+    MarkFinished(ToGrpcStatus(absl::OutOfRangeError(absl::StrCat(
+        "since_revision ", since, " is ahead of the current revision ", published,
+        "; list again and watch from the list's revision"))));
+    return;
+  }
+  // since 0: live events only. Otherwise the log holds (since, published]; live events above.
+  replay_next_ = since == 0 ? published : since;
+  live_floor_ = published;
+  replay_done_ = since == 0 || since == published;
+  if (replay_done_) {
+    auto synced = std::make_shared<v1::WatchEvent>();
+    synced->set_type(v1::WatchEvent::SYNCED);
+    synced->set_revision(published);
+    pending_.push_back(std::move(synced));
+  }
+}
+
+bool WatchReactor::LoadReplay(absl::Status* error) {
+  std::vector<store::LoggedEvent> logged;
+  absl::Status status = ctx_->store->ReadEvents(replay_next_, kReplayChunk, &logged);
+  if (!status.ok()) {
+    *error = status;
+    return false;
+  }
+  for (const store::LoggedEvent& entry : logged) {
+    if (entry.revision > live_floor_) break;
+    auto event = std::make_shared<v1::WatchEvent>();
+    if (!event->ParseFromString(entry.value)) {
+      *error = absl::DataLossError(absl::StrCat("event ", entry.revision, " cannot be parsed"));
+      return false;
+    }
+    replay_next_ = entry.revision;
+    if (filter_.Matches(*event)) pending_.push_back(std::move(event));
+  }
+  if (logged.empty() || replay_next_ >= live_floor_ || logged.back().revision > live_floor_) {
+    replay_done_ = true;
+    auto synced = std::make_shared<v1::WatchEvent>();
+    synced->set_type(v1::WatchEvent::SYNCED);
+    synced->set_revision(live_floor_);
+    pending_.push_back(std::move(synced));
+  }
+  return true;
+}
+
+void WatchReactor::Pump() {
+  // Decide under the lock, act outside it: gRPC may run OnWriteDone inline from StartWrite.
+  const v1::WatchEvent* to_write = nullptr;
+  std::optional<grpc::Status> to_finish;
+  {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || writing_) {
+      if (finished_ && !writing_ && !finish_sent_) {
+        finish_sent_ = true;
+        to_finish = final_status_;
+      }
+    } else {
+      while (pending_.empty()) {
+        absl::Status error;
+        if (!replay_done_) {
+          if (!LoadReplay(&error)) {
+            MarkFinished(ToGrpcStatus(error));
+            break;
+          }
+          continue;
+        }
+        std::deque<EventPtr> live;
+        if (!subscription_->Take(&live, &error)) {
+          MarkFinished(ToGrpcStatus(error));
+          break;
+        }
+        for (EventPtr& event : live) {
+          if (event->revision() > live_floor_) pending_.push_back(std::move(event));
+        }
+        if (pending_.empty()) break;  // idle until the hub wakes us
+      }
+      if (finished_) {
+        if (!finish_sent_) {
+          finish_sent_ = true;
+          to_finish = final_status_;
+        }
+      } else if (!pending_.empty()) {
+        in_flight_ = std::move(pending_.front());
+        pending_.pop_front();
+        writing_ = true;
+        to_write = in_flight_.get();
+      }
+    }
+  }
+  if (to_finish) {
+    Finish(*to_finish);
+  } else if (to_write != nullptr) {
+    StartWrite(to_write);
+  }
+}
+
+void WatchReactor::OnWriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    in_flight_.reset();
+    if (!ok) MarkFinished(grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed"));
+  }
+  Pump();
+}
+
+void WatchReactor::OnCancel() {
+  {
+    absl::MutexLock lock(&mu_);
+    MarkFinished(grpc::Status::CANCELLED);
+  }
+  Pump();
+}
+
+void WatchReactor::MarkFinished(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  final_status_ = status;
+}
+
+void WatchReactor::OnDone() {
+  if (subscription_) ctx_->hub->Unsubscribe(subscription_);
+  std::shared_ptr<WatchReactor> last = std::move(self_);  // may delete this on return
+}
+
+}  // namespace admitd
