@@ -53,7 +53,7 @@ struct SequencerOptions {
   // in the next batch, so long drains still commit (and answer) regularly.
   int max_cycles_per_batch = 256;
   // CompactEvents runs after this many commits.
-  int compact_every_commits = 1024;
+  int compact_every_commits = 64;
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
 

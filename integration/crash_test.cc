@@ -1,0 +1,159 @@
+// The real admitd binary, killed with SIGKILL in the middle of a burst of concurrent Submits:
+// after a restart every acknowledged workload is there, and the quota usage is exactly the sum of
+// the admitted workloads' usage.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "integration/fixtures.h"
+
+#ifndef ADMITD_BINARY
+#error "ADMITD_BINARY must name the admitd executable"
+#endif
+
+namespace admitd {
+namespace {
+
+using testing::Client;
+using testing::Process;
+
+std::string DataDir() {
+  return absl::StrCat(::testing::TempDir(), "/crash_test_", getpid());
+}
+
+void Apply(Client& client, const v1::ApplyRequest& req) {
+  grpc::ClientContext ctx;
+  v1::ApplyResponse resp;
+  grpc::Status s = client.queues->Apply(&ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+}
+
+int64_t MilliCpu(const std::string& q) {
+  // The quantities here are whole CPUs or millis ("3", "500m").
+  if (!q.empty() && q.back() == 'm') return std::stoll(q.substr(0, q.size() - 1));
+  return std::stoll(q) * 1000;
+}
+
+TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
+  const std::string dir = DataDir();
+  auto first = Process::Start(ADMITD_BINARY, dir, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::unique_ptr<Process> process = *std::move(first);
+  {
+    Client client(process->address());
+    Apply(client, testing::Flavor("default"));
+    // Room for 150 of the 500m workloads: the rest stays pending.
+    Apply(client, testing::ClusterQueue("cq", {"default"}, {{"cpu", "75"}}));
+    Apply(client, testing::LocalQueue("ns", "lq", "cq"));
+  }
+
+  // 8 clients submit as fast as they can; the server is killed once 300 were acknowledged.
+  absl::Mutex mu;
+  std::set<std::string> acknowledged;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      Client client(process->address());
+      for (int i = 0; !stop.load(); ++i) {
+        std::string name = absl::StrCat("w-", t, "-", i);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::SubmitRequest req;
+        *req.mutable_workload() = testing::Workload("ns", name, "lq", 1, {{"cpu", "500m"}});
+        v1::SubmitResponse resp;
+        if (client.admission->Submit(&ctx, req, &resp).ok()) {
+          absl::MutexLock lock(&mu);
+          acknowledged.insert(name);
+        } else {
+          return;  // the server is gone
+        }
+      }
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    {
+      absl::MutexLock lock(&mu);
+      if (acknowledged.size() >= 300) break;
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  int wstatus = process->Kill(SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(wstatus));
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  ASSERT_GE(acknowledged.size(), 300u);
+
+  auto second = Process::Start(ADMITD_BINARY, dir, {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  process = *std::move(second);
+  Client client(process->address());
+
+  std::set<std::string> stored;
+  int64_t admitted_milli = 0;
+  int admitted = 0;
+  v1::ListWorkloadsRequest list;
+  list.set_namespace_("ns");
+  list.set_page_size(100);
+  do {
+    grpc::ClientContext ctx;
+    v1::ListWorkloadsResponse page;
+    grpc::Status s = client.admission->List(&ctx, list, &page);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    for (const v1::Workload& wl : page.workloads()) {
+      stored.insert(wl.metadata().name());
+      if (wl.status().has_admission()) {
+        ++admitted;
+        admitted_milli += MilliCpu(wl.status().admission().pod_set_assignments(0).resource_usage().at("cpu"));
+      }
+    }
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
+
+  for (const std::string& name : acknowledged) {
+    EXPECT_TRUE(stored.count(name)) << name << " was acknowledged but is gone";
+  }
+  // Every stored workload was submitted; at most the ones in flight at the kill were not acked.
+  EXPECT_LE(stored.size(), acknowledged.size() + 8);
+  EXPECT_EQ(admitted, 150);
+  EXPECT_EQ(admitted_milli, 75000);
+
+  grpc::ClientContext ctx;
+  v1::GetObjectRequest get;
+  get.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
+  get.set_name("cq");
+  v1::QueueObject cq;
+  ASSERT_TRUE(client.queues->Get(&ctx, get, &cq).ok());
+  int64_t reserved = -1;
+  for (const auto& fu : cq.cluster_queue().status().flavors_reservation()) {
+    for (const auto& r : fu.resources()) {
+      if (r.name() == "cpu") reserved = MilliCpu(r.total());
+    }
+  }
+  EXPECT_EQ(reserved, admitted_milli);
+  EXPECT_EQ(cq.cluster_queue().status().pending_workloads(), static_cast<int>(stored.size()) - 150);
+
+  // A clean SIGTERM exits 0 after closing the store.
+  wstatus = process->Kill(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << process->Log();
+}
+
+TEST(CrashTest, SecondInstanceOnTheSameDataDirIsRefused) {
+  const std::string dir = DataDir() + "_lock";
+  auto first = Process::Start(ADMITD_BINARY, dir, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Process::Start(ADMITD_BINARY, dir, {}, absl::Seconds(10));
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(std::string(second.status().message()).find("cannot start"), std::string::npos)
+      << second.status();
+}
+
+}  // namespace
+}  // namespace admitd

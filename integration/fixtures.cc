@@ -1,0 +1,164 @@
+#include "integration/fixtures.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
+namespace admitd::testing {
+
+v1::ApplyRequest Flavor(const std::string& name) {
+  v1::ApplyRequest req;
+  req.mutable_object()->mutable_resource_flavor()->mutable_metadata()->set_name(name);
+  return req;
+}
+
+v1::ApplyRequest ClusterQueue(const std::string& name, const std::vector<std::string>& flavors,
+                              const std::map<std::string, std::string>& resources,
+                              const std::string& strategy) {
+  v1::ApplyRequest req;
+  v1::ClusterQueue* cq = req.mutable_object()->mutable_cluster_queue();
+  cq->mutable_metadata()->set_name(name);
+  cq->mutable_spec()->set_queueing_strategy(strategy);
+  cq->mutable_spec()->mutable_namespace_selector();  // {} selects every namespace
+  v1::ResourceGroup* group = cq->mutable_spec()->add_resource_groups();
+  for (const auto& [resource, quota] : resources) group->add_covered_resources(resource);
+  for (const std::string& flavor : flavors) {
+    v1::FlavorQuotas* fq = group->add_flavors();
+    fq->set_name(flavor);
+    for (const auto& [resource, quota] : resources) {
+      v1::ResourceQuota* rq = fq->add_resources();
+      rq->set_name(resource);
+      rq->set_nominal_quota(quota);
+    }
+  }
+  return req;
+}
+
+v1::ApplyRequest LocalQueue(const std::string& ns, const std::string& name,
+                            const std::string& cluster_queue) {
+  v1::ApplyRequest req;
+  v1::LocalQueue* lq = req.mutable_object()->mutable_local_queue();
+  lq->mutable_metadata()->set_namespace_(ns);
+  lq->mutable_metadata()->set_name(name);
+  lq->mutable_spec()->set_cluster_queue(cluster_queue);
+  return req;
+}
+
+v1::Workload Workload(const std::string& ns, const std::string& name, const std::string& queue,
+                      int count, const std::map<std::string, std::string>& requests,
+                      int priority) {
+  v1::Workload wl;
+  wl.mutable_metadata()->set_namespace_(ns);
+  wl.mutable_metadata()->set_name(name);
+  wl.mutable_spec()->set_queue_name(queue);
+  if (priority != 0) wl.mutable_spec()->set_priority(priority);
+  v1::PodSet* ps = wl.mutable_spec()->add_pod_sets();
+  ps->set_name("main");
+  ps->set_count(count);
+  v1::Container* c = ps->mutable_template_()->mutable_spec()->add_containers();
+  c->set_name("c");
+  for (const auto& [resource, quantity] : requests) {
+    (*c->mutable_resources()->mutable_requests())[resource] = quantity;
+  }
+  return wl;
+}
+
+Client::Client(const std::string& address)
+    : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+      queues(v1::QueueService::NewStub(channel)),
+      admission(v1::AdmissionService::NewStub(channel)) {}
+
+std::vector<std::string> FieldViolations(const grpc::Status& status) {
+  std::vector<std::string> out;
+  google::rpc::Status details;
+  if (!details.ParseFromString(status.error_details())) return out;
+  for (const auto& any : details.details()) {
+    google::rpc::BadRequest bad;
+    if (any.UnpackTo(&bad)) {
+      for (const auto& v : bad.field_violations()) {
+        out.push_back(absl::StrCat(v.field(), ": ", v.description()));
+      }
+    }
+  }
+  return out;
+}
+
+std::string ErrorReason(const grpc::Status& status) {
+  google::rpc::Status details;
+  if (!details.ParseFromString(status.error_details())) return "";
+  for (const auto& any : details.details()) {
+    google::rpc::ErrorInfo info;
+    if (any.UnpackTo(&info)) return info.reason();
+  }
+  return "";
+}
+
+absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binary,
+                                                        const std::string& data_dir,
+                                                        const std::vector<std::string>& extra_args,
+                                                        absl::Duration timeout) {
+  auto process = std::unique_ptr<Process>(new Process());
+  static int counter = 0;
+  process->log_path_ = absl::StrCat(data_dir, ".", getpid(), ".", counter++, ".log");
+  std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--data-dir", data_dir};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    int fd = open(process->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  process->pid_ = pid;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    std::string log = process->Log();
+    size_t at = log.find("msg=listening addr=");
+    if (at != std::string::npos && log.find("msg=serving") != std::string::npos) {
+      size_t start = at + std::string("msg=listening addr=").size();
+      process->address_ = log.substr(start, log.find(' ', start) - start);
+      return process;
+    }
+    int wstatus;
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+      process->pid_ = -1;
+      return absl::InternalError(absl::StrCat("admitd exited early:\n", log));
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("admitd did not start:\n", process->Log()));
+}
+
+Process::~Process() {
+  if (pid_ > 0) Kill(SIGKILL);
+}
+
+int Process::Kill(int signal) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, signal);
+  int wstatus = 0;
+  waitpid(pid_, &wstatus, 0);
+  pid_ = -1;
+  return wstatus;
+}
+
+std::string Process::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace admitd::testing

@@ -1,0 +1,69 @@
+// Test fixtures shared by the integration tests and benchmarks: builders for Kueue-shaped
+// objects, gRPC stubs for a running admitd, and a Process that runs the real admitd binary.
+#ifndef ADMITD_INTEGRATION_FIXTURES_H_
+#define ADMITD_INTEGRATION_FIXTURES_H_
+
+#include <grpcpp/grpcpp.h>
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "admitd/v1/admission_service.grpc.pb.h"
+#include "admitd/v1/queue_service.grpc.pb.h"
+
+namespace admitd::testing {
+
+v1::ApplyRequest Flavor(const std::string& name);
+// A ClusterQueue selecting every namespace with one resource group over `resources`
+// (resource -> nominal quota) in each flavor of `flavors`, tried in order.
+v1::ApplyRequest ClusterQueue(const std::string& name, const std::vector<std::string>& flavors,
+                              const std::map<std::string, std::string>& resources,
+                              const std::string& strategy = "BestEffortFIFO");
+v1::ApplyRequest LocalQueue(const std::string& ns, const std::string& name,
+                            const std::string& cluster_queue);
+// A workload with one pod set "main" of `count` pods, each requesting `requests`.
+v1::Workload Workload(const std::string& ns, const std::string& name, const std::string& queue,
+                      int count, const std::map<std::string, std::string>& requests,
+                      int priority = 0);
+
+struct Client {
+  explicit Client(const std::string& address);
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::QueueService::Stub> queues;
+  std::unique_ptr<v1::AdmissionService::Stub> admission;
+};
+
+// Reads the google.rpc details of a failed call: "field: description" per violation.
+std::vector<std::string> FieldViolations(const grpc::Status& status);
+std::string ErrorReason(const grpc::Status& status);
+
+// The admitd binary running as a child process, its stderr going to a file.
+class Process {
+ public:
+  // Starts `binary` with --listen 127.0.0.1:0 --data-dir `data_dir` plus `extra_args`, and
+  // waits until its log says it serves (then address() is known).
+  static absl::StatusOr<std::unique_ptr<Process>> Start(const std::string& binary,
+                                                        const std::string& data_dir,
+                                                        const std::vector<std::string>& extra_args,
+                                                        absl::Duration timeout = absl::Seconds(30));
+  ~Process();
+  const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
+  // Sends `signal` and waits for the exit; returns the wait status.
+  int Kill(int signal);
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+  std::string log_path_;
+};
+
+}  // namespace admitd::testing
+
+#endif  // ADMITD_INTEGRATION_FIXTURES_H_

@@ -1,0 +1,96 @@
+#include "server/config.h"
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace admitd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigTest, DefaultsWithoutFlags) {
+  bool help = true;
+  absl::StatusOr<Config> config = ParseConfig({}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(help);
+  EXPECT_EQ(config->listen, "127.0.0.1:50051");
+  EXPECT_EQ(config->data_dir, "data");
+  EXPECT_FALSE(config->manual_scheduling);
+  EXPECT_TRUE(config->sync);
+}
+
+TEST(ConfigTest, FlagsInBothForms) {
+  bool help;
+  absl::StatusOr<Config> config =
+      ParseConfig({"--listen", "0.0.0.0:7000", "--data-dir=/tmp/x", "--manual-scheduling",
+                   "--sync-delay", "2ms", "--event-retention=10", "--feature-gates",
+                   "ElasticJobsViaWorkloadSlices=false"},
+                  &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen, "0.0.0.0:7000");
+  EXPECT_EQ(config->data_dir, "/tmp/x");
+  EXPECT_TRUE(config->manual_scheduling);
+  EXPECT_EQ(config->sync_delay, absl::Milliseconds(2));
+  EXPECT_EQ(config->event_retention, 10u);
+  EXPECT_EQ(config->feature_gates.at("ElasticJobsViaWorkloadSlices"), false);
+}
+
+TEST(ConfigTest, FileIsReadAndFlagsWin) {
+  std::string path = WriteFile("admitd.yaml",
+                               "listen: 127.0.0.1:6000\n"
+                               "dataDir: /var/lib/admitd\n"
+                               "manualScheduling: true\n"
+                               "logLevel: debug\n"
+                               "syncDelay: 1ms\n"
+                               "featureGates:\n  ElasticJobsViaWorkloadSlices: true\n");
+  bool help;
+  absl::StatusOr<Config> config = ParseConfig({"--listen", "127.0.0.1:7001", "--config", path},
+                                              &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen, "127.0.0.1:7001");  // the flag, though it came first
+  EXPECT_EQ(config->data_dir, "/var/lib/admitd");
+  EXPECT_TRUE(config->manual_scheduling);
+  EXPECT_EQ(config->log_level, "debug");
+  EXPECT_EQ(config->sync_delay, absl::Milliseconds(1));
+}
+
+TEST(ConfigTest, UnknownKeyNamesFileAndKey) {
+  std::string path = WriteFile("bad.yaml", "listen: x:1\nlistenn: y\n");
+  bool help;
+  absl::StatusOr<Config> config = ParseConfig({"--config", path}, &help);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("bad.yaml: listenn: unknown key"));
+}
+
+TEST(ConfigTest, BadValuesAreRejected) {
+  bool help;
+  EXPECT_THAT(ParseConfig({"--sync-delay", "soon"}, &help).status().message(),
+              HasSubstr("invalid duration \"soon\""));
+  EXPECT_THAT(ParseConfig({"--log-level", "loud"}, &help).status().message(),
+              HasSubstr("unknown log level \"loud\""));
+  EXPECT_THAT(ParseConfig({"--event-retention", "0"}, &help).status().message(),
+              HasSubstr("must be a positive integer"));
+  EXPECT_THAT(ParseConfig({"--bogus"}, &help).status().message(), HasSubstr("unknown flag --bogus"));
+  EXPECT_THAT(ParseConfig({"--listen"}, &help).status().message(), HasSubstr("needs a value"));
+  std::string path = WriteFile("badtype.yaml", "manualScheduling: maybe\n");
+  EXPECT_THAT(ParseConfig({"--config", path}, &help).status().message(),
+              HasSubstr("badtype.yaml: manualScheduling: invalid value"));
+}
+
+TEST(ConfigTest, Help) {
+  bool help = false;
+  ASSERT_TRUE(ParseConfig({"--help"}, &help).ok());
+  EXPECT_TRUE(help);
+}
+
+}  // namespace
+}  // namespace admitd
