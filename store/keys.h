@@ -1,0 +1,73 @@
+// The on-disk layout of admitd's RocksDB database, in one place. docs/storage-format.md
+// describes it in prose.
+//
+//   column family              key                         value
+//   resource_flavors           name                        admitd.v1.QueueObject
+//   cohorts                    name                        admitd.v1.QueueObject
+//   cluster_queues             name                        admitd.v1.QueueObject
+//   local_queues               namespace/name              admitd.v1.QueueObject
+//   workload_priority_classes  name                        admitd.v1.QueueObject
+//   workloads                  namespace/name              admitd.v1.Workload
+//   events                     8-byte big-endian revision  admitd.v1.WatchEvent
+//   meta                       "revision"                  8-byte big-endian revision
+//                              "format_version"            8-byte big-endian version
+#ifndef ADMITD_STORE_KEYS_H_
+#define ADMITD_STORE_KEYS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "admitd/v1/queue_service.pb.h"
+
+namespace admitd::store {
+
+inline constexpr uint64_t kFormatVersion = 1;
+
+inline constexpr char kEventsFamily[] = "events";
+inline constexpr char kMetaFamily[] = "meta";
+inline constexpr char kRevisionKey[] = "revision";
+inline constexpr char kFormatVersionKey[] = "format_version";
+
+// Object kinds in the order ForEachObject visits them (queue objects before the workloads that
+// refer to them).
+inline constexpr v1::ObjectKind kStoredKinds[] = {
+    v1::OBJECT_KIND_RESOURCE_FLAVOR,  v1::OBJECT_KIND_COHORT,
+    v1::OBJECT_KIND_CLUSTER_QUEUE,    v1::OBJECT_KIND_LOCAL_QUEUE,
+    v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, v1::OBJECT_KIND_WORKLOAD};
+
+// The column family holding objects of `kind`; empty for kinds that are not stored.
+inline absl::string_view FamilyFor(v1::ObjectKind kind) {
+  switch (kind) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR: return "resource_flavors";
+    case v1::OBJECT_KIND_COHORT: return "cohorts";
+    case v1::OBJECT_KIND_CLUSTER_QUEUE: return "cluster_queues";
+    case v1::OBJECT_KIND_LOCAL_QUEUE: return "local_queues";
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return "workload_priority_classes";
+    case v1::OBJECT_KIND_WORKLOAD: return "workloads";
+    default: return "";
+  }
+}
+
+// Big-endian, so RocksDB's bytewise order is numeric order.
+inline std::string EncodeUint64(uint64_t value) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    out[i] = static_cast<char>(value & 0xff);
+    value >>= 8;
+  }
+  return out;
+}
+
+// False when `bytes` is not 8 bytes long.
+inline bool DecodeUint64(absl::string_view bytes, uint64_t* value) {
+  if (bytes.size() != 8) return false;
+  uint64_t v = 0;
+  for (unsigned char c : bytes) v = (v << 8) | c;
+  *value = v;
+  return true;
+}
+
+}  // namespace admitd::store
+
+#endif  // ADMITD_STORE_KEYS_H_
