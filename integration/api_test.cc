@@ -92,7 +92,8 @@ class ApiTest : public ::testing::Test {
   }
   // The CPU the ClusterQueue has reserved, as reported in its status.
   std::string ReservedCpu(const std::string& cq) {
-    for (const auto& fu : GetCq(cq).status().flavors_reservation()) {
+    const v1::ClusterQueue object = GetCq(cq);
+    for (const auto& fu : object.status().flavors_reservation()) {
       for (const auto& r : fu.resources()) {
         if (r.name() == "cpu") return r.total();
       }

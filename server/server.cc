@@ -67,6 +67,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->sequencer_->Start();
   server->context_.ready.store(true, std::memory_order_release);
   server->SetServing(true);
+  server->started_ = true;
   ADMITD_LOG(kInfo, "serving", {{"revision", absl::StrCat(server->engine_->revision())},
                                 {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
   return server;
@@ -108,6 +109,7 @@ void AdmitdServer::SetServing(bool serving) {
 }
 
 void AdmitdServer::Shutdown(absl::Duration grace) {
+  if (!started_) return;
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;

@@ -70,6 +70,7 @@ class AdmitdServer {
   std::unique_ptr<AdmissionServiceImpl> admission_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   absl::Mutex mu_;
+  bool started_ = false;  // set once Start completed; Shutdown is a no-op before that
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

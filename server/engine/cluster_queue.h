@@ -1,0 +1,79 @@
+// The engine's runtime view of one ClusterQueue: its resource groups and nominal quota parsed
+// from the spec, the usage of the workloads holding reservations in it, and its queue of pending
+// workloads ordered as Kueue orders them (§5.2: priority, then queue-order time, then UID).
+//
+// Thread safety: none; owned by the Engine.
+#ifndef ADMITD_SERVER_ENGINE_CLUSTER_QUEUE_H_
+#define ADMITD_SERVER_ENGINE_CLUSTER_QUEUE_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "admitd/v1/queue_service.pb.h"
+#include "server/engine/resources.h"
+
+namespace admitd::engine {
+
+// Where a pending workload sorts in its ClusterQueue.
+struct QueueKey {
+  int32_t priority = 0;
+  absl::Time timestamp;
+  std::string uid;
+  std::string key;  // namespace/name, the tie breaker of last resort
+
+  bool operator<(const QueueKey& o) const {
+    if (priority != o.priority) return priority > o.priority;
+    if (timestamp != o.timestamp) return timestamp < o.timestamp;
+    if (uid != o.uid) return uid < o.uid;
+    return key < o.key;
+  }
+};
+
+struct ResourceGroupQuota {
+  std::vector<std::string> resources;  // covered, in spec order
+  std::vector<std::string> flavors;    // tried in this order
+};
+
+struct ClusterQueueState {
+  v1::QueueObject object;  // the stored ClusterQueue (status is computed on read)
+
+  // Derived from the spec by Rebuild().
+  std::vector<ResourceGroupQuota> groups;
+  std::map<std::string, int> group_of;  // resource -> index in groups
+  FlavorResourceQuantities nominal;
+  bool strict_fifo = false;
+
+  // Why the queue cannot admit (reason for the Active condition); empty when active.
+  std::string inactive_reason;
+  std::string inactive_message;
+
+  // Usage of the workloads holding a reservation here.
+  FlavorResourceQuantities usage;
+  int reserving = 0;
+  int admitted = 0;
+
+  // Pending workloads: the heap gives heads; inadmissible ones wait for a requeue event.
+  std::set<QueueKey> heap;
+  std::set<QueueKey> inadmissible;
+
+  const v1::ClusterQueue& spec_object() const { return object.cluster_queue(); }
+  const std::string& name() const { return object.cluster_queue().metadata().name(); }
+  bool active() const { return inactive_reason.empty(); }
+
+  // Re-derives groups and quotas from the spec (quantities must be valid).
+  void Rebuild();
+  // Available quota for (flavor, resource): nominal minus usage, never below 0.
+  int64_t Available(const FlavorResource& fr) const;
+  // The most this queue could ever give (no cohort yet: the nominal quota).
+  int64_t PotentialAvailable(const FlavorResource& fr) const;
+  // Whether the namespace passes spec.namespaceSelector. Namespaces carry only the
+  // kubernetes.io/metadata.name label here; an unset selector selects nothing.
+  bool SelectsNamespace(const std::string& ns) const;
+};
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_CLUSTER_QUEUE_H_

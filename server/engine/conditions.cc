@@ -1,0 +1,65 @@
+#include "server/engine/conditions.h"
+
+#include "google/protobuf/util/time_util.h"
+
+namespace admitd::engine {
+namespace {
+
+// Kubernetes' limit on a condition message.
+constexpr size_t kMaxMessage = 32768;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  google::protobuf::Timestamp ts;
+  const int64_t nanos = absl::ToUnixNanos(t);
+  ts.set_seconds(nanos / 1000000000);
+  ts.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  return ts;
+}
+
+}  // namespace
+
+const v1::Condition* FindCondition(const v1::Workload& wl, absl::string_view type) {
+  for (const v1::Condition& c : wl.status().conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+
+bool IsConditionTrue(const v1::Workload& wl, absl::string_view type) {
+  const v1::Condition* c = FindCondition(wl, type);
+  return c != nullptr && c->status() == "True";
+}
+
+bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,
+                  absl::string_view message, absl::Time now) {
+  const std::string status_text = status ? "True" : "False";
+  const absl::string_view msg = message.substr(0, kMaxMessage);
+  v1::Condition* found = nullptr;
+  for (v1::Condition& c : *wl->mutable_status()->mutable_conditions()) {
+    if (c.type() == type) found = &c;
+  }
+  if (found != nullptr && found->status() == status_text && found->reason() == reason &&
+      found->message() == msg && found->observed_generation() == wl->metadata().generation()) {
+    return false;
+  }
+  if (found == nullptr) {
+    found = wl->mutable_status()->add_conditions();
+    found->set_type(std::string(type));
+  }
+  if (found->status() != status_text) *found->mutable_last_transition_time() = ToProto(now);
+  found->set_status(status_text);
+  found->set_reason(std::string(reason));
+  found->set_message(std::string(msg));
+  found->set_observed_generation(wl->metadata().generation());
+  return true;
+}
+
+bool SetPending(v1::Workload* wl, absl::string_view reason, absl::string_view message,
+                absl::Time now) {
+  bool changed = SetCondition(wl, kQuotaReserved, false, reason, message, now);
+  changed |= SetCondition(wl, kAdmitted, false, kReasonNoReservation,
+                          "The workload has no reservation", now);
+  return changed;
+}
+
+}  // namespace admitd::engine

@@ -1,0 +1,50 @@
+// Workload conditions with Kueue's types, reasons and messages (§8 of the semantics).
+//
+// Thread safety: pure functions over the workload passed in.
+#ifndef ADMITD_SERVER_ENGINE_CONDITIONS_H_
+#define ADMITD_SERVER_ENGINE_CONDITIONS_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "admitd/v1/objects.pb.h"
+
+namespace admitd::engine {
+
+// Condition types.
+inline constexpr char kQuotaReserved[] = "QuotaReserved";
+inline constexpr char kAdmitted[] = "Admitted";
+inline constexpr char kFinished[] = "Finished";
+inline constexpr char kEvicted[] = "Evicted";
+inline constexpr char kPreempted[] = "Preempted";
+inline constexpr char kRequeued[] = "Requeued";
+
+// Reasons.
+inline constexpr char kReasonWaitingForQuota[] = "WaitingForQuota";
+inline constexpr char kReasonNoMatchingFlavor[] = "NoMatchingFlavor";
+inline constexpr char kReasonExceedsMaxQuota[] = "ExceedsMaxQuota";
+inline constexpr char kReasonMisconfigured[] = "Misconfigured";
+inline constexpr char kReasonSuspended[] = "Suspended";
+inline constexpr char kReasonPendingEvaluation[] = "PendingEvaluation";
+inline constexpr char kReasonNoReservation[] = "NoReservation";
+inline constexpr char kReasonSucceeded[] = "Succeeded";
+inline constexpr char kReasonFailed[] = "Failed";
+
+// The condition of `type`, or null.
+const v1::Condition* FindCondition(const v1::Workload& wl, absl::string_view type);
+bool IsConditionTrue(const v1::Workload& wl, absl::string_view type);
+
+// Sets a condition. The transition time moves only when the status changes. Returns whether
+// anything changed.
+bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,
+                  absl::string_view message, absl::Time now);
+
+// QuotaReserved=False with `reason`/`message` and Admitted=False/NoReservation: how a pending
+// workload says why. Returns whether anything changed.
+bool SetPending(v1::Workload* wl, absl::string_view reason, absl::string_view message,
+                absl::Time now);
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_CONDITIONS_H_

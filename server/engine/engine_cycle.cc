@@ -1,0 +1,185 @@
+// Engine: the scheduling cycle (§6 of the semantics) and dry-run explanations.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine_impl.h"
+
+namespace admitd::engine {
+
+std::map<std::string, const v1::ResourceFlavor*> Engine::Impl::FlavorMap() const {
+  std::map<std::string, const v1::ResourceFlavor*> out;
+  for (const auto& [name, object] : flavors_) out[name] = &object.resource_flavor();
+  return out;
+}
+
+v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
+                             const Assignment& assignment) {
+  v1::Admission admission;
+  admission.set_cluster_queue(cq.name());
+  for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
+    v1::PodSetAssignment* psa = admission.add_pod_set_assignments();
+    psa->set_name(entry.pod_sets[i].name);
+    ResourceList usage;
+    for (const auto& [resource, flavor] : assignment.flavors[i]) {
+      (*psa->mutable_flavors())[resource] = flavor;
+      usage[resource] = assignment.totals[i].at(resource);
+    }
+    RenderResourceList(usage, psa->mutable_resource_usage());
+    psa->set_count(entry.pod_sets[i].count);
+  }
+  return admission;
+}
+
+void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assignment& assignment,
+                         absl::Time now) {
+  v1::Workload& wl = entry.object;
+  *wl.mutable_status()->mutable_admission() = BuildAdmission(entry, cq, assignment);
+  const std::string message = absl::StrCat("Quota reserved in ClusterQueue ", cq.name());
+  SetCondition(&wl, kQuotaReserved, true, "QuotaReserved", message, now);
+  // A reservation clears what an earlier eviction or preemption said.
+  for (const char* type : {kEvicted, kPreempted}) {
+    const v1::Condition* c = FindCondition(wl, type);
+    if (c != nullptr && c->status() == "True") {
+      SetCondition(&wl, type, false, "QuotaReserved", absl::StrCat("Previously: ", c->message()),
+                   now);
+    }
+  }
+  // No admission checks yet: a reservation is an admission.
+  SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", now);
+  wl.mutable_status()->clear_resource_requests();
+  entry.cluster_queue = cq.name();
+  entry.usage = UsageFromAdmission(entry);
+  ChargeUsage(entry, +1);
+  EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Admitted", message);
+}
+
+CycleStats Engine::Impl::RunCycle(absl::Time now) {
+  CycleStats stats;
+  // One head from every ClusterQueue that has work (§6.1).
+  struct Head {
+    ClusterQueueState* cq;
+    WorkloadEntry* entry;
+  };
+  std::vector<Head> heads;
+  heads.reserve(cqs_with_heads_.size());
+  for (const std::string& name : cqs_with_heads_) {
+    ClusterQueueState& cq = cluster_queues_.at(name);
+    auto first = cq.heap.begin();
+    WorkloadEntry& entry = workloads_.at(first->key);
+    cq.heap.erase(first);
+    entry.where = WorkloadEntry::Where::kNone;
+    heads.push_back({&cq, &entry});
+  }
+  // Iteration order (§6.4): borrowing level (always 0 without cohorts), priority, timestamp.
+  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) {
+    return a.entry->queue_key < b.entry->queue_key;
+  });
+  const auto flavors = FlavorMap();
+  for (Head& head : heads) {
+    ClusterQueueState& cq = *head.cq;
+    WorkloadEntry& entry = *head.entry;
+    ++stats.heads;
+    const std::string& ns = entry.object.metadata().namespace_();
+    if (!cq.SelectsNamespace(ns)) {
+      // Misconfigured entries wait for a change in either strategy (§5.3).
+      MarkPending(entry, kReasonMisconfigured,
+                  "workload namespace doesn't match ClusterQueue selector", now);
+      cq.inadmissible.insert(entry.queue_key);
+      entry.where = WorkloadEntry::Where::kInadmissible;
+      continue;
+    }
+    Assignment assignment = AssignFlavors(cq, flavors, entry.pod_sets);
+    if (assignment.fits) {
+      Admit(entry, cq, assignment, now);
+      ++stats.admitted;
+      continue;
+    }
+    MarkPending(entry, assignment.reason, assignment.message, now);
+    if (cq.strict_fifo) {
+      cq.heap.insert(entry.queue_key);  // stays the head and blocks the queue
+      entry.where = WorkloadEntry::Where::kHeap;
+    } else {
+      cq.inadmissible.insert(entry.queue_key);
+      entry.where = WorkloadEntry::Where::kInadmissible;
+    }
+  }
+  for (Head& head : heads) RefreshHeads(*head.cq);
+  stats.more = stats.admitted > 0 && !cqs_with_heads_.empty();
+  return stats;
+}
+
+absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest& request,
+                                                         absl::Time now) const {
+  const WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
+  if (entry == nullptr) {
+    return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
+  }
+  v1::AdmitResponse out;
+  *out.mutable_workload() = entry->object;
+  out.set_state(StateOf(entry->object));
+  out.set_admitted(out.state() == v1::WORKLOAD_STATE_ADMITTED);
+  if (out.state() == v1::WORKLOAD_STATE_PENDING) {
+    if (const v1::Condition* c = FindCondition(entry->object, kQuotaReserved)) {
+      out.set_pending_reason(c->reason());
+      out.set_pending_message(c->message());
+    }
+  }
+  if (!request.dry_run()) return out;
+
+  v1::Explanation* why = out.mutable_explanation();
+  why->set_cluster_queue(entry->cluster_queue);
+  auto cq_it = cluster_queues_.find(entry->cluster_queue);
+  if (out.state() != v1::WORKLOAD_STATE_PENDING) {
+    why->set_message(absl::StrCat("the workload is not pending (",
+                                  v1::WorkloadState_Name(out.state()), ")"));
+    return out;
+  }
+  if (cq_it == cluster_queues_.end()) {
+    why->set_message(absl::StrCat("ClusterQueue ", entry->cluster_queue, " doesn't exist"));
+    return out;
+  }
+  const ClusterQueueState& cq = cq_it->second;
+  int position = 0;
+  for (const QueueKey& k : cq.heap) {
+    if (k.key == entry->key()) break;
+    ++position;
+  }
+  if (entry->where == WorkloadEntry::Where::kInadmissible) {
+    // Inadmissible workloads queue behind the heap, in their own order.
+    for (const QueueKey& k : cq.inadmissible) {
+      if (k.key == entry->key()) break;
+      ++position;
+    }
+  }
+  why->set_queue_position(position);
+  if (!cq.active()) {
+    why->set_message(absl::StrCat("ClusterQueue ", cq.name(), " is inactive: ",
+                                  cq.inactive_message));
+    return out;
+  }
+  if (!cq.SelectsNamespace(entry->object.metadata().namespace_())) {
+    why->set_message("workload namespace doesn't match ClusterQueue selector");
+    return out;
+  }
+  Assignment assignment = AssignFlavors(cq, FlavorMap(), entry->pod_sets);
+  for (const FlavorAttempt& a : assignment.attempts) {
+    v1::FlavorConsideration* f = why->add_flavors();
+    f->set_pod_set(a.pod_set);
+    f->set_resource(a.resource);
+    f->set_flavor(a.flavor);
+    f->set_mode(a.mode);
+    f->set_reason(a.reason);
+  }
+  why->set_would_admit(assignment.fits);
+  if (assignment.fits) {
+    *why->mutable_admission() = BuildAdmission(*entry, cq, assignment);
+    why->set_message(absl::StrCat("would reserve quota in ClusterQueue ", cq.name()));
+  } else {
+    why->set_message(assignment.message);
+  }
+  return out;
+}
+
+}  // namespace admitd::engine

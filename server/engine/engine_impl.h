@@ -1,0 +1,125 @@
+// Engine::Impl: the engine's state and the helpers its .cc files share (engine.cc for objects
+// and workloads, engine_cycle.cc for scheduling and explanations). Internal to server/engine.
+#ifndef ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
+#define ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/engine/cluster_queue.h"
+#include "server/engine/engine.h"
+#include "server/engine/flavor_assigner.h"
+#include "server/engine/resources.h"
+
+namespace admitd::engine {
+
+struct WorkloadEntry {
+  v1::Workload object;
+  std::vector<PodSetRequest> pod_sets;  // per-pod requests, parsed once
+  std::string cluster_queue;            // where it queues or holds its reservation
+  FlavorResourceQuantities usage;       // while it holds a reservation
+  enum class Where { kNone, kHeap, kInadmissible, kOrphan } where = Where::kNone;
+  QueueKey queue_key;
+
+  std::string key() const {
+    return object.metadata().namespace_() + "/" + object.metadata().name();
+  }
+};
+
+class Engine::Impl {
+ public:
+  explicit Impl(EngineOptions options) : options_(options) {}
+
+  // ---- engine.cc ----
+  absl::StatusOr<v1::ApplyResponse> Apply(const v1::ApplyRequest& request, absl::Time now);
+  absl::StatusOr<v1::QueueObject> Get(const v1::GetObjectRequest& request) const;
+  absl::StatusOr<v1::ListObjectsResponse> List(const v1::ListObjectsRequest& request) const;
+  absl::Status Delete(const v1::DeleteObjectRequest& request, absl::Time now);
+  absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
+  absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
+                                                        absl::Time now);
+  absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
+  absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
+  absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
+      const v1::ListWorkloadsRequest& request) const;
+  absl::Status Restore(const v1::QueueObject& object);
+  absl::Status Restore(const v1::Workload& workload);
+  absl::Status FinishRestore(uint64_t revision);
+
+  // ---- engine_cycle.cc ----
+  CycleStats RunCycle(absl::Time now);
+  absl::StatusOr<v1::AdmitResponse> Describe(const v1::AdmitRequest& request, absl::Time now) const;
+
+  bool HasPendingHeads() const { return !cqs_with_heads_.empty(); }
+  uint64_t revision() const { return revision_; }
+  std::vector<Change> TakeChanges() {
+    std::vector<Change> out;
+    out.swap(changes_);
+    return out;
+  }
+
+ private:
+  // Records a Change for a workload (bumping its resource_version).
+  void EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type, const std::string& reason,
+                    const std::string& message);
+  // Records a Change for a queue-side object (bumping its resource_version).
+  void EmitObject(v1::ObjectKind kind, const std::string& key, v1::QueueObject* object,
+                  v1::WatchEvent::Type type, const std::string& reason);
+
+  // Queue placement of pending workloads.
+  void Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change);
+  void Dequeue(WorkloadEntry& entry);
+  void RefreshHeads(ClusterQueueState& cq);
+  // Moves a ClusterQueue's inadmissible workloads back to its heap (quota may have freed).
+  void RequeueInadmissible(ClusterQueueState& cq);
+  // Recomputes whether a ClusterQueue can admit (its flavors exist, it is not stopped).
+  void RefreshActive(ClusterQueueState& cq);
+  // Adds or removes a reserved workload's usage in its ClusterQueue.
+  void ChargeUsage(WorkloadEntry& entry, int sign);
+  // Usage of a workload from its admission, honouring reclaimable pods (§2.4).
+  FlavorResourceQuantities UsageFromAdmission(const WorkloadEntry& entry) const;
+  void Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assignment& assignment,
+             absl::Time now);
+  // Sets the pending condition; a Change only when it differs.
+  void MarkPending(WorkloadEntry& entry, const std::string& reason, const std::string& message,
+                   absl::Time now);
+  // The ClusterQueue a LocalQueue points to, or "" when the LocalQueue does not exist.
+  std::string ClusterQueueOf(const std::string& ns, const std::string& local_queue) const;
+  std::map<std::string, const v1::ResourceFlavor*> FlavorMap() const;
+  std::string NewUid();
+  WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name);
+  const WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name) const;
+  v1::ClusterQueue WithStatus(const ClusterQueueState& cq) const;
+  v1::LocalQueue WithStatus(const v1::LocalQueue& lq) const;
+  absl::Status ParsePodSets(WorkloadEntry* entry) const;
+
+  const EngineOptions options_;
+  uint64_t revision_ = 0;
+  std::vector<Change> changes_;
+
+  std::map<std::string, v1::QueueObject> flavors_;
+  std::map<std::string, v1::QueueObject> cohorts_;
+  std::map<std::string, v1::QueueObject> priority_classes_;
+  std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
+  std::map<std::string, ClusterQueueState> cluster_queues_;
+  std::map<std::string, WorkloadEntry> workloads_;  // namespace/name
+  // Workloads whose ClusterQueue does not exist (yet), by ClusterQueue name.
+  std::map<std::string, std::set<std::string>> orphans_;
+  // ClusterQueues with a non-empty heap that may admit: the cycle's heads come from these.
+  std::set<std::string> cqs_with_heads_;
+};
+
+// The admission `assignment` gives `entry` in `cq`: flavors, total usage and count per pod set.
+v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
+                             const Assignment& assignment);
+
+// Timestamps in and out of protos.
+absl::Time FromProto(const google::protobuf::Timestamp& ts);
+google::protobuf::Timestamp ToProtoTime(absl::Time t);
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_

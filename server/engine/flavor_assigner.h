@@ -1,0 +1,64 @@
+// FlavorAssigner: chooses a flavor per pod set and resource group for one workload in one
+// ClusterQueue (§4 of the semantics), with Kueue's messages and NoFit reasons.
+//
+// Flavors of a resource group are tried in the ClusterQueue's order; a flavor is eligible when
+// it exists, its NoSchedule/NoExecute taints are tolerated and the pod's node selector and
+// required node affinity (restricted to the flavor's label keys) match its node labels; it fits
+// when every covered resource the pod set asks for is within the available quota, counting what
+// earlier pod sets of the same workload already took.
+//
+//   Assignment a = AssignFlavors(cq, flavors, pod_sets);
+//   if (a.fits) { ... a.usage, a.flavors ... } else { pending(a.reason, a.message); }
+//
+// Thread safety: pure function of its inputs.
+#ifndef ADMITD_SERVER_ENGINE_FLAVOR_ASSIGNER_H_
+#define ADMITD_SERVER_ENGINE_FLAVOR_ASSIGNER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "admitd/v1/objects.pb.h"
+#include "server/engine/cluster_queue.h"
+#include "server/engine/resources.h"
+
+namespace admitd::engine {
+
+// One pod set as the assigner sees it.
+struct PodSetRequest {
+  std::string name;
+  int32_t count = 0;
+  ResourceList per_pod;
+  const v1::PodSpec* pod = nullptr;  // tolerations, node selector, affinity
+};
+
+// One flavor tried for one resource of one pod set (for explanations).
+struct FlavorAttempt {
+  std::string pod_set;
+  std::string resource;
+  std::string flavor;
+  std::string mode;    // Fit | NoFit
+  std::string reason;  // empty for Fit
+};
+
+struct Assignment {
+  bool fits = false;
+  std::vector<std::map<std::string, std::string>> flavors;  // per pod set: resource -> flavor
+  std::vector<ResourceList> totals;  // per pod set: total request for `count` pods
+  FlavorResourceQuantities usage;    // what admitting it would add
+  std::string reason;                // the NoFit reason (§4.5) when !fits
+  std::string message;               // the status message (§4.4) when !fits
+  std::vector<FlavorAttempt> attempts;
+};
+
+// `flavors` maps flavor name -> ResourceFlavor (missing = not found).
+Assignment AssignFlavors(const ClusterQueueState& cq,
+                         const std::map<std::string, const v1::ResourceFlavor*>& flavors,
+                         const std::vector<PodSetRequest>& pod_sets);
+
+// The total request of a pod set, with the implicit `pods` resource when the queue covers it.
+ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps);
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_FLAVOR_ASSIGNER_H_

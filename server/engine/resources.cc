@@ -1,0 +1,98 @@
+#include "server/engine/resources.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "server/engine/quantity.h"
+
+namespace admitd::engine {
+namespace {
+
+// A container's requests, defaulted from its limits where only the limit is given.
+ResourceList ContainerRequests(const v1::ResourceRequirements& resources) {
+  ResourceList out;
+  for (const auto& [name, text] : resources.limits()) {
+    if (auto v = ParseQuantity(name, text); v.ok()) out[name] = *v;
+  }
+  for (const auto& [name, text] : resources.requests()) {
+    if (auto v = ParseQuantity(name, text); v.ok()) out[name] = *v;
+  }
+  return out;
+}
+
+void AddList(ResourceList* into, const ResourceList& add) {
+  for (const auto& [name, v] : add) (*into)[name] = SaturatingAdd((*into)[name], v);
+}
+
+void MaxList(ResourceList* into, const ResourceList& other) {
+  for (const auto& [name, v] : other) (*into)[name] = std::max((*into)[name], v);
+}
+
+}  // namespace
+
+absl::StatusOr<ResourceList> ParseResourceList(
+    const google::protobuf::Map<std::string, std::string>& quantities) {
+  ResourceList out;
+  for (const auto& [name, text] : quantities) {
+    absl::StatusOr<int64_t> v = ParseQuantity(name, text);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", v.status().message()));
+    }
+    out[name] = *v;
+  }
+  return out;
+}
+
+ResourceList PodRequests(const v1::PodSpec& spec) {
+  const bool pod_level = !spec.resources().requests().empty() || !spec.resources().limits().empty();
+  ResourceList total;
+  if (pod_level) {
+    total = ContainerRequests(spec.resources());
+  } else {
+    // Regular init containers run one at a time before the main containers; sidecars (restart
+    // policy Always) keep running, so each init container also sees the sidecars started before
+    // it, and the main containers run beside every sidecar.
+    ResourceList sidecars, init_peak;
+    for (const v1::Container& c : spec.init_containers()) {
+      ResourceList req = ContainerRequests(c.resources());
+      if (c.restart_policy() == "Always") {
+        AddList(&sidecars, req);
+        MaxList(&init_peak, sidecars);
+      } else {
+        ResourceList with_sidecars = sidecars;
+        AddList(&with_sidecars, req);
+        MaxList(&init_peak, with_sidecars);
+      }
+    }
+    ResourceList main = sidecars;
+    for (const v1::Container& c : spec.containers()) AddList(&main, ContainerRequests(c.resources()));
+    total = main;
+    MaxList(&total, init_peak);
+  }
+  for (const auto& [name, text] : spec.overhead()) {
+    if (auto v = ParseQuantity(name, text); v.ok()) total[name] = SaturatingAdd(total[name], *v);
+  }
+  return total;
+}
+
+ResourceList Scale(const ResourceList& per_pod, int64_t count) {
+  ResourceList out;
+  for (const auto& [name, v] : per_pod) out[name] = SaturatingMul(v, count);
+  return out;
+}
+
+void RenderResourceList(const ResourceList& list,
+                        google::protobuf::Map<std::string, std::string>* out) {
+  out->clear();
+  for (const auto& [name, v] : list) (*out)[name] = FormatQuantity(name, v);
+}
+
+void AddTo(FlavorResourceQuantities* into, const FlavorResourceQuantities& add, int64_t sign) {
+  for (const auto& [fr, v] : add) {
+    int64_t& slot = (*into)[fr];
+    slot = SaturatingAdd(slot, sign * v);
+    if (slot == 0) into->erase(fr);
+  }
+}
+
+}  // namespace admitd::engine

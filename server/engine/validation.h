@@ -1,0 +1,32 @@
+// Validation of admitd's objects with Kueue's rules (§1 of the semantics), reporting every
+// violation at once with Kubernetes-style field paths ("spec.podSets[0].count") and messages
+// ("Invalid value: -1: must be greater than or equal to 0").
+//
+// Thread safety: pure functions.
+#ifndef ADMITD_SERVER_ENGINE_VALIDATION_H_
+#define ADMITD_SERVER_ENGINE_VALIDATION_H_
+
+#include <string>
+#include <vector>
+
+#include "admitd/v1/objects.pb.h"
+#include "common/status.h"
+
+namespace admitd::engine {
+
+using Violations = std::vector<FieldViolation>;
+
+Violations ValidateResourceFlavor(const v1::ResourceFlavor& flavor);
+Violations ValidateCohort(const v1::Cohort& cohort);
+Violations ValidateClusterQueue(const v1::ClusterQueue& cq);
+Violations ValidateLocalQueue(const v1::LocalQueue& lq);
+Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc);
+Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
+
+// Name checks shared with the API layer.
+bool IsDnsSubdomain(const std::string& name);
+bool IsDnsLabel(const std::string& name);
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_VALIDATION_H_
