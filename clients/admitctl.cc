@@ -1,0 +1,413 @@
+// admitctl: the command line for admitd. `admitctl help` lists the commands.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "clients/client.h"
+#include "clients/manifest.h"
+#include "clients/table.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace admitd::clients {
+namespace {
+
+constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
+
+  apply -f FILE|DIR|- [-f ...]        create or update queue objects; submit Workload documents
+  submit -f FILE                      submit Workload manifests
+  get KIND [NAME] [-n NS | -A] [-o json]
+                                      kinds: resourceflavor(s)/rf/flavor, cohort(s),
+                                      clusterqueue(s)/cq, localqueue(s)/lq,
+                                      workloadpriorityclass(es)/wpc, workload(s)/wl
+  delete KIND NAME [-n NS]
+  admit NAME [-n NS] [--wait] [--timeout 30s]
+  explain NAME [-n NS]                why a workload is pending, and what the next attempt would do
+  release NAME [-n NS] --finished[=succeeded|failed] | --stopped | --reclaimable PODSET=N,...
+  watch [--since REV] [--kind KIND] [-n NS]
+  cycles [N]                          run N scheduling cycles (with --manual-scheduling)
+  version
+
+The server defaults to $ADMITD_SERVER, else localhost:50051.
+Exit codes: 0 ok, 1 the server refused or failed, 2 bad usage or manifest.
+)";
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> flags;  // --flag or -f, each occurrence
+  bool Has(const std::string& f) const { return flags.count(f) > 0; }
+  std::string Get(const std::string& f, const std::string& def = "") const {
+    auto it = flags.find(f);
+    return it == flags.end() || it->second.empty() || it->second.back().empty()
+               ? def
+               : it->second.back();
+  }
+};
+
+// Flags that take a value; the others are switches (a switch may carry "=value").
+const std::set<std::string> kValued = {"-f", "--filename", "-n", "--namespace", "-o", "--output",
+                                       "--timeout", "--since", "--kind", "--server",
+                                       "--reclaimable"};
+
+Args ParseArgs(const std::vector<std::string>& argv) {
+  Args args;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string a = argv[i];
+    if (a.size() > 1 && a[0] == '-') {
+      std::string value;
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      } else if (kValued.count(a) && i + 1 < argv.size()) {
+        value = argv[++i];
+      }
+      if (a == "--filename") a = "-f";
+      if (a == "--namespace") a = "-n";
+      if (a == "--output") a = "-o";
+      args.flags[a].push_back(value);
+    } else {
+      args.positional.push_back(a);
+    }
+  }
+  return args;
+}
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "admitctl: %s\n\n%s", problem.c_str(), kUsage);
+  return 2;
+}
+
+int Fail(const grpc::Status& status) {
+  std::fprintf(stderr, "admitctl: %s\n", DescribeError(status).c_str());
+  return 1;
+}
+
+std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(30)) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return ctx;
+}
+
+v1::ObjectKind KindFromName(const std::string& name) {
+  static const std::map<std::string, v1::ObjectKind> kKinds = {
+      {"resourceflavor", v1::OBJECT_KIND_RESOURCE_FLAVOR},
+      {"resourceflavors", v1::OBJECT_KIND_RESOURCE_FLAVOR},
+      {"rf", v1::OBJECT_KIND_RESOURCE_FLAVOR},
+      {"flavor", v1::OBJECT_KIND_RESOURCE_FLAVOR},
+      {"flavors", v1::OBJECT_KIND_RESOURCE_FLAVOR},
+      {"cohort", v1::OBJECT_KIND_COHORT},
+      {"cohorts", v1::OBJECT_KIND_COHORT},
+      {"clusterqueue", v1::OBJECT_KIND_CLUSTER_QUEUE},
+      {"clusterqueues", v1::OBJECT_KIND_CLUSTER_QUEUE},
+      {"cq", v1::OBJECT_KIND_CLUSTER_QUEUE},
+      {"localqueue", v1::OBJECT_KIND_LOCAL_QUEUE},
+      {"localqueues", v1::OBJECT_KIND_LOCAL_QUEUE},
+      {"lq", v1::OBJECT_KIND_LOCAL_QUEUE},
+      {"workloadpriorityclass", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
+      {"workloadpriorityclasses", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
+      {"wpc", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
+      {"workload", v1::OBJECT_KIND_WORKLOAD},
+      {"workloads", v1::OBJECT_KIND_WORKLOAD},
+      {"wl", v1::OBJECT_KIND_WORKLOAD}};
+  auto it = kKinds.find(name);
+  return it == kKinds.end() ? v1::OBJECT_KIND_UNSPECIFIED : it->second;
+}
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
+  return out;
+}
+
+int Submit(Client& client, const v1::Workload& wl, const std::string& source) {
+  v1::SubmitRequest req;
+  *req.mutable_workload() = wl;
+  v1::SubmitResponse resp;
+  grpc::Status s = client.admission().Submit(Context().get(), req, &resp);
+  if (!s.ok()) {
+    std::fprintf(stderr, "admitctl: %s:\n  %s\n", source.c_str(), DescribeError(s).c_str());
+    return 1;
+  }
+  const v1::Workload& got = resp.workload();
+  std::printf("workload/%s %s (%s)\n", got.metadata().name().c_str(),
+              resp.created() ? "submitted" : "unchanged", StateName(got).c_str());
+  return 0;
+}
+
+int Apply(Client& client, const Args& args) {
+  if (!args.Has("-f")) return Usage("apply needs -f FILE");
+  std::vector<Manifest> all;
+  for (const std::string& path : args.flags.at("-f")) {
+    auto parsed = ReadManifests(path);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "admitctl: %s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    for (Manifest& m : *parsed) all.push_back(std::move(m));
+  }
+  SortForApply(&all);
+  int rc = 0;
+  for (const Manifest& m : all) {
+    if (m.is_workload) {
+      rc = std::max(rc, Submit(client, m.workload, m.source));
+      continue;
+    }
+    v1::ApplyRequest req;
+    *req.mutable_object() = m.object;
+    v1::ApplyResponse resp;
+    grpc::Status s = client.queues().Apply(Context().get(), req, &resp);
+    if (!s.ok()) {
+      std::fprintf(stderr, "admitctl: %s:\n  %s\n", m.source.c_str(), DescribeError(s).c_str());
+      rc = 1;
+      continue;
+    }
+    std::printf("%s/%s %s\n", absl::AsciiStrToLower(m.kind).c_str(),
+                ObjectName(resp.object()).c_str(),
+                resp.created() ? "created" : resp.unchanged() ? "unchanged" : "configured");
+  }
+  return rc;
+}
+
+int SubmitFiles(Client& client, const Args& args) {
+  if (!args.Has("-f")) return Usage("submit needs -f FILE");
+  int rc = 0;
+  for (const std::string& path : args.flags.at("-f")) {
+    auto parsed = ReadManifests(path);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "admitctl: %s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    for (const Manifest& m : *parsed) {
+      if (!m.is_workload) {
+        std::fprintf(stderr, "admitctl: %s: not a Workload (use apply)\n", m.source.c_str());
+        rc = 2;
+        continue;
+      }
+      rc = std::max(rc, Submit(client, m.workload, m.source));
+    }
+  }
+  return rc;
+}
+
+int Get(Client& client, const Args& args) {
+  if (args.positional.size() < 2) return Usage("get needs a KIND");
+  const v1::ObjectKind kind = KindFromName(args.positional[1]);
+  if (kind == v1::OBJECT_KIND_UNSPECIFIED) return Usage("unknown kind " + args.positional[1]);
+  const std::string name = args.positional.size() > 2 ? args.positional[2] : "";
+  const bool json = args.Get("-o") == "json";
+  std::string ns = args.Get("-n", "default");
+  if (kind == v1::OBJECT_KIND_WORKLOAD) {
+    if (args.Has("-A")) ns = "";
+    std::vector<v1::Workload> workloads;
+    if (!name.empty()) {
+      v1::GetWorkloadRequest req;
+      req.set_namespace_(ns.empty() ? "default" : ns);
+      req.set_name(name);
+      v1::Workload wl;
+      grpc::Status s = client.admission().Get(Context().get(), req, &wl);
+      if (!s.ok()) return Fail(s);
+      workloads.push_back(wl);
+    } else {
+      v1::ListWorkloadsRequest req;
+      req.set_namespace_(ns);
+      req.set_page_size(1000);
+      do {
+        v1::ListWorkloadsResponse resp;
+        grpc::Status s = client.admission().List(Context().get(), req, &resp);
+        if (!s.ok()) return Fail(s);
+        for (const v1::Workload& wl : resp.workloads()) workloads.push_back(wl);
+        req.set_page_token(resp.next_page_token());
+      } while (!req.page_token().empty());
+    }
+    if (json) {
+      for (const v1::Workload& wl : workloads) std::printf("%s\n", Json(wl).c_str());
+    } else {
+      std::printf("%s", WorkloadTable(workloads, absl::Now()).c_str());
+    }
+    return 0;
+  }
+  std::vector<v1::QueueObject> objects;
+  if (!name.empty()) {
+    v1::GetObjectRequest req;
+    req.set_kind(kind);
+    req.set_namespace_(ns);
+    req.set_name(name);
+    v1::QueueObject obj;
+    grpc::Status s = client.queues().Get(Context().get(), req, &obj);
+    if (!s.ok()) return Fail(s);
+    objects.push_back(obj);
+  } else {
+    v1::ListObjectsRequest req;
+    req.set_kind(kind);
+    if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !args.Has("-A")) req.set_namespace_(ns);
+    v1::ListObjectsResponse resp;
+    grpc::Status s = client.queues().List(Context().get(), req, &resp);
+    if (!s.ok()) return Fail(s);
+    objects.assign(resp.objects().begin(), resp.objects().end());
+  }
+  if (json) {
+    for (const v1::QueueObject& o : objects) std::printf("%s\n", Json(o).c_str());
+  } else {
+    std::printf("%s", QueueObjectTable(kind, objects).c_str());
+  }
+  return 0;
+}
+
+int Delete(Client& client, const Args& args) {
+  if (args.positional.size() < 3) return Usage("delete needs KIND NAME");
+  const v1::ObjectKind kind = KindFromName(args.positional[1]);
+  if (kind == v1::OBJECT_KIND_UNSPECIFIED) return Usage("unknown kind " + args.positional[1]);
+  const std::string ns = args.Get("-n", "default");
+  grpc::Status s;
+  if (kind == v1::OBJECT_KIND_WORKLOAD) {
+    v1::DeleteWorkloadRequest req;
+    req.set_namespace_(ns);
+    req.set_name(args.positional[2]);
+    v1::DeleteWorkloadResponse resp;
+    s = client.admission().Delete(Context().get(), req, &resp);
+  } else {
+    v1::DeleteObjectRequest req;
+    req.set_kind(kind);
+    req.set_namespace_(ns);
+    req.set_name(args.positional[2]);
+    v1::DeleteObjectResponse resp;
+    s = client.queues().Delete(Context().get(), req, &resp);
+  }
+  if (!s.ok()) return Fail(s);
+  std::printf("%s/%s deleted\n", args.positional[1].c_str(), args.positional[2].c_str());
+  return 0;
+}
+
+int Admit(Client& client, const Args& args, bool explain) {
+  if (args.positional.size() < 2) return Usage("needs a workload NAME");
+  v1::AdmitRequest req;
+  req.set_namespace_(args.Get("-n", "default"));
+  req.set_name(args.positional[1]);
+  req.set_dry_run(explain);
+  absl::Duration timeout = absl::Seconds(30);
+  if (args.Has("--timeout") && !absl::ParseDuration(args.Get("--timeout"), &timeout)) {
+    return Usage("--timeout wants a duration such as 30s");
+  }
+  if (args.Has("--wait") && !explain) {
+    req.set_wait(true);
+    req.mutable_timeout()->set_seconds(absl::ToInt64Seconds(timeout));
+  }
+  v1::AdmitResponse resp;
+  grpc::Status s = client.admission().Admit(Context(timeout + absl::Seconds(5)).get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%s", AdmitReport(resp).c_str());
+  return 0;
+}
+
+int Release(Client& client, const Args& args) {
+  if (args.positional.size() < 2) return Usage("release needs a workload NAME");
+  v1::ReleaseQuotaRequest req;
+  req.set_namespace_(args.Get("-n", "default"));
+  req.set_name(args.positional[1]);
+  if (args.Has("--finished")) {
+    const std::string how = args.Get("--finished", "succeeded");
+    if (how != "succeeded" && how != "failed") return Usage("--finished=succeeded|failed");
+    req.mutable_finished()->set_succeeded(how == "succeeded");
+  } else if (args.Has("--stopped")) {
+    req.mutable_stopped();
+  } else if (args.Has("--reclaimable")) {
+    for (absl::string_view item : absl::StrSplit(args.Get("--reclaimable"), ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      int count;
+      if (!absl::SimpleAtoi(kv.second, &count)) return Usage("--reclaimable PODSET=N,...");
+      auto* pod = req.mutable_reclaimable()->add_pods();
+      pod->set_name(kv.first);
+      pod->set_count(count);
+    }
+  } else {
+    return Usage("release needs --finished, --stopped or --reclaimable");
+  }
+  v1::ReleaseQuotaResponse resp;
+  grpc::Status s = client.admission().ReleaseQuota(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
+  return 0;
+}
+
+int Watch(Client& client, const Args& args) {
+  v1::WatchRequest req;
+  uint64_t since = 0;
+  if (args.Has("--since") && !absl::SimpleAtoi(args.Get("--since"), &since)) {
+    return Usage("--since wants a revision number");
+  }
+  req.set_since_revision(since);
+  if (args.Has("--kind")) {
+    const v1::ObjectKind kind = KindFromName(args.Get("--kind"));
+    if (kind == v1::OBJECT_KIND_UNSPECIFIED) return Usage("unknown kind " + args.Get("--kind"));
+    req.add_kinds(kind);
+  }
+  req.set_namespace_(args.Get("-n"));
+  grpc::ClientContext ctx;
+  auto reader = client.admission().Watch(&ctx, req);
+  v1::WatchEvent event;
+  while (reader->Read(&event)) {
+    std::printf("%s\n", EventLine(event).c_str());
+    std::fflush(stdout);
+  }
+  grpc::Status s = reader->Finish();
+  return s.ok() ? 0 : Fail(s);
+}
+
+int Cycles(Client& client, const Args& args) {
+  v1::RunSchedulingCyclesRequest req;
+  int n = 1;
+  if (args.positional.size() > 1 && !absl::SimpleAtoi(args.positional[1], &n)) {
+    return Usage("cycles wants a number");
+  }
+  req.set_count(n);
+  v1::RunSchedulingCyclesResponse resp;
+  grpc::Status s = client.queues().RunSchedulingCycles(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("cycles: %d  heads tried: %d  admitted: %d  revision: %llu\n", resp.cycles_run(),
+              resp.attempted(), resp.admitted(), static_cast<unsigned long long>(resp.revision()));
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  Args args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (args.positional.empty() || args.positional[0] == "help" || args.Has("--help") ||
+      args.Has("-h")) {
+    std::printf("%s", kUsage);
+    return args.positional.empty() && !args.Has("--help") && !args.Has("-h") ? 2 : 0;
+  }
+  const std::string cmd = args.positional[0];
+  if (cmd == "version") {
+    std::printf("admitctl 0.1.0 (API admitd.v1)\n");
+    return 0;
+  }
+  const char* env = std::getenv("ADMITD_SERVER");
+  Client client(args.Get("--server", env != nullptr ? env : "localhost:50051"));
+  if (cmd == "apply") return Apply(client, args);
+  if (cmd == "submit") return SubmitFiles(client, args);
+  if (cmd == "get") return Get(client, args);
+  if (cmd == "delete") return Delete(client, args);
+  if (cmd == "admit") return Admit(client, args, /*explain=*/false);
+  if (cmd == "explain") return Admit(client, args, /*explain=*/true);
+  if (cmd == "release") return Release(client, args);
+  if (cmd == "watch") return Watch(client, args);
+  if (cmd == "cycles") return Cycles(client, args);
+  return Usage("unknown command " + cmd);
+}
+
+}  // namespace
+}  // namespace admitd::clients
+
+int main(int argc, char** argv) { return admitd::clients::Run(argc, argv); }

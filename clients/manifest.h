@@ -1,0 +1,46 @@
+// Kueue manifests: YAML documents as Kueue users write them (apiVersion kueue.x-k8s.io/v1beta1
+// or v1beta2; kinds ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass,
+// Workload) turned into admitd.v1 objects.
+//
+// Unknown fields, wrong types and unknown kinds are errors naming the file, the document, the
+// object and the field:
+//   demo.yaml: document 2 (ClusterQueue "team-a"): spec.resourceGroups[0].flavors: unknown field
+// Fields of a pod template that do not matter for admission (image, command, env, probes, …) are
+// accepted and ignored; so are `status` and server-set metadata.
+//
+//   absl::StatusOr<std::vector<Manifest>> objects = ParseManifests(text, "demo.yaml");
+//
+// Thread safety: pure functions.
+#ifndef ADMITD_CLIENTS_MANIFEST_H_
+#define ADMITD_CLIENTS_MANIFEST_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "admitd/v1/objects.pb.h"
+
+namespace admitd::clients {
+
+struct Manifest {
+  std::string source;  // "file: document N (Kind \"name\")"
+  std::string kind;    // Kueue kind name
+  bool is_workload = false;
+  v1::QueueObject object;  // when !is_workload
+  v1::Workload workload;   // when is_workload
+};
+
+// Parses every document of `text`. INVALID_ARGUMENT lists every problem found, one per line.
+absl::StatusOr<std::vector<Manifest>> ParseManifests(const std::string& text,
+                                                     const std::string& file);
+
+// Reads FILE, every *.yaml/*.yml file of a directory (sorted), or standard input for "-".
+absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::string& path);
+
+// Queue objects in the order they depend on each other (priority classes, flavors, cohorts,
+// ClusterQueues, LocalQueues), then workloads, each group in file order.
+void SortForApply(std::vector<Manifest>* manifests);
+
+}  // namespace admitd::clients
+
+#endif  // ADMITD_CLIENTS_MANIFEST_H_

@@ -1,0 +1,128 @@
+// The YAML walker behind manifest.cc: visits mappings and lists while tracking the field path,
+// and collects "where: path: problem" errors. Internal to clients/.
+#ifndef ADMITD_CLIENTS_MANIFEST_WALKER_H_
+#define ADMITD_CLIENTS_MANIFEST_WALKER_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "admitd/v1/objects.pb.h"
+
+namespace admitd::clients {
+
+// Collects errors for one document, each prefixed with where it happened.
+class Walker {
+ public:
+  explicit Walker(std::string where) : where_(std::move(where)) {}
+  void Error(const std::string& path, const std::string& what) {
+    errors_.push_back(absl::StrCat(where_, ": ", path, ": ", what));
+  }
+  std::vector<std::string>& errors() { return errors_; }
+  void set_where(std::string where) { where_ = std::move(where); }
+
+  // Visits a mapping: `handlers` take known keys; `ignored` keys are accepted silently.
+  using Handler = std::function<void(const YAML::Node&, const std::string&)>;
+  void Map(const YAML::Node& node, const std::string& path,
+           const std::map<std::string, Handler>& handlers,
+           const std::set<std::string>& ignored = {}) {
+    if (!node || node.IsNull()) return;
+    if (!node.IsMap()) {
+      Error(path, "must be a mapping");
+      return;
+    }
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      const std::string child = path.empty() ? key : absl::StrCat(path, ".", key);
+      auto it = handlers.find(key);
+      if (it != handlers.end()) {
+        it->second(kv.second, child);
+      } else if (ignored.count(key) == 0) {
+        Error(child, "unknown field");
+      }
+    }
+  }
+
+  void List(const YAML::Node& node, const std::string& path,
+            const std::function<void(const YAML::Node&, const std::string&)>& item) {
+    if (!node || node.IsNull()) return;
+    if (!node.IsSequence()) {
+      Error(path, "must be a list");
+      return;
+    }
+    for (size_t i = 0; i < node.size(); ++i) item(node[i], absl::StrCat(path, "[", i, "]"));
+  }
+
+  bool Scalar(const YAML::Node& node, const std::string& path, std::string* out) {
+    if (!node.IsScalar()) {
+      Error(path, "must be a scalar value");
+      return false;
+    }
+    *out = node.Scalar();
+    return true;
+  }
+  std::string Str(const YAML::Node& node, const std::string& path) {
+    std::string out;
+    Scalar(node, path, &out);
+    return out;
+  }
+  bool Int(const YAML::Node& node, const std::string& path, int64_t* out) {
+    try {
+      if (node.IsScalar()) {
+        *out = node.as<int64_t>();
+        return true;
+      }
+    } catch (const YAML::Exception&) {
+    }
+    Error(path, absl::StrCat("must be an integer"));
+    return false;
+  }
+  bool Bool(const YAML::Node& node, const std::string& path, bool* out) {
+    try {
+      if (node.IsScalar()) {
+        *out = node.as<bool>();
+        return true;
+      }
+    } catch (const YAML::Exception&) {
+    }
+    Error(path, "must be true or false");
+    return false;
+  }
+  void StringMap(const YAML::Node& node, const std::string& path,
+                 google::protobuf::Map<std::string, std::string>* out) {
+    if (!node || node.IsNull()) return;
+    if (!node.IsMap()) {
+      Error(path, "must be a mapping");
+      return;
+    }
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      std::string value;
+      if (Scalar(kv.second, absl::StrCat(path, ".", key), &value)) (*out)[key] = value;
+    }
+  }
+  void StringList(const YAML::Node& node, const std::string& path,
+                  google::protobuf::RepeatedPtrField<std::string>* out) {
+    List(node, path, [&](const YAML::Node& n, const std::string& p) {
+      std::string v;
+      if (Scalar(n, p, &v)) *out->Add() = v;
+    });
+  }
+
+ private:
+  std::string where_;
+  std::vector<std::string> errors_;
+};
+
+// Parses a Workload's spec (manifest_workload.cc).
+void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
+                  v1::WorkloadSpec* spec);
+
+}  // namespace admitd::clients
+
+#endif  // ADMITD_CLIENTS_MANIFEST_WALKER_H_

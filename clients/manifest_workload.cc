@@ -1,0 +1,208 @@
+// Workload manifests: pod sets and the admission-relevant part of their pod templates.
+#include "clients/manifest_walker.h"
+
+namespace admitd::clients {
+namespace {
+
+using H = Walker::Handler;
+
+// Pod and container fields Kubernetes has that do not matter for admission.
+const std::set<std::string> kIgnoredContainerFields = {
+    "image", "command", "args", "env", "envFrom", "ports", "volumeMounts", "volumeDevices",
+    "imagePullPolicy", "workingDir", "securityContext", "livenessProbe", "readinessProbe",
+    "startupProbe", "lifecycle", "terminationMessagePath", "terminationMessagePolicy", "stdin",
+    "stdinOnce", "tty", "resizePolicy"};
+const std::set<std::string> kIgnoredPodFields = {
+    "volumes", "restartPolicy", "serviceAccountName", "serviceAccount", "securityContext",
+    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "hostNetwork", "hostPID", "hostIPC",
+    "dnsPolicy", "dnsConfig", "imagePullSecrets", "schedulerName", "subdomain", "hostname",
+    "automountServiceAccountToken", "enableServiceLinks", "shareProcessNamespace",
+    "preemptionPolicy", "runtimeClassName", "topologySpreadConstraints", "readinessGates",
+    "hostAliases", "setHostnameAsFQDN", "os", "schedulingGates", "nodeName",
+    "ephemeralContainers", "resourceClaims", "hostUsers"};
+
+void Resources(Walker& w, const YAML::Node& node, const std::string& path,
+               v1::ResourceRequirements* r) {
+  w.Map(node, path,
+        {{"requests", [&](const YAML::Node& n, const std::string& p) {
+            w.StringMap(n, p, r->mutable_requests());
+          }},
+         {"limits", [&](const YAML::Node& n, const std::string& p) {
+            w.StringMap(n, p, r->mutable_limits());
+          }}},
+        {"claims"});
+}
+
+void Containers(Walker& w, const YAML::Node& node, const std::string& path,
+                google::protobuf::RepeatedPtrField<v1::Container>* out) {
+  w.List(node, path, [&](const YAML::Node& n, const std::string& p) {
+    v1::Container* c = out->Add();
+    w.Map(n, p,
+          {{"name", [&](const YAML::Node& x, const std::string& xp) { c->set_name(w.Str(x, xp)); }},
+           {"resources", [&](const YAML::Node& x, const std::string& xp) {
+              Resources(w, x, xp, c->mutable_resources());
+            }},
+           {"restartPolicy", [&](const YAML::Node& x, const std::string& xp) {
+              c->set_restart_policy(w.Str(x, xp));
+            }}},
+          kIgnoredContainerFields);
+  });
+}
+
+void NodeAffinity(Walker& w, const YAML::Node& node, const std::string& path, v1::PodSpec* pod) {
+  w.Map(node, path,
+        {{"nodeAffinity", [&](const YAML::Node& n, const std::string& p) {
+            w.Map(n, p,
+                  {{"requiredDuringSchedulingIgnoredDuringExecution",
+                    [&](const YAML::Node& r, const std::string& rp) {
+                      w.Map(r, rp, {{"nodeSelectorTerms", [&](const YAML::Node& t, const std::string& tp) {
+                                       w.List(t, tp, [&](const YAML::Node& term, const std::string& termp) {
+                                         v1::NodeSelectorTerm* out = pod->add_required_node_affinity();
+                                         w.Map(term, termp,
+                                               {{"matchExpressions",
+                                                 [&](const YAML::Node& e, const std::string& ep) {
+                                                   w.List(e, ep, [&](const YAML::Node& x,
+                                                                     const std::string& xp) {
+                                                     v1::NodeSelectorRequirement* req =
+                                                         out->add_match_expressions();
+                                                     w.Map(x, xp,
+                                                           {{"key", [&](const YAML::Node& y, const std::string& yp) {
+                                                               req->set_key(w.Str(y, yp));
+                                                             }},
+                                                            {"operator", [&](const YAML::Node& y, const std::string& yp) {
+                                                               req->set_operator_(w.Str(y, yp));
+                                                             }},
+                                                            {"values", [&](const YAML::Node& y, const std::string& yp) {
+                                                               w.StringList(y, yp, req->mutable_values());
+                                                             }}});
+                                                   });
+                                                 }}},
+                                               {"matchFields"});
+                                       });
+                                     }}});
+                    }}},
+                  {"preferredDuringSchedulingIgnoredDuringExecution"});
+          }}},
+        {"podAffinity", "podAntiAffinity"});
+}
+
+void PodSpec(Walker& w, const YAML::Node& node, const std::string& path, v1::PodSpec* pod) {
+  w.Map(node, path,
+        {{"containers", [&](const YAML::Node& n, const std::string& p) {
+            Containers(w, n, p, pod->mutable_containers());
+          }},
+         {"initContainers", [&](const YAML::Node& n, const std::string& p) {
+            Containers(w, n, p, pod->mutable_init_containers());
+          }},
+         {"overhead", [&](const YAML::Node& n, const std::string& p) {
+            w.StringMap(n, p, pod->mutable_overhead());
+          }},
+         {"nodeSelector", [&](const YAML::Node& n, const std::string& p) {
+            w.StringMap(n, p, pod->mutable_node_selector());
+          }},
+         {"affinity", [&](const YAML::Node& n, const std::string& p) { NodeAffinity(w, n, p, pod); }},
+         {"tolerations", [&](const YAML::Node& n, const std::string& p) {
+            w.List(n, p, [&](const YAML::Node& tn, const std::string& tp) {
+              v1::Toleration* t = pod->add_tolerations();
+              w.Map(tn, tp,
+                    {{"key", [&](const YAML::Node& v, const std::string& q) { t->set_key(w.Str(v, q)); }},
+                     {"operator", [&](const YAML::Node& v, const std::string& q) { t->set_operator_(w.Str(v, q)); }},
+                     {"value", [&](const YAML::Node& v, const std::string& q) { t->set_value(w.Str(v, q)); }},
+                     {"effect", [&](const YAML::Node& v, const std::string& q) { t->set_effect(w.Str(v, q)); }},
+                     {"tolerationSeconds", [&](const YAML::Node& v, const std::string& q) {
+                        int64_t s;
+                        if (w.Int(v, q, &s)) t->set_toleration_seconds(s);
+                      }}});
+            });
+          }},
+         {"priorityClassName", [&](const YAML::Node& n, const std::string& p) {
+            pod->set_priority_class_name(w.Str(n, p));
+          }},
+         {"priority", [&](const YAML::Node& n, const std::string& p) {
+            int64_t v;
+            if (w.Int(n, p, &v)) pod->set_priority(static_cast<int32_t>(v));
+          }},
+         {"resources", [&](const YAML::Node& n, const std::string& p) {
+            Resources(w, n, p, pod->mutable_resources());
+          }}},
+        kIgnoredPodFields);
+}
+
+}  // namespace
+
+void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
+                  v1::WorkloadSpec* spec) {
+  w.Map(node, path,
+        {{"podSets", [&](const YAML::Node& n, const std::string& p) {
+            w.List(n, p, [&](const YAML::Node& psn, const std::string& psp) {
+              v1::PodSet* ps = spec->add_pod_sets();
+              ps->set_count(1);  // Kueue's default
+              w.Map(psn, psp,
+                    {{"name", [&](const YAML::Node& x, const std::string& xp) { ps->set_name(w.Str(x, xp)); }},
+                     {"count", [&](const YAML::Node& x, const std::string& xp) {
+                        int64_t v;
+                        if (w.Int(x, xp, &v)) ps->set_count(static_cast<int32_t>(v));
+                      }},
+                     {"minCount", [&](const YAML::Node& x, const std::string& xp) {
+                        int64_t v;
+                        if (w.Int(x, xp, &v)) ps->set_min_count(static_cast<int32_t>(v));
+                      }},
+                     {"template", [&](const YAML::Node& x, const std::string& xp) {
+                        v1::PodTemplate* t = ps->mutable_template_();
+                        w.Map(x, xp,
+                              {{"metadata", [&](const YAML::Node& m, const std::string& mp) {
+                                  w.Map(m, mp,
+                                        {{"labels", [&](const YAML::Node& y, const std::string& yp) {
+                                            w.StringMap(y, yp, t->mutable_labels());
+                                          }},
+                                         {"annotations", [&](const YAML::Node& y, const std::string& yp) {
+                                            w.StringMap(y, yp, t->mutable_annotations());
+                                          }}},
+                                        {"name", "namespace", "generateName"});
+                                }},
+                               {"spec", [&](const YAML::Node& s, const std::string& sp) {
+                                  PodSpec(w, s, sp, t->mutable_spec());
+                                }}});
+                      }}},
+                    {"topologyRequest"});
+            });
+          }},
+         {"queueName", [&](const YAML::Node& n, const std::string& p) { spec->set_queue_name(w.Str(n, p)); }},
+         {"priorityClassName", [&](const YAML::Node& n, const std::string& p) {  // v1beta1
+            spec->mutable_priority_class_ref()->set_name(w.Str(n, p));
+          }},
+         {"priorityClassSource", [&](const YAML::Node& n, const std::string& p) {  // v1beta1
+            const std::string source = w.Str(n, p);
+            if (source == "kueue.x-k8s.io/workloadpriorityclass") {
+              spec->mutable_priority_class_ref()->set_group("kueue.x-k8s.io");
+              spec->mutable_priority_class_ref()->set_kind("WorkloadPriorityClass");
+            } else if (source == "scheduling.k8s.io/priorityclass") {
+              spec->mutable_priority_class_ref()->set_group("scheduling.k8s.io");
+              spec->mutable_priority_class_ref()->set_kind("PriorityClass");
+            } else if (!source.empty()) {
+              w.Error(p, "must be kueue.x-k8s.io/workloadpriorityclass or "
+                         "scheduling.k8s.io/priorityclass");
+            }
+          }},
+         {"priorityClassRef", [&](const YAML::Node& n, const std::string& p) {
+            v1::PriorityClassRef* ref = spec->mutable_priority_class_ref();
+            w.Map(n, p,
+                  {{"group", [&](const YAML::Node& x, const std::string& xp) { ref->set_group(w.Str(x, xp)); }},
+                   {"kind", [&](const YAML::Node& x, const std::string& xp) { ref->set_kind(w.Str(x, xp)); }},
+                   {"name", [&](const YAML::Node& x, const std::string& xp) { ref->set_name(w.Str(x, xp)); }}});
+          }},
+         {"priority", [&](const YAML::Node& n, const std::string& p) {
+            int64_t v;
+            if (w.Int(n, p, &v)) spec->set_priority(static_cast<int32_t>(v));
+          }},
+         {"active", [&](const YAML::Node& n, const std::string& p) {
+            bool v;
+            if (w.Bool(n, p, &v)) spec->set_active(v);
+          }},
+         {"maximumExecutionTimeSeconds", [&](const YAML::Node& n, const std::string& p) {
+            int64_t v;
+            if (w.Int(n, p, &v)) spec->set_maximum_execution_time_seconds(static_cast<int32_t>(v));
+          }}});
+}
+
+}  // namespace admitd::clients
