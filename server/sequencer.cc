@@ -1,5 +1,7 @@
 #include "server/sequencer.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -50,7 +52,10 @@ void Sequencer::Start() {
   absl::MutexLock lock(&mu_);
   if (started_) return;
   started_ = true;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "admitd-seq");
+    Run();
+  });
 }
 
 void Sequencer::Stop() {

@@ -77,6 +77,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     return a.entry->queue_key < b.entry->queue_key;
   });
   const auto flavors = FlavorMap();
+  int set_aside = 0;  // heads moved to the inadmissible set: their queue has a new head
   for (Head& head : heads) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
@@ -88,6 +89,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
                   "workload namespace doesn't match ClusterQueue selector", now);
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
+      ++set_aside;
       continue;
     }
     Assignment assignment = AssignFlavors(cq, flavors, entry.pod_sets);
@@ -103,10 +105,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     } else {
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
+      ++set_aside;
     }
   }
   for (Head& head : heads) RefreshHeads(*head.cq);
-  stats.more = stats.admitted > 0 && !cqs_with_heads_.empty();
+  // Another cycle can only help where a queue has a head it has not tried yet: after an
+  // admission or after a head was set aside. A StrictFIFO head that failed blocks its queue
+  // until something changes, so it alone never asks for more.
+  stats.more = (stats.admitted > 0 || set_aside > 0) && !cqs_with_heads_.empty();
   return stats;
 }
 

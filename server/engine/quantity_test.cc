@@ -1,0 +1,74 @@
+#include "server/engine/quantity.h"
+
+#include "gtest/gtest.h"
+
+namespace admitd::engine {
+namespace {
+
+struct ParseCase {
+  const char* resource;
+  const char* text;
+  int64_t want;
+};
+
+TEST(QuantityTest, ParsesToCanonicalUnits) {
+  const ParseCase cases[] = {
+      {"cpu", "1", 1000},           {"cpu", "500m", 500},       {"cpu", "1.5", 1500},
+      {"cpu", "0.1", 100},          {"cpu", "2k", 2000000},     {"cpu", "100u", 1},  // rounds up
+      {"cpu", "1e3", 1000000},      {"cpu", "+3", 3000},        {"memory", "1Gi", 1073741824},
+      {"memory", "10Mi", 10485760}, {"memory", "1G", 1000000000}, {"memory", "1.5Ki", 1536},
+      {"memory", "0.5", 1},         {"pods", "10", 10},         {"nvidia.com/gpu", "2", 2},
+      {"memory", "-1Ki", -1024},    {"cpu", "0", 0},            {"memory", "1E", 1000000000000000000},
+  };
+  for (const ParseCase& c : cases) {
+    absl::StatusOr<int64_t> got = ParseQuantity(c.resource, c.text);
+    ASSERT_TRUE(got.ok()) << c.resource << " " << c.text << ": " << got.status();
+    EXPECT_EQ(*got, c.want) << c.resource << " " << c.text;
+  }
+}
+
+TEST(QuantityTest, RejectsWhatKubernetesRejects) {
+  for (const char* text : {"", "abc", "1.2.3", "1Qi", "m", "1 Gi", "--1", "1ki"}) {
+    absl::StatusOr<int64_t> got = ParseQuantity("memory", text);
+    EXPECT_FALSE(got.ok()) << text;
+  }
+  absl::StatusOr<int64_t> bad = ParseQuantity("cpu", "lots");
+  EXPECT_NE(bad.status().message().find("quantities must match the regular expression"),
+            absl::string_view::npos);
+  EXPECT_FALSE(ParseQuantity("cpu", "100E").ok());  // beyond int64 millicores
+}
+
+TEST(QuantityTest, RendersCanonically) {
+  EXPECT_EQ(FormatQuantity("cpu", 1000), "1");
+  EXPECT_EQ(FormatQuantity("cpu", 500), "500m");
+  EXPECT_EQ(FormatQuantity("cpu", 1500), "1500m");
+  EXPECT_EQ(FormatQuantity("cpu", 10000), "10");
+  EXPECT_EQ(FormatQuantity("cpu", 1000000), "1k");
+  EXPECT_EQ(FormatQuantity("memory", 1073741824), "1Gi");
+  EXPECT_EQ(FormatQuantity("memory", 10485760), "10Mi");
+  EXPECT_EQ(FormatQuantity("memory", 629145600), "600Mi");
+  EXPECT_EQ(FormatQuantity("memory", 1000000000), "1000000000");  // not a power-of-1024 multiple
+  EXPECT_EQ(FormatQuantity("memory", 512), "512");
+  EXPECT_EQ(FormatQuantity("pods", 3), "3");
+  EXPECT_EQ(FormatQuantity("example.com/gpu", 2000), "2k");
+  EXPECT_EQ(FormatQuantity("cpu", 0), "0");
+  EXPECT_EQ(FormatQuantity("cpu", -500), "-500m");
+}
+
+TEST(QuantityTest, RoundTrips) {
+  for (const char* text : {"1", "250m", "3", "1k"}) {
+    EXPECT_EQ(FormatQuantity("cpu", *ParseQuantity("cpu", text)), text);
+  }
+  for (const char* text : {"1Gi", "512Mi", "3Ki", "100"}) {
+    EXPECT_EQ(FormatQuantity("memory", *ParseQuantity("memory", text)), text);
+  }
+}
+
+TEST(QuantityTest, SaturatingArithmetic) {
+  EXPECT_EQ(SaturatingAdd(kUnlimited, 5), kUnlimited);
+  EXPECT_EQ(SaturatingMul(kUnlimited / 2, 3), kUnlimited);
+  EXPECT_EQ(SaturatingAdd(2, 3), 5);
+}
+
+}  // namespace
+}  // namespace admitd::engine
