@@ -1,0 +1,200 @@
+#include "clients/manifest.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace admitd::clients {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadSource(const std::string& relative) {
+  std::ifstream in(std::string(ADMITD_SOURCE_DIR) + "/" + relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ManifestTest, DemoAndSampleParse) {
+  auto demo = ParseManifests(ReadSource("clients/examples/demo.yaml"), "demo.yaml");
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  ASSERT_EQ(demo->size(), 3u);
+  const v1::ClusterQueue& cq = (*demo)[1].object.cluster_queue();
+  EXPECT_EQ(cq.metadata().name(), "cluster-queue");
+  EXPECT_TRUE(cq.spec().has_namespace_selector());  // {} selects every namespace
+  ASSERT_EQ(cq.spec().resource_groups(0).flavors(0).resources_size(), 2);
+  EXPECT_EQ(cq.spec().resource_groups(0).flavors(0).resources(0).nominal_quota(), "9");
+  EXPECT_EQ(cq.spec().resource_groups(0).flavors(0).resources(1).nominal_quota(), "36Gi");
+  EXPECT_EQ((*demo)[2].object.local_queue().metadata().namespace_(), "default");
+
+  auto job = ParseManifests(ReadSource("clients/examples/sample-job.yaml"), "sample-job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE((*job)[0].is_workload);
+  const v1::PodSet& ps = (*job)[0].workload.spec().pod_sets(0);
+  EXPECT_EQ(ps.count(), 3);
+  EXPECT_EQ(ps.template_().spec().containers(0).resources().requests().at("memory"), "200Mi");
+}
+
+TEST(ManifestTest, V1beta1NamesMapToTheSameFields) {
+  auto parsed = ParseManifests(R"(
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohort: research
+  admissionChecks: [prov]
+  namespaceSelector:
+    matchLabels: {team: a}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 0.5, borrowingLimit: 2, lendingLimit: "250m"}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Cohort
+metadata: {name: research}
+spec: {parent: org}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {name: job, namespace: ml}
+spec:
+  queueName: q
+  priorityClassName: high
+  priorityClassSource: kueue.x-k8s.io/workloadpriorityclass
+  podSets:
+  - name: workers
+    count: 4
+    minCount: 2
+    template:
+      spec:
+        nodeSelector: {arch: arm64}
+        tolerations: [{key: spot, operator: Exists, effect: NoSchedule}]
+        affinity:
+          nodeAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+              - matchExpressions: [{key: zone, operator: In, values: [a, b]}]
+        initContainers:
+        - {name: sidecar, restartPolicy: Always, resources: {requests: {cpu: 100m}}}
+        containers:
+        - name: main
+          image: busybox
+          command: [sleep, "10"]
+          env: [{name: X, value: "1"}]
+          resources: {requests: {cpu: 1}, limits: {cpu: 2}}
+)", "v1beta1.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::ClusterQueueSpec& cq = (*parsed)[0].object.cluster_queue().spec();
+  EXPECT_EQ(cq.cohort_name(), "research");
+  EXPECT_EQ(cq.admission_checks_strategy().admission_checks(0).name(), "prov");
+  EXPECT_EQ(cq.namespace_selector().match_labels().at("team"), "a");
+  const v1::ResourceQuota& q = cq.resource_groups(0).flavors(0).resources(0);
+  EXPECT_EQ(q.nominal_quota(), "0.5");
+  EXPECT_EQ(q.borrowing_limit(), "2");
+  EXPECT_EQ(q.lending_limit(), "250m");
+  EXPECT_EQ((*parsed)[1].object.cohort().spec().parent_name(), "org");
+  const v1::Workload& wl = (*parsed)[2].workload;
+  EXPECT_EQ(wl.spec().priority_class_ref().kind(), "WorkloadPriorityClass");
+  EXPECT_EQ(wl.spec().priority_class_ref().name(), "high");
+  const v1::PodSet& ps = wl.spec().pod_sets(0);
+  EXPECT_EQ(ps.min_count(), 2);
+  EXPECT_EQ(ps.template_().spec().node_selector().at("arch"), "arm64");
+  EXPECT_EQ(ps.template_().spec().tolerations(0).operator_(), "Exists");
+  EXPECT_EQ(ps.template_().spec().required_node_affinity(0).match_expressions(0).values_size(), 2);
+  EXPECT_EQ(ps.template_().spec().init_containers(0).restart_policy(), "Always");
+  EXPECT_EQ(ps.template_().spec().containers(0).resources().limits().at("cpu"), "2");
+}
+
+TEST(ManifestTest, UnknownFieldsNameTheFileObjectAndField) {
+  auto parsed = ParseManifests(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: ok}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: ok
+      resources:
+      - {name: cpu, nominalQuto: 1}
+  queueingStrategy: StrictFIFO
+  bogus: true
+)", "demo.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("demo.yaml: document 2 (ClusterQueue \"team-a\"): "
+                        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuto: unknown field"));
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("demo.yaml: document 2 (ClusterQueue \"team-a\"): spec.bogus: unknown field"));
+}
+
+TEST(ManifestTest, WrongTypesKindsAndVersionsAreErrors) {
+  struct Case {
+    const char* yaml;
+    const char* want;
+  } cases[] = {
+      {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Widget\nmetadata: {name: w}\n",
+       "kind: unsupported \"Widget\""},
+      {"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n", "apiVersion: unsupported \"batch/v1\""},
+      {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: p}\n"
+       "value: high\n",
+       "value: must be an integer"},
+      {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: c}\n"
+       "spec: {resourceGroups: {a: b}}\n",
+       "spec.resourceGroups: must be a list"},
+      {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w}\nspec:\n"
+       "  podSets:\n  - template: {spec: {containers: [{name: c, imagge: x}]}}\n",
+       "spec.podSets[0].template.spec.containers[0].imagge: unknown field"},
+      {"apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {namespace: x}\n",
+       "metadata.name: is required"},
+      {"key: [unclosed\n", "f.yaml"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseManifests(c.yaml, "f.yaml");
+    ASSERT_FALSE(parsed.ok()) << c.yaml;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(c.want)) << c.yaml;
+  }
+}
+
+TEST(ManifestTest, StatusAndServerMetadataAreIgnoredAndOrderFollowsDependencies) {
+  auto parsed = ParseManifests(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, resourceVersion: "12", managedFields: []}
+spec: {clusterQueue: cq}
+status: {pendingWorkloads: 3}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+description: important
+)", "x.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  SortForApply(&*parsed);
+  EXPECT_EQ((*parsed)[0].kind, "WorkloadPriorityClass");
+  EXPECT_EQ((*parsed)[0].object.workload_priority_class().value(), 1000);
+  EXPECT_EQ((*parsed)[1].kind, "ClusterQueue");
+  EXPECT_FALSE((*parsed)[1].object.cluster_queue().spec().has_namespace_selector());
+  EXPECT_EQ((*parsed)[2].kind, "LocalQueue");
+  EXPECT_EQ((*parsed)[2].object.local_queue().metadata().namespace_(), "default");
+}
+
+}  // namespace
+}  // namespace admitd::clients
