@@ -153,6 +153,14 @@ void Run(const Args& args) {
     const double per_commit = static_cast<double>(after.commands - before.commands) /
                               std::max<uint64_t>(1, after.commits - before.commits);
     const std::string d = absl::FormatDuration(delay);
+    const double batches = static_cast<double>(std::max<uint64_t>(1, after.batches - before.batches));
+    std::printf("%-12s sequencer per batch: apply %.0fus, cycles %.0fus, commit %.0fus, "
+                "respond %.0fus; %.0f batches/s\n",
+                d.c_str(), absl::ToDoubleMicroseconds(after.apply_time - before.apply_time) / batches,
+                absl::ToDoubleMicroseconds(after.cycle_time - before.cycle_time) / batches,
+                absl::ToDoubleMicroseconds(after.commit_time - before.commit_time) / batches,
+                absl::ToDoubleMicroseconds(after.respond_time - before.respond_time) / batches,
+                batches / args.seconds);
     std::printf("%-12s %-10s %12.0f %10.0f %10.0f %9llu %12s\n", d.c_str(), "ping",
                 ping.per_second, ping.p50_us, ping.p99_us,
                 static_cast<unsigned long long>(ping.errors), "-");

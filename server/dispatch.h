@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "server/finisher.h"
 #include "server/grpc_status.h"
 #include "server/sequencer.h"
 
@@ -18,6 +19,7 @@ namespace admitd {
 // What the services share: the sequencer, and whether recovery has finished.
 struct ServiceContext {
   Sequencer* sequencer = nullptr;
+  Finisher* finisher = nullptr;  // null: finish on the calling thread
   store::Store* store = nullptr;
   class WatchHub* hub = nullptr;
   std::atomic<bool> ready{false};
@@ -43,20 +45,24 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
   command.apply = [result, call = std::move(call)](engine::Engine& engine, absl::Time now) {
     *result = call(engine, now);
   };
-  command.respond = [result, reactor, response, refine = std::move(refine)](
+  Finisher* finisher = ctx->finisher;
+  command.respond = [result, reactor, response, finisher, refine = std::move(refine)](
                         engine::Engine& engine, const absl::Status& commit) {
+    grpc::Status status = grpc::Status::OK;
     if (!result->ok()) {
       // A refused call changed nothing, so its own error is the answer even if the batch failed.
-      reactor->Finish(ToGrpcStatus(result->status()));
-      return;
+      status = ToGrpcStatus(result->status());
+    } else if (!commit.ok()) {
+      status = ToGrpcStatus(commit);
+    } else {
+      *response = std::move(**result);
+      refine(engine, response);
     }
-    if (!commit.ok()) {
-      reactor->Finish(ToGrpcStatus(commit));
-      return;
+    if (finisher != nullptr) {
+      finisher->Post(reactor, std::move(status));
+    } else {
+      reactor->Finish(status);
     }
-    *response = std::move(**result);
-    refine(engine, response);
-    reactor->Finish(grpc::Status::OK);
   };
   ctx->sequencer->Enqueue(std::move(command));
   return reactor;

@@ -25,21 +25,6 @@ bool Settled(const engine::Engine& engine, const std::string& key) {
   return state != v1::WORKLOAD_STATE_PENDING && state != v1::WORKLOAD_STATE_QUOTA_RESERVED;
 }
 
-std::shared_ptr<const v1::WatchEvent> EventOf(const engine::Change& change) {
-  auto event = std::make_shared<v1::WatchEvent>();
-  event->set_revision(change.revision);
-  event->set_type(change.type);
-  event->set_kind(change.kind);
-  event->set_reason(change.reason);
-  event->set_message(change.message);
-  if (change.workload) {
-    *event->mutable_workload() = *change.workload;
-  } else if (change.queue_object) {
-    *event->mutable_queue_object() = *change.queue_object;
-  }
-  return event;
-}
-
 }  // namespace
 
 Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
@@ -150,9 +135,11 @@ void Sequencer::Run() {
 void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   const absl::Time now = options_.clock();
   const bool healthy = health().ok();
+  const absl::Time t0 = absl::Now();
   if (healthy) {
     for (Command& cmd : batch) cmd.apply(*engine_, now);
   }
+  const absl::Time t1 = absl::Now();
   int cycles = 0;
   cycles_wanted_ = false;
   if (healthy && !options_.manual_scheduling && engine_->HasPendingHeads()) {
@@ -164,6 +151,7 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
     cycles_wanted_ = cycle.more;
   }
   std::vector<engine::Change> changes = engine_->TakeChanges();
+  const absl::Time t2 = absl::Now();
   absl::Status commit = absl::OkStatus();
   if (!healthy) {
     commit = health();
@@ -179,10 +167,16 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
       commit = health_;
     }
   }
+  const absl::Time t3 = absl::Now();
   for (Command& cmd : batch) cmd.respond(*engine_, commit);
   NotifyWaiters(changes, now);
+  const absl::Time t4 = absl::Now();
   {
     absl::MutexLock lock(&mu_);
+    stats_.apply_time += t1 - t0;
+    stats_.cycle_time += t2 - t1;
+    stats_.commit_time += t3 - t2;
+    stats_.respond_time += t4 - t3;
     stats_.batches++;
     stats_.commands += batch.size();
     stats_.cycles += cycles;
@@ -202,32 +196,54 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
 }
 
 absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
+  // An object changed several times in one batch is written, logged and published once, in its
+  // last state: the intermediate states were never visible to anyone, and watchers only ever see
+  // committed states. ADDED stays ADDED (the object is new to watchers), whatever came after.
+  absl::flat_hash_map<std::string, size_t> last_of;
+  std::vector<bool> added(changes.size(), false);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const engine::Change& change = changes[i];
+    auto [it, inserted] =
+        last_of.try_emplace(absl::StrCat(static_cast<int>(change.kind), ":", change.key), i);
+    if (!inserted) {
+      added[i] = added[it->second] || changes[it->second].type == v1::WatchEvent::ADDED;
+      it->second = i;
+    }
+  }
+  std::vector<size_t> kept;
+  kept.reserve(last_of.size());
+  for (const auto& [id, index] : last_of) kept.push_back(index);
+  std::sort(kept.begin(), kept.end());
+
   store::Batch batch;
   batch.revision = changes.back().revision;
-  batch.events.reserve(changes.size());
+  batch.events.reserve(kept.size());
+  batch.writes.reserve(kept.size());
   std::vector<std::shared_ptr<const v1::WatchEvent>> events;
-  events.reserve(changes.size());
-  // Only the last state of an object written several times in the batch goes to disk.
-  absl::flat_hash_map<std::string, size_t> last_write;
-  for (const engine::Change& change : changes) {
-    std::shared_ptr<const v1::WatchEvent> event = EventOf(change);
-    batch.events.push_back({change.revision, event->SerializeAsString()});
-    events.push_back(std::move(event));
-    std::string id = absl::StrCat(static_cast<int>(change.kind), ":", change.key);
+  events.reserve(kept.size());
+  for (size_t index : kept) {
+    const engine::Change& change = changes[index];
+    auto event = std::make_shared<v1::WatchEvent>();
+    event->set_revision(change.revision);
+    event->set_type(added[index] && change.type != v1::WatchEvent::DELETED ? v1::WatchEvent::ADDED
+                                                                           : change.type);
+    event->set_kind(change.kind);
+    event->set_reason(change.reason);
+    event->set_message(change.message);
     store::ObjectWrite write;
     write.kind = change.kind;
     write.key = change.key;
     write.deleted = change.type == v1::WatchEvent::DELETED;
-    if (!write.deleted) {
-      write.value = change.workload ? change.workload->SerializeAsString()
-                                    : change.queue_object->SerializeAsString();
+    if (change.workload) {
+      *event->mutable_workload() = *change.workload;
+      if (!write.deleted) write.value = change.workload->SerializeAsString();
+    } else if (change.queue_object) {
+      *event->mutable_queue_object() = *change.queue_object;
+      if (!write.deleted) write.value = change.queue_object->SerializeAsString();
     }
-    auto [it, inserted] = last_write.try_emplace(id, batch.writes.size());
-    if (inserted) {
-      batch.writes.push_back(std::move(write));
-    } else {
-      batch.writes[it->second] = std::move(write);
-    }
+    batch.events.push_back({change.revision, event->SerializeAsString()});
+    batch.writes.push_back(std::move(write));
+    events.push_back(std::move(event));
   }
   absl::Status status = store_->Commit(batch);
   if (status.ok() && hub_ != nullptr) hub_->Publish(std::move(events), batch.revision);

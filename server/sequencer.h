@@ -63,6 +63,11 @@ struct SequencerStats {
   uint64_t commands = 0;
   uint64_t cycles = 0;
   uint64_t changes = 0;
+  // Time the sequencer spent in each phase of its batches.
+  absl::Duration apply_time;
+  absl::Duration cycle_time;
+  absl::Duration commit_time;
+  absl::Duration respond_time;
 };
 
 class Sequencer {

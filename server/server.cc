@@ -34,7 +34,9 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   seq_options.clock = std::move(clock);
   server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
                                                    server->hub_.get(), seq_options);
+  server->finisher_ = std::make_unique<Finisher>();
   server->context_.sequencer = server->sequencer_.get();
+  server->context_.finisher = server->finisher_.get();
   server->context_.store = server->store_.get();
   server->context_.hub = server->hub_.get();
   server->queue_service_ = std::make_unique<QueueServiceImpl>(&server->context_);

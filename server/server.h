@@ -65,6 +65,7 @@ class AdmitdServer {
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<WatchHub> hub_;
   std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<Finisher> finisher_;
   ServiceContext context_;
   std::unique_ptr<QueueServiceImpl> queue_service_;
   std::unique_ptr<AdmissionServiceImpl> admission_service_;
