@@ -77,27 +77,27 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   absl::Time deadline = std::min(absl::Now() + wait, absl::FromChrono(rpc->deadline()));
   std::string key = absl::StrCat(req->namespace_(), "/", req->name());
   Sequencer* sequencer = ctx_->sequencer;
+  // A read: prepare looks the workload up and registers the waiter, which answers once the
+  // workload settles (or at the deadline); respond answers only a refusal.
+  auto error = std::make_shared<absl::Status>(absl::UnknownError("not applied"));
   Command command;
   command.apply = [](engine::Engine&, absl::Time) {};
-  command.respond = [=](engine::Engine& e, const absl::Status& commit) {
-    if (!commit.ok()) {
-      reactor->Finish(ToGrpcStatus(commit));
-      return;
-    }
+  command.prepare = [=](engine::Engine& e) {
     absl::StatusOr<v1::AdmitResponse> first = e.Describe(*req, absl::Now());
-    if (!first.ok()) {
-      reactor->Finish(ToGrpcStatus(first.status()));
-      return;
-    }
+    *error = first.status();
+    if (!first.ok()) return;
     sequencer->WaitForWorkload(key, deadline, [=](engine::Engine& e2, bool /*timed_out*/) {
       absl::StatusOr<v1::AdmitResponse> now = e2.Describe(*req, absl::Now());
-      if (!now.ok()) {
-        reactor->Finish(ToGrpcStatus(now.status()));
-        return;
-      }
-      *resp = *std::move(now);
-      reactor->Finish(grpc::Status::OK);
+      if (now.ok()) *resp = *std::move(now);
+      reactor->Finish(now.ok() ? grpc::Status::OK : ToGrpcStatus(now.status()));
     });
+  };
+  command.respond = [=](const absl::Status& commit) {
+    if (!error->ok()) {
+      reactor->Finish(ToGrpcStatus(error->code() == absl::StatusCode::kUnknown && !commit.ok()
+                                       ? commit
+                                       : *error));
+    }
   };
   sequencer->Enqueue(std::move(command));
   return reactor;

@@ -45,19 +45,21 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
   command.apply = [result, call = std::move(call)](engine::Engine& engine, absl::Time now) {
     *result = call(engine, now);
   };
+  command.prepare = [result, response, refine = std::move(refine)](engine::Engine& engine) {
+    if (!result->ok()) return;
+    *response = std::move(**result);
+    refine(engine, response);
+  };
   Finisher* finisher = ctx->finisher;
-  command.respond = [result, reactor, response, finisher, refine = std::move(refine)](
-                        engine::Engine& engine, const absl::Status& commit) {
-    grpc::Status status = grpc::Status::OK;
-    if (!result->ok()) {
-      // A refused call changed nothing, so its own error is the answer even if the batch failed.
-      status = ToGrpcStatus(result->status());
-    } else if (!commit.ok()) {
-      status = ToGrpcStatus(commit);
-    } else {
-      *response = std::move(**result);
-      refine(engine, response);
-    }
+  command.respond = [result, reactor, finisher](const absl::Status& commit) {
+    // A call the engine refused changed nothing, so its own error is the answer even if the
+    // batch failed; a call that never ran gets the reason it did not.
+    const bool never_ran = result->status().code() == absl::StatusCode::kUnknown &&
+                           result->status().message() == "not applied";
+    grpc::Status status = never_ran        ? ToGrpcStatus(commit)
+                          : !result->ok()  ? ToGrpcStatus(result->status())
+                          : !commit.ok()   ? ToGrpcStatus(commit)
+                                           : grpc::Status::OK;
     if (finisher != nullptr) {
       finisher->Post(reactor, std::move(status));
     } else {

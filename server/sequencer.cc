@@ -13,6 +13,9 @@
 namespace admitd {
 namespace {
 
+// Applied batches allowed to wait for disk at once: one being synced, one queued behind it.
+constexpr int kMaxInFlight = 2;
+
 // A workload that is neither waiting nor holding an unfinished reservation: Admit --wait ends.
 bool Settled(const engine::Engine& engine, const std::string& key) {
   v1::GetWorkloadRequest get;
@@ -37,6 +40,10 @@ void Sequencer::Start() {
   absl::MutexLock lock(&mu_);
   if (started_) return;
   started_ = true;
+  committer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "admitd-commit");
+    RunCommitter();
+  });
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "admitd-seq");
     Run();
@@ -49,14 +56,19 @@ void Sequencer::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
-  // Commands that arrived after the thread ended (or without a thread) are refused.
+  {
+    absl::MutexLock lock(&mu_);
+    committer_stop_ = true;
+  }
+  if (committer_.joinable()) committer_.join();
+  // Commands that arrived after the threads ended (or without threads) are refused.
   std::deque<Command> rest;
   {
     absl::MutexLock lock(&mu_);
     rest.swap(queue_);
   }
   absl::Status unavailable = absl::UnavailableError("admitd is shutting down");
-  for (Command& cmd : rest) cmd.respond(*engine_, unavailable);
+  for (Command& cmd : rest) cmd.respond(unavailable);
 }
 
 void Sequencer::Enqueue(Command command) {
@@ -69,7 +81,7 @@ void Sequencer::Enqueue(Command command) {
   }
   absl::Status refused = health().ok() ? absl::UnavailableError("admitd is shutting down")
                                        : health();
-  command.respond(*engine_, refused);
+  command.respond(refused);
 }
 
 void Sequencer::WaitForWorkload(const std::string& key, absl::Time deadline,
@@ -82,8 +94,8 @@ void Sequencer::ReleaseWaiters() {
   absl::MutexLock lock(&mu_);
   release_waiters_ = true;
   // An empty command wakes the loop, whose next batch answers the waiters.
-  queue_.push_back(Command{[](engine::Engine&, absl::Time) {},
-                           [](engine::Engine&, const absl::Status&) {}});
+  queue_.push_back(Command{[](engine::Engine&, absl::Time) {}, nullptr,
+                           [](const absl::Status&) {}});
 }
 
 SequencerStats Sequencer::stats() const {
@@ -103,46 +115,72 @@ void Sequencer::Run() {
     batch.clear();
     arrivals.clear();
     bool stop = false;
+    bool settle_waiters = false;
     {
       // Values the wait condition reads are copied: absl may evaluate it on other threads.
       const bool want_cycles = cycles_wanted_ && !options_.manual_scheduling;
+      const bool have_waiters = !waiters_.empty() || !fresh_waiter_keys_.empty();
       absl::Time wake = absl::InfiniteFuture();
       for (const auto& [key, waiter] : waiters_) wake = std::min(wake, waiter.deadline);
+      // Waiters to answer (new ones, committed changes to show them, deadlines passed) are
+      // answered before the next batch, once nothing uncommitted is left in the engine.
+      const bool need_settle = have_waiters && (!fresh_waiter_keys_.empty() ||
+                                                !unnotified_.empty() || wake <= absl::Now());
       absl::MutexLock lock(&mu_);
-      auto ready = [this, want_cycles]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return want_cycles || stopping_ || !queue_.empty() || !new_waiters_.empty();
+      auto ready = [this, want_cycles, have_waiters,
+                    need_settle]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (need_settle) return in_flight_ == 0;
+        if (in_flight_ >= kMaxInFlight) return false;  // the committer is behind: wait for it
+        return want_cycles || stopping_ || !queue_.empty() || !new_waiters_.empty() ||
+               (have_waiters && !committed_changes_.empty());
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
-      while (!queue_.empty() && batch.size() < options_.max_batch_commands) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      if (in_flight_ < kMaxInFlight) {
+        while (!queue_.empty() && batch.size() < options_.max_batch_commands) {
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
       }
       arrivals.swap(new_waiters_);
+      for (engine::Change& c : committed_changes_) unnotified_.push_back(std::move(c));
+      committed_changes_.clear();
+      // Waiters read the engine, which must then hold nothing uncommitted.
+      settle_waiters = in_flight_ == 0;
       stop = stopping_ && queue_.empty() && batch.empty();
     }
     for (auto& [key, waiter] : arrivals) {
       fresh_waiter_keys_.push_back(key);
       waiters_.emplace(key, std::move(waiter));
     }
+    if (settle_waiters) {
+      NotifyWaiters(unnotified_, options_.clock());
+      unnotified_.clear();
+    }
     if (stop) break;
+    if (batch.empty() && !(cycles_wanted_ && !options_.manual_scheduling)) continue;
     ProcessBatch(batch);
   }
-  // Whoever still waits gets the state as it stands.
+  // Let the committer finish, then whoever still waits gets the state as it stands.
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &in_flight_));
+  }
   for (auto& [key, waiter] : waiters_) waiter.done(*engine_, /*timed_out=*/true);
   waiters_.clear();
 }
 
 void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   const absl::Time now = options_.clock();
-  const bool healthy = health().ok();
+  const absl::Status health_now = health();
   const absl::Time t0 = absl::Now();
-  if (healthy) {
+  if (health_now.ok()) {
     for (Command& cmd : batch) cmd.apply(*engine_, now);
   }
   const absl::Time t1 = absl::Now();
   int cycles = 0;
   cycles_wanted_ = false;
-  if (healthy && !options_.manual_scheduling && engine_->HasPendingHeads()) {
+  if (health_now.ok() && !options_.manual_scheduling && engine_->HasPendingHeads()) {
     engine::CycleStats cycle;
     do {
       cycle = engine_->RunCycle(now);
@@ -150,47 +188,79 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
     } while (cycle.more && cycles < options_.max_cycles_per_batch);
     cycles_wanted_ = cycle.more;
   }
-  std::vector<engine::Change> changes = engine_->TakeChanges();
+  Pending pending;
+  pending.changes = engine_->TakeChanges();
   const absl::Time t2 = absl::Now();
-  absl::Status commit = absl::OkStatus();
-  if (!healthy) {
-    commit = health();
-  } else if (!changes.empty()) {
-    commit = Commit(changes);
-    if (!commit.ok()) {
-      ADMITD_LOG(kError, "commit failed; refusing further commands until restart",
-                 {{"error", commit.ToString()}});
-      absl::MutexLock lock(&mu_);
-      health_ = absl::UnavailableError(
-          absl::StrCat("admitd could not persist a change and stopped taking writes: ",
-                       commit.message()));
-      commit = health_;
+  if (health_now.ok()) {
+    for (Command& cmd : batch) {
+      if (cmd.prepare) cmd.prepare(*engine_);
     }
   }
+  pending.refused = health_now;
+  pending.commands = std::move(batch);
   const absl::Time t3 = absl::Now();
-  for (Command& cmd : batch) cmd.respond(*engine_, commit);
-  NotifyWaiters(changes, now);
-  const absl::Time t4 = absl::Now();
-  {
-    absl::MutexLock lock(&mu_);
-    stats_.apply_time += t1 - t0;
-    stats_.cycle_time += t2 - t1;
-    stats_.commit_time += t3 - t2;
-    stats_.respond_time += t4 - t3;
-    stats_.batches++;
-    stats_.commands += batch.size();
-    stats_.cycles += cycles;
-    stats_.changes += changes.size();
-    if (!changes.empty() && commit.ok()) stats_.commits++;
-  }
-  if (commit.ok() && !changes.empty() &&
-      ++commits_since_compaction_ >= options_.compact_every_commits) {
-    commits_since_compaction_ = 0;
-    absl::StatusOr<uint64_t> dropped = store_->CompactEvents();
-    if (!dropped.ok()) {
-      ADMITD_LOG(kWarning, "event log compaction failed", {{"error", dropped.status().ToString()}});
-    } else if (*dropped > 0) {
-      ADMITD_LOG(kDebug, "event log compacted", {{"dropped", absl::StrCat(*dropped)}});
+  absl::MutexLock lock(&mu_);
+  stats_.batches++;
+  stats_.commands += pending.commands.size();
+  stats_.cycles += cycles;
+  stats_.changes += pending.changes.size();
+  stats_.apply_time += t1 - t0;
+  stats_.cycle_time += t2 - t1;
+  stats_.respond_time += t3 - t2;
+  ++in_flight_;
+  to_commit_.push_back(std::move(pending));
+}
+
+void Sequencer::RunCommitter() {
+  while (true) {
+    Pending pending;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](Sequencer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+            return !s->to_commit_.empty() || s->committer_stop_;
+          },
+          this));
+      if (to_commit_.empty()) return;  // stopping, nothing left
+      pending = std::move(to_commit_.front());
+      to_commit_.pop_front();
+    }
+    const absl::Time start = absl::Now();
+    absl::Status commit = pending.refused;
+    if (commit.ok()) commit = health();  // an earlier batch of the pipeline may have failed
+    if (commit.ok() && !pending.changes.empty()) {
+      commit = Commit(pending.changes);
+      if (!commit.ok()) {
+        ADMITD_LOG(kError, "commit failed; refusing further commands until restart",
+                   {{"error", commit.ToString()}});
+        absl::MutexLock lock(&mu_);
+        health_ = absl::UnavailableError(
+            absl::StrCat("admitd could not persist a change and stopped taking writes: ",
+                         commit.message()));
+        commit = health_;
+      }
+    }
+    for (Command& cmd : pending.commands) cmd.respond(commit);
+    bool compact = false;
+    {
+      absl::MutexLock lock(&mu_);
+      stats_.commit_time += absl::Now() - start;
+      if (commit.ok() && !pending.changes.empty()) {
+        stats_.commits++;
+        compact = ++commits_since_compaction_ >= options_.compact_every_commits;
+        if (compact) commits_since_compaction_ = 0;
+        for (engine::Change& c : pending.changes) committed_changes_.push_back(std::move(c));
+      }
+      --in_flight_;
+    }
+    if (compact) {
+      absl::StatusOr<uint64_t> dropped = store_->CompactEvents();
+      if (!dropped.ok()) {
+        ADMITD_LOG(kWarning, "event log compaction failed",
+                   {{"error", dropped.status().ToString()}});
+      } else if (*dropped > 0) {
+        ADMITD_LOG(kDebug, "event log compacted", {{"dropped", absl::StrCat(*dropped)}});
+      }
     }
   }
 }
@@ -260,14 +330,6 @@ void Sequencer::NotifyWaiters(const std::vector<engine::Change>& changes, absl::
     for (auto it = begin; it != end; ++it) it->second.done(*engine_, timed_out);
     waiters_.erase(begin, end);
   };
-  // Only workloads this batch changed, and waiters that just arrived, can have settled.
-  std::vector<std::string> candidates;
-  candidates.swap(fresh_waiter_keys_);
-  for (const engine::Change& change : changes) {
-    if (change.kind == v1::OBJECT_KIND_WORKLOAD && waiters_.count(change.key) > 0) {
-      candidates.push_back(change.key);
-    }
-  }
   bool release_all;
   {
     absl::MutexLock lock(&mu_);
@@ -276,7 +338,16 @@ void Sequencer::NotifyWaiters(const std::vector<engine::Change>& changes, absl::
   if (release_all) {
     for (auto& [key, waiter] : waiters_) waiter.done(*engine_, /*timed_out=*/true);
     waiters_.clear();
+    fresh_waiter_keys_.clear();
     return;
+  }
+  // Only workloads these commits changed, and waiters that just arrived, can have settled.
+  std::vector<std::string> candidates;
+  candidates.swap(fresh_waiter_keys_);
+  for (const engine::Change& change : changes) {
+    if (change.kind == v1::OBJECT_KIND_WORKLOAD && waiters_.count(change.key) > 0) {
+      candidates.push_back(change.key);
+    }
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());

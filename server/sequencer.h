@@ -1,10 +1,13 @@
-// Sequencer: the one thread that owns the Engine.
+// Sequencer: the one thread that owns the Engine, and the committer behind it.
 //
 // RPC handlers enqueue Commands. The sequencer drains the queue in batches: it applies every
-// command of the batch to the engine, runs scheduling cycles (unless scheduling is manual),
-// commits all the batch's changes to the Store as one WriteBatch with one fsync, publishes the
-// watch events, and only then answers the commands. Concurrent callers therefore share fsyncs
-// (group commit), and an answered write is durable.
+// command of the batch to the engine, runs scheduling cycles (unless scheduling is manual), lets
+// each command read the answer it needs, and hands the batch's changes to the committer thread,
+// which writes them to the Store as one WriteBatch with one fsync, publishes the watch events, and
+// only then answers the commands. Concurrent callers therefore share fsyncs (group commit), and
+// an answered write is durable. While one batch is being synced the sequencer already applies
+// the next (a two-stage pipeline): its answers still wait for its own commit, which follows the
+// previous one.
 //
 // A failed commit leaves the engine ahead of the disk. The sequencer then stops taking writes:
 // every later command answers UNAVAILABLE, and the process must restart to recover from disk.
@@ -14,7 +17,8 @@
 //   Sequencer seq(&engine, store.get(), &hub, options);
 //   seq.Start();
 //   seq.Enqueue(Command{.apply = [&](Engine& e, absl::Time now) { result = e.Submit(req, now); },
-//                       .respond = [&](Engine& e, const absl::Status& commit) { Reply(...); }});
+//                       .prepare = [&](Engine& e) { answer = ...read e... },
+//                       .respond = [&](const absl::Status& commit) { Reply(...); }});
 #ifndef ADMITD_SERVER_SEQUENCER_H_
 #define ADMITD_SERVER_SEQUENCER_H_
 
@@ -40,9 +44,12 @@ class WatchHub;
 struct Command {
   // Runs on the sequencer thread inside a batch. Keep the result in the closure's captures.
   std::function<void(engine::Engine& engine, absl::Time now)> apply;
-  // Runs on the sequencer thread after the batch was committed (or failed to commit: then
-  // `commit` is the error). It may read the engine, which now includes the batch's cycles.
-  std::function<void(engine::Engine& engine, const absl::Status& commit)> respond;
+  // Optional. Runs on the sequencer thread after the batch's scheduling cycles and before its
+  // commit: the last moment the command may read the engine for its answer.
+  std::function<void(engine::Engine& engine)> prepare;
+  // Runs exactly once, after the batch was committed, on the committer thread: `commit` is the
+  // batch's status, or why the command never ran. It must not touch the engine.
+  std::function<void(const absl::Status& commit)> respond;
 };
 
 struct SequencerOptions {
@@ -103,9 +110,17 @@ class Sequencer {
     absl::Time deadline;
     std::function<void(engine::Engine&, bool)> done;
   };
+  // One applied batch on its way to disk.
+  struct Pending {
+    std::vector<engine::Change> changes;
+    std::vector<Command> commands;
+    absl::Status refused;  // not OK: commit nothing, answer this
+  };
 
   void Run();
-  // Applies, schedules, commits and answers one batch (possibly empty: then it only cycles).
+  void RunCommitter();
+  // Applies and schedules one batch (possibly empty: then it only cycles) and hands it to the
+  // committer.
   void ProcessBatch(std::vector<Command>& batch);
   absl::Status Commit(const std::vector<engine::Change>& changes);
   void NotifyWaiters(const std::vector<engine::Change>& changes, absl::Time now);
@@ -125,13 +140,22 @@ class Sequencer {
   absl::Status health_ ABSL_GUARDED_BY(mu_);
   SequencerStats stats_ ABSL_GUARDED_BY(mu_);
 
+  // The committer's queue: at most kMaxInFlight applied batches wait for disk.
+  std::deque<Pending> to_commit_ ABSL_GUARDED_BY(mu_);
+  // Committed batches' changes, for waiters; `in_flight_` counts batches not yet committed.
+  std::vector<engine::Change> committed_changes_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool committer_stop_ ABSL_GUARDED_BY(mu_) = false;
+
   // Owned by the sequencer thread.
   std::multimap<std::string, Waiter> waiters_;
+  std::vector<engine::Change> unnotified_;  // committed changes not yet shown to waiters
   std::vector<std::string> fresh_waiter_keys_;  // waiters added since the last batch
   bool cycles_wanted_ = false;
   int commits_since_compaction_ = 0;
 
   std::thread thread_;
+  std::thread committer_;
 };
 
 }  // namespace admitd

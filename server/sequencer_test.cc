@@ -63,7 +63,7 @@ void ApplyFlavor(Sequencer& seq, const std::string& name,
   cmd.apply = [name, result](engine::Engine& e, absl::Time now) {
     *result = e.Apply(FlavorRequest(name), now).status();
   };
-  cmd.respond = [result, done](engine::Engine&, const absl::Status& commit) {
+  cmd.respond = [result, done](const absl::Status& commit) {
     done(result->ok() ? commit : *result);
   };
   seq.Enqueue(std::move(cmd));
