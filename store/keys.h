@@ -1,5 +1,6 @@
 // The on-disk layout of admitd's RocksDB database, in one place. docs/storage-format.md
-// describes it in prose.
+// describes it in prose; change both together and bump kFormatVersion when a change is not
+// readable by older binaries.
 //
 //   column family              key                         value
 //   resource_flavors           name                        admitd.v1.QueueObject
@@ -11,6 +12,10 @@
 //   events                     8-byte big-endian revision  admitd.v1.WatchEvent
 //   meta                       "revision"                  8-byte big-endian revision
 //                              "format_version"            8-byte big-endian version
+//                              "event_floor"               8-byte big-endian revision; absent
+//                                                          until the first compaction (then 1)
+//
+// Everything here is a pure function or a constant; safe from any thread.
 #ifndef ADMITD_STORE_KEYS_H_
 #define ADMITD_STORE_KEYS_H_
 
@@ -28,28 +33,37 @@ inline constexpr char kEventsFamily[] = "events";
 inline constexpr char kMetaFamily[] = "meta";
 inline constexpr char kRevisionKey[] = "revision";
 inline constexpr char kFormatVersionKey[] = "format_version";
+// Every logged event at or above this revision is retained; lower ones were compacted away.
+inline constexpr char kEventFloorKey[] = "event_floor";
 
-// Object kinds in the order ForEachObject visits them (queue objects before the workloads that
-// refer to them).
+// Object kinds in the order ForEachObject visits them: ObjectKind order, which puts the queue
+// objects before the workloads that refer to them.
 inline constexpr v1::ObjectKind kStoredKinds[] = {
-    v1::OBJECT_KIND_RESOURCE_FLAVOR,  v1::OBJECT_KIND_COHORT,
-    v1::OBJECT_KIND_CLUSTER_QUEUE,    v1::OBJECT_KIND_LOCAL_QUEUE,
+    v1::OBJECT_KIND_RESOURCE_FLAVOR,         v1::OBJECT_KIND_COHORT,
+    v1::OBJECT_KIND_CLUSTER_QUEUE,           v1::OBJECT_KIND_LOCAL_QUEUE,
     v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, v1::OBJECT_KIND_WORKLOAD};
 
 // The column family holding objects of `kind`; empty for kinds that are not stored.
 inline absl::string_view FamilyFor(v1::ObjectKind kind) {
   switch (kind) {
-    case v1::OBJECT_KIND_RESOURCE_FLAVOR: return "resource_flavors";
-    case v1::OBJECT_KIND_COHORT: return "cohorts";
-    case v1::OBJECT_KIND_CLUSTER_QUEUE: return "cluster_queues";
-    case v1::OBJECT_KIND_LOCAL_QUEUE: return "local_queues";
-    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return "workload_priority_classes";
-    case v1::OBJECT_KIND_WORKLOAD: return "workloads";
-    default: return "";
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
+      return "resource_flavors";
+    case v1::OBJECT_KIND_COHORT:
+      return "cohorts";
+    case v1::OBJECT_KIND_CLUSTER_QUEUE:
+      return "cluster_queues";
+    case v1::OBJECT_KIND_LOCAL_QUEUE:
+      return "local_queues";
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
+      return "workload_priority_classes";
+    case v1::OBJECT_KIND_WORKLOAD:
+      return "workloads";
+    default:
+      return "";
   }
 }
 
-// Big-endian, so RocksDB's bytewise order is numeric order.
+// Big-endian, so RocksDB's bytewise key order is numeric order.
 inline std::string EncodeUint64(uint64_t value) {
   std::string out(8, '\0');
   for (int i = 7; i >= 0; --i) {
@@ -59,13 +73,21 @@ inline std::string EncodeUint64(uint64_t value) {
   return out;
 }
 
-// False when `bytes` is not 8 bytes long.
+// False (and `*value` untouched) when `bytes` is not 8 bytes long.
 inline bool DecodeUint64(absl::string_view bytes, uint64_t* value) {
   if (bytes.size() != 8) return false;
   uint64_t v = 0;
   for (unsigned char c : bytes) v = (v << 8) | c;
   *value = v;
   return true;
+}
+
+// The key of the event logged at `revision` in the events family.
+inline std::string EventKey(uint64_t revision) { return EncodeUint64(revision); }
+
+// The revision an events-family key names; false when the key is malformed.
+inline bool DecodeEventKey(absl::string_view key, uint64_t* revision) {
+  return DecodeUint64(key, revision);
 }
 
 }  // namespace admitd::store

@@ -1,12 +1,20 @@
 #include "store/rocksdb_store.h"
 
-#include <thread>
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <system_error>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/convenience.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
+#include "store/contract.h"
 #include "store/keys.h"
 
 namespace admitd::store {
@@ -15,11 +23,9 @@ namespace {
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
   std::string message = absl::StrCat(what, ": ", s.ToString());
-  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-    return absl::FailedPreconditionError(message);
-  }
   if (s.IsCorruption()) return absl::DataLossError(message);
-  if (s.IsIOError()) return absl::UnavailableError(message);
+  if (s.IsIOError() || s.IsBusy() || s.IsTimedOut()) return absl::UnavailableError(message);
+  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(message);
   return absl::InternalError(message);
 }
 
@@ -27,7 +33,58 @@ absl::string_view View(const rocksdb::Slice& slice) {
   return absl::string_view(slice.data(), slice.size());
 }
 
-absl::Status Closed() { return absl::FailedPreconditionError("the store is closed"); }
+// RocksDB reports a LOCK file held by another process as the IOError "While lock file:
+// <path>/LOCK: Resource temporarily unavailable", and one held by this process as "lock hold by
+// current process ...: <path>/LOCK".
+bool IsLockHeld(const rocksdb::Status& s) {
+  if (!s.IsIOError()) return false;
+  const std::string text = s.ToString();
+  return absl::StrContains(text, "While lock file") ||
+         absl::StrContains(text, "lock hold by current process");
+}
+
+rocksdb::CompressionType EventCompression() {
+  std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+  for (rocksdb::CompressionType want : {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
+    if (std::find(supported.begin(), supported.end(), want) != supported.end()) return want;
+  }
+  return rocksdb::kNoCompression;
+}
+
+// Options for a small, write-heavy metadata store that fsyncs every batch. Durability comes
+// from the synced WAL alone; memtables and SST files only bound recovery time and memory.
+rocksdb::DBOptions MakeDbOptions() {
+  rocksdb::DBOptions o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  // A crash can leave a torn last WAL record: recover everything before it.
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // Bounds replay after a crash: past this, the families holding the oldest WAL are flushed.
+  o.max_total_wal_size = 64 << 20;
+  // All memtables together; a flush starts when they pass it.
+  o.db_write_buffer_size = 64 << 20;
+  o.max_background_jobs = 2;
+  o.bytes_per_sync = 1 << 20;
+  o.keep_log_file_num = 4;
+  o.max_log_file_size = 8 << 20;
+  o.max_manifest_file_size = 16 << 20;
+  // Close() flushes, so the next open replays no WAL.
+  o.avoid_flush_during_shutdown = false;
+  return o;
+}
+
+rocksdb::ColumnFamilyOptions MakeFamilyOptions(size_t write_buffer,
+                                               rocksdb::CompressionType compression,
+                                               const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions o;
+  o.write_buffer_size = write_buffer;
+  o.max_write_buffer_number = 2;
+  o.compression = compression;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return o;
+}
 
 }  // namespace
 
@@ -36,46 +93,55 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
 }
 
 absl::StatusOr<std::unique_ptr<Store>> RocksDbStore::Open(const StoreOptions& options) {
-  std::unique_ptr<RocksDbStore> store(new RocksDbStore(options));
-  rocksdb::Options db_options;
-  db_options.create_if_missing = true;
-  db_options.create_missing_column_families = true;
-  // A metadata store: small memtables, bounded WAL, durability from the synced WAL alone.
-  db_options.max_total_wal_size = 64 << 20;
-  db_options.max_background_jobs = 2;
-  db_options.keep_log_file_num = 4;
-  db_options.avoid_flush_during_shutdown = false;
-
-  rocksdb::ColumnFamilyOptions object_options;
-  object_options.write_buffer_size = 16 << 20;
-  rocksdb::ColumnFamilyOptions event_options;
-  event_options.write_buffer_size = 16 << 20;
-  event_options.compression = rocksdb::kLZ4Compression;
-
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, object_options);
-  for (v1::ObjectKind kind : kStoredKinds) {
-    descriptors.emplace_back(std::string(FamilyFor(kind)), object_options);
+  if (options.path.empty()) return absl::InvalidArgumentError("the store path is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(options.path, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create the store directory ", options.path, ": ", ec.message()));
   }
-  descriptors.emplace_back(kEventsFamily, event_options);
-  descriptors.emplace_back(kMetaFamily, object_options);
+
+  auto cache = rocksdb::NewLRUCache(32 << 20);
+  rocksdb::ColumnFamilyOptions objects =
+      MakeFamilyOptions(8 << 20, rocksdb::kSnappyCompression, cache);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, objects);
+  for (v1::ObjectKind kind : kStoredKinds) {
+    descriptors.emplace_back(std::string(FamilyFor(kind)), objects);
+  }
+  descriptors.emplace_back(kEventsFamily, MakeFamilyOptions(16 << 20, EventCompression(), cache));
+  descriptors.emplace_back(kMetaFamily, MakeFamilyOptions(1 << 20, rocksdb::kNoCompression, cache));
 
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
-  if (!s.ok()) {
-    absl::Status status = FromRocks(s, absl::StrCat("cannot open the store at ", options.path));
-    if (s.ToString().find("lock") != std::string::npos) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the store at ", options.path,
-                       " is in use by another admitd process (", s.ToString(), ")"));
-    }
-    return status;
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::Options(MakeDbOptions(), objects), options.path,
+                                        descriptors, &handles, &db);
+  if (IsLockHeld(s)) {
+    const bool here = absl::StrContains(s.ToString(), "current process");
+    return absl::FailedPreconditionError(
+        absl::StrCat("the store at ", options.path,
+                     here ? " is already open in this process" : " is in use by another process",
+                     " (its LOCK file is held): ", s.ToString()));
   }
+  if (s.IsInvalidArgument()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the directory ", options.path, " does not hold an admitd store: ", s.ToString()));
+  }
+  ADMITD_RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot open the store at ", options.path)));
+
+  std::unique_ptr<RocksDbStore> store(new RocksDbStore(options));
+  absl::MutexLock lock(&store->lifecycle_mu_);
   store->db_.reset(db);
-  for (size_t i = 0; i < handles.size(); ++i) store->families_[descriptors[i].name] = handles[i];
-  store->events_ = store->families_[kEventsFamily];
-  store->meta_ = store->families_[kMetaFamily];
+  store->handles_ = handles;
+  store->kind_families_.assign(v1::ObjectKind_ARRAYSIZE, nullptr);
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const std::string& name = descriptors[i].name;
+    if (name == kEventsFamily) store->events_ = handles[i];
+    if (name == kMetaFamily) store->meta_ = handles[i];
+    for (v1::ObjectKind kind : kStoredKinds) {
+      if (name == FamilyFor(kind)) store->kind_families_[kind] = handles[i];
+    }
+  }
   ADMITD_RETURN_IF_ERROR(store->Load());
   return std::unique_ptr<Store>(std::move(store));
 }
@@ -84,81 +150,101 @@ absl::Status RocksDbStore::Load() {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_, kFormatVersionKey, &value);
   if (s.IsNotFound()) {
-    rocksdb::WriteOptions sync;
-    sync.sync = true;
+    rocksdb::WriteOptions write_options;
+    write_options.sync = options_.sync;
     ADMITD_RETURN_IF_ERROR(
-        FromRocks(db_->Put(sync, meta_, kFormatVersionKey, EncodeUint64(kFormatVersion)),
+        FromRocks(db_->Put(write_options, meta_, kFormatVersionKey, EncodeUint64(kFormatVersion)),
                   "writing the format version"));
   } else {
     ADMITD_RETURN_IF_ERROR(FromRocks(s, "reading the format version"));
     uint64_t version = 0;
-    if (!DecodeUint64(value, &version) || version != kFormatVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the store at ", options_.path, " has format version ", version,
-          "; this admitd reads version ", kFormatVersion));
+    if (!DecodeUint64(value, &version)) {
+      return absl::DataLossError(
+          absl::StrCat("the format version of the store at ", options_.path, " is corrupt"));
+    }
+    if (version != kFormatVersion) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the store at ", options_.path, " has format version ", version,
+                       "; this admitd reads version ", kFormatVersion));
     }
   }
+
   uint64_t revision = 0;
   s = db_->Get(rocksdb::ReadOptions(), meta_, kRevisionKey, &value);
   if (!s.IsNotFound()) {
     ADMITD_RETURN_IF_ERROR(FromRocks(s, "reading the revision"));
-    if (!DecodeUint64(value, &revision)) return absl::DataLossError("the stored revision is corrupt");
+    if (!DecodeUint64(value, &revision))
+      return absl::DataLossError("the stored revision is corrupt");
   }
-  revision_.store(revision);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), events_));
-  it->SeekToFirst();
-  uint64_t oldest = revision + 1;
-  if (it->Valid() && !DecodeUint64(View(it->key()), &oldest)) {
-    return absl::DataLossError("a stored event key is corrupt");
+  uint64_t floor = 1;
+  s = db_->Get(rocksdb::ReadOptions(), meta_, kEventFloorKey, &value);
+  if (!s.IsNotFound()) {
+    ADMITD_RETURN_IF_ERROR(FromRocks(s, "reading the event-log floor"));
+    if (!DecodeUint64(value, &floor)) {
+      return absl::DataLossError("the stored event-log floor is corrupt");
+    }
   }
+
+  // Counting the log once here lets CompactEvents find its cut with a short forward scan.
+  uint64_t count = 0;
+  rocksdb::ReadOptions scan;
+  scan.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scan, events_));
+  for (it->Seek(EventKey(floor)); it->Valid(); it->Next()) ++count;
   ADMITD_RETURN_IF_ERROR(FromRocks(it->status(), "reading the event log"));
-  oldest_event_.store(oldest);
+
+  revision_.store(revision, std::memory_order_release);
+  event_floor_.store(floor, std::memory_order_release);
+  event_count_.store(count, std::memory_order_release);
   return absl::OkStatus();
 }
 
-rocksdb::ColumnFamilyHandle* RocksDbStore::Family(v1::ObjectKind kind) const {
-  auto it = families_.find(std::string(FamilyFor(kind)));
-  return it == families_.end() ? nullptr : it->second;
+absl::Status RocksDbStore::Closed() const { return StoreClosed(options_.path); }
+
+rocksdb::ColumnFamilyHandle* RocksDbStore::FamilyOf(v1::ObjectKind kind) const {
+  if (kind < 0 || static_cast<size_t>(kind) >= kind_families_.size()) return nullptr;
+  return kind_families_[kind];
 }
 
 absl::Status RocksDbStore::Commit(const Batch& batch) {
-  if (closed_.load()) return Closed();
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (db_ == nullptr) return Closed();
+  const uint64_t head = revision_.load(std::memory_order_relaxed);
+  ADMITD_RETURN_IF_ERROR(CheckBatch(batch, head));
+
   rocksdb::WriteBatch wb;
   for (const ObjectWrite& w : batch.writes) {
-    rocksdb::ColumnFamilyHandle* family = Family(w.kind);
-    if (family == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("object kind ", w.kind, " is not stored"));
-    }
+    rocksdb::ColumnFamilyHandle* family = FamilyOf(w.kind);
     rocksdb::Status s = w.deleted ? wb.Delete(family, w.key) : wb.Put(family, w.key, w.value);
     ADMITD_RETURN_IF_ERROR(FromRocks(s, "building the batch"));
   }
   for (const LoggedEvent& e : batch.events) {
-    ADMITD_RETURN_IF_ERROR(FromRocks(wb.Put(events_, EncodeUint64(e.revision), e.value),
-                                     "building the batch"));
+    ADMITD_RETURN_IF_ERROR(
+        FromRocks(wb.Put(events_, EventKey(e.revision), e.value), "building the batch"));
   }
-  const uint64_t revision = std::max(batch.revision, revision_.load());
   ADMITD_RETURN_IF_ERROR(
-      FromRocks(wb.Put(meta_, kRevisionKey, EncodeUint64(revision)), "building the batch"));
+      FromRocks(wb.Put(meta_, kRevisionKey, EncodeUint64(batch.revision)), "building the batch"));
+
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
-  ADMITD_RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &wb), "committing"));
+  ADMITD_RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &wb),
+                                   absl::StrCat("committing revision ", batch.revision)));
   if (options_.sync && options_.injected_sync_delay > absl::ZeroDuration()) {
     absl::SleepFor(options_.injected_sync_delay);
   }
-  // An empty log's oldest revision follows the head until the first event lands.
-  if (oldest_event_.load() > revision_.load() && !batch.events.empty()) {
-    oldest_event_.store(batch.events.front().revision, std::memory_order_release);
-  }
-  revision_.store(revision, std::memory_order_release);
+  event_count_.fetch_add(batch.events.size(), std::memory_order_release);
+  // Published last: ReadEvents returns nothing above the revision it saw at its start.
+  revision_.store(batch.revision, std::memory_order_release);
   return absl::OkStatus();
 }
 
 absl::Status RocksDbStore::ForEachObject(
     const std::function<absl::Status(v1::ObjectKind, absl::string_view, absl::string_view)>& fn)
     const {
-  if (closed_.load()) return Closed();
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (db_ == nullptr) return Closed();
   for (v1::ObjectKind kind : kStoredKinds) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), Family(kind)));
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), FamilyOf(kind)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       ADMITD_RETURN_IF_ERROR(fn(kind, View(it->key()), View(it->value())));
     }
@@ -169,64 +255,96 @@ absl::Status RocksDbStore::ForEachObject(
 
 absl::Status RocksDbStore::ReadEvents(uint64_t after, size_t limit,
                                       std::vector<LoggedEvent>* out) const {
-  if (closed_.load()) return Closed();
-  const uint64_t oldest = oldest_event_.load(std::memory_order_acquire);
-  if (after + 1 < oldest) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "revision ", after, " was compacted away; the oldest retained revision is ", oldest,
-        ": list again and watch from the list's revision"));
-  }
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (db_ == nullptr) return Closed();
+  const uint64_t head = revision_.load(std::memory_order_acquire);
+  uint64_t floor = event_floor_.load(std::memory_order_acquire);
+  if (after + 1 < floor) return CompactedAway(after, floor);
+
+  const size_t first = out->size();
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), events_));
-  size_t n = 0;
-  for (it->Seek(EncodeUint64(after + 1)); it->Valid() && n < limit; it->Next(), ++n) {
+  for (it->Seek(EventKey(after + 1)); it->Valid() && out->size() - first < limit; it->Next()) {
     LoggedEvent event;
-    if (!DecodeUint64(View(it->key()), &event.revision)) {
+    if (!DecodeEventKey(View(it->key()), &event.revision)) {
+      out->resize(first);
       return absl::DataLossError("a stored event key is corrupt");
     }
+    if (event.revision > head) break;  // a batch whose Commit has not returned yet
     event.value = it->value().ToString();
     out->push_back(std::move(event));
   }
-  ADMITD_RETURN_IF_ERROR(FromRocks(it->status(), "reading the event log"));
-  // Compaction may have run between the check above and the read.
-  if (after + 1 < oldest_event_.load(std::memory_order_acquire) && n == 0) {
-    return absl::OutOfRangeError(absl::StrCat("revision ", after, " was compacted away"));
+  if (!it->status().ok()) {
+    out->resize(first);
+    return FromRocks(it->status(), "reading the event log");
+  }
+  // CompactEvents raises the floor before it deletes. If the floor is still at most after + 1
+  // now, nothing above `after` was deleted before the iterator took its snapshot.
+  floor = event_floor_.load(std::memory_order_acquire);
+  if (after + 1 < floor) {
+    out->resize(first);
+    return CompactedAway(after, floor);
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> RocksDbStore::CompactEvents() {
-  if (closed_.load()) return Closed();
-  const uint64_t head = revision_.load();
-  const uint64_t oldest = oldest_event_.load();
-  if (head < oldest || head - oldest + 1 <= options_.event_retention) return 0;
-  // Revisions are dense, so the newest `retention` events start at head - retention + 1.
-  const uint64_t keep_from = head - options_.event_retention + 1;
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (db_ == nullptr) return Closed();
+  const uint64_t count = event_count_.load(std::memory_order_relaxed);
+  if (count <= options_.event_retention) return 0;
+  const uint64_t excess = count - options_.event_retention;
+
+  // Revisions have gaps (the sequencer logs one event per object per batch), so find the last
+  // event to drop by walking the oldest `excess` keys.
+  rocksdb::ReadOptions scan;
+  scan.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scan, events_));
+  uint64_t last_dropped = 0;
+  uint64_t walked = 0;
+  for (it->Seek(EventKey(event_floor_.load(std::memory_order_relaxed)));
+       it->Valid() && walked < excess; it->Next(), ++walked) {
+    if (!DecodeEventKey(View(it->key()), &last_dropped)) {
+      return absl::DataLossError("a stored event key is corrupt");
+    }
+  }
+  ADMITD_RETURN_IF_ERROR(FromRocks(it->status(), "reading the event log"));
+  if (walked < excess) {
+    return absl::DataLossError(
+        absl::StrCat("the event log holds ", walked, " events where ", count, " were counted"));
+  }
+  const uint64_t floor = last_dropped + 1;
+
   // Publish the new floor first: a concurrent reader then answers OUT_OF_RANGE rather than
-  // reading a range that is being deleted.
-  oldest_event_.store(keep_from, std::memory_order_release);
-  rocksdb::WriteOptions write_options;
-  ADMITD_RETURN_IF_ERROR(FromRocks(
-      db_->DeleteRange(write_options, events_, EncodeUint64(0), EncodeUint64(keep_from)),
-      "compacting the event log"));
-  return keep_from - oldest;
+  // reading a range that is being deleted. The floor and the deletion are one batch, so a crash
+  // keeps both or neither; neither needs a sync (the events are redundant once compacted).
+  event_floor_.store(floor, std::memory_order_release);
+  rocksdb::WriteBatch wb;
+  ADMITD_RETURN_IF_ERROR(
+      FromRocks(wb.DeleteRange(events_, EventKey(0), EventKey(floor)), "building the compaction"));
+  ADMITD_RETURN_IF_ERROR(
+      FromRocks(wb.Put(meta_, kEventFloorKey, EncodeUint64(floor)), "building the compaction"));
+  ADMITD_RETURN_IF_ERROR(
+      FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "compacting the event log"));
+  event_count_.fetch_sub(excess, std::memory_order_release);
+  return excess;
 }
 
 absl::Status RocksDbStore::Close() {
-  if (closed_.exchange(true)) return absl::OkStatus();
-  rocksdb::FlushOptions flush;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  for (auto& [name, handle] : families_) handles.push_back(handle);
-  rocksdb::Status flushed = db_->Flush(flush, handles);
-  for (auto* handle : handles) db_->DestroyColumnFamilyHandle(handle);
-  families_.clear();
+  absl::MutexLock lock(&lifecycle_mu_);
+  if (db_ == nullptr) return absl::OkStatus();
+  rocksdb::Status flushed = db_->Flush(rocksdb::FlushOptions(), handles_);
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    db_->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
+  }
+  handles_.clear();
+  kind_families_.clear();
+  events_ = meta_ = nullptr;
   rocksdb::Status closed = db_->Close();
   db_.reset();
-  ADMITD_RETURN_IF_ERROR(FromRocks(flushed, "flushing"));
-  return FromRocks(closed, "closing");
+  ADMITD_RETURN_IF_ERROR(FromRocks(flushed, absl::StrCat("flushing the store at ", options_.path)));
+  return FromRocks(closed, absl::StrCat("closing the store at ", options_.path));
 }
 
-RocksDbStore::~RocksDbStore() {
-  if (!closed_.load() && db_ != nullptr) Close().IgnoreError();
-}
+RocksDbStore::~RocksDbStore() { Close().IgnoreError(); }
 
 }  // namespace admitd::store

@@ -4,20 +4,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
+#include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rocksdb/db.h"
 #include "store/keys.h"
+#include "store/store_conformance_test.h"
 
 namespace admitd::store {
 namespace {
 
-std::string FreshPath(const std::string& name) {
-  std::string path = absl::StrCat(::testing::TempDir(), "/store_test_", getpid(), "_", name);
-  std::filesystem::remove_all(path);
-  return path;
-}
+using ::testing::ElementsAre;
+
+INSTANTIATE_TEST_SUITE_P(RocksDb, StoreConformanceTest,
+                         ::testing::Values(StoreFactory{"RocksDb", &RocksDbStore::Open}),
+                         [](const auto& info) { return info.param.name; });
 
 std::unique_ptr<Store> OpenOrDie(const StoreOptions& options) {
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
@@ -25,166 +30,215 @@ std::unique_ptr<Store> OpenOrDie(const StoreOptions& options) {
   return store.ok() ? *std::move(store) : nullptr;
 }
 
-// A batch at `revision` putting workload `key` with value `value`, and its event.
-Batch PutBatch(uint64_t revision, const std::string& key, const std::string& value) {
+class RocksDbStoreTest : public ::testing::Test {
+ protected:
+  TempDirs dirs_;
+};
+
+TEST_F(RocksDbStoreTest, StateSurvivesCloseAndReopen) {
+  StoreOptions options{.path = dirs_.Fresh(), .event_retention = 3};
+  {
+    auto store = OpenOrDie(options);
+    for (uint64_t r = 2; r <= 12; r += 2) {
+      ASSERT_TRUE(store->Commit(PutBatch(r, absl::StrCat("ns/w", r), "x")).ok());
+    }
+    ASSERT_EQ(*store->CompactEvents(), 3u);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto store = OpenOrDie(options);
+  EXPECT_EQ(store->revision(), 12u);
+  EXPECT_EQ(store->oldest_event_revision(), 7u);
+  EXPECT_EQ(static_cast<RocksDbStore*>(store.get())->logged_events(), 3u);
+  EXPECT_EQ(ObjectsOf(*store, v1::OBJECT_KIND_WORKLOAD).size(), 6u);
+  EXPECT_THAT(EventRevisions(*store, 6), ElementsAre(8u, 10u, 12u));
+  // The revision resumes: the next batch must be above 12.
+  EXPECT_EQ(store->Commit(PutBatch(12, "ns/late", "x")).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->Commit(PutBatch(13, "ns/late", "x")).ok());
+}
+
+// Batch r writes a workload and a ClusterQueue and logs their two events (revisions 2r-1, 2r).
+Batch TwoKindBatch(uint64_t r) {
   Batch b;
-  b.revision = revision;
-  b.writes.push_back({v1::OBJECT_KIND_WORKLOAD, key, value, false});
-  b.events.push_back({revision, absl::StrCat("event-", revision)});
+  b.revision = 2 * r;
+  b.writes.push_back({v1::OBJECT_KIND_WORKLOAD, absl::StrCat("ns/w", r), absl::StrCat("v", r)});
+  b.writes.push_back({v1::OBJECT_KIND_CLUSTER_QUEUE, absl::StrCat("cq", r), absl::StrCat("v", r)});
+  b.events.push_back({2 * r - 1, "workload"});
+  b.events.push_back({2 * r, "cluster-queue"});
   return b;
 }
 
-std::map<std::string, std::string> Objects(const Store& store, v1::ObjectKind want) {
-  std::map<std::string, std::string> out;
-  EXPECT_TRUE(store
-                  .ForEachObject([&](v1::ObjectKind kind, absl::string_view key,
-                                     absl::string_view value) {
-                    if (kind == want) out[std::string(key)] = std::string(value);
-                    return absl::OkStatus();
-                  })
-                  .ok());
-  return out;
-}
+enum class Death { kSigkill, kExitWithoutClose };
 
-TEST(RocksDbStoreTest, EveryKindRoundTripsAndDeletes) {
-  StoreOptions options{.path = FreshPath("kinds")};
-  auto store = OpenOrDie(options);
-  Batch b;
-  b.revision = 6;
-  uint64_t r = 0;
-  for (v1::ObjectKind kind : kStoredKinds) {
-    b.writes.push_back({kind, absl::StrCat("k", kind), absl::StrCat("v", kind), false});
-    b.events.push_back({++r, "e"});
-  }
-  ASSERT_TRUE(store->Commit(b).ok());
-  for (v1::ObjectKind kind : kStoredKinds) {
-    auto objects = Objects(*store, kind);
-    ASSERT_EQ(objects.size(), 1u) << kind;
-    EXPECT_EQ(objects.begin()->second, absl::StrCat("v", kind));
-  }
-  Batch del;
-  del.revision = 7;
-  del.writes.push_back({v1::OBJECT_KIND_WORKLOAD, absl::StrCat("k", v1::OBJECT_KIND_WORKLOAD), "", true});
-  del.events.push_back({7, "deleted"});
-  ASSERT_TRUE(store->Commit(del).ok());
-  EXPECT_TRUE(Objects(*store, v1::OBJECT_KIND_WORKLOAD).empty());
-  EXPECT_EQ(Objects(*store, v1::OBJECT_KIND_CLUSTER_QUEUE).size(), 1u);
-}
+class RocksDbStoreCrashTest : public RocksDbStoreTest,
+                              public ::testing::WithParamInterface<Death> {};
 
-TEST(RocksDbStoreTest, RevisionAndObjectsSurviveReopen) {
-  StoreOptions options{.path = FreshPath("reopen")};
-  {
-    auto store = OpenOrDie(options);
-    EXPECT_EQ(store->revision(), 0u);
-    EXPECT_EQ(store->oldest_event_revision(), 1u);
-    for (uint64_t r = 1; r <= 5; ++r) {
-      ASSERT_TRUE(store->Commit(PutBatch(r, absl::StrCat("ns/w", r), "x")).ok());
-    }
-    ASSERT_TRUE(store->Close().ok());
-    EXPECT_EQ(store->Commit(PutBatch(6, "ns/late", "x")).code(),
-              absl::StatusCode::kFailedPrecondition);
-  }
-  auto store = OpenOrDie(options);
-  EXPECT_EQ(store->revision(), 5u);
-  EXPECT_EQ(store->oldest_event_revision(), 1u);
-  EXPECT_EQ(Objects(*store, v1::OBJECT_KIND_WORKLOAD).size(), 5u);
-}
-
-TEST(RocksDbStoreTest, AcknowledgedCommitsSurviveSigkill) {
-  StoreOptions options{.path = FreshPath("crash")};
+// A child process commits batches and reports each acknowledged one through a pipe, then dies
+// without closing the store: SIGKILLed by the parent mid-stream, or by _exit(0) after its last
+// batch. On reopen every acknowledged batch is there, and every batch is all or nothing.
+TEST_P(RocksDbStoreCrashTest, AcknowledgedBatchesSurvive) {
+  const StoreOptions options{.path = dirs_.Fresh()};
+  constexpr uint64_t kAcked = 150;
   int pipefd[2];
   ASSERT_EQ(pipe(pipefd), 0);
-  pid_t child = fork();
+  const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     close(pipefd[0]);
-    auto opened = Store::Open(options);
+    absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open(options);
     if (!opened.ok()) _exit(3);
-    for (uint64_t r = 1;; ++r) {
-      if (!(*opened)->Commit(PutBatch(r, absl::StrCat("ns/w", r), absl::StrCat("v", r))).ok()) {
-        _exit(4);
-      }
-      // Acknowledge revision r only after Commit returned.
+    const uint64_t last = GetParam() == Death::kSigkill ? UINT64_MAX : kAcked;
+    for (uint64_t r = 1; r <= last; ++r) {
+      if (!(*opened)->Commit(TwoKindBatch(r)).ok()) _exit(4);
       if (write(pipefd[1], &r, sizeof(r)) != sizeof(r)) _exit(5);
     }
+    (void)opened->release();  // leaked: no Close, no destructor, no flush
+    _exit(0);
   }
   close(pipefd[1]);
   uint64_t acked = 0, r = 0;
-  while (acked < 200 && read(pipefd[0], &r, sizeof(r)) == sizeof(r)) acked = r;
-  kill(child, SIGKILL);
-  int wstatus;
-  waitpid(child, &wstatus, 0);
-  ASSERT_TRUE(WIFSIGNALED(wstatus));
+  while (acked < kAcked && read(pipefd[0], &r, sizeof(r)) == sizeof(r)) acked = r;
+  if (GetParam() == Death::kSigkill) kill(child, SIGKILL);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
   close(pipefd[0]);
-  ASSERT_GE(acked, 200u);
+  if (GetParam() == Death::kSigkill) {
+    ASSERT_TRUE(WIFSIGNALED(wstatus)) << wstatus;
+  } else {
+    ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+  }
+  ASSERT_EQ(acked, kAcked);
 
   auto store = OpenOrDie(options);
-  EXPECT_GE(store->revision(), acked);
-  auto objects = Objects(*store, v1::OBJECT_KIND_WORKLOAD);
-  for (uint64_t i = 1; i <= acked; ++i) {
-    auto it = objects.find(absl::StrCat("ns/w", i));
-    ASSERT_NE(it, objects.end()) << "acknowledged revision " << i << " is lost";
-    EXPECT_EQ(it->second, absl::StrCat("v", i));
+  ASSERT_GE(store->revision(), 2 * acked);
+  ASSERT_EQ(store->revision() % 2, 0u) << "a batch was half applied";
+  const uint64_t batches = store->revision() / 2;
+  auto workloads = ObjectsOf(*store, v1::OBJECT_KIND_WORKLOAD);
+  auto queues = ObjectsOf(*store, v1::OBJECT_KIND_CLUSTER_QUEUE);
+  EXPECT_EQ(workloads.size(), batches);
+  EXPECT_EQ(queues.size(), batches);
+  for (uint64_t i = 1; i <= batches; ++i) {
+    EXPECT_EQ(workloads[absl::StrCat("ns/w", i)], absl::StrCat("v", i)) << "batch " << i;
+    EXPECT_EQ(queues[absl::StrCat("cq", i)], absl::StrCat("v", i)) << "batch " << i;
   }
-  // Batches are atomic: every stored object has its event, and nothing beyond the revision.
-  std::vector<LoggedEvent> events;
-  ASSERT_TRUE(store->ReadEvents(0, 1 << 20, &events).ok());
-  EXPECT_EQ(events.size(), objects.size());
-  EXPECT_EQ(events.back().revision, store->revision());
+  std::vector<uint64_t> events = EventRevisions(*store);
+  ASSERT_EQ(events.size(), 2 * batches);
+  EXPECT_EQ(events.back(), store->revision());
+  // The store carries on from the recovered revision.
+  EXPECT_TRUE(store->Commit(TwoKindBatch(batches + 1)).ok());
 }
 
-TEST(RocksDbStoreTest, ReadEventsPagesInOrder) {
-  StoreOptions options{.path = FreshPath("events")};
-  auto store = OpenOrDie(options);
-  for (uint64_t r = 1; r <= 10; ++r) ASSERT_TRUE(store->Commit(PutBatch(r, "ns/w", "x")).ok());
-  std::vector<LoggedEvent> page;
-  ASSERT_TRUE(store->ReadEvents(3, 4, &page).ok());
-  ASSERT_EQ(page.size(), 4u);
-  for (size_t i = 0; i < page.size(); ++i) {
-    EXPECT_EQ(page[i].revision, 4 + i);
-    EXPECT_EQ(page[i].value, absl::StrCat("event-", 4 + i));
-  }
-  page.clear();
-  ASSERT_TRUE(store->ReadEvents(10, 4, &page).ok());
-  EXPECT_TRUE(page.empty());
-}
+INSTANTIATE_TEST_SUITE_P(Deaths, RocksDbStoreCrashTest,
+                         ::testing::Values(Death::kSigkill, Death::kExitWithoutClose),
+                         [](const auto& info) {
+                           return info.param == Death::kSigkill ? "Sigkill" : "ExitWithoutClose";
+                         });
 
-TEST(RocksDbStoreTest, CompactionKeepsTheNewestAndAnswersOutOfRange) {
-  StoreOptions options{.path = FreshPath("compact"), .event_retention = 5};
-  {
-    auto store = OpenOrDie(options);
-    for (uint64_t r = 1; r <= 12; ++r) ASSERT_TRUE(store->Commit(PutBatch(r, "ns/w", "x")).ok());
-    absl::StatusOr<uint64_t> dropped = store->CompactEvents();
-    ASSERT_TRUE(dropped.ok());
-    EXPECT_EQ(*dropped, 7u);
-    EXPECT_EQ(store->oldest_event_revision(), 8u);
-    std::vector<LoggedEvent> events;
-    EXPECT_EQ(store->ReadEvents(3, 100, &events).code(), absl::StatusCode::kOutOfRange);
-    ASSERT_TRUE(store->ReadEvents(7, 100, &events).ok());
-    ASSERT_EQ(events.size(), 5u);
-    EXPECT_EQ(events.front().revision, 8u);
-    EXPECT_EQ(*store->CompactEvents(), 0u);
-  }
-  auto store = OpenOrDie(options);
-  EXPECT_EQ(store->oldest_event_revision(), 8u);
-}
-
-TEST(RocksDbStoreTest, ASecondOpenIsRefused) {
-  StoreOptions options{.path = FreshPath("lock")};
+TEST_F(RocksDbStoreTest, ASecondOpenInThisProcessIsRefused) {
+  const StoreOptions options{.path = dirs_.Fresh()};
   auto first = OpenOrDie(options);
   absl::StatusOr<std::unique_ptr<Store>> second = Store::Open(options);
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(second.status().message().find(options.path), absl::string_view::npos);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  EXPECT_TRUE(absl::StrContains(second.status().message(), options.path)) << second.status();
+  // Once the first closes, the directory is free again.
+  ASSERT_TRUE(first->Close().ok());
+  EXPECT_TRUE(Store::Open(options).ok());
 }
 
-TEST(RocksDbStoreTest, InjectedSyncDelayIsApplied) {
-  StoreOptions options{.path = FreshPath("delay"),
-                       .injected_sync_delay = absl::Milliseconds(20)};
-  auto store = OpenOrDie(options);
-  const absl::Time start = absl::Now();
-  ASSERT_TRUE(store->Commit(PutBatch(1, "ns/w", "x")).ok());
-  EXPECT_GE(absl::Now() - start, absl::Milliseconds(20));
+// The child holds the store; this process, which never opened it, is refused through the
+// LOCK file's fcntl lock (a forked child would inherit RocksDB's in-process lock table instead).
+TEST_F(RocksDbStoreTest, ASecondProcessIsRefused) {
+  const StoreOptions options{.path = dirs_.Fresh()};
+  int opened[2], release[2];
+  ASSERT_EQ(pipe(opened), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    absl::StatusOr<std::unique_ptr<Store>> first = Store::Open(options);
+    const char ok = first.ok() ? 1 : 0;
+    if (write(opened[1], &ok, 1) != 1) _exit(2);
+    char done;
+    (void)read(release[0], &done, 1);  // returns when the parent writes or exits
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(read(opened[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 1) << "the child could not open the store";
+  absl::StatusOr<std::unique_ptr<Store>> second = Store::Open(options);
+  const char done = 1;
+  ASSERT_EQ(write(release[1], &done, 1), 1);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  for (int fd : {opened[0], opened[1], release[0], release[1]}) close(fd);
+
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  EXPECT_TRUE(absl::StrContains(second.status().message(), options.path)) << second.status();
+  EXPECT_TRUE(absl::StrContains(second.status().message(), "another process")) << second.status();
+  // Once the holder is gone the directory can be opened again.
+  EXPECT_TRUE(Store::Open(options).ok());
+}
+
+// Opens the raw database with every family the directory holds and applies `edit` to it.
+void EditRaw(const std::string& path,
+             const std::function<void(rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>&,
+                                      const std::vector<std::string>&)>& edit) {
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names)
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  rocksdb::Options options;
+  options.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, path, descriptors, &handles, &db).ok());
+  edit(db, handles, names);
+  for (auto* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  delete db;
+}
+
+TEST_F(RocksDbStoreTest, AnotherFormatVersionIsRefused) {
+  const StoreOptions options{.path = dirs_.Fresh()};
+  ASSERT_TRUE(OpenOrDie(options)->Close().ok());
+  EditRaw(options.path, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+                           const std::vector<std::string>& names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != kMetaFamily) continue;
+      ASSERT_TRUE(
+          db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(2)).ok());
+    }
+  });
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(store.status().message(), "format version 2")) << store.status();
+}
+
+TEST_F(RocksDbStoreTest, AForeignDatabaseIsRefused) {
+  const StoreOptions options{.path = dirs_.Fresh()};
+  ASSERT_TRUE(OpenOrDie(options)->Close().ok());
+  EditRaw(options.path, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+                           const std::vector<std::string>&) {
+    rocksdb::ColumnFamilyHandle* extra = nullptr;
+    ASSERT_TRUE(db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(), "not_ours", &extra).ok());
+    handles.push_back(extra);
+  });
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << store.status();
+}
+
+TEST_F(RocksDbStoreTest, NoSyncSkipsTheInjectedDelayButStillPersistsOnClose) {
+  const StoreOptions options{
+      .path = dirs_.Fresh(), .sync = false, .injected_sync_delay = absl::Hours(1)};
+  {
+    auto store = OpenOrDie(options);
+    ASSERT_TRUE(store->Commit(PutBatch(1, "ns/w", "x")).ok());  // would hang if it slept
+    ASSERT_TRUE(store->Close().ok());
+  }
+  EXPECT_EQ(OpenOrDie(options)->revision(), 1u);
 }
 
 }  // namespace

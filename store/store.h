@@ -1,18 +1,21 @@
-// Store: admitd's durable state in RocksDB.
+// Store: admitd's durable state, behind an interface small enough to fake.
 //
 // One column family per object kind (value = the serialized admitd.v1 object, key = "name" or
 // "namespace/name"), an event log keyed by revision (value = a serialized admitd.v1.WatchEvent)
-// and a meta family holding the last committed revision. Commit() writes one WriteBatch and, with
-// sync on, returns only after fsync, so an acknowledged write survives kill -9. The on-disk
-// layout is in store/keys.h and docs/storage-format.md.
+// and a meta family holding the last committed revision. Commit() writes one atomic batch and,
+// with sync on, returns only after fsync, so an acknowledged write survives kill -9. The on-disk
+// layout is in store/keys.h and docs/storage-format.md. Store::Open gives the RocksDB
+// implementation (store/rocksdb_store.h); store/memory_store.h is an in-memory one with fault
+// injection for tests.
 //
 // Thread safety: Commit, CompactEvents and Close need external synchronization (the sequencer
-// calls them). ReadEvents and the const accessors may be called from any thread at any time.
+// calls them from one thread). ReadEvents, ForEachObject and the const accessors may be called
+// from any thread at any time, including while Commit or CompactEvents runs.
 //
-//   ADMITD_ASSIGN_OR_RETURN(auto store, Store::Open({.path = "data"}));
+//   ADMITD_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open({.path = "data"}));
 //   Batch batch;
 //   batch.revision = 7;
-//   batch.puts.push_back({v1::OBJECT_KIND_WORKLOAD, "default/job-a", bytes});
+//   batch.writes.push_back({v1::OBJECT_KIND_WORKLOAD, "default/job-a", bytes});
 //   batch.events.push_back({7, event_bytes});
 //   ADMITD_RETURN_IF_ERROR(store->Commit(batch));
 #ifndef ADMITD_STORE_STORE_H_
@@ -67,11 +70,17 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);
   virtual ~Store() = default;
 
-  // Writes the whole batch atomically (one WriteBatch, one fsync when sync is on).
+  // Writes the whole batch atomically (one WriteBatch, one fsync when sync is on): after OK every
+  // write, every event and the new revision are durable; after an error none of them is visible.
+  // INVALID_ARGUMENT, with nothing written, when a write names a kind that is not stored, when
+  // event revisions are not strictly increasing, not above revision(), or above batch.revision,
+  // or when batch.revision is below revision(). FAILED_PRECONDITION after Close().
   virtual absl::Status Commit(const Batch& batch) = 0;
 
-  // Calls `fn` for every stored object, kind by kind in ObjectKind order, keys ascending.
-  // Stops and returns the first error `fn` returns.
+  // Calls `fn` for every stored object, kind by kind in ObjectKind order, keys ascending
+  // (bytewise). Stops and returns the first error `fn` returns. The views passed to `fn` are valid
+  // only during the call. Sees a consistent state per kind, not across kinds, if Commit runs
+  // meanwhile.
   virtual absl::Status ForEachObject(
       const std::function<absl::Status(v1::ObjectKind kind, absl::string_view key,
                                        absl::string_view value)>& fn) const = 0;
@@ -81,16 +90,20 @@ class Store {
   // The oldest revision still in the event log (revision()+1 when the log is empty).
   virtual uint64_t oldest_event_revision() const = 0;
 
-  // Appends to `out` up to `limit` events with revision > after, in order. OUT_OF_RANGE when
-  // events after `after` were compacted away (after + 1 < oldest_event_revision()).
+  // Appends to `out` up to `limit` events with revision > after, in order, from batches whose
+  // Commit has returned (never an event above the revision() read at the call's start).
+  // OUT_OF_RANGE, with `out` unchanged, when events after `after` were compacted away
+  // (after + 1 < oldest_event_revision()): the caller must list again.
   virtual absl::Status ReadEvents(uint64_t after, size_t limit,
                                   std::vector<LoggedEvent>* out) const = 0;
 
-  // Drops logged events older than the newest `event_retention` ones. Returns how many it
-  // dropped.
+  // Drops logged events older than the newest `event_retention` ones, so exactly
+  // min(logged, event_retention) remain, and advances oldest_event_revision(). Returns how many
+  // it dropped (0 when there was nothing to drop).
   virtual absl::StatusOr<uint64_t> CompactEvents() = 0;
 
-  // Flushes and closes the database; later calls fail with FAILED_PRECONDITION.
+  // Flushes and closes the database. A second Close() returns OK; every other call afterwards
+  // fails with FAILED_PRECONDITION. The destructor closes a store that was not closed.
   virtual absl::Status Close() = 0;
 };
 
