@@ -28,6 +28,25 @@ bool Settled(const engine::Engine& engine, const std::string& key) {
   return state != v1::WORKLOAD_STATE_PENDING && state != v1::WORKLOAD_STATE_QUOTA_RESERVED;
 }
 
+// ADDED stays ADDED for an object first created in the batch, unless the batch deleted it.
+v1::WatchEvent::Type EventType(const engine::Change& change, bool added_in_batch) {
+  return added_in_batch && change.type != v1::WatchEvent::DELETED ? v1::WatchEvent::ADDED
+                                                                  : change.type;
+}
+
+// Appends field `field` (wire type 2) holding `bytes` to a serialized message.
+void AppendLengthDelimited(int field, const std::string& bytes, std::string* out) {
+  uint64_t tag = (static_cast<uint64_t>(field) << 3) | 2;
+  for (uint64_t v : {tag, static_cast<uint64_t>(bytes.size())}) {
+    while (v >= 0x80) {
+      out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out->push_back(static_cast<char>(v));
+  }
+  out->append(bytes);
+}
+
 }  // namespace
 
 Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
@@ -289,34 +308,51 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
   batch.revision = changes.back().revision;
   batch.events.reserve(kept.size());
   batch.writes.reserve(kept.size());
-  std::vector<std::shared_ptr<const v1::WatchEvent>> events;
-  events.reserve(kept.size());
   for (size_t index : kept) {
     const engine::Change& change = changes[index];
-    auto event = std::make_shared<v1::WatchEvent>();
-    event->set_revision(change.revision);
-    event->set_type(added[index] && change.type != v1::WatchEvent::DELETED ? v1::WatchEvent::ADDED
-                                                                           : change.type);
-    event->set_kind(change.kind);
-    event->set_reason(change.reason);
-    event->set_message(change.message);
     store::ObjectWrite write;
     write.kind = change.kind;
     write.key = change.key;
     write.deleted = change.type == v1::WatchEvent::DELETED;
-    if (change.workload) {
-      *event->mutable_workload() = *change.workload;
-      if (!write.deleted) write.value = change.workload->SerializeAsString();
-    } else if (change.queue_object) {
-      *event->mutable_queue_object() = *change.queue_object;
-      if (!write.deleted) write.value = change.queue_object->SerializeAsString();
-    }
-    batch.events.push_back({change.revision, event->SerializeAsString()});
+    // The object is serialized once: it is the stored value and, appended to the event's other
+    // fields, the logged event (concatenated protobuf encodings merge).
+    std::string object = change.workload ? change.workload->SerializeAsString()
+                                         : change.queue_object->SerializeAsString();
+    v1::WatchEvent header;
+    header.set_revision(change.revision);
+    header.set_type(EventType(change, added[index]));
+    header.set_kind(change.kind);
+    header.set_reason(change.reason);
+    header.set_message(change.message);
+    std::string event = header.SerializeAsString();
+    AppendLengthDelimited(change.workload ? 10 : 11, object, &event);
+    batch.events.push_back({change.revision, std::move(event)});
+    if (!write.deleted) write.value = std::move(object);
     batch.writes.push_back(std::move(write));
-    events.push_back(std::move(event));
   }
   absl::Status status = store_->Commit(batch);
-  if (status.ok() && hub_ != nullptr) hub_->Publish(std::move(events), batch.revision);
+  if (status.ok() && hub_ != nullptr) {
+    hub_->Publish(batch.revision, [&] {
+      std::vector<std::shared_ptr<const v1::WatchEvent>> events;
+      events.reserve(kept.size());
+      for (size_t index : kept) {
+        const engine::Change& change = changes[index];
+        auto event = std::make_shared<v1::WatchEvent>();
+        event->set_revision(change.revision);
+        event->set_type(EventType(change, added[index]));
+        event->set_kind(change.kind);
+        event->set_reason(change.reason);
+        event->set_message(change.message);
+        if (change.workload) {
+          *event->mutable_workload() = *change.workload;
+        } else {
+          *event->mutable_queue_object() = *change.queue_object;
+        }
+        events.push_back(std::move(event));
+      }
+      return events;
+    });
+  }
   return status;
 }
 

@@ -77,10 +77,16 @@ void WatchHub::Unsubscribe(const std::shared_ptr<WatchSubscription>& subscriptio
 }
 
 void WatchHub::Publish(std::vector<EventPtr> events, uint64_t revision) {
+  Publish(revision, [&events] { return std::move(events); });
+}
+
+void WatchHub::Publish(uint64_t revision, const std::function<std::vector<EventPtr>()>& make) {
   std::vector<std::shared_ptr<WatchSubscription>> to_wake;
   {
     absl::MutexLock lock(&mu_);
     revision_ = std::max(revision_, revision);
+    if (subscribers_.empty()) return;
+    const std::vector<EventPtr> events = make();
     for (const auto& sub : subscribers_) {
       bool queued = false;
       absl::MutexLock sub_lock(&sub->mu_);

@@ -72,6 +72,9 @@ class WatchHub {
 
   // Queues `events` (increasing revisions, all committed) for each matching subscriber.
   void Publish(std::vector<EventPtr> events, uint64_t revision);
+  // The same, but the events are built by `make` only when someone is subscribed (it runs under
+  // the hub's lock, so no subscriber can arrive unseen in between).
+  void Publish(uint64_t revision, const std::function<std::vector<EventPtr>()>& make);
   // The last published revision; set once after recovery.
   uint64_t revision() const;
   void SetRevision(uint64_t revision);
