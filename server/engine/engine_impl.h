@@ -116,6 +116,14 @@ class Engine::Impl {
 v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
                              const Assignment& assignment);
 
+// Helpers over queue objects shared by the engine's files.
+const char* KindName(v1::ObjectKind kind);
+v1::ObjectKind KindOf(const v1::QueueObject& o);
+v1::ObjectMeta* MutableMeta(v1::QueueObject* o);
+const v1::ObjectMeta& Meta(const v1::QueueObject& o);
+// "name" for cluster-scoped kinds, "namespace/name" for LocalQueues and Workloads.
+std::string ObjectKey(v1::ObjectKind kind, const std::string& ns, const std::string& name);
+
 // Timestamps in and out of protos.
 absl::Time FromProto(const google::protobuf::Timestamp& ts);
 google::protobuf::Timestamp ToProtoTime(absl::Time t);

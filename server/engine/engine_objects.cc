@@ -1,0 +1,407 @@
+// Engine: queue-side objects (ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
+// WorkloadPriorityClass): apply, get, list, delete, and the status computed on read.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine_impl.h"
+#include "server/engine/quantity.h"
+#include "server/engine/validation.h"
+
+namespace admitd::engine {
+namespace {
+
+std::string UserContent(const v1::QueueObject& o) {
+  v1::QueueObject copy = o;
+  v1::ObjectMeta* meta = MutableMeta(&copy);
+  meta->clear_uid();
+  meta->clear_resource_version();
+  meta->clear_generation();
+  meta->clear_creation_timestamp();
+  if (copy.has_cluster_queue()) copy.mutable_cluster_queue()->clear_status();
+  if (copy.has_local_queue()) copy.mutable_local_queue()->clear_status();
+  return copy.SerializeAsString();
+}
+
+// The object's spec alone: a change of it bumps metadata.generation.
+
+std::string SpecContent(const v1::QueueObject& o) {
+  switch (o.kind_case()) {
+    case v1::QueueObject::kResourceFlavor: return o.resource_flavor().spec().SerializeAsString();
+    case v1::QueueObject::kCohort: return o.cohort().spec().SerializeAsString();
+    case v1::QueueObject::kClusterQueue: return o.cluster_queue().spec().SerializeAsString();
+    case v1::QueueObject::kLocalQueue: return o.local_queue().spec().SerializeAsString();
+    case v1::QueueObject::kWorkloadPriorityClass:
+      return absl::StrCat(o.workload_priority_class().value());
+    default: return "";
+  }
+}
+
+void AddUsage(google::protobuf::RepeatedPtrField<v1::FlavorUsage>* out,
+              const FlavorResourceQuantities& usage, const FlavorResourceQuantities& nominal) {
+  std::map<std::string, v1::FlavorUsage*> by_flavor;
+  // Every quota entry appears, used or not, in the queue's flavor order.
+  for (const auto& [fr, quota] : nominal) {
+    if (by_flavor.count(fr.first) == 0) {
+      v1::FlavorUsage* fu = out->Add();
+      fu->set_name(fr.first);
+      by_flavor[fr.first] = fu;
+    }
+    auto u = usage.find(fr);
+    const int64_t used = u == usage.end() ? 0 : u->second;
+    v1::ResourceUsage* ru = by_flavor[fr.first]->add_resources();
+    ru->set_name(fr.second);
+    ru->set_total(FormatQuantity(fr.second, used));
+    ru->set_borrowed(FormatQuantity(fr.second, std::max<int64_t>(0, used - quota)));
+  }
+}
+
+}  // namespace
+
+// ---- Queue-side objects ---------------------------------------------------------------------
+
+absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& request,
+                                                      absl::Time now) {
+  v1::QueueObject object = request.object();
+  const v1::ObjectKind kind = KindOf(object);
+  Violations violations;
+  switch (kind) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
+      violations = ValidateResourceFlavor(object.resource_flavor());
+      break;
+    case v1::OBJECT_KIND_COHORT: violations = ValidateCohort(object.cohort()); break;
+    case v1::OBJECT_KIND_CLUSTER_QUEUE:
+      violations = ValidateClusterQueue(object.cluster_queue());
+      break;
+    case v1::OBJECT_KIND_LOCAL_QUEUE: violations = ValidateLocalQueue(object.local_queue()); break;
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
+      violations = ValidateWorkloadPriorityClass(object.workload_priority_class());
+      break;
+    default: return InvalidArgument({{"object", "must hold one queue object"}});
+  }
+  if (!violations.empty()) return InvalidArgument(violations);
+  v1::ObjectMeta* meta = MutableMeta(&object);
+  if (kind != v1::OBJECT_KIND_LOCAL_QUEUE) meta->clear_namespace_();
+  const std::string key = ObjectKey(kind, meta->namespace_(), meta->name());
+
+  std::map<std::string, v1::QueueObject>* table = nullptr;
+  const v1::QueueObject* existing = nullptr;
+  switch (kind) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR: table = &flavors_; break;
+    case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
+    case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    default: break;
+  }
+  if (table != nullptr) {
+    auto it = table->find(key);
+    if (it != table->end()) existing = &it->second;
+  } else {
+    auto it = cluster_queues_.find(key);
+    if (it != cluster_queues_.end()) existing = &it->second.object;
+  }
+  if (existing != nullptr && request.create_only()) {
+    return ErrorWithReason(absl::StatusCode::kAlreadyExists, "ALREADY_EXISTS",
+                           absl::StrCat(KindName(kind), " \"", key, "\" already exists"));
+  }
+  if (request.expected_resource_version() != 0) {
+    const uint64_t current = existing ? Meta(*existing).resource_version() : 0;
+    if (current != request.expected_resource_version()) {
+      return ErrorWithReason(
+          absl::StatusCode::kAborted, "RESOURCE_VERSION_MISMATCH",
+          absl::StrCat(KindName(kind), " \"", key, "\" is at resource_version ", current,
+                       ", not ", request.expected_resource_version()));
+    }
+  }
+  if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) object.mutable_cluster_queue()->clear_status();
+  if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) object.mutable_local_queue()->clear_status();
+  v1::ApplyResponse response;
+  if (existing != nullptr && UserContent(*existing) == UserContent(object)) {
+    *response.mutable_object() = *existing;
+    response.set_unchanged(true);
+    if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
+      *response.mutable_object()->mutable_cluster_queue() = WithStatus(cluster_queues_.at(key));
+    }
+    return response;
+  }
+  std::string old_cluster_queue;
+  if (existing != nullptr) {
+    const v1::ObjectMeta& old = Meta(*existing);
+    meta->set_uid(old.uid());
+    *meta->mutable_creation_timestamp() = old.creation_timestamp();
+    meta->set_generation(old.generation() +
+                         (SpecContent(*existing) == SpecContent(object) ? 0 : 1));
+    if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
+      old_cluster_queue = existing->local_queue().spec().cluster_queue();
+    }
+  } else {
+    meta->set_uid(NewUid());
+    if (!meta->has_creation_timestamp()) *meta->mutable_creation_timestamp() = ToProtoTime(now);
+    meta->set_generation(1);
+  }
+  const v1::WatchEvent::Type type = existing ? v1::WatchEvent::MODIFIED : v1::WatchEvent::ADDED;
+  response.set_created(existing == nullptr);
+
+  if (table != nullptr) {
+    v1::QueueObject& stored = (*table)[key];
+    stored = std::move(object);
+    EmitObject(kind, key, &stored, type, "Applied");
+    *response.mutable_object() = stored;
+  } else {
+    ClusterQueueState& cq = cluster_queues_[key];
+    cq.object = std::move(object);
+    cq.Rebuild();
+    EmitObject(kind, key, &cq.object, type, "Applied");
+    *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
+  }
+
+  // Side effects: what the change may unblock.
+  if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
+    ClusterQueueState& cq = cluster_queues_.at(key);
+    RefreshActive(cq);
+    if (auto orphans = orphans_.find(key); orphans != orphans_.end()) {
+      std::set<std::string> waiting = std::move(orphans->second);
+      orphans_.erase(orphans);
+      for (const std::string& wl_key : waiting) {
+        WorkloadEntry& entry = workloads_.at(wl_key);
+        entry.where = WorkloadEntry::Where::kNone;
+        Enqueue(entry, now, true);
+      }
+    }
+    RequeueInadmissible(cq);
+    *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
+  } else if (kind == v1::OBJECT_KIND_RESOURCE_FLAVOR) {
+    for (auto& [name, cq] : cluster_queues_) {
+      bool uses = false;
+      for (const ResourceGroupQuota& g : cq.groups) {
+        uses = uses || std::find(g.flavors.begin(), g.flavors.end(), key) != g.flavors.end();
+      }
+      if (!uses) continue;
+      RefreshActive(cq);
+      RequeueInadmissible(cq);
+    }
+  } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !old_cluster_queue.empty() &&
+             old_cluster_queue != local_queues_.at(key).local_queue().spec().cluster_queue()) {
+    // The LocalQueue now feeds another ClusterQueue: its pending workloads move there.
+    const v1::LocalQueue& lq = local_queues_.at(key).local_queue();
+    for (auto& [wl_key, entry] : workloads_) {
+      if (entry.object.metadata().namespace_() != lq.metadata().namespace_() ||
+          entry.object.spec().queue_name() != lq.metadata().name() ||
+          StateOf(entry.object) != v1::WORKLOAD_STATE_PENDING) {
+        continue;
+      }
+      Dequeue(entry);
+      Enqueue(entry, now, true);
+    }
+  }
+  return response;
+}
+
+absl::StatusOr<v1::QueueObject> Engine::Impl::Get(const v1::GetObjectRequest& request) const {
+  const std::string key = ObjectKey(request.kind(), request.namespace_(), request.name());
+  const std::map<std::string, v1::QueueObject>* table = nullptr;
+  switch (request.kind()) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR: table = &flavors_; break;
+    case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
+    case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    case v1::OBJECT_KIND_CLUSTER_QUEUE: {
+      auto it = cluster_queues_.find(key);
+      if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
+      v1::QueueObject out;
+      *out.mutable_cluster_queue() = WithStatus(it->second);
+      return out;
+    }
+    default: return InvalidArgument({{"kind", "must name a queue-side kind"}});
+  }
+  auto it = table->find(key);
+  if (it == table->end()) return NotFound(KindName(request.kind()), key, "name");
+  if (request.kind() == v1::OBJECT_KIND_LOCAL_QUEUE) {
+    v1::QueueObject out;
+    *out.mutable_local_queue() = WithStatus(it->second.local_queue());
+    return out;
+  }
+  return it->second;
+}
+
+absl::StatusOr<v1::ListObjectsResponse> Engine::Impl::List(
+    const v1::ListObjectsRequest& request) const {
+  v1::ListObjectsResponse out;
+  out.set_revision(revision_);
+  switch (request.kind()) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
+      for (const auto& [k, o] : flavors_) *out.add_objects() = o;
+      break;
+    case v1::OBJECT_KIND_COHORT:
+      for (const auto& [k, o] : cohorts_) *out.add_objects() = o;
+      break;
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
+      for (const auto& [k, o] : priority_classes_) *out.add_objects() = o;
+      break;
+    case v1::OBJECT_KIND_CLUSTER_QUEUE:
+      for (const auto& [k, cq] : cluster_queues_) {
+        *out.add_objects()->mutable_cluster_queue() = WithStatus(cq);
+      }
+      break;
+    case v1::OBJECT_KIND_LOCAL_QUEUE:
+      for (const auto& [k, o] : local_queues_) {
+        if (!request.namespace_().empty() &&
+            o.local_queue().metadata().namespace_() != request.namespace_()) {
+          continue;
+        }
+        *out.add_objects()->mutable_local_queue() = WithStatus(o.local_queue());
+      }
+      break;
+    default: return InvalidArgument({{"kind", "must name a queue-side kind"}});
+  }
+  return out;
+}
+
+absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::Time now) {
+  const v1::ObjectKind kind = request.kind();
+  const std::string key = ObjectKey(kind, request.namespace_(), request.name());
+  auto check_version = [&](const v1::QueueObject& o) -> absl::Status {
+    if (request.expected_resource_version() != 0 &&
+        Meta(o).resource_version() != request.expected_resource_version()) {
+      return ErrorWithReason(absl::StatusCode::kAborted, "RESOURCE_VERSION_MISMATCH",
+                             absl::StrCat(KindName(kind), " \"", key, "\" is at resource_version ",
+                                          Meta(o).resource_version()));
+    }
+    return absl::OkStatus();
+  };
+  auto in_use = [&](const std::string& what) {
+    return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "IN_USE",
+                           absl::StrCat(KindName(kind), " \"", key, "\" is in use: ", what));
+  };
+  std::map<std::string, v1::QueueObject>* table = nullptr;
+  switch (kind) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR: {
+      for (const auto& [name, cq] : cluster_queues_) {
+        for (const ResourceGroupQuota& g : cq.groups) {
+          if (std::find(g.flavors.begin(), g.flavors.end(), key) != g.flavors.end()) {
+            return in_use(absl::StrCat("ClusterQueue \"", name, "\" refers to it"));
+          }
+        }
+      }
+      table = &flavors_;
+      break;
+    }
+    case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    case v1::OBJECT_KIND_LOCAL_QUEUE: {
+      for (const auto& [wl_key, entry] : workloads_) {
+        if (entry.object.metadata().namespace_() == request.namespace_() &&
+            entry.object.spec().queue_name() == request.name() &&
+            StateOf(entry.object) != v1::WORKLOAD_STATE_FINISHED) {
+          return in_use(absl::StrCat("workload \"", wl_key, "\" is queued in it or runs from it"));
+        }
+      }
+      table = &local_queues_;
+      break;
+    }
+    case v1::OBJECT_KIND_CLUSTER_QUEUE: {
+      auto it = cluster_queues_.find(key);
+      if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
+      ADMITD_RETURN_IF_ERROR(check_version(it->second.object));
+      ClusterQueueState& cq = it->second;
+      if (cq.reserving > 0 || !cq.heap.empty() || !cq.inadmissible.empty()) {
+        return in_use(absl::StrCat(cq.reserving, " workload(s) hold quota and ",
+                                   cq.heap.size() + cq.inadmissible.size(),
+                                   " are pending in it"));
+      }
+      EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
+      cqs_with_heads_.erase(key);
+      cluster_queues_.erase(it);
+      return absl::OkStatus();
+    }
+    default: return InvalidArgument({{"kind", "must name a queue-side kind"}});
+  }
+  auto it = table->find(key);
+  if (it == table->end()) return NotFound(KindName(kind), key, "name");
+  ADMITD_RETURN_IF_ERROR(check_version(it->second));
+  EmitObject(kind, key, &it->second, v1::WatchEvent::DELETED, "Deleted");
+  table->erase(it);
+  return absl::OkStatus();
+}
+
+v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
+  v1::ClusterQueue out = cq.spec_object();
+  v1::ClusterQueueStatus* status = out.mutable_status();
+  AddUsage(status->mutable_flavors_reservation(), cq.usage, cq.nominal);
+  AddUsage(status->mutable_flavors_usage(), cq.usage, cq.nominal);
+  status->set_pending_workloads(static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size()));
+  status->set_reserving_workloads(cq.reserving);
+  status->set_admitted_workloads(cq.admitted);
+  v1::Condition* active = status->add_conditions();
+  active->set_type("Active");
+  if (cq.active()) {
+    active->set_status("True");
+    active->set_reason("Ready");
+    active->set_message("Can admit new workloads");
+  } else {
+    active->set_status("False");
+    active->set_reason(cq.inactive_reason);
+    active->set_message(cq.inactive_message);
+  }
+  return out;
+}
+
+v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
+  v1::LocalQueue out = lq;
+  int pending = 0, reserving = 0, admitted = 0;
+  for (auto it = workloads_.lower_bound(lq.metadata().namespace_() + "/");
+       it != workloads_.end() &&
+       it->second.object.metadata().namespace_() == lq.metadata().namespace_();
+       ++it) {
+    if (it->second.object.spec().queue_name() != lq.metadata().name()) continue;
+    switch (StateOf(it->second.object)) {
+      case v1::WORKLOAD_STATE_PENDING: ++pending; break;
+      case v1::WORKLOAD_STATE_QUOTA_RESERVED: ++reserving; break;
+      case v1::WORKLOAD_STATE_ADMITTED:
+      case v1::WORKLOAD_STATE_EVICTED:
+        ++reserving;
+        ++admitted;
+        break;
+      default: break;
+    }
+  }
+  out.mutable_status()->set_pending_workloads(pending);
+  out.mutable_status()->set_reserving_workloads(reserving);
+  out.mutable_status()->set_admitted_workloads(admitted);
+  return out;
+}
+
+void Engine::Impl::RefreshActive(ClusterQueueState& cq) {
+  cq.inactive_reason.clear();
+  cq.inactive_message.clear();
+  std::vector<std::string> missing;
+  for (const ResourceGroupQuota& g : cq.groups) {
+    for (const std::string& f : g.flavors) {
+      if (flavors_.count(f) == 0) missing.push_back(f);
+    }
+  }
+  if (!missing.empty()) {
+    cq.inactive_reason = "FlavorNotFound";
+    cq.inactive_message = absl::StrCat("Can't admit new workloads: references missing ResourceFlavor(s): ",
+                                       absl::StrJoin(missing, ","), ".");
+  } else if (cq.spec_object().spec().stop_policy() == "Hold" ||
+             cq.spec_object().spec().stop_policy() == "HoldAndDrain") {
+    cq.inactive_reason = "Stopped";
+    cq.inactive_message = "Can't admit new workloads: is stopped.";
+  }
+  RefreshHeads(cq);
+}
+
+void Engine::Impl::RefreshHeads(ClusterQueueState& cq) {
+  if (cq.active() && !cq.heap.empty()) {
+    cqs_with_heads_.insert(cq.name());
+  } else {
+    cqs_with_heads_.erase(cq.name());
+  }
+}
+
+}  // namespace admitd::engine

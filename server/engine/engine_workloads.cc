@@ -1,0 +1,419 @@
+// Engine: the workload lifecycle (submit, release, delete, get, list) and queue placement.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine_impl.h"
+#include "server/engine/quantity.h"
+#include "server/engine/validation.h"
+
+namespace admitd::engine {
+namespace {
+
+constexpr int kDefaultPageSize = 500;
+
+constexpr int kMaxPageSize = 5000;
+
+}  // namespace
+
+// ---- Workloads ------------------------------------------------------------------------------
+
+std::string Engine::Impl::ClusterQueueOf(const std::string& ns,
+                                         const std::string& local_queue) const {
+  auto it = local_queues_.find(absl::StrCat(ns, "/", local_queue));
+  return it == local_queues_.end() ? "" : it->second.local_queue().spec().cluster_queue();
+}
+
+WorkloadEntry* Engine::Impl::FindWorkload(const std::string& ns, const std::string& name) {
+  auto it = workloads_.find(absl::StrCat(ns, "/", name));
+  return it == workloads_.end() ? nullptr : &it->second;
+}
+
+const WorkloadEntry* Engine::Impl::FindWorkload(const std::string& ns,
+                                                const std::string& name) const {
+  auto it = workloads_.find(absl::StrCat(ns, "/", name));
+  return it == workloads_.end() ? nullptr : &it->second;
+}
+
+absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
+  entry->pod_sets.clear();
+  for (const v1::PodSet& ps : entry->object.spec().pod_sets()) {
+    PodSetRequest req;
+    req.name = ps.name();
+    req.count = ps.count();
+    req.per_pod = PodRequests(ps.template_().spec());
+    req.pod = &ps.template_().spec();
+    entry->pod_sets.push_back(std::move(req));
+  }
+  return absl::OkStatus();
+}
+
+void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change) {
+  const v1::Workload& wl = entry.object;
+  entry.queue_key.priority = wl.spec().priority();
+  entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
+  entry.queue_key.uid = wl.metadata().uid();
+  entry.queue_key.key = entry.key();
+  const std::string cq_name = ClusterQueueOf(wl.metadata().namespace_(), wl.spec().queue_name());
+  entry.cluster_queue = cq_name;
+  auto it = cluster_queues_.find(cq_name);
+  if (it == cluster_queues_.end()) {
+    entry.where = WorkloadEntry::Where::kOrphan;
+    orphans_[cq_name].insert(entry.key());
+    if (emit_reason_change) {
+      MarkPending(entry, kReasonMisconfigured,
+                  absl::StrCat("ClusterQueue ", cq_name, " doesn't exist"), now);
+    } else {
+      SetPending(&entry.object, kReasonMisconfigured,
+                 absl::StrCat("ClusterQueue ", cq_name, " doesn't exist"), now);
+    }
+    return;
+  }
+  ClusterQueueState& cq = it->second;
+  entry.where = WorkloadEntry::Where::kHeap;
+  cq.heap.insert(entry.queue_key);
+  RefreshHeads(cq);
+  if (!cq.active()) {
+    const std::string message = absl::StrCat("ClusterQueue ", cq_name, " is inactive");
+    if (emit_reason_change) {
+      MarkPending(entry, kReasonSuspended, message, now);
+    } else {
+      SetPending(&entry.object, kReasonSuspended, message, now);
+    }
+  }
+}
+
+void Engine::Impl::Dequeue(WorkloadEntry& entry) {
+  switch (entry.where) {
+    case WorkloadEntry::Where::kHeap:
+    case WorkloadEntry::Where::kInadmissible: {
+      auto it = cluster_queues_.find(entry.cluster_queue);
+      if (it != cluster_queues_.end()) {
+        it->second.heap.erase(entry.queue_key);
+        it->second.inadmissible.erase(entry.queue_key);
+        RefreshHeads(it->second);
+      }
+      break;
+    }
+    case WorkloadEntry::Where::kOrphan: {
+      auto it = orphans_.find(entry.cluster_queue);
+      if (it != orphans_.end()) {
+        it->second.erase(entry.key());
+        if (it->second.empty()) orphans_.erase(it);
+      }
+      break;
+    }
+    case WorkloadEntry::Where::kNone: break;
+  }
+  entry.where = WorkloadEntry::Where::kNone;
+}
+
+void Engine::Impl::RequeueInadmissible(ClusterQueueState& cq) {
+  if (cq.inadmissible.empty()) return;
+  for (const QueueKey& k : cq.inadmissible) {
+    cq.heap.insert(k);
+    workloads_.at(k.key).where = WorkloadEntry::Where::kHeap;
+  }
+  cq.inadmissible.clear();
+  RefreshHeads(cq);
+}
+
+FlavorResourceQuantities Engine::Impl::UsageFromAdmission(const WorkloadEntry& entry) const {
+  FlavorResourceQuantities usage;
+  const v1::Workload& wl = entry.object;
+  std::map<std::string, int32_t> reclaimable;
+  for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) reclaimable[r.name()] = r.count();
+  std::map<std::string, int32_t> spec_counts;
+  for (const v1::PodSet& ps : wl.spec().pod_sets()) spec_counts[ps.name()] = ps.count();
+  for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
+    if (psa.count() <= 0) continue;
+    const int64_t effective =
+        std::max<int64_t>(0, std::min<int64_t>(psa.count(), spec_counts[psa.name()] -
+                                                                reclaimable[psa.name()]));
+    for (const auto& [resource, flavor] : psa.flavors()) {
+      auto u = psa.resource_usage().find(resource);
+      if (u == psa.resource_usage().end()) continue;
+      auto total = ParseQuantity(resource, u->second);
+      if (!total.ok()) continue;
+      const int64_t per_pod = *total / psa.count();
+      const int64_t v = SaturatingMul(per_pod, effective);
+      if (v != 0) usage[{flavor, resource}] = SaturatingAdd(usage[{flavor, resource}], v);
+    }
+  }
+  return usage;
+}
+
+void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
+  auto it = cluster_queues_.find(entry.cluster_queue);
+  if (it == cluster_queues_.end()) return;
+  ClusterQueueState& cq = it->second;
+  AddTo(&cq.usage, entry.usage, sign);
+  cq.reserving += sign;
+  if (IsConditionTrue(entry.object, kAdmitted)) cq.admitted += sign;
+}
+
+void Engine::Impl::MarkPending(WorkloadEntry& entry, const std::string& reason,
+                               const std::string& message, absl::Time now) {
+  if (SetPending(&entry.object, reason, message, now)) {
+    EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Pending", message);
+  }
+}
+
+absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest& request,
+                                                        absl::Time now) {
+  v1::Workload wl = request.workload();
+  for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) {
+    if (ps.name().empty()) ps.set_name("main");
+  }
+  Violations violations = ValidateWorkload(wl, options_.max_pod_sets);
+  if (!violations.empty()) return InvalidArgument(violations);
+  const std::string& ns = wl.metadata().namespace_();
+  const std::string key = absl::StrCat(ns, "/", wl.metadata().name());
+  if (auto it = workloads_.find(key); it != workloads_.end()) {
+    const std::string& uid = wl.metadata().uid();
+    if (uid.empty() || uid == it->second.object.metadata().uid()) {
+      v1::SubmitResponse response;
+      *response.mutable_workload() = it->second.object;
+      response.set_created(false);
+      return response;
+    }
+    return ErrorWithReason(absl::StatusCode::kAlreadyExists, "WORKLOAD_EXISTS",
+                           absl::StrCat("workload \"", key, "\" already exists with uid ",
+                                        it->second.object.metadata().uid()));
+  }
+  if (local_queues_.count(absl::StrCat(ns, "/", wl.spec().queue_name())) == 0) {
+    return NotFound("LocalQueue", absl::StrCat(ns, "/", wl.spec().queue_name()), "spec.queueName");
+  }
+  // Priority: explicit, else from its WorkloadPriorityClass, else from the pod template.
+  if (!wl.spec().has_priority()) {
+    const v1::PriorityClassRef& ref = wl.spec().priority_class_ref();
+    if (!ref.name().empty() && (ref.kind().empty() || ref.kind() == "WorkloadPriorityClass")) {
+      auto it = priority_classes_.find(ref.name());
+      if (it == priority_classes_.end()) {
+        return NotFound("WorkloadPriorityClass", ref.name(), "spec.priorityClassRef.name");
+      }
+      wl.mutable_spec()->set_priority(it->second.workload_priority_class().value());
+    } else if (wl.spec().pod_sets(0).template_().spec().has_priority()) {
+      wl.mutable_spec()->set_priority(wl.spec().pod_sets(0).template_().spec().priority());
+    }
+  }
+  v1::ObjectMeta* meta = wl.mutable_metadata();
+  if (meta->uid().empty()) meta->set_uid(NewUid());
+  if (!meta->has_creation_timestamp()) *meta->mutable_creation_timestamp() = ToProtoTime(now);
+  meta->set_generation(1);
+  wl.clear_status();  // server-owned
+
+  WorkloadEntry& entry = workloads_[key];
+  entry.object = std::move(wl);
+  ParsePodSets(&entry).IgnoreError();
+  const std::string cq_name = ClusterQueueOf(ns, entry.object.spec().queue_name());
+  if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
+    for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
+      v1::PodSetRequest* rr = entry.object.mutable_status()->add_resource_requests();
+      rr->set_name(entry.pod_sets[i].name);
+      RenderResourceList(PodSetTotal(it->second, entry.pod_sets[i]), rr->mutable_resources());
+    }
+  }
+  Enqueue(entry, now, /*emit_reason_change=*/false);
+  EmitWorkload(entry, v1::WatchEvent::ADDED, "Submitted", "");
+  v1::SubmitResponse response;
+  *response.mutable_workload() = entry.object;
+  response.set_created(true);
+  return response;
+}
+
+absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
+    const v1::ReleaseQuotaRequest& request, absl::Time now) {
+  WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
+  const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
+  if (entry == nullptr) return NotFound("Workload", key, "name");
+  if (!request.uid().empty() && request.uid() != entry->object.metadata().uid()) {
+    return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "UID_MISMATCH",
+                           absl::StrCat("workload \"", key, "\" has uid ",
+                                        entry->object.metadata().uid(), ", not ", request.uid()));
+  }
+  v1::Workload& wl = entry->object;
+  const bool reserved = IsConditionTrue(wl, kQuotaReserved) && wl.status().has_admission() &&
+                        !IsConditionTrue(wl, kFinished);
+  ClusterQueueState* cq = nullptr;
+  if (auto it = cluster_queues_.find(entry->cluster_queue); it != cluster_queues_.end()) {
+    cq = &it->second;
+  }
+  v1::ReleaseQuotaResponse response;
+  switch (request.release_case()) {
+    case v1::ReleaseQuotaRequest::kFinished: {
+      if (IsConditionTrue(wl, kFinished)) break;  // already finished: idempotent
+      if (reserved) {
+        ChargeUsage(*entry, -1);
+        entry->usage.clear();
+      }
+      Dequeue(*entry);
+      const bool ok = request.finished().succeeded();
+      std::string message = request.finished().message();
+      if (message.empty()) {
+        message = ok ? "The workload finished successfully" : "The workload failed";
+      }
+      SetCondition(&wl, kFinished, true, ok ? kReasonSucceeded : kReasonFailed, message, now);
+      EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Finished", message);
+      if (cq != nullptr && reserved) RequeueInadmissible(*cq);
+      break;
+    }
+    case v1::ReleaseQuotaRequest::kStopped: {
+      if (!reserved) break;  // nothing held: idempotent
+      const v1::Condition* evicted = FindCondition(wl, kEvicted);
+      if (evicted == nullptr || evicted->status() != "True") {
+        return ErrorWithReason(
+            absl::StatusCode::kFailedPrecondition, "WORKLOAD_NOT_EVICTED",
+            absl::StrCat("workload \"", key,
+                         "\" is not evicted: only an evicted workload's quota is released by "
+                         "`stopped`; use `finished` when the job ended"));
+      }
+      const std::string reason = evicted->reason();
+      const std::string message = evicted->message();
+      ChargeUsage(*entry, -1);
+      entry->usage.clear();
+      if (const v1::Condition* admitted = FindCondition(wl, kQuotaReserved)) {
+        wl.mutable_status()->set_accumulated_past_execution_time_seconds(
+            wl.status().accumulated_past_execution_time_seconds() +
+            absl::ToInt64Seconds(now - FromProto(admitted->last_transition_time())));
+      }
+      const bool requeue = reason == "Preempted" || reason == "NodeFailures";
+      SetCondition(&wl, kRequeued, requeue, reason, message, now);
+      wl.mutable_status()->clear_admission();
+      SetPending(&wl, kReasonPendingEvaluation, message, now);
+      Enqueue(*entry, now, false);
+      EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Requeued", message);
+      if (cq != nullptr) RequeueInadmissible(*cq);
+      break;
+    }
+    case v1::ReleaseQuotaRequest::kReclaimable: {
+      std::map<std::string, int32_t> counts;
+      for (const v1::PodSet& ps : wl.spec().pod_sets()) counts[ps.name()] = ps.count();
+      std::map<std::string, int32_t> current;
+      for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) current[r.name()] = r.count();
+      Violations violations;
+      const auto& pods = request.reclaimable().pods();
+      for (int i = 0; i < pods.size(); ++i) {
+        const std::string f = absl::StrCat("reclaimable.pods[", i, "]");
+        auto c = counts.find(pods[i].name());
+        if (c == counts.end()) {
+          violations.push_back({f + ".name", absl::StrCat("Not found: \"", pods[i].name(),
+                                                          "\" is not a pod set of the workload")});
+        } else if (pods[i].count() < current[pods[i].name()] || pods[i].count() > c->second) {
+          violations.push_back(
+              {f + ".count", absl::StrCat("Invalid value: ", pods[i].count(),
+                                          ": must be between the current reclaimable count (",
+                                          current[pods[i].name()], ") and the pod set's count (",
+                                          c->second, ")")});
+        }
+      }
+      if (!violations.empty()) return InvalidArgument(violations);
+      bool changed = false;
+      for (const v1::ReclaimablePod& r : pods) {
+        if (current[r.name()] != r.count()) changed = true;
+        current[r.name()] = r.count();
+      }
+      if (!changed) break;
+      wl.mutable_status()->clear_reclaimable_pods();
+      for (const v1::PodSet& ps : wl.spec().pod_sets()) {
+        if (current[ps.name()] == 0) continue;
+        v1::ReclaimablePod* r = wl.mutable_status()->add_reclaimable_pods();
+        r->set_name(ps.name());
+        r->set_count(current[ps.name()]);
+      }
+      if (reserved) {
+        ChargeUsage(*entry, -1);
+        entry->usage = UsageFromAdmission(*entry);
+        ChargeUsage(*entry, +1);
+        if (cq != nullptr) RequeueInadmissible(*cq);
+      }
+      EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Updated", "reclaimable pods changed");
+      break;
+    }
+    default: return InvalidArgument({{"release", "must be one of finished, stopped, reclaimable"}});
+  }
+  *response.mutable_workload() = wl;
+  return response;
+}
+
+absl::Status Engine::Impl::DeleteWorkload(const v1::DeleteWorkloadRequest& request,
+                                          absl::Time now) {
+  WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
+  const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
+  if (entry == nullptr) return NotFound("Workload", key, "name");
+  if (!request.uid().empty() && request.uid() != entry->object.metadata().uid()) {
+    return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "UID_MISMATCH",
+                           absl::StrCat("workload \"", key, "\" has uid ",
+                                        entry->object.metadata().uid(), ", not ", request.uid()));
+  }
+  const bool reserved = IsConditionTrue(entry->object, kQuotaReserved) &&
+                        entry->object.status().has_admission() &&
+                        !IsConditionTrue(entry->object, kFinished);
+  if (reserved) ChargeUsage(*entry, -1);
+  Dequeue(*entry);
+  EmitWorkload(*entry, v1::WatchEvent::DELETED, "Deleted", "");
+  const std::string cq_name = entry->cluster_queue;
+  workloads_.erase(key);
+  if (reserved) {
+    if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
+      RequeueInadmissible(it->second);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
+    const v1::GetWorkloadRequest& request) const {
+  const WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
+  if (entry == nullptr) {
+    return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
+  }
+  return entry->object;
+}
+
+absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
+    const v1::ListWorkloadsRequest& request) const {
+  Violations violations;
+  if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
+    violations.push_back({"page_size", absl::StrCat("must be between 0 and ", kMaxPageSize)});
+  }
+  if (!request.queue_name().empty() && request.namespace_().empty()) {
+    violations.push_back({"namespace", "is required with queue_name"});
+  }
+  if (!request.page_token().empty() && workloads_.count(request.page_token()) == 0 &&
+      request.page_token().find('/') == std::string::npos) {
+    violations.push_back({"page_token", "is not a token this server issued"});
+  }
+  if (!violations.empty()) return InvalidArgument(violations);
+  const int limit = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  v1::ListWorkloadsResponse out;
+  out.set_revision(revision_);
+  auto it = request.page_token().empty()
+                ? (request.namespace_().empty() ? workloads_.begin()
+                                                : workloads_.lower_bound(request.namespace_() + "/"))
+                : workloads_.upper_bound(request.page_token());
+  for (; it != workloads_.end(); ++it) {
+    const v1::Workload& wl = it->second.object;
+    if (!request.namespace_().empty() && wl.metadata().namespace_() != request.namespace_()) break;
+    if (!request.queue_name().empty() && wl.spec().queue_name() != request.queue_name()) continue;
+    if (!request.cluster_queue().empty() && it->second.cluster_queue != request.cluster_queue()) {
+      continue;
+    }
+    if (request.state() != v1::WORKLOAD_STATE_UNSPECIFIED && StateOf(wl) != request.state()) {
+      continue;
+    }
+    if (out.workloads_size() == limit) {
+      out.set_next_page_token(out.workloads(limit - 1).metadata().namespace_() + "/" +
+                              out.workloads(limit - 1).metadata().name());
+      break;
+    }
+    *out.add_workloads() = wl;
+  }
+  return out;
+}
+
+}  // namespace admitd::engine
