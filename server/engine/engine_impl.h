@@ -91,6 +91,9 @@ class Engine::Impl {
   std::map<std::string, const v1::ResourceFlavor*> FlavorMap() const;
   std::string NewUid();
   WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name);
+  // The workload at `key`: NOT_FOUND when absent, FAILED_PRECONDITION when `uid` is given and
+  // differs.
+  absl::StatusOr<WorkloadEntry*> FindGuarded(const std::string& key, const std::string& uid);
   const WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name) const;
   v1::ClusterQueue WithStatus(const ClusterQueueState& cq) const;
   v1::LocalQueue WithStatus(const v1::LocalQueue& lq) const;
@@ -115,6 +118,9 @@ class Engine::Impl {
 // The admission `assignment` gives `entry` in `cq`: flavors, total usage and count per pod set.
 v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
                              const Assignment& assignment);
+
+// True while a workload's reservation counts against its ClusterQueue (§2.4).
+bool HoldsReservation(const v1::Workload& wl);
 
 // Helpers over queue objects shared by the engine's files.
 const char* KindName(v1::ObjectKind kind);

@@ -226,19 +226,29 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest&
   return response;
 }
 
+bool HoldsReservation(const v1::Workload& wl) {
+  return IsConditionTrue(wl, kQuotaReserved) && wl.status().has_admission() &&
+         !IsConditionTrue(wl, kFinished);
+}
+
+absl::StatusOr<WorkloadEntry*> Engine::Impl::FindGuarded(const std::string& key,
+                                                         const std::string& uid) {
+  auto it = workloads_.find(key);
+  if (it == workloads_.end()) return NotFound("Workload", key, "name");
+  const std::string& actual = it->second.object.metadata().uid();
+  if (!uid.empty() && uid != actual) {
+    return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "UID_MISMATCH",
+                           absl::StrCat("workload \"", key, "\" has uid ", actual, ", not ", uid));
+  }
+  return &it->second;
+}
+
 absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
     const v1::ReleaseQuotaRequest& request, absl::Time now) {
-  WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
-  if (entry == nullptr) return NotFound("Workload", key, "name");
-  if (!request.uid().empty() && request.uid() != entry->object.metadata().uid()) {
-    return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "UID_MISMATCH",
-                           absl::StrCat("workload \"", key, "\" has uid ",
-                                        entry->object.metadata().uid(), ", not ", request.uid()));
-  }
+  ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
   v1::Workload& wl = entry->object;
-  const bool reserved = IsConditionTrue(wl, kQuotaReserved) && wl.status().has_admission() &&
-                        !IsConditionTrue(wl, kFinished);
+  const bool reserved = HoldsReservation(wl);
   ClusterQueueState* cq = nullptr;
   if (auto it = cluster_queues_.find(entry->cluster_queue); it != cluster_queues_.end()) {
     cq = &it->second;
@@ -342,17 +352,9 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
 
 absl::Status Engine::Impl::DeleteWorkload(const v1::DeleteWorkloadRequest& request,
                                           absl::Time now) {
-  WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
-  if (entry == nullptr) return NotFound("Workload", key, "name");
-  if (!request.uid().empty() && request.uid() != entry->object.metadata().uid()) {
-    return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "UID_MISMATCH",
-                           absl::StrCat("workload \"", key, "\" has uid ",
-                                        entry->object.metadata().uid(), ", not ", request.uid()));
-  }
-  const bool reserved = IsConditionTrue(entry->object, kQuotaReserved) &&
-                        entry->object.status().has_admission() &&
-                        !IsConditionTrue(entry->object, kFinished);
+  ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
+  const bool reserved = HoldsReservation(entry->object);
   if (reserved) ChargeUsage(*entry, -1);
   Dequeue(*entry);
   EmitWorkload(*entry, v1::WatchEvent::DELETED, "Deleted", "");
