@@ -27,19 +27,6 @@ void ClusterQueueState::Rebuild() {
   }
 }
 
-int64_t ClusterQueueState::Available(const FlavorResource& fr) const {
-  auto n = nominal.find(fr);
-  const int64_t quota = n == nominal.end() ? 0 : n->second;
-  auto u = usage.find(fr);
-  const int64_t used = u == usage.end() ? 0 : u->second;
-  return std::max<int64_t>(0, SaturatingAdd(quota, -used));
-}
-
-int64_t ClusterQueueState::PotentialAvailable(const FlavorResource& fr) const {
-  auto n = nominal.find(fr);
-  return n == nominal.end() ? 0 : n->second;
-}
-
 bool ClusterQueueState::SelectsNamespace(const std::string& ns) const {
   const v1::ClusterQueueSpec& spec = object.cluster_queue().spec();
   if (!spec.has_namespace_selector()) return false;

@@ -50,7 +50,8 @@ struct ClusterQueueState {
   std::string inactive_reason;
   std::string inactive_message;
 
-  // Usage of the workloads holding a reservation here.
+  // Usage of the workloads holding a reservation here (what lands in the cohort is in the
+  // QuotaTree).
   FlavorResourceQuantities usage;
   int reserving = 0;
   int admitted = 0;
@@ -65,10 +66,6 @@ struct ClusterQueueState {
 
   // Re-derives groups and quotas from the spec (quantities must be valid).
   void Rebuild();
-  // Available quota for (flavor, resource): nominal minus usage, never below 0.
-  int64_t Available(const FlavorResource& fr) const;
-  // The most this queue could ever give (no cohort yet: the nominal quota).
-  int64_t PotentialAvailable(const FlavorResource& fr) const;
   // Whether the namespace passes spec.namespaceSelector. Namespaces carry only the
   // kubernetes.io/metadata.name label here; an unset selector selects nothing.
   bool SelectsNamespace(const std::string& ns) const;

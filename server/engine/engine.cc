@@ -148,6 +148,7 @@ absl::Status Engine::Impl::Restore(const v1::Workload& workload) {
 absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   revision_ = revision;
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
+  RebuildQuotaTree();
   for (auto& [key, entry] : workloads_) {
     const v1::WorkloadState state = StateOf(entry.object);
     if (state == v1::WORKLOAD_STATE_FINISHED) {

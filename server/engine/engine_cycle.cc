@@ -61,6 +61,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   struct Head {
     ClusterQueueState* cq;
     WorkloadEntry* entry;
+    Assignment assignment;
   };
   std::vector<Head> heads;
   heads.reserve(cqs_with_heads_.size());
@@ -70,20 +71,18 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     WorkloadEntry& entry = workloads_.at(first->key);
     cq.heap.erase(first);
     entry.where = WorkloadEntry::Where::kNone;
-    heads.push_back({&cq, &entry});
+    heads.push_back({&cq, &entry, Assignment()});
   }
-  // Iteration order (§6.4): borrowing level (always 0 without cohorts), priority, timestamp.
-  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) {
-    return a.entry->queue_key < b.entry->queue_key;
-  });
+  // Nomination (§6.3): every head gets its flavor assignment against the state at the start of
+  // the cycle; the iteration below then admits them in Kueue's order.
   const auto flavors = FlavorMap();
   int set_aside = 0;  // heads moved to the inadmissible set: their queue has a new head
+  std::vector<Head> nominated;
   for (Head& head : heads) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     ++stats.heads;
-    const std::string& ns = entry.object.metadata().namespace_();
-    if (!cq.SelectsNamespace(ns)) {
+    if (!cq.SelectsNamespace(entry.object.metadata().namespace_())) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
       MarkPending(entry, kReasonMisconfigured,
                   "workload namespace doesn't match ClusterQueue selector", now);
@@ -92,10 +91,35 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++set_aside;
       continue;
     }
-    Assignment assignment = AssignFlavors(cq, flavors, entry.pod_sets);
+    head.assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets);
+    nominated.push_back(std::move(head));
+  }
+  // Iteration order (§6.4): lower borrowing level, then higher priority, then earlier time.
+  std::sort(nominated.begin(), nominated.end(), [](const Head& a, const Head& b) {
+    if (a.assignment.borrowing_level != b.assignment.borrowing_level) {
+      return a.assignment.borrowing_level < b.assignment.borrowing_level;
+    }
+    return a.entry->queue_key < b.entry->queue_key;
+  });
+  for (Head& head : nominated) {
+    ClusterQueueState& cq = *head.cq;
+    WorkloadEntry& entry = *head.entry;
+    const Assignment& assignment = head.assignment;
     if (assignment.fits) {
-      Admit(entry, cq, assignment, now);
-      ++stats.admitted;
+      // Earlier admissions of this cycle in the same cohort may have taken the quota (§6.5.7).
+      bool still_fits = true;
+      for (const auto& [fr, v] : assignment.usage) {
+        still_fits = still_fits && v <= quota_tree_.Available(cq.name(), fr);
+      }
+      if (still_fits) {
+        Admit(entry, cq, assignment, now);
+        ++stats.admitted;
+        continue;
+      }
+      MarkPending(entry, kReasonWaitingForQuota,
+                  "Workload no longer fits after processing another workload", now);
+      cq.heap.insert(entry.queue_key);  // failed after nomination: back to the heap
+      entry.where = WorkloadEntry::Where::kHeap;
       continue;
     }
     MarkPending(entry, assignment.reason, assignment.message, now);
@@ -169,7 +193,7 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
     why->set_message("workload namespace doesn't match ClusterQueue selector");
     return out;
   }
-  Assignment assignment = AssignFlavors(cq, FlavorMap(), entry->pod_sets);
+  Assignment assignment = AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();
     f->set_pod_set(a.pod_set);

@@ -12,6 +12,7 @@
 #include "server/engine/cluster_queue.h"
 #include "server/engine/engine.h"
 #include "server/engine/flavor_assigner.h"
+#include "server/engine/quota_tree.h"
 #include "server/engine/resources.h"
 
 namespace admitd::engine {
@@ -73,8 +74,12 @@ class Engine::Impl {
   void Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change);
   void Dequeue(WorkloadEntry& entry);
   void RefreshHeads(ClusterQueueState& cq);
-  // Moves a ClusterQueue's inadmissible workloads back to its heap (quota may have freed).
+  // Moves the inadmissible workloads of every ClusterQueue in `cq`'s cohort tree back to their
+  // heaps (quota may have freed anywhere in the tree).
   void RequeueInadmissible(ClusterQueueState& cq);
+  void RequeueInadmissibleOne(ClusterQueueState& cq);
+  // Re-derives the quota tree after a ClusterQueue or Cohort changed.
+  void RebuildQuotaTree();
   // Recomputes whether a ClusterQueue can admit (its flavors exist, it is not stopped).
   void RefreshActive(ClusterQueueState& cq);
   // Adds or removes a reserved workload's usage in its ClusterQueue.
@@ -111,6 +116,7 @@ class Engine::Impl {
   std::map<std::string, WorkloadEntry> workloads_;  // namespace/name
   // Workloads whose ClusterQueue does not exist (yet), by ClusterQueue name.
   std::map<std::string, std::set<std::string>> orphans_;
+  QuotaTree quota_tree_;
   // ClusterQueues with a non-empty heap that may admit: the cycle's heads come from these.
   std::set<std::string> cqs_with_heads_;
 };

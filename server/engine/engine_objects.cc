@@ -160,7 +160,10 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   }
 
   // Side effects: what the change may unblock.
-  if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
+  if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE || kind == v1::OBJECT_KIND_COHORT) RebuildQuotaTree();
+  if (kind == v1::OBJECT_KIND_COHORT) {
+    for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
+  } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
     ClusterQueueState& cq = cluster_queues_.at(key);
     RefreshActive(cq);
     if (auto orphans = orphans_.find(key); orphans != orphans_.end()) {
@@ -316,6 +319,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
       cqs_with_heads_.erase(key);
       cluster_queues_.erase(it);
+      RebuildQuotaTree();
       return absl::OkStatus();
     }
     default: return InvalidArgument({{"kind", "must name a queue-side kind"}});
@@ -325,6 +329,10 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
   ADMITD_RETURN_IF_ERROR(check_version(it->second));
   EmitObject(kind, key, &it->second, v1::WatchEvent::DELETED, "Deleted");
   table->erase(it);
+  if (kind == v1::OBJECT_KIND_COHORT) {
+    RebuildQuotaTree();
+    for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
+  }
   return absl::OkStatus();
 }
 

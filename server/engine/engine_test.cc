@@ -40,10 +40,12 @@ class EngineTest : public ::testing::Test {
   }
   // A ClusterQueue covering cpu with the given flavors in order.
   void ClusterQueue(const std::string& name, const std::vector<FlavorSpec>& flavors,
-                    const std::string& strategy = "BestEffortFIFO", bool select_all = true) {
+                    const std::string& strategy = "BestEffortFIFO", bool select_all = true,
+                    const std::string& cohort = "", const std::string& borrowing_limit = "") {
     v1::QueueObject o;
     auto* cq = o.mutable_cluster_queue();
     cq->mutable_metadata()->set_name(name);
+    cq->mutable_spec()->set_cohort_name(cohort);
     cq->mutable_spec()->set_queueing_strategy(strategy);
     if (select_all) cq->mutable_spec()->mutable_namespace_selector();
     auto* g = cq->mutable_spec()->add_resource_groups();
@@ -54,6 +56,7 @@ class EngineTest : public ::testing::Test {
       auto* rq = fq->add_resources();
       rq->set_name("cpu");
       rq->set_nominal_quota(f.cpu);
+      if (!borrowing_limit.empty()) rq->set_borrowing_limit(borrowing_limit);
     }
     Apply(o);
   }
@@ -331,6 +334,52 @@ TEST_F(EngineTest, StoppedNeedsAnEviction) {
   absl::StatusOr<v1::ReleaseQuotaResponse> resp = engine_.ReleaseQuota(req, Now());
   EXPECT_EQ(resp.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ErrorReasonOf(resp.status()), "WORKLOAD_NOT_EVICTED");
+}
+
+TEST_F(EngineTest, BorrowsWithinTheCohortUpToTheBorrowingLimit) {
+  Flavor("default");
+  ClusterQueue("a", {{"default", "2"}}, "BestEffortFIFO", true, "team", "3");
+  ClusterQueue("b", {{"default", "10"}}, "BestEffortFIFO", true, "team");
+  LocalQueue("lq-a", "a");
+  LocalQueue("lq-b", "b");
+  ASSERT_TRUE(Submit(MakeWorkload("borrower", 5, "1", 0, "lq-a")).ok());   // 2 own + 3 borrowed
+  ASSERT_TRUE(Submit(MakeWorkload("too-much", 1, "1", 0, "lq-a")).ok());   // beyond the limit
+  Schedule();
+  EXPECT_EQ(FlavorOf("borrower"), "default");
+  EXPECT_EQ(Pending("too-much"),
+            std::make_pair(std::string("WaitingForQuota"),
+                           std::string("couldn't assign flavors to pod set main: insufficient "
+                                       "unused quota for cpu in flavor default, 1 more needed")));
+  v1::GetObjectRequest get;
+  get.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
+  get.set_name("a");
+  const v1::QueueObject a = *engine_.Get(get);
+  EXPECT_EQ(a.cluster_queue().status().flavors_reservation(0).resources(0).total(), "5");
+  EXPECT_EQ(a.cluster_queue().status().flavors_reservation(0).resources(0).borrowed(), "3");
+  // b lent 3 of its 10: a 8-CPU workload in b no longer fits until the borrower finishes.
+  ASSERT_TRUE(Submit(MakeWorkload("owner", 8, "1", 0, "lq-b")).ok());
+  Schedule();
+  EXPECT_EQ(FlavorOf("owner"), "");
+  Finish("borrower");
+  Schedule();
+  EXPECT_EQ(FlavorOf("owner"), "default");
+}
+
+TEST_F(EngineTest, OnlyOneOfTwoBorrowersFitsInOneCycle) {
+  Flavor("default");
+  ClusterQueue("a", {{"default", "0"}}, "BestEffortFIFO", true, "team");
+  ClusterQueue("b", {{"default", "0"}}, "BestEffortFIFO", true, "team");
+  ClusterQueue("lender", {{"default", "4"}}, "BestEffortFIFO", true, "team");
+  LocalQueue("lq-a", "a");
+  LocalQueue("lq-b", "b");
+  ASSERT_TRUE(Submit(MakeWorkload("first", 3, "1", 0, "lq-a")).ok());
+  ASSERT_TRUE(Submit(MakeWorkload("second", 3, "1", 0, "lq-b")).ok());
+  CycleStats cycle = engine_.RunCycle(Now());
+  EXPECT_EQ(cycle.admitted, 1);
+  EXPECT_EQ(FlavorOf("first"), "default");  // older, so first in the iteration order
+  EXPECT_EQ(Pending("second"),
+            std::make_pair(std::string("WaitingForQuota"),
+                           std::string("Workload no longer fits after processing another workload")));
 }
 
 // Builds the same state twice through the same calls; returns the Changes as bytes.

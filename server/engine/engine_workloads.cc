@@ -113,6 +113,25 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
 }
 
 void Engine::Impl::RequeueInadmissible(ClusterQueueState& cq) {
+  for (const std::string& name : quota_tree_.ClusterQueuesUnder(quota_tree_.Root(cq.name()))) {
+    auto it = cluster_queues_.find(name);
+    if (it != cluster_queues_.end()) RequeueInadmissibleOne(it->second);
+  }
+}
+
+void Engine::Impl::RebuildQuotaTree() {
+  std::map<std::string, const v1::ClusterQueueSpec*> cqs;
+  std::map<std::string, FlavorResourceQuantities> usage;
+  for (const auto& [name, cq] : cluster_queues_) {
+    cqs[name] = &cq.spec_object().spec();
+    usage[name] = cq.usage;
+  }
+  std::map<std::string, const v1::CohortSpec*> cohorts;
+  for (const auto& [name, object] : cohorts_) cohorts[name] = &object.cohort().spec();
+  quota_tree_.Rebuild(cqs, cohorts, usage);
+}
+
+void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
   if (cq.inadmissible.empty()) return;
   for (const QueueKey& k : cq.inadmissible) {
     cq.heap.insert(k);
@@ -152,6 +171,7 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
   if (it == cluster_queues_.end()) return;
   ClusterQueueState& cq = it->second;
   AddTo(&cq.usage, entry.usage, sign);
+  quota_tree_.AddUsage(cq.name(), entry.usage, sign);
   cq.reserving += sign;
   if (IsConditionTrue(entry.object, kAdmitted)) cq.admitted += sign;
 }

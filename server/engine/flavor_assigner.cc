@@ -94,9 +94,12 @@ ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps) {
   return total;
 }
 
-Assignment AssignFlavors(const ClusterQueueState& cq,
+Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets) {
+  const std::string& cq_name = cq.name();
+  const bool try_next_when_borrowing =
+      cq.spec_object().spec().flavor_fungibility().when_can_borrow() == "TryNextFlavor";
   Assignment out;
   out.fits = true;
   std::vector<std::string> podset_messages;
@@ -134,6 +137,9 @@ Assignment AssignFlavors(const ClusterQueueState& cq,
       if (!groups_done.insert(g).second) continue;  // one flavor per group per pod set
       const ResourceGroupQuota& group = cq.groups[g];
       bool group_fits = false;
+      // The best fitting flavor seen while scanning on past borrowing ones (§4.3).
+      std::string best_flavor;
+      int best_borrow = 0;
       for (const std::string& flavor_name : group.flavors) {
         // Eligibility.
         std::string ineligible;
@@ -163,7 +169,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq,
           auto assumed_it = out.usage.find(fr);
           const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
           const int64_t val = SaturatingAdd(assumed, req->second);
-          const int64_t max_cap = cq.PotentialAvailable(fr);
+          const int64_t max_cap = tree.PotentialAvailable(cq_name, fr);
           std::string why, reason;
           if (val > max_cap) {
             reason = kReasonExceedsMaxQuota;
@@ -172,10 +178,11 @@ Assignment AssignFlavors(const ClusterQueueState& cq,
                                FormatQuantity(r, assumed), ") + current podset request (",
                                FormatQuantity(r, req->second), ") > maximum capacity (",
                                FormatQuantity(r, max_cap), ")");
-          } else if (val > cq.Available(fr)) {
+          } else if (val > tree.Available(cq_name, fr)) {
             reason = kReasonWaitingForQuota;
             why = absl::StrCat("insufficient unused quota for ", r, " in flavor ", flavor_name,
-                               ", ", FormatQuantity(r, val - cq.Available(fr)), " more needed");
+                               ", ", FormatQuantity(r, val - tree.Available(cq_name, fr)),
+                               " more needed");
           }
           if (!why.empty()) {
             reasons.push_back(why);
@@ -186,15 +193,37 @@ Assignment AssignFlavors(const ClusterQueueState& cq,
           }
         }
         if (!flavor_fits) continue;
+        int borrow = 0;
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
           if (req == total.end()) continue;
-          chosen[r] = flavor_name;
-          out.usage[{flavor_name, r}] = SaturatingAdd(out.usage[{flavor_name, r}], req->second);
-          out.attempts.push_back({ps.name, r, flavor_name, "Fit", ""});
+          const FlavorResource fr{flavor_name, r};
+          auto assumed_it = out.usage.find(fr);
+          const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
+          borrow = std::max(borrow, tree.BorrowingLevel(cq_name, fr,
+                                                        SaturatingAdd(assumed, req->second)));
         }
+        if (best_flavor.empty() || borrow < best_borrow) {
+          best_flavor = flavor_name;
+          best_borrow = borrow;
+        }
+        // By default a flavor that fits only by borrowing ends the scan (whenCanBorrow
+        // MayStopSearch); TryNextFlavor looks on for one that fits without borrowing.
+        if (borrow == 0 || !try_next_when_borrowing) break;
+        out.attempts.push_back({ps.name, group.resources.front(), flavor_name, "Fit",
+                                "fits by borrowing; trying the next flavor"});
+      }
+      if (!best_flavor.empty()) {
+        for (const std::string& r : group.resources) {
+          auto req = total.find(r);
+          if (req == total.end()) continue;
+          chosen[r] = best_flavor;
+          out.usage[{best_flavor, r}] = SaturatingAdd(out.usage[{best_flavor, r}], req->second);
+          out.attempts.push_back({ps.name, r, best_flavor, "Fit",
+                                  best_borrow > 0 ? "fits by borrowing from the cohort" : ""});
+        }
+        out.borrowing_level = std::max(out.borrowing_level, best_borrow);
         group_fits = true;
-        break;  // nominal quota only: a fitting flavor never borrows, so the scan stops here
       }
       if (!group_fits) {
         podset_fits = false;

@@ -20,6 +20,7 @@
 
 #include "admitd/v1/objects.pb.h"
 #include "server/engine/cluster_queue.h"
+#include "server/engine/quota_tree.h"
 #include "server/engine/resources.h"
 
 namespace admitd::engine {
@@ -46,13 +47,14 @@ struct Assignment {
   std::vector<std::map<std::string, std::string>> flavors;  // per pod set: resource -> flavor
   std::vector<ResourceList> totals;  // per pod set: total request for `count` pods
   FlavorResourceQuantities usage;    // what admitting it would add
+  int borrowing_level = 0;           // highest over the chosen flavors (0: no borrowing)
   std::string reason;                // the NoFit reason (§4.5) when !fits
   std::string message;               // the status message (§4.4) when !fits
   std::vector<FlavorAttempt> attempts;
 };
 
 // `flavors` maps flavor name -> ResourceFlavor (missing = not found).
-Assignment AssignFlavors(const ClusterQueueState& cq,
+Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets);
 

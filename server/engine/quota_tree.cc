@@ -1,0 +1,218 @@
+#include "server/engine/quota_tree.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "server/engine/quantity.h"
+
+namespace admitd::engine {
+
+void ReadQuotas(const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& groups,
+                FlavorResourceQuantities* nominal, std::map<FlavorResource, int64_t>* borrowing,
+                std::map<FlavorResource, int64_t>* lending) {
+  for (const v1::ResourceGroup& g : groups) {
+    for (const v1::FlavorQuotas& fq : g.flavors()) {
+      for (const v1::ResourceQuota& q : fq.resources()) {
+        const FlavorResource fr{fq.name(), q.name()};
+        auto v = ParseQuantity(q.name(), q.nominal_quota());
+        (*nominal)[fr] = v.ok() ? *v : 0;
+        if (q.has_borrowing_limit()) {
+          auto b = ParseQuantity(q.name(), q.borrowing_limit());
+          (*borrowing)[fr] = b.ok() ? *b : 0;
+        }
+        if (q.has_lending_limit()) {
+          auto l = ParseQuantity(q.name(), q.lending_limit());
+          (*lending)[fr] = l.ok() ? *l : 0;
+        }
+      }
+    }
+  }
+}
+
+int64_t QuotaTree::Get(const FlavorResourceQuantities& m, const FlavorResource& fr) {
+  auto it = m.find(fr);
+  return it == m.end() ? 0 : it->second;
+}
+
+QuotaTree::Node* QuotaTree::Cohort(const std::string& name) {
+  std::unique_ptr<Node>& slot = cohorts_[name];
+  if (!slot) {
+    slot = std::make_unique<Node>();
+    slot->name = name;
+  }
+  return slot.get();
+}
+
+void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>& cluster_queues,
+                        const std::map<std::string, const v1::CohortSpec*>& cohorts,
+                        const std::map<std::string, FlavorResourceQuantities>& usage) {
+  cluster_queues_.clear();
+  cohorts_.clear();
+  // Cohort objects first: their quota, limits and parents.
+  for (const auto& [name, spec] : cohorts) {
+    Node* n = Cohort(name);
+    ReadQuotas(spec->resource_groups(), &n->nominal, &n->borrowing_limit, &n->lending_limit);
+  }
+  for (const auto& [name, spec] : cohorts) {
+    if (spec->parent_name().empty()) continue;
+    // A parent that would close a cycle is ignored: the cohort becomes a root.
+    std::set<std::string> seen = {name};
+    std::string up = spec->parent_name();
+    bool cycle = false;
+    while (!up.empty()) {
+      if (!seen.insert(up).second) {
+        cycle = true;
+        break;
+      }
+      auto it = cohorts.find(up);
+      up = it == cohorts.end() ? "" : it->second->parent_name();
+    }
+    if (cycle) continue;
+    Node* n = Cohort(name);
+    n->parent = Cohort(spec->parent_name());  // a missing parent is a cohort without quota
+    n->parent->children.push_back(n);
+  }
+  for (const auto& [name, spec] : cluster_queues) {
+    auto node = std::make_unique<Node>();
+    node->name = name;
+    node->is_cluster_queue = true;
+    ReadQuotas(spec->resource_groups(), &node->nominal, &node->borrowing_limit,
+               &node->lending_limit);
+    if (!spec->cohort_name().empty()) {
+      node->parent = Cohort(spec->cohort_name());
+      node->parent->children.push_back(node.get());
+    }
+    auto u = usage.find(name);
+    if (u != usage.end()) node->usage = u->second;
+    cluster_queues_[name] = std::move(node);
+  }
+  for (auto& [name, node] : cohorts_) {
+    if (node->parent == nullptr) Derive(node.get());
+  }
+  for (auto& [name, node] : cluster_queues_) {
+    if (node->parent == nullptr) Derive(node.get());
+  }
+}
+
+// Post-order: heights, subtree and local quotas, and the usage that lands in each cohort.
+void QuotaTree::Derive(Node* n) {
+  n->height = 0;
+  n->subtree_quota = n->nominal;
+  if (!n->is_cluster_queue) n->usage.clear();
+  for (Node* child : n->children) {
+    Derive(child);
+    n->height = std::max(n->height, child->height + 1);
+    for (const auto& [fr, q] : child->subtree_quota) {
+      n->subtree_quota[fr] = SaturatingAdd(Get(n->subtree_quota, fr), q - Get(child->local_quota, fr));
+    }
+    for (const auto& [fr, u] : child->usage) {
+      const int64_t lands = std::max<int64_t>(0, u - Get(child->local_quota, fr));
+      if (lands > 0) n->usage[fr] = SaturatingAdd(Get(n->usage, fr), lands);
+    }
+  }
+  n->local_quota.clear();
+  for (const auto& [fr, limit] : n->lending_limit) {
+    n->local_quota[fr] = std::max<int64_t>(0, Get(n->subtree_quota, fr) - limit);
+  }
+}
+
+const QuotaTree::Node* QuotaTree::Find(const std::string& cq) const {
+  auto it = cluster_queues_.find(cq);
+  return it == cluster_queues_.end() ? nullptr : it->second.get();
+}
+
+int64_t QuotaTree::LocalAvailable(const Node& n, const FlavorResource& fr) const {
+  return std::max<int64_t>(0, Get(n.local_quota, fr) - Get(n.usage, fr));
+}
+
+int64_t QuotaTree::AvailableAt(const Node& n, const FlavorResource& fr) const {
+  if (n.parent == nullptr) return Get(n.subtree_quota, fr) - Get(n.usage, fr);
+  int64_t from_parent = AvailableAt(*n.parent, fr);
+  auto limit = n.borrowing_limit.find(fr);
+  if (limit != n.borrowing_limit.end()) {
+    const int64_t local = Get(n.local_quota, fr);
+    const int64_t cap = (Get(n.subtree_quota, fr) - local) -
+                        std::max<int64_t>(0, Get(n.usage, fr) - local) + limit->second;
+    from_parent = std::min(from_parent, cap);
+  }
+  return SaturatingAdd(LocalAvailable(n, fr), from_parent);
+}
+
+int64_t QuotaTree::PotentialAt(const Node& n, const FlavorResource& fr) const {
+  if (n.parent == nullptr) return Get(n.subtree_quota, fr);
+  int64_t potential = SaturatingAdd(Get(n.local_quota, fr), PotentialAt(*n.parent, fr));
+  auto limit = n.borrowing_limit.find(fr);
+  if (limit != n.borrowing_limit.end()) {
+    potential = std::min(potential, SaturatingAdd(Get(n.subtree_quota, fr), limit->second));
+  }
+  return potential;
+}
+
+int64_t QuotaTree::Available(const std::string& cq, const FlavorResource& fr) const {
+  const Node* n = Find(cq);
+  return n == nullptr ? 0 : std::max<int64_t>(0, AvailableAt(*n, fr));
+}
+
+int64_t QuotaTree::PotentialAvailable(const std::string& cq, const FlavorResource& fr) const {
+  const Node* n = Find(cq);
+  return n == nullptr ? 0 : PotentialAt(*n, fr);
+}
+
+int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
+                              int64_t value) const {
+  const Node* n = Find(cq);
+  if (n == nullptr || n->parent == nullptr) return 0;
+  if (Get(n->nominal, fr) >= SaturatingAdd(Get(n->usage, fr), value)) return 0;
+  int64_t remaining = value - LocalAvailable(*n, fr);
+  const Node* a = n->parent;
+  while (true) {
+    if (Get(a->subtree_quota, fr) >= SaturatingAdd(Get(a->usage, fr), remaining)) return a->height;
+    if (a->parent == nullptr) return a->height;
+    remaining -= LocalAvailable(*a, fr);
+    a = a->parent;
+  }
+}
+
+std::string QuotaTree::Root(const std::string& cq) const {
+  const Node* n = Find(cq);
+  if (n == nullptr) return cq;
+  while (n->parent != nullptr) n = n->parent;
+  return n->name;
+}
+
+std::vector<std::string> QuotaTree::ClusterQueuesUnder(const std::string& root) const {
+  std::vector<std::string> out;
+  const Node* start = nullptr;
+  if (auto it = cohorts_.find(root); it != cohorts_.end()) start = it->second.get();
+  if (start == nullptr) start = Find(root);
+  if (start == nullptr) return out;
+  std::function<void(const Node*)> walk = [&](const Node* n) {
+    if (n->is_cluster_queue) out.push_back(n->name);
+    for (const Node* c : n->children) walk(c);
+  };
+  walk(start);
+  return out;
+}
+
+void QuotaTree::AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign) {
+  auto it = cluster_queues_.find(cq);
+  if (it == cluster_queues_.end()) return;
+  for (const auto& [fr, v] : usage) {
+    int64_t delta = sign * v;
+    for (Node* n = it->second.get(); n != nullptr && delta != 0; n = n->parent) {
+      const int64_t local = Get(n->local_quota, fr);
+      const int64_t before = Get(n->usage, fr);
+      const int64_t after = SaturatingAdd(before, delta);
+      if (after == 0) {
+        n->usage.erase(fr);
+      } else {
+        n->usage[fr] = after;
+      }
+      // Only what lies beyond the node's local quota lands in its parent.
+      delta = std::max<int64_t>(0, after - local) - std::max<int64_t>(0, before - local);
+    }
+  }
+}
+
+}  // namespace admitd::engine

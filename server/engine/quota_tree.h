@@ -1,0 +1,88 @@
+// QuotaTree: ClusterQueues and cohorts as a tree, with the quota formulas of §3 of the
+// semantics: subtree quota, local (unlendable) quota, usage that lands in the parent only beyond
+// a node's local quota, available quota bounded by borrowing limits, and the potential quota a
+// queue could ever use.
+//
+// ClusterQueues are leaves. A cohort exists as soon as a ClusterQueue names it; a Cohort object
+// adds a parent and quota of its own. Usage changes are applied incrementally (AddUsage), so
+// admission and release cost the height of the tree; Rebuild re-derives the structure and
+// quotas when ClusterQueues or Cohorts change.
+//
+//   tree.Rebuild(cluster_queues, cohorts);
+//   int64_t free = tree.Available("team-a", {"default", "cpu"});
+//   tree.AddUsage("team-a", usage, +1);
+//
+// Thread safety: none; owned by the Engine.
+#ifndef ADMITD_SERVER_ENGINE_QUOTA_TREE_H_
+#define ADMITD_SERVER_ENGINE_QUOTA_TREE_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "admitd/v1/objects.pb.h"
+#include "server/engine/resources.h"
+
+namespace admitd::engine {
+
+class QuotaTree {
+ public:
+  // Rebuilds the tree from every ClusterQueue (name -> spec) and Cohort object (name -> spec),
+  // keeping each ClusterQueue's usage (`usage` by ClusterQueue name).
+  void Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>& cluster_queues,
+               const std::map<std::string, const v1::CohortSpec*>& cohorts,
+               const std::map<std::string, FlavorResourceQuantities>& usage);
+
+  // Quota the ClusterQueue can still use for `fr`, borrowing included; never below 0.
+  int64_t Available(const std::string& cq, const FlavorResource& fr) const;
+  // The most the ClusterQueue could use for `fr` if nothing else used anything.
+  int64_t PotentialAvailable(const std::string& cq, const FlavorResource& fr) const;
+  // 0 when `value` more of `fr` fits in the ClusterQueue's nominal quota (or it has no cohort);
+  // otherwise the height of the lowest subtree above it where it fits (§3).
+  int BorrowingLevel(const std::string& cq, const FlavorResource& fr, int64_t value) const;
+  // The root of the ClusterQueue's tree (itself when it has no cohort).
+  std::string Root(const std::string& cq) const;
+  // Every ClusterQueue in the tree rooted at `root`.
+  std::vector<std::string> ClusterQueuesUnder(const std::string& root) const;
+
+  // Adds (sign +1) or removes (sign -1) a workload's usage in the ClusterQueue and the part of
+  // it that lands in each ancestor.
+  void AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign);
+
+ private:
+  struct Node {
+    std::string name;
+    bool is_cluster_queue = false;
+    Node* parent = nullptr;
+    std::vector<Node*> children;
+    int height = 0;  // distance to the furthest leaf below
+    FlavorResourceQuantities nominal;
+    std::map<FlavorResource, int64_t> borrowing_limit;  // absent: unlimited
+    std::map<FlavorResource, int64_t> lending_limit;    // absent: lend everything
+    FlavorResourceQuantities subtree_quota;
+    FlavorResourceQuantities local_quota;
+    FlavorResourceQuantities usage;
+  };
+
+  static int64_t Get(const FlavorResourceQuantities& m, const FlavorResource& fr);
+  int64_t LocalAvailable(const Node& n, const FlavorResource& fr) const;
+  int64_t AvailableAt(const Node& n, const FlavorResource& fr) const;
+  int64_t PotentialAt(const Node& n, const FlavorResource& fr) const;
+  Node* Cohort(const std::string& name);
+  void Derive(Node* n);
+  const Node* Find(const std::string& cq) const;
+
+  std::map<std::string, std::unique_ptr<Node>> cluster_queues_;
+  std::map<std::string, std::unique_ptr<Node>> cohorts_;
+};
+
+// Reads a resource-group list into nominal quota and limits.
+void ReadQuotas(const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& groups,
+                FlavorResourceQuantities* nominal, std::map<FlavorResource, int64_t>* borrowing,
+                std::map<FlavorResource, int64_t>* lending);
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_QUOTA_TREE_H_

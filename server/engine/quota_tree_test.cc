@@ -1,0 +1,98 @@
+#include "server/engine/quota_tree.h"
+
+#include "gtest/gtest.h"
+
+namespace admitd::engine {
+namespace {
+
+// A ClusterQueue spec over one flavor "f" and resource "cpu".
+v1::ClusterQueueSpec Queue(const std::string& cohort, const std::string& nominal,
+                           const std::string& borrowing = "", const std::string& lending = "") {
+  v1::ClusterQueueSpec spec;
+  spec.set_cohort_name(cohort);
+  auto* g = spec.add_resource_groups();
+  g->add_covered_resources("cpu");
+  auto* fq = g->add_flavors();
+  fq->set_name("f");
+  auto* q = fq->add_resources();
+  q->set_name("cpu");
+  q->set_nominal_quota(nominal);
+  if (!borrowing.empty()) q->set_borrowing_limit(borrowing);
+  if (!lending.empty()) q->set_lending_limit(lending);
+  return spec;
+}
+
+const FlavorResource kCpu{"f", "cpu"};
+
+FlavorResourceQuantities Cpu(int64_t cores) { return {{kCpu, cores * 1000}}; }
+
+TEST(QuotaTreeTest, LendingLimitWorkedExample) {
+  // §3: cohort `lend` with lend-a (nominal 3, lendingLimit 2) and lend-b (nominal 2,
+  // lendingLimit 2): localQuota(a) = 1, localQuota(b) = 0, subtreeQuota(lend) = 4.
+  const v1::ClusterQueueSpec a = Queue("lend", "3", "", "2"), b = Queue("lend", "2", "", "2");
+  QuotaTree tree;
+  tree.Rebuild({{"lend-a", &a}, {"lend-b", &b}}, {}, {});
+  tree.AddUsage("lend-b", Cpu(2), +1);
+  // available(lend-b) = 0 + (4 - 2) = 2: a 3-CPU request is 1 short...
+  EXPECT_EQ(tree.Available("lend-b", kCpu), 2000);
+  // ...and potentialAvailable(lend-b) = 0 + 4 = 4 >= 3, so it does not exceed the maximum.
+  EXPECT_EQ(tree.PotentialAvailable("lend-b", kCpu), 4000);
+  // lend-a keeps its 1 private CPU and may use what the cohort has left.
+  EXPECT_EQ(tree.Available("lend-a", kCpu), 3000);
+  EXPECT_EQ(tree.PotentialAvailable("lend-a", kCpu), 5000);
+}
+
+TEST(QuotaTreeTest, BorrowingUpToTheLimit) {
+  const v1::ClusterQueueSpec a = Queue("c", "2", "1"), b = Queue("c", "4");
+  QuotaTree tree;
+  tree.Rebuild({{"a", &a}, {"b", &b}}, {}, {});
+  EXPECT_EQ(tree.Available("a", kCpu), 3000);  // its 2 plus 1 borrowed
+  EXPECT_EQ(tree.PotentialAvailable("a", kCpu), 3000);
+  EXPECT_EQ(tree.Available("b", kCpu), 6000);  // no limit: the whole cohort
+  EXPECT_EQ(tree.BorrowingLevel("a", kCpu, 2000), 0);
+  EXPECT_EQ(tree.BorrowingLevel("a", kCpu, 3000), 1);  // fits in the flat cohort (height 1)
+  tree.AddUsage("b", Cpu(4), +1);
+  EXPECT_EQ(tree.Available("a", kCpu), 2000);
+  tree.AddUsage("a", Cpu(2), +1);
+  EXPECT_EQ(tree.Available("b", kCpu), 0);
+  tree.AddUsage("b", Cpu(4), -1);
+  EXPECT_EQ(tree.Available("a", kCpu), 1000);  // the borrowing limit, not the free 4
+  EXPECT_EQ(tree.Available("b", kCpu), 4000);
+}
+
+TEST(QuotaTreeTest, CohortObjectsAddQuotaAndNest) {
+  // root (quota 10) <- team (no quota) <- q1 (nominal 1), q2 (nominal 1)
+  v1::CohortSpec root;
+  auto* g = root.add_resource_groups();
+  g->add_covered_resources("cpu");
+  auto* fq = g->add_flavors();
+  fq->set_name("f");
+  fq->add_resources()->set_name("cpu");
+  fq->mutable_resources(0)->set_nominal_quota("10");
+  v1::CohortSpec team;
+  team.set_parent_name("root");
+  const v1::ClusterQueueSpec q1 = Queue("team", "1"), q2 = Queue("team", "1");
+  QuotaTree tree;
+  tree.Rebuild({{"q1", &q1}, {"q2", &q2}}, {{"root", &root}, {"team", &team}}, {});
+  EXPECT_EQ(tree.Root("q1"), "root");
+  EXPECT_EQ(tree.PotentialAvailable("q1", kCpu), 12000);
+  EXPECT_EQ(tree.BorrowingLevel("q1", kCpu, 2000), 1);   // fits in team (height 1)
+  EXPECT_EQ(tree.BorrowingLevel("q1", kCpu, 5000), 2);   // only the root can hold it
+  tree.AddUsage("q1", Cpu(5), +1);
+  EXPECT_EQ(tree.Available("q2", kCpu), 7000);
+  EXPECT_EQ(tree.ClusterQueuesUnder("root"), (std::vector<std::string>{"q1", "q2"}));
+}
+
+TEST(QuotaTreeTest, RebuildKeepsUsage) {
+  const v1::ClusterQueueSpec a = Queue("c", "2"), b = Queue("c", "2");
+  QuotaTree tree;
+  tree.Rebuild({{"a", &a}, {"b", &b}}, {}, {{"a", Cpu(3)}});
+  EXPECT_EQ(tree.Available("b", kCpu), 1000);
+  const v1::ClusterQueueSpec lone = Queue("", "2");
+  tree.Rebuild({{"lone", &lone}}, {}, {{"lone", Cpu(1)}});
+  EXPECT_EQ(tree.Available("lone", kCpu), 1000);
+  EXPECT_EQ(tree.BorrowingLevel("lone", kCpu, 5000), 0);  // no cohort: never borrows
+}
+
+}  // namespace
+}  // namespace admitd::engine
