@@ -55,6 +55,7 @@ struct ClusterQueueState {
   FlavorResourceQuantities usage;
   int reserving = 0;
   int admitted = 0;
+  std::set<std::string> reserved_keys;  // workloads holding a reservation here
 
   // Pending workloads: the heap gives heads; inadmissible ones wait for a requeue event.
   std::set<QueueKey> heap;

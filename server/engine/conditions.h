@@ -22,6 +22,7 @@ inline constexpr char kRequeued[] = "Requeued";
 
 // Reasons.
 inline constexpr char kReasonWaitingForQuota[] = "WaitingForQuota";
+inline constexpr char kReasonWaitingForPreemptedWorkloads[] = "WaitingForPreemptedWorkloads";
 inline constexpr char kReasonNoMatchingFlavor[] = "NoMatchingFlavor";
 inline constexpr char kReasonExceedsMaxQuota[] = "ExceedsMaxQuota";
 inline constexpr char kReasonMisconfigured[] = "Misconfigured";

@@ -91,7 +91,10 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++set_aside;
       continue;
     }
-    head.assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets);
+    const PreemptionOracle oracle = [&](const FlavorResource& fr, int64_t value) {
+      return !FindTargets(cq, entry, {{fr, value}}).empty();
+    };
+    head.assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle);
     nominated.push_back(std::move(head));
   }
   // Iteration order (§6.4): lower borrowing level, then higher priority, then earlier time.
@@ -121,6 +124,22 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       cq.heap.insert(entry.queue_key);  // failed after nomination: back to the heap
       entry.where = WorkloadEntry::Where::kHeap;
       continue;
+    }
+    if (assignment.preempt) {
+      std::vector<WorkloadEntry*> targets = FindTargets(cq, entry, assignment.usage);
+      if (!targets.empty()) {
+        for (WorkloadEntry* victim : targets) {
+          // An already evicted victim counts as preempted: its quota comes back on release.
+          if (!IsConditionTrue(victim->object, kEvicted)) Preempt(*victim, entry, now);
+        }
+        MarkPending(entry, kReasonWaitingForPreemptedWorkloads,
+                    absl::StrCat(assignment.message, ". Pending the preemption of ",
+                                 targets.size(), " workload(s)"),
+                    now);
+        cq.heap.insert(entry.queue_key);  // stays first in line until the victims are gone
+        entry.where = WorkloadEntry::Where::kHeap;
+        continue;
+      }
     }
     MarkPending(entry, assignment.reason, assignment.message, now);
     if (cq.strict_fifo) {
@@ -193,7 +212,11 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
     why->set_message("workload namespace doesn't match ClusterQueue selector");
     return out;
   }
-  Assignment assignment = AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets);
+  Engine::Impl* self = const_cast<Engine::Impl*>(this);  // FindTargets undoes what it simulates
+  const PreemptionOracle oracle = [&](const FlavorResource& fr, int64_t value) {
+    return !self->FindTargets(cq, *entry, {{fr, value}}).empty();
+  };
+  Assignment assignment = AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();
     f->set_pod_set(a.pod_set);
@@ -203,6 +226,11 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
     f->set_reason(a.reason);
   }
   why->set_would_admit(assignment.fits);
+  if (assignment.preempt) {
+    for (WorkloadEntry* victim : self->FindTargets(cq, *entry, assignment.usage)) {
+      why->add_would_preempt(victim->key());
+    }
+  }
   if (assignment.fits) {
     *why->mutable_admission() = BuildAdmission(*entry, cq, assignment);
     why->set_message(absl::StrCat("would reserve quota in ClusterQueue ", cq.name()));

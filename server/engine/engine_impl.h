@@ -88,6 +88,12 @@ class Engine::Impl {
   FlavorResourceQuantities UsageFromAdmission(const WorkloadEntry& entry) const;
   void Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assignment& assignment,
              absl::Time now);
+  // Preemption within the ClusterQueue (§7, classical): the minimal set of workloads whose
+  // removal lets `requests` fit, in Kueue's candidate order; empty when none does.
+  std::vector<WorkloadEntry*> FindTargets(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
+                                          const FlavorResourceQuantities& requests);
+  // Marks a victim Evicted and Preempted; it keeps its quota until ReleaseQuota(stopped).
+  void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, absl::Time now);
   // Sets the pending condition; a Change only when it differs.
   void MarkPending(WorkloadEntry& entry, const std::string& reason, const std::string& message,
                    absl::Time now);

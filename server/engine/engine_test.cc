@@ -382,6 +382,77 @@ TEST_F(EngineTest, OnlyOneOfTwoBorrowersFitsInOneCycle) {
                            std::string("Workload no longer fits after processing another workload")));
 }
 
+TEST_F(EngineTest, PreemptsTheNewestLowerPriorityWorkloadInTheClusterQueue) {
+  Flavor("default");
+  v1::QueueObject o;
+  auto* cq = o.mutable_cluster_queue();
+  cq->mutable_metadata()->set_name("cq");
+  cq->mutable_spec()->mutable_namespace_selector();
+  cq->mutable_spec()->mutable_preemption()->set_within_cluster_queue("LowerPriority");
+  auto* g = cq->mutable_spec()->add_resource_groups();
+  g->add_covered_resources("cpu");
+  auto* fq = g->add_flavors();
+  fq->set_name("default");
+  fq->add_resources()->set_name("cpu");
+  fq->mutable_resources(0)->set_nominal_quota("4");
+  Apply(o);
+  LocalQueue("lq", "cq");
+  ASSERT_TRUE(Submit(MakeWorkload("low-old", 2, "1", 1)).ok());
+  Schedule();
+  ASSERT_TRUE(Submit(MakeWorkload("low-new", 2, "1", 1)).ok());
+  Schedule();
+  v1::Workload high = MakeWorkload("high", 2, "1", 10);
+  high.mutable_metadata()->set_uid("high-uid");
+  ASSERT_TRUE(Submit(high).ok());
+  Schedule();
+  EXPECT_EQ(FlavorOf("high"), "");
+  EXPECT_EQ(Pending("high"),
+            std::make_pair(std::string("WaitingForPreemptedWorkloads"),
+                           std::string("couldn't assign flavors to pod set main: insufficient "
+                                       "unused quota for cpu in flavor default, 2 more needed. "
+                                       "Pending the preemption of 1 workload(s)")));
+  const std::string message =
+      "Preempted to accommodate a workload (UID: high-uid, JobUID: UNKNOWN) due to "
+      "prioritization in the ClusterQueue; preemptor path: /cq; preemptee path: /cq";
+  const v1::Workload victim = Get("low-new");
+  const v1::Condition* evicted = FindCondition(victim, kEvicted);
+  ASSERT_NE(evicted, nullptr);
+  EXPECT_EQ(evicted->reason(), "Preempted");
+  EXPECT_EQ(evicted->message(), message);
+  const v1::Condition* preempted = FindCondition(victim, kPreempted);
+  ASSERT_NE(preempted, nullptr);
+  EXPECT_EQ(preempted->reason(), "InClusterQueue");
+  EXPECT_EQ(StateOf(Get("low-old")), v1::WORKLOAD_STATE_ADMITTED);
+  // The victim keeps its quota until its owner reports it stopped; then it requeues.
+  Schedule();
+  EXPECT_EQ(FlavorOf("high"), "");
+  v1::ReleaseQuotaRequest stop;
+  stop.set_namespace_("ns");
+  stop.set_name("low-new");
+  stop.mutable_stopped();
+  ASSERT_TRUE(engine_.ReleaseQuota(stop, Now()).ok());
+  Schedule();
+  EXPECT_EQ(FlavorOf("high"), "default");
+  const v1::Workload requeued = Get("low-new");
+  EXPECT_EQ(StateOf(requeued), v1::WORKLOAD_STATE_PENDING);
+  const v1::Condition* again = FindCondition(requeued, kRequeued);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->status(), "True");
+  EXPECT_EQ(again->reason(), "Preempted");
+}
+
+TEST_F(EngineTest, NeverPreemptsWithoutAPolicy) {
+  Flavor("default");
+  ClusterQueue("cq", {{"default", "2"}});
+  LocalQueue("lq", "cq");
+  ASSERT_TRUE(Submit(MakeWorkload("low", 2, "1", 1)).ok());
+  Schedule();
+  ASSERT_TRUE(Submit(MakeWorkload("high", 2, "1", 10)).ok());
+  Schedule();
+  EXPECT_EQ(Pending("high").first, "WaitingForQuota");
+  EXPECT_EQ(FindCondition(Get("low"), kEvicted), nullptr);
+}
+
 // Builds the same state twice through the same calls; returns the Changes as bytes.
 std::vector<std::string> Script(Engine& engine) {
   std::vector<std::string> out;

@@ -172,6 +172,11 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
   ClusterQueueState& cq = it->second;
   AddTo(&cq.usage, entry.usage, sign);
   quota_tree_.AddUsage(cq.name(), entry.usage, sign);
+  if (sign > 0) {
+    cq.reserved_keys.insert(entry.key());
+  } else {
+    cq.reserved_keys.erase(entry.key());
+  }
   cq.reserving += sign;
   if (IsConditionTrue(entry.object, kAdmitted)) cq.admitted += sign;
 }

@@ -96,10 +96,14 @@ ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps) {
 
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
-                         const std::vector<PodSetRequest>& pod_sets) {
+                         const std::vector<PodSetRequest>& pod_sets,
+                         const PreemptionOracle* oracle) {
   const std::string& cq_name = cq.name();
   const bool try_next_when_borrowing =
       cq.spec_object().spec().flavor_fungibility().when_can_borrow() == "TryNextFlavor";
+  const bool stop_when_can_preempt =
+      cq.spec_object().spec().flavor_fungibility().when_can_preempt() == "MayStopSearch";
+  bool any_preempt = false;
   Assignment out;
   out.fits = true;
   std::vector<std::string> podset_messages;
@@ -111,6 +115,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
     std::map<std::string, std::string> chosen;
     std::vector<std::string> reasons;
     bool podset_fits = true;
+    bool podset_preempts = false;
     // Per resource group, the least severe reason among its flavors (the best alternative).
     std::map<int, int> group_best_severity;
     std::map<int, std::string> group_best_reason;
@@ -140,6 +145,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       // The best fitting flavor seen while scanning on past borrowing ones (§4.3).
       std::string best_flavor;
       int best_borrow = 0;
+      std::string preempt_flavor;  // the first flavor that fits after preemption
       for (const std::string& flavor_name : group.flavors) {
         // Eligibility.
         std::string ineligible;
@@ -162,6 +168,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         }
         // Quota, for every covered resource the pod set requests.
         bool flavor_fits = true;
+        bool flavor_preempts = false;
+        std::vector<std::string> flavor_reasons;
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
           if (req == total.end()) continue;
@@ -185,6 +193,14 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                                " more needed");
           }
           if (!why.empty()) {
+            // Short of unused quota but within nominal: preempting may free it (§4.2).
+            if (reason == kReasonWaitingForQuota && oracle != nullptr &&
+                cq.nominal.count(fr) && cq.nominal.at(fr) >= val && (*oracle)(fr, val)) {
+              flavor_preempts = true;
+              flavor_reasons.push_back(why);
+              out.attempts.push_back({ps.name, r, flavor_name, "Preempt", why});
+              continue;
+            }
             reasons.push_back(why);
             out.attempts.push_back({ps.name, r, flavor_name, "NoFit", why});
             note_group_reason(g, reason);
@@ -192,7 +208,17 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             break;  // once a resource does not fit, the rest are not assigned
           }
         }
-        if (!flavor_fits) continue;
+        if (!flavor_fits) {
+          reasons.insert(reasons.end(), flavor_reasons.begin(), flavor_reasons.end());
+          continue;
+        }
+        if (flavor_preempts) {
+          reasons.insert(reasons.end(), flavor_reasons.begin(), flavor_reasons.end());
+          note_group_reason(g, kReasonWaitingForQuota);
+          if (preempt_flavor.empty()) preempt_flavor = flavor_name;
+          if (stop_when_can_preempt) break;
+          continue;  // whenCanPreempt TryNextFlavor: a later flavor may fit without it
+        }
         int borrow = 0;
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
@@ -213,6 +239,11 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         out.attempts.push_back({ps.name, group.resources.front(), flavor_name, "Fit",
                                 "fits by borrowing; trying the next flavor"});
       }
+      const bool preempting = best_flavor.empty() && !preempt_flavor.empty();
+      if (preempting) {
+        best_flavor = preempt_flavor;
+        any_preempt = true;
+      }
       if (!best_flavor.empty()) {
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
@@ -223,14 +254,20 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                                   best_borrow > 0 ? "fits by borrowing from the cohort" : ""});
         }
         out.borrowing_level = std::max(out.borrowing_level, best_borrow);
-        group_fits = true;
+        group_fits = !preempting;
+        if (preempting) podset_preempts = true;
       }
-      if (!group_fits) {
+      if (!group_fits && !podset_preempts) {
         podset_fits = false;
         if (group.flavors.empty()) note_group_reason(g, kReasonNoMatchingFlavor);
       }
     }
     out.flavors.push_back(std::move(chosen));
+    if (podset_fits && podset_preempts) {
+      std::sort(reasons.begin(), reasons.end());
+      podset_messages.push_back(absl::StrCat("couldn't assign flavors to pod set ", ps.name, ": ",
+                                             absl::StrJoin(reasons, ", ")));
+    }
     if (!podset_fits) {
       out.fits = false;
       std::sort(reasons.begin(), reasons.end());
@@ -245,7 +282,13 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       }
     }
   }
-  if (!out.fits) {
+  if (out.fits && any_preempt) {
+    // Mode Preempt: not admissible now; the usage is kept for the fit check after preemption.
+    out.fits = false;
+    out.preempt = true;
+    out.reason = kReasonWaitingForQuota;
+    out.message = absl::StrJoin(podset_messages, "; ");
+  } else if (!out.fits) {
     out.reason = worst_reason;
     out.message = absl::StrJoin(podset_messages, "; ");
     out.usage.clear();

@@ -14,6 +14,7 @@
 #ifndef ADMITD_SERVER_ENGINE_FLAVOR_ASSIGNER_H_
 #define ADMITD_SERVER_ENGINE_FLAVOR_ASSIGNER_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,8 +43,13 @@ struct FlavorAttempt {
   std::string reason;  // empty for Fit
 };
 
+// Answers whether preempting workloads could make `value` of `fr` available (§7.6).
+using PreemptionOracle = std::function<bool(const FlavorResource& fr, int64_t value)>;
+
 struct Assignment {
   bool fits = false;
+  // Mode Preempt: every pod set has a flavor, some only after preempting other workloads.
+  bool preempt = false;
   std::vector<std::map<std::string, std::string>> flavors;  // per pod set: resource -> flavor
   std::vector<ResourceList> totals;  // per pod set: total request for `count` pods
   FlavorResourceQuantities usage;    // what admitting it would add
@@ -54,9 +60,11 @@ struct Assignment {
 };
 
 // `flavors` maps flavor name -> ResourceFlavor (missing = not found).
+// `oracle` may be null (no preemption considered).
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
-                         const std::vector<PodSetRequest>& pod_sets);
+                         const std::vector<PodSetRequest>& pod_sets,
+                         const PreemptionOracle* oracle = nullptr);
 
 // The total request of a pod set, with the implicit `pods` resource when the queue covers it.
 ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps);

@@ -174,6 +174,12 @@ int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
   }
 }
 
+std::string QuotaTree::Path(const std::string& cq) const {
+  std::string path;
+  for (const Node* n = Find(cq); n != nullptr; n = n->parent) path = "/" + n->name + path;
+  return path.empty() ? "/" + cq : path;
+}
+
 std::string QuotaTree::Root(const std::string& cq) const {
   const Node* n = Find(cq);
   if (n == nullptr) return cq;

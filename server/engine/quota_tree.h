@@ -42,6 +42,8 @@ class QuotaTree {
   // 0 when `value` more of `fr` fits in the ClusterQueue's nominal quota (or it has no cohort);
   // otherwise the height of the lowest subtree above it where it fits (§3).
   int BorrowingLevel(const std::string& cq, const FlavorResource& fr, int64_t value) const;
+  // "/<root cohort>/…/<cq>", or "/<cq>" without a cohort: how preemption messages name queues.
+  std::string Path(const std::string& cq) const;
   // The root of the ClusterQueue's tree (itself when it has no cohort).
   std::string Root(const std::string& cq) const;
   // Every ClusterQueue in the tree rooted at `root`.
