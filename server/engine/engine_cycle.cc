@@ -1,5 +1,6 @@
 // Engine: the scheduling cycle (§6 of the semantics) and dry-run explanations.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -27,7 +28,7 @@ v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState
       usage[resource] = assignment.totals[i].at(resource);
     }
     RenderResourceList(usage, psa->mutable_resource_usage());
-    psa->set_count(entry.pod_sets[i].count);
+    psa->set_count(assignment.counts[i]);
   }
   return admission;
 }
@@ -53,6 +54,46 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   entry.usage = UsageFromAdmission(entry);
   ChargeUsage(entry, +1);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Admitted", message);
+}
+
+std::optional<Assignment> Engine::Impl::PartialAssignment(
+    const ClusterQueueState& cq, const WorkloadEntry& entry,
+    const std::map<std::string, const v1::ResourceFlavor*>& flavors,
+    const PreemptionOracle& oracle) {
+  // §12: counts_j = count_j - floor(delta_j * i / totalDelta) for the smallest i in
+  // [0, totalDelta] whose assignment fits (or preempts with targets); a binary search.
+  int64_t total_delta = 0;
+  for (const v1::PodSet& ps : entry.object.spec().pod_sets()) {
+    if (ps.has_min_count()) total_delta += ps.count() - ps.min_count();
+  }
+  if (total_delta <= 0) return std::nullopt;
+  auto assign = [&](int64_t i) {
+    std::vector<PodSetRequest> reduced = entry.pod_sets;
+    for (size_t j = 0; j < reduced.size(); ++j) {
+      const v1::PodSet& ps = entry.object.spec().pod_sets(static_cast<int>(j));
+      const int64_t delta = ps.has_min_count() ? ps.count() - ps.min_count() : 0;
+      reduced[j].count = static_cast<int32_t>(ps.count() - delta * i / total_delta);
+    }
+    return AssignFlavors(cq, quota_tree_, flavors, reduced, &oracle);
+  };
+  auto usable = [&](const Assignment& a) {
+    return a.fits || (a.preempt && !FindTargets(cq, entry, a.usage).empty());
+  };
+  Assignment smallest = assign(total_delta);
+  if (!usable(smallest)) return std::nullopt;
+  int64_t lo = 1, hi = total_delta;  // i = 0 (full counts) is already known not to work
+  Assignment best = std::move(smallest);
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    Assignment a = assign(mid);
+    if (usable(a)) {
+      best = std::move(a);
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return best;  // the assignment for `hi`: every usable probe moved `hi` to itself
 }
 
 CycleStats Engine::Impl::RunCycle(absl::Time now) {
@@ -95,6 +136,12 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       return !FindTargets(cq, entry, {{fr, value}}).empty();
     };
     head.assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle);
+    if (!head.assignment.fits &&
+        !(head.assignment.preempt && !FindTargets(cq, entry, head.assignment.usage).empty())) {
+      if (auto partial = PartialAssignment(cq, entry, flavors, oracle)) {
+        head.assignment = *std::move(partial);
+      }
+    }
     nominated.push_back(std::move(head));
   }
   // Iteration order (§6.4): lower borrowing level, then higher priority, then earlier time.

@@ -4,6 +4,7 @@
 #define ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -92,6 +93,11 @@ class Engine::Impl {
   // removal lets `requests` fit, in Kueue's candidate order; empty when none does.
   std::vector<WorkloadEntry*> FindTargets(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
                                           const FlavorResourceQuantities& requests);
+  // Partial admission (§12): the largest reduced counts that fit, when pod sets set minCount.
+  std::optional<Assignment> PartialAssignment(
+      const ClusterQueueState& cq, const WorkloadEntry& entry,
+      const std::map<std::string, const v1::ResourceFlavor*>& flavors,
+      const PreemptionOracle& oracle);
   // Marks a victim Evicted and Preempted; it keeps its quota until ReleaseQuota(stopped).
   void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, absl::Time now);
   // Sets the pending condition; a Change only when it differs.

@@ -453,6 +453,29 @@ TEST_F(EngineTest, NeverPreemptsWithoutAPolicy) {
   EXPECT_EQ(FindCondition(Get("low"), kEvicted), nullptr);
 }
 
+TEST_F(EngineTest, PartialAdmissionTakesTheLargestCountThatFits) {
+  Flavor("default");
+  ClusterQueue("cq", {{"default", "4"}});
+  LocalQueue("lq", "cq");
+  ASSERT_TRUE(Submit(MakeWorkload("holder", 1, "1")).ok());
+  Schedule();
+  v1::Workload wl = MakeWorkload("elastic-ish", 10, "1");
+  wl.mutable_spec()->mutable_pod_sets(0)->set_min_count(2);
+  ASSERT_TRUE(Submit(wl).ok());
+  Schedule();
+  const v1::Workload got = Get("elastic-ish");
+  ASSERT_TRUE(got.status().has_admission());
+  EXPECT_EQ(got.status().admission().pod_set_assignments(0).count(), 3);
+  EXPECT_EQ(got.status().admission().pod_set_assignments(0).resource_usage().at("cpu"), "3");
+  // Below minCount nothing is admitted.
+  v1::Workload big = MakeWorkload("too-big", 10, "1");
+  big.mutable_spec()->mutable_pod_sets(0)->set_min_count(5);
+  Finish("holder");
+  ASSERT_TRUE(Submit(big).ok());
+  Schedule();
+  EXPECT_FALSE(Get("too-big").status().has_admission());
+}
+
 // Builds the same state twice through the same calls; returns the Changes as bytes.
 std::vector<std::string> Script(Engine& engine) {
   std::vector<std::string> out;

@@ -112,6 +112,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
   for (const PodSetRequest& ps : pod_sets) {
     const ResourceList total = PodSetTotal(cq, ps);
     out.totals.push_back(total);
+    out.counts.push_back(ps.count);
     std::map<std::string, std::string> chosen;
     std::vector<std::string> reasons;
     bool podset_fits = true;

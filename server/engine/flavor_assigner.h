@@ -52,6 +52,7 @@ struct Assignment {
   bool preempt = false;
   std::vector<std::map<std::string, std::string>> flavors;  // per pod set: resource -> flavor
   std::vector<ResourceList> totals;  // per pod set: total request for `count` pods
+  std::vector<int32_t> counts;       // per pod set: the pods assigned (partial admission: fewer)
   FlavorResourceQuantities usage;    // what admitting it would add
   int borrowing_level = 0;           // highest over the chosen flavors (0: no borrowing)
   std::string reason;                // the NoFit reason (§4.5) when !fits
