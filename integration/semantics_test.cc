@@ -198,6 +198,31 @@ TEST_F(SemanticsTest, PreemptionWithinAClusterQueueThenTheVictimRequeues) {
   EXPECT_EQ(Condition("low", "QuotaReserved").rfind("False/", 0), 0u);
 }
 
+TEST_F(SemanticsTest, ReclaimWithinTheCohort) {
+  Apply(testing::Flavor("default"));
+  v1::ApplyRequest owner = Queue("owner", "team", {{"default", "4"}});
+  owner.mutable_object()->mutable_cluster_queue()->mutable_spec()->mutable_preemption()
+      ->set_reclaim_within_cohort("Any");
+  Apply(owner);
+  Apply(Queue("borrower", "team", {{"default", "0"}}));
+  Apply(testing::LocalQueue("ns", "lq-owner", "owner"));
+  Apply(testing::LocalQueue("ns", "lq-borrower", "borrower"));
+  Submit("borrowing", "lq-borrower", 4, 100);  // higher priority does not protect a borrower
+  Cycles(1);
+  EXPECT_EQ(Flavor("borrowing"), "default");
+  Submit("reclaimer", "lq-owner", 2);
+  Cycles(1);
+  const std::string evicted = Condition("borrowing", "Evicted");
+  EXPECT_NE(evicted.find("due to reclamation within the cohort; preemptor path: /team/owner; "
+                         "preemptee path: /team/borrower"),
+            std::string::npos)
+      << evicted;
+  EXPECT_EQ(Condition("borrowing", "Preempted").rfind("True/InCohortReclamation/", 0), 0u);
+  Release("borrowing", /*stopped=*/true);
+  Cycles(2);
+  EXPECT_EQ(Flavor("reclaimer"), "default");
+}
+
 TEST_F(SemanticsTest, PartialAdmission) {
   Apply(testing::Flavor("default"));
   Apply(Queue("cq", "", {{"default", "5"}}));

@@ -1,5 +1,6 @@
 // Engine: preemption within a ClusterQueue (§7 of the semantics, classical).
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "server/engine/conditions.h"
@@ -28,19 +29,49 @@ absl::Time ReservedAt(const v1::Workload& wl) {
 std::vector<WorkloadEntry*> Engine::Impl::FindTargets(const ClusterQueueState& cq,
                                                       const WorkloadEntry& preemptor,
                                                       const FlavorResourceQuantities& requests) {
-  const std::string& policy = cq.spec_object().spec().preemption().within_cluster_queue();
+  const v1::ClusterQueuePreemption& policy = cq.spec_object().spec().preemption();
+  const std::string& reclaim = policy.reclaim_within_cohort();
+  const bool in_cohort = !cq.spec_object().spec().cohort_name().empty();
+  auto uses_needed = [&](const WorkloadEntry& c) {
+    for (const auto& [fr, v] : requests) {
+      if (c.usage.count(fr) > 0) return true;
+    }
+    return false;
+  };
   std::vector<WorkloadEntry*> candidates;
+  bool other_queues = false;
   for (const std::string& key : cq.reserved_keys) {
     WorkloadEntry& c = workloads_.at(key);
-    bool uses = false;
-    for (const auto& [fr, v] : requests) uses = uses || c.usage.count(fr) > 0;
-    if (uses && PolicyAllows(policy, preemptor, c)) candidates.push_back(&c);
+    if (uses_needed(c) && PolicyAllows(policy.within_cluster_queue(), preemptor, c)) {
+      candidates.push_back(&c);
+    }
+  }
+  // Reclaim within the cohort (§7.3): workloads of other ClusterQueues of the tree that borrow.
+  if (in_cohort && (reclaim == "LowerPriority" || reclaim == "Any")) {
+    for (const std::string& name : quota_tree_.ClusterQueuesUnder(quota_tree_.Root(cq.name()))) {
+      if (name == cq.name()) continue;
+      const ClusterQueueState& other = cluster_queues_.at(name);
+      for (const std::string& key : other.reserved_keys) {
+        WorkloadEntry& c = workloads_.at(key);
+        if (!uses_needed(c)) continue;
+        if (reclaim == "LowerPriority" &&
+            c.object.spec().priority() >= preemptor.object.spec().priority()) {
+          continue;
+        }
+        candidates.push_back(&c);
+        other_queues = true;
+      }
+    }
   }
   if (candidates.empty()) return {};
-  // Candidate order (§7.4): evicted first, lower priority, most recently reserved, UID.
-  std::sort(candidates.begin(), candidates.end(), [](WorkloadEntry* a, WorkloadEntry* b) {
+  // Candidate order (§7.4): evicted first, other ClusterQueues before the preemptor's, lower
+  // priority, most recently reserved, UID.
+  const std::string& own = cq.name();
+  std::sort(candidates.begin(), candidates.end(), [&own](WorkloadEntry* a, WorkloadEntry* b) {
     const bool ea = IsConditionTrue(a->object, kEvicted), eb = IsConditionTrue(b->object, kEvicted);
     if (ea != eb) return ea;
+    const bool oa = a->cluster_queue != own, ob = b->cluster_queue != own;
+    if (oa != ob) return oa;
     if (a->object.spec().priority() != b->object.spec().priority()) {
       return a->object.spec().priority() < b->object.spec().priority();
     }
@@ -48,47 +79,83 @@ std::vector<WorkloadEntry*> Engine::Impl::FindTargets(const ClusterQueueState& c
     if (ra != rb) return ra > rb;
     return a->object.metadata().uid() < b->object.metadata().uid();
   });
-  auto fits = [&] {
-    for (const auto& [fr, v] : requests) {
-      if (v > quota_tree_.Available(cq.name(), fr)) return false;
+
+  // One attempt of the minimal set search (§7.5), simulated on the live tree and undone.
+  auto attempt = [&](bool allow_borrowing, bool own_only) -> std::vector<WorkloadEntry*> {
+    std::map<std::string, FlavorResourceQuantities> removed_usage;  // by ClusterQueue
+    auto queue_usage = [&](const ClusterQueueState& q, const FlavorResource& fr) {
+      auto u = q.usage.find(fr);
+      int64_t v = u == q.usage.end() ? 0 : u->second;
+      auto r = removed_usage[q.name()].find(fr);
+      return v - (r == removed_usage[q.name()].end() ? 0 : r->second);
+    };
+    auto fits = [&] {
+      for (const auto& [fr, v] : requests) {
+        if (v > quota_tree_.Available(own, fr)) return false;
+        if (!allow_borrowing) {
+          auto n = cq.nominal.find(fr);
+          if (queue_usage(cq, fr) + v > (n == cq.nominal.end() ? 0 : n->second)) return false;
+        }
+      }
+      return true;
+    };
+    auto remove = [&](WorkloadEntry* c, int sign) {
+      quota_tree_.AddUsage(c->cluster_queue, c->usage, -sign);
+      AddTo(&removed_usage[c->cluster_queue], c->usage, sign);
+    };
+    std::vector<WorkloadEntry*> removed;
+    for (WorkloadEntry* c : candidates) {
+      if (c->cluster_queue != own) {
+        if (own_only) continue;
+        // Still a valid reclaim target only while its queue borrows in a needed pair.
+        const ClusterQueueState& q = cluster_queues_.at(c->cluster_queue);
+        bool borrows = false;
+        for (const auto& [fr, v] : requests) {
+          auto n = q.nominal.find(fr);
+          borrows = borrows || queue_usage(q, fr) > (n == q.nominal.end() ? 0 : n->second);
+        }
+        if (!borrows) continue;
+      }
+      remove(c, +1);
+      removed.push_back(c);
+      if (fits()) break;
     }
-    return true;
+    std::vector<WorkloadEntry*> targets;
+    if (!removed.empty() && fits()) {
+      // Minimal set: put back earlier removals (newest first) that are not needed after all.
+      targets.push_back(removed.back());
+      for (size_t i = removed.size() - 1; i-- > 0;) {
+        remove(removed[i], -1);
+        if (fits()) continue;
+        remove(removed[i], +1);
+        targets.push_back(removed[i]);
+      }
+      for (WorkloadEntry* t : targets) remove(t, -1);
+    } else {
+      for (WorkloadEntry* c : removed) remove(c, -1);
+    }
+    return targets;
   };
-  // Simulate removals on the live tree; every change is undone before returning.
-  std::vector<WorkloadEntry*> removed;
-  for (WorkloadEntry* c : candidates) {
-    quota_tree_.AddUsage(cq.name(), c->usage, -1);
-    removed.push_back(c);
-    if (fits()) break;
-  }
-  std::vector<WorkloadEntry*> targets;
-  if (fits()) {
-    // Minimal set: put back earlier removals (newest first) that are not needed after all.
-    targets.push_back(removed.back());
-    for (size_t i = removed.size() - 1; i-- > 0;) {
-      quota_tree_.AddUsage(cq.name(), removed[i]->usage, +1);
-      if (fits()) continue;  // not needed: it stays
-      quota_tree_.AddUsage(cq.name(), removed[i]->usage, -1);
-      targets.push_back(removed[i]);
-    }
-    for (WorkloadEntry* t : targets) quota_tree_.AddUsage(cq.name(), t->usage, +1);
-  } else {
-    for (WorkloadEntry* c : removed) quota_tree_.AddUsage(cq.name(), c->usage, +1);
-  }
+  if (!other_queues) return attempt(/*allow_borrowing=*/true, /*own_only=*/false);
+  std::vector<WorkloadEntry*> targets = attempt(/*allow_borrowing=*/false, /*own_only=*/false);
+  if (targets.empty()) targets = attempt(/*allow_borrowing=*/true, /*own_only=*/true);
   return targets;
 }
 
 void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, absl::Time now) {
+  const bool in_queue = victim.cluster_queue == preemptor.cluster_queue;
   auto job_uid = preemptor.object.metadata().labels().find("kueue.x-k8s.io/job-uid");
   const std::string uid = preemptor.object.metadata().uid();
   const std::string message = absl::StrCat(
       "Preempted to accommodate a workload (UID: ", uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
       job_uid == preemptor.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
-      ") due to prioritization in the ClusterQueue; preemptor path: ",
+      ") due to ", in_queue ? "prioritization in the ClusterQueue" : "reclamation within the cohort",
+      "; preemptor path: ",
       quota_tree_.Path(preemptor.cluster_queue),
       "; preemptee path: ", quota_tree_.Path(victim.cluster_queue));
   SetCondition(&victim.object, kEvicted, true, "Preempted", message, now);
-  SetCondition(&victim.object, kPreempted, true, "InClusterQueue", message, now);
+  SetCondition(&victim.object, kPreempted, true,
+               in_queue ? "InClusterQueue" : "InCohortReclamation", message, now);
   EmitWorkload(victim, v1::WatchEvent::MODIFIED, "Evicted", message);
 }
 
