@@ -26,6 +26,8 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
 
   apply -f FILE|DIR|- [-f ...]        create or update queue objects; submit Workload documents
   submit -f FILE                      submit Workload manifests
+  import -f FILE                      record Workloads admitted by a running Kueue (with their
+                                      status.admission) as admitted, without scheduling them
   get KIND [NAME] [-n NS | -A] [-o json]
                                       kinds: resourceflavor(s)/rf/flavor, cohort(s),
                                       clusterqueue(s)/cq, localqueue(s)/lq,
@@ -200,6 +202,30 @@ int SubmitFiles(Client& client, const Args& args) {
     }
   }
   return rc;
+}
+
+int Import(Client& client, const Args& args) {
+  if (!args.Has("-f")) return Usage("import needs -f FILE");
+  v1::ImportRequest req;
+  for (const std::string& path : args.flags.at("-f")) {
+    auto parsed = ReadManifests(path);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "admitctl: %s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    for (const Manifest& m : *parsed) {
+      if (!m.is_workload) {
+        std::fprintf(stderr, "admitctl: %s: not a Workload (use apply)\n", m.source.c_str());
+        return 2;
+      }
+      *req.add_workloads() = m.workload;
+    }
+  }
+  v1::ImportResponse resp;
+  grpc::Status s = client.queues().Import(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("imported %d workload(s), %d already present\n", resp.imported(), resp.unchanged());
+  return 0;
 }
 
 int Get(Client& client, const Args& args) {
@@ -397,6 +423,7 @@ int Run(int argc, char** argv) {
   Client client(args.Get("--server", env != nullptr ? env : "localhost:50051"));
   if (cmd == "apply") return Apply(client, args);
   if (cmd == "submit") return SubmitFiles(client, args);
+  if (cmd == "import") return Import(client, args);
   if (cmd == "get") return Get(client, args);
   if (cmd == "delete") return Delete(client, args);
   if (cmd == "admit") return Admit(client, args, /*explain=*/false);

@@ -284,6 +284,9 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
     top["spec"] = [&w, m](const YAML::Node& n, const std::string& p) {
       WorkloadSpec(w, n, p, m->workload.mutable_spec());
     };
+    top["status"] = [&w, m](const YAML::Node& n, const std::string& p) {
+      WorkloadStatus(w, n, p, m->workload.mutable_status());
+    };
   } else {
     w.Error("kind", absl::StrCat("unsupported \"", kind,
                                  "\" (want ResourceFlavor, Cohort, ClusterQueue, LocalQueue, "

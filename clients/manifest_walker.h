@@ -119,6 +119,10 @@ class Walker {
   std::vector<std::string> errors_;
 };
 
+// Parses a Workload's status: its admission and conditions (for import); the rest is ignored.
+void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
+                    v1::WorkloadStatus* status);
+
 // Parses a Workload's spec (manifest_workload.cc).
 void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
                   v1::WorkloadSpec* spec);

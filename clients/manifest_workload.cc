@@ -1,6 +1,8 @@
 // Workload manifests: pod sets and the admission-relevant part of their pod templates.
 #include "clients/manifest_walker.h"
 
+#include "absl/time/time.h"
+
 namespace admitd::clients {
 namespace {
 
@@ -129,6 +131,63 @@ void PodSpec(Walker& w, const YAML::Node& node, const std::string& path, v1::Pod
 }
 
 }  // namespace
+
+void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
+                    v1::WorkloadStatus* status) {
+  w.Map(node, path,
+        {{"admission", [&](const YAML::Node& n, const std::string& p) {
+            v1::Admission* a = status->mutable_admission();
+            w.Map(n, p,
+                  {{"clusterQueue", [&](const YAML::Node& x, const std::string& xp) {
+                      a->set_cluster_queue(w.Str(x, xp));
+                    }},
+                   {"podSetAssignments", [&](const YAML::Node& x, const std::string& xp) {
+                      w.List(x, xp, [&](const YAML::Node& pn, const std::string& pp) {
+                        v1::PodSetAssignment* psa = a->add_pod_set_assignments();
+                        w.Map(pn, pp,
+                              {{"name", [&](const YAML::Node& y, const std::string& yp) {
+                                  psa->set_name(w.Str(y, yp));
+                                }},
+                               {"flavors", [&](const YAML::Node& y, const std::string& yp) {
+                                  w.StringMap(y, yp, psa->mutable_flavors());
+                                }},
+                               {"resourceUsage", [&](const YAML::Node& y, const std::string& yp) {
+                                  w.StringMap(y, yp, psa->mutable_resource_usage());
+                                }},
+                               {"count", [&](const YAML::Node& y, const std::string& yp) {
+                                  int64_t v;
+                                  if (w.Int(y, yp, &v)) psa->set_count(static_cast<int32_t>(v));
+                                }}},
+                              {"topologyAssignment", "delayedTopologyRequest"});
+                      });
+                    }}});
+          }},
+         {"conditions", [&](const YAML::Node& n, const std::string& p) {
+            w.List(n, p, [&](const YAML::Node& cn, const std::string& cp) {
+              v1::Condition* c = status->add_conditions();
+              w.Map(cn, cp,
+                    {{"type", [&](const YAML::Node& y, const std::string& yp) { c->set_type(w.Str(y, yp)); }},
+                     {"status", [&](const YAML::Node& y, const std::string& yp) { c->set_status(w.Str(y, yp)); }},
+                     {"reason", [&](const YAML::Node& y, const std::string& yp) { c->set_reason(w.Str(y, yp)); }},
+                     {"message", [&](const YAML::Node& y, const std::string& yp) { c->set_message(w.Str(y, yp)); }},
+                     {"lastTransitionTime", [&](const YAML::Node& y, const std::string& yp) {
+                        absl::Time t;
+                        std::string err;
+                        if (!absl::ParseTime(absl::RFC3339_full, w.Str(y, yp), &t, &err)) {
+                          w.Error(yp, absl::StrCat("invalid RFC 3339 time: ", err));
+                          return;
+                        }
+                        const int64_t nanos = absl::ToUnixNanos(t);
+                        c->mutable_last_transition_time()->set_seconds(nanos / 1000000000);
+                        c->mutable_last_transition_time()->set_nanos(nanos % 1000000000);
+                      }}},
+                    {"observedGeneration"});
+            });
+          }}},
+        {"requeueState", "reclaimablePods", "admissionChecks", "resourceRequests",
+         "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds",
+         "schedulingStats", "nominatedClusterNames", "clusterName", "unhealthyNodes"});
+}
 
 void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
                   v1::WorkloadSpec* spec) {

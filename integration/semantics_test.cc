@@ -223,6 +223,60 @@ TEST_F(SemanticsTest, ReclaimWithinTheCohort) {
   EXPECT_EQ(Flavor("reclaimer"), "default");
 }
 
+TEST_F(SemanticsTest, ImportRecordsARunningKueuesAdmissions) {
+  Apply(testing::Flavor("default"));
+  Apply(Queue("cq", "", {{"default", "2"}}));  // quota was cut below what runs
+  Apply(testing::LocalQueue("ns", "lq", "cq"));
+  v1::ImportRequest req;
+  v1::Workload* wl = req.add_workloads();
+  *wl = testing::Workload("ns", "running", "lq", 3, {{"cpu", "1"}});
+  wl->mutable_metadata()->set_uid("kueue-uid-1");
+  v1::PodSetAssignment* psa = wl->mutable_status()->mutable_admission()->add_pod_set_assignments();
+  wl->mutable_status()->mutable_admission()->set_cluster_queue("cq");
+  psa->set_name("main");
+  (*psa->mutable_flavors())["cpu"] = "default";
+  (*psa->mutable_resource_usage())["cpu"] = "3";
+  psa->set_count(3);
+  v1::Condition* reserved = wl->mutable_status()->add_conditions();
+  reserved->set_type("QuotaReserved");
+  reserved->set_status("True");
+  reserved->mutable_last_transition_time()->set_seconds(1700000000);
+
+  // A bad entry refuses the whole request.
+  v1::ImportRequest bad = req;
+  v1::Workload* second = bad.add_workloads();
+  *second = *wl;
+  second->mutable_metadata()->set_name("elsewhere");
+  second->mutable_status()->mutable_admission()->set_cluster_queue("nope");
+  {
+    grpc::ClientContext ctx;
+    v1::ImportResponse resp;
+    grpc::Status s = client_->queues->Import(&ctx, bad, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    ASSERT_FALSE(testing::FieldViolations(s).empty());
+    EXPECT_EQ(testing::FieldViolations(s)[0].rfind("workloads[1].status.admission.clusterQueue", 0),
+              0u);
+  }
+  grpc::ClientContext ctx;
+  v1::ImportResponse resp;
+  grpc::Status s = client_->queues->Import(&ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.imported(), 1);
+  const v1::Workload got = Get("running");
+  EXPECT_EQ(Flavor("running"), "default");
+  EXPECT_EQ(Condition("running", "Admitted"), "True/Admitted/The workload is admitted");
+  for (const auto& c : got.status().conditions()) {
+    if (c.type() == "QuotaReserved") EXPECT_EQ(c.last_transition_time().seconds(), 1700000000);
+  }
+  // Usage 3 over a quota of 2: nothing else fits until it finishes.
+  Submit("next", "lq", 1);
+  Cycles(1);
+  EXPECT_EQ(Flavor("next"), "");
+  Release("running", /*stopped=*/false);
+  Cycles(1);
+  EXPECT_EQ(Flavor("next"), "default");
+}
+
 TEST_F(SemanticsTest, PartialAdmission) {
   Apply(testing::Flavor("default"));
   Apply(Queue("cq", "", {{"default", "5"}}));

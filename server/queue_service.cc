@@ -94,6 +94,16 @@ grpc::ServerUnaryReactor* QueueServiceImpl::RunSchedulingCycles(
       });
 }
 
+grpc::ServerUnaryReactor* QueueServiceImpl::Import(grpc::CallbackServerContext* rpc,
+                                                   const v1::ImportRequest* req,
+                                                   v1::ImportResponse* resp) {
+  if (req->workloads().empty()) {
+    return Refuse(rpc, InvalidArgument({{"workloads", "Required value: at least one workload"}}));
+  }
+  return Dispatch(ctx_, rpc, resp,
+                  [req](engine::Engine& e, absl::Time now) { return e.Import(*req, now); });
+}
+
 grpc::ServerUnaryReactor* QueueServiceImpl::Ping(grpc::CallbackServerContext* rpc,
                                                  const v1::PingRequest*, v1::PingResponse*) {
   grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();

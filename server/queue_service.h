@@ -25,6 +25,8 @@ class QueueServiceImpl final : public v1::QueueService::CallbackService {
   grpc::ServerUnaryReactor* RunSchedulingCycles(grpc::CallbackServerContext* rpc,
                                                 const v1::RunSchedulingCyclesRequest* req,
                                                 v1::RunSchedulingCyclesResponse* resp) override;
+  grpc::ServerUnaryReactor* Import(grpc::CallbackServerContext* rpc, const v1::ImportRequest* req,
+                                   v1::ImportResponse* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* rpc, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
 

@@ -189,6 +189,10 @@ absl::StatusOr<v1::ListObjectsResponse> Engine::List(const v1::ListObjectsReques
 absl::Status Engine::Delete(const v1::DeleteObjectRequest& request, absl::Time now) {
   return impl_->Delete(request, now);
 }
+absl::StatusOr<v1::ImportResponse> Engine::Import(const v1::ImportRequest& request,
+                                                  absl::Time now) {
+  return impl_->Import(request, now);
+}
 absl::StatusOr<v1::SubmitResponse> Engine::Submit(const v1::SubmitRequest& request,
                                                   absl::Time now) {
   return impl_->Submit(request, now);

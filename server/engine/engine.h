@@ -85,6 +85,9 @@ class Engine {
   absl::StatusOr<v1::ListObjectsResponse> List(const v1::ListObjectsRequest& request) const;
   absl::Status Delete(const v1::DeleteObjectRequest& request, absl::Time now);
 
+  // Records admitted workloads from a running Kueue without scheduling them (see the proto).
+  absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);
+
   // ---- Workloads (AdmissionService) ---------------------------------------------------------
   // Queues a workload (see the proto for semantics). Unknown LocalQueue: NOT_FOUND naming
   // spec.queueName; invalid fields: INVALID_ARGUMENT. Nothing changes on error.

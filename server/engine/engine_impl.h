@@ -47,6 +47,7 @@ class Engine::Impl {
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;
+  absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);
   absl::Status Restore(const v1::QueueObject& object);
   absl::Status Restore(const v1::Workload& workload);
   absl::Status FinishRestore(uint64_t revision);
