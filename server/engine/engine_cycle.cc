@@ -123,6 +123,19 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     ++stats.heads;
+    const std::string& lq_name = entry.object.spec().queue_name();
+    auto lq = local_queues_.find(absl::StrCat(entry.object.metadata().namespace_(), "/", lq_name));
+    if (lq != local_queues_.end() && (lq->second.local_queue().spec().stop_policy() == "Hold" ||
+                                      lq->second.local_queue().spec().stop_policy() ==
+                                          "HoldAndDrain")) {
+      // A stopped LocalQueue holds its workloads until the stop is lifted (§6.6).
+      MarkPending(entry, kReasonSuspended, absl::StrCat("LocalQueue ", lq_name, " is inactive"),
+                  now);
+      cq.inadmissible.insert(entry.queue_key);
+      entry.where = WorkloadEntry::Where::kInadmissible;
+      ++set_aside;
+      continue;
+    }
     if (!cq.SelectsNamespace(entry.object.metadata().namespace_())) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
       MarkPending(entry, kReasonMisconfigured,

@@ -99,6 +99,9 @@ class Engine::Impl {
       const ClusterQueueState& cq, const WorkloadEntry& entry,
       const std::map<std::string, const v1::ResourceFlavor*>& flavors,
       const PreemptionOracle& oracle);
+  // Evicts the reserved workloads `keys` (a stopped queue draining).
+  void Drain(const std::set<std::string>& keys, const std::string& reason,
+             const std::string& message, absl::Time now);
   // Marks a victim Evicted and Preempted; it keeps its quota until ReleaseQuota(stopped).
   void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, absl::Time now);
   // Sets the pending condition; a Change only when it differs.

@@ -176,6 +176,9 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       }
     }
     RequeueInadmissible(cq);
+    if (cq.spec_object().spec().stop_policy() == "HoldAndDrain") {
+      Drain(cq.reserved_keys, "ClusterQueueStopped", "The ClusterQueue is stopped", now);
+    }
     *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
   } else if (kind == v1::OBJECT_KIND_RESOURCE_FLAVOR) {
     for (auto& [name, cq] : cluster_queues_) {
@@ -187,8 +190,26 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       RefreshActive(cq);
       RequeueInadmissible(cq);
     }
-  } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !old_cluster_queue.empty() &&
-             old_cluster_queue != local_queues_.at(key).local_queue().spec().cluster_queue()) {
+  } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
+    const v1::LocalQueue& lq = local_queues_.at(key).local_queue();
+    if (auto cq = cluster_queues_.find(lq.spec().cluster_queue()); cq != cluster_queues_.end()) {
+      // A stop lifted (or a policy changed): its workloads get another attempt.
+      RequeueInadmissible(cq->second);
+      if (lq.spec().stop_policy() == "HoldAndDrain") {
+        std::set<std::string> from_queue;
+        for (const std::string& wl_key : cq->second.reserved_keys) {
+          const v1::Workload& wl = workloads_.at(wl_key).object;
+          if (wl.metadata().namespace_() == lq.metadata().namespace_() &&
+              wl.spec().queue_name() == lq.metadata().name()) {
+            from_queue.insert(wl_key);
+          }
+        }
+        Drain(from_queue, "LocalQueueStopped", "The LocalQueue is stopped", now);
+      }
+    }
+  }
+  if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !old_cluster_queue.empty() &&
+      old_cluster_queue != local_queues_.at(key).local_queue().spec().cluster_queue()) {
     // The LocalQueue now feeds another ClusterQueue: its pending workloads move there.
     const v1::LocalQueue& lq = local_queues_.at(key).local_queue();
     for (auto& [wl_key, entry] : workloads_) {
@@ -202,6 +223,17 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     }
   }
   return response;
+}
+
+void Engine::Impl::Drain(const std::set<std::string>& keys, const std::string& reason,
+                         const std::string& message, absl::Time now) {
+  // HoldAndDrain: admitted workloads are evicted; they hold their quota until released.
+  for (const std::string& wl_key : keys) {
+    WorkloadEntry& entry = workloads_.at(wl_key);
+    if (IsConditionTrue(entry.object, kEvicted)) continue;
+    SetCondition(&entry.object, kEvicted, true, reason, message, now);
+    EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Evicted", message);
+  }
 }
 
 absl::StatusOr<v1::QueueObject> Engine::Impl::Get(const v1::GetObjectRequest& request) const {

@@ -476,6 +476,42 @@ TEST_F(EngineTest, PartialAdmissionTakesTheLargestCountThatFits) {
   EXPECT_FALSE(Get("too-big").status().has_admission());
 }
 
+TEST_F(EngineTest, StopPolicies) {
+  Flavor("default");
+  ClusterQueue("cq", {{"default", "10"}});
+  LocalQueue("lq", "cq");
+  ASSERT_TRUE(Submit(MakeWorkload("running", 1, "1")).ok());
+  Schedule();
+  // A LocalQueue on Hold keeps new workloads out; lifting it lets them in.
+  v1::QueueObject lq;
+  lq.mutable_local_queue()->mutable_metadata()->set_namespace_("ns");
+  lq.mutable_local_queue()->mutable_metadata()->set_name("lq");
+  lq.mutable_local_queue()->mutable_spec()->set_cluster_queue("cq");
+  lq.mutable_local_queue()->mutable_spec()->set_stop_policy("Hold");
+  Apply(lq);
+  ASSERT_TRUE(Submit(MakeWorkload("held", 1, "1")).ok());
+  Schedule();
+  EXPECT_EQ(Pending("held"), std::make_pair(std::string("Suspended"),
+                                            std::string("LocalQueue lq is inactive")));
+  EXPECT_EQ(StateOf(Get("running")), v1::WORKLOAD_STATE_ADMITTED);  // Hold does not drain
+  lq.mutable_local_queue()->mutable_spec()->set_stop_policy("None");
+  Apply(lq);
+  Schedule();
+  EXPECT_EQ(FlavorOf("held"), "default");
+  // HoldAndDrain on the ClusterQueue evicts what it admitted.
+  v1::GetObjectRequest get;
+  get.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
+  get.set_name("cq");
+  v1::QueueObject cq = *engine_.Get(get);
+  cq.mutable_cluster_queue()->mutable_spec()->set_stop_policy("HoldAndDrain");
+  Apply(cq);
+  const v1::Workload drained = Get("running");
+  const v1::Condition* evicted = FindCondition(drained, kEvicted);
+  ASSERT_NE(evicted, nullptr);
+  EXPECT_EQ(evicted->reason(), "ClusterQueueStopped");
+  EXPECT_EQ(evicted->message(), "The ClusterQueue is stopped");
+}
+
 // Builds the same state twice through the same calls; returns the Changes as bytes.
 std::vector<std::string> Script(Engine& engine) {
   std::vector<std::string> out;
