@@ -306,13 +306,6 @@ TEST_F(ApiTest, StateSurvivesARestart) {
   EXPECT_FALSE(Admit("b").admitted());
 }
 
-std::vector<v1::WatchEvent> ReadEvents(grpc::ClientReader<v1::WatchEvent>* reader, size_t n) {
-  std::vector<v1::WatchEvent> events;
-  v1::WatchEvent event;
-  while (events.size() < n && reader->Read(&event)) events.push_back(event);
-  return events;
-}
-
 TEST_F(ApiTest, WatchReplaysThenStreamsLive) {
   StartServer();
   SetUpQueues();

@@ -266,7 +266,9 @@ TEST_F(SemanticsTest, ImportRecordsARunningKueuesAdmissions) {
   EXPECT_EQ(Flavor("running"), "default");
   EXPECT_EQ(Condition("running", "Admitted"), "True/Admitted/The workload is admitted");
   for (const auto& c : got.status().conditions()) {
-    if (c.type() == "QuotaReserved") EXPECT_EQ(c.last_transition_time().seconds(), 1700000000);
+    if (c.type() == "QuotaReserved") {
+      EXPECT_EQ(c.last_transition_time().seconds(), 1700000000);
+    }
   }
   // Usage 3 over a quota of 2: nothing else fits until it finishes.
   Submit("next", "lq", 1);

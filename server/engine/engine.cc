@@ -90,8 +90,29 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
   c.type = type;
   c.reason = reason;
   c.message = message;
-  c.workload = std::make_shared<const v1::Workload>(entry.object);
+  // The snapshot is taken in TakeChanges, once per workload however often it changed; a deleted
+  // workload is about to disappear, so it is copied now.
+  if (type == v1::WatchEvent::DELETED) c.workload = std::make_shared<const v1::Workload>(entry.object);
   changes_.push_back(std::move(c));
+}
+
+std::vector<Change> Engine::Impl::TakeChanges() {
+  std::map<std::string, std::shared_ptr<const v1::Workload>> snapshots;
+  for (const Change& c : changes_) {
+    if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) snapshots[c.key] = c.workload;
+  }
+  for (Change& c : changes_) {
+    if (c.kind != v1::OBJECT_KIND_WORKLOAD || c.workload) continue;
+    std::shared_ptr<const v1::Workload>& snapshot = snapshots[c.key];
+    if (!snapshot) {
+      auto it = workloads_.find(c.key);
+      if (it != workloads_.end()) snapshot = std::make_shared<const v1::Workload>(it->second.object);
+    }
+    c.workload = snapshot;
+  }
+  std::vector<Change> out;
+  out.swap(changes_);
+  return out;
 }
 
 void Engine::Impl::EmitObject(v1::ObjectKind kind, const std::string& key, v1::QueueObject* object,

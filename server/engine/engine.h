@@ -44,7 +44,8 @@ struct Change {
   // Requeued, Finished, Updated, Deleted; for queue objects Applied or Deleted.
   std::string reason;
   std::string message;
-  // The object as it now stands (as it last stood, for DELETED). Exactly one is set.
+  // The object after the change (for a workload: as of TakeChanges, see there). Exactly one is
+  // set.
   std::shared_ptr<const v1::Workload> workload;
   std::shared_ptr<const v1::QueueObject> queue_object;
 };
@@ -112,7 +113,9 @@ class Engine {
   // ---- Changes ------------------------------------------------------------------------------
   // The revision of the last Change made (or restored).
   uint64_t revision() const;
-  // Every Change since the last call, in revision order.
+  // Every Change since the last call, in revision order. The Changes of one workload within a
+  // call share one snapshot: the workload as it stands at this call (as it last stood, when the
+  // call's changes deleted it), with the resource_version of its latest Change.
   std::vector<Change> TakeChanges();
   // There is no rollback: a caller whose commit of these Changes fails must stop.
 

@@ -58,11 +58,7 @@ class Engine::Impl {
 
   bool HasPendingHeads() const { return !cqs_with_heads_.empty(); }
   uint64_t revision() const { return revision_; }
-  std::vector<Change> TakeChanges() {
-    std::vector<Change> out;
-    out.swap(changes_);
-    return out;
-  }
+  std::vector<Change> TakeChanges();
 
  private:
   // Records a Change for a workload (bumping its resource_version).
