@@ -223,6 +223,27 @@ TEST_F(SemanticsTest, ReclaimWithinTheCohort) {
   EXPECT_EQ(Flavor("reclaimer"), "default");
 }
 
+TEST_F(SemanticsTest, ReclaimWhileBorrowingUnderBorrowWithinCohort) {
+  Apply(testing::Flavor("default"));
+  v1::ApplyRequest a = Queue("a", "team", {{"default", "2"}});
+  auto* preemption = a.mutable_object()->mutable_cluster_queue()->mutable_spec()->mutable_preemption();
+  preemption->set_reclaim_within_cohort("LowerPriority");
+  preemption->mutable_borrow_within_cohort()->set_policy("LowerPriority");
+  Apply(a);
+  Apply(Queue("b", "team", {{"default", "4"}}));
+  Apply(testing::LocalQueue("ns", "lq-a", "a"));
+  Apply(testing::LocalQueue("ns", "lq-b", "b"));
+  Submit("low", "lq-b", 6, 0);  // borrows a's 2
+  Cycles(1);
+  EXPECT_EQ(Flavor("low"), "default");
+  Submit("high", "lq-a", 4, 10);  // needs to borrow too
+  Cycles(1);
+  EXPECT_EQ(Condition("low", "Preempted").rfind("True/InCohortReclaimWhileBorrowing/", 0), 0u)
+      << Condition("low", "Preempted");
+  EXPECT_NE(Condition("low", "Evicted").find("due to reclamation within the cohort while borrowing"),
+            std::string::npos);
+}
+
 TEST_F(SemanticsTest, ImportRecordsARunningKueuesAdmissions) {
   Apply(testing::Flavor("default"));
   Apply(Queue("cq", "", {{"default", "2"}}));  // quota was cut below what runs

@@ -190,7 +190,9 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       if (!targets.empty()) {
         for (WorkloadEntry* victim : targets) {
           // An already evicted victim counts as preempted: its quota comes back on release.
-          if (!IsConditionTrue(victim->object, kEvicted)) Preempt(*victim, entry, now);
+          if (!IsConditionTrue(victim->object, kEvicted)) {
+            Preempt(*victim, entry, assignment.usage, now);
+          }
         }
         MarkPending(entry, kReasonWaitingForPreemptedWorkloads,
                     absl::StrCat(assignment.message, ". Pending the preemption of ",

@@ -99,7 +99,9 @@ class Engine::Impl {
   void Drain(const std::set<std::string>& keys, const std::string& reason,
              const std::string& message, absl::Time now);
   // Marks a victim Evicted and Preempted; it keeps its quota until ReleaseQuota(stopped).
-  void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, absl::Time now);
+  // `preemptor_usage` is what the preemptor will use (it tells reclaim-while-borrowing apart).
+  void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor,
+               const FlavorResourceQuantities& preemptor_usage, absl::Time now);
   // Sets the pending condition; a Change only when it differs.
   void MarkPending(WorkloadEntry& entry, const std::string& reason, const std::string& message,
                    absl::Time now);

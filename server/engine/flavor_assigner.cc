@@ -195,8 +195,14 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           }
           if (!why.empty()) {
             // Short of unused quota but within nominal: preempting may free it (§4.2).
+            // §4.2: ask the oracle when the request is within nominal, or when the queue may
+            // reclaim while borrowing.
+            const bool within_nominal = cq.nominal.count(fr) && cq.nominal.at(fr) >= val;
+            const bool may_borrow_preempt =
+                cq.spec_object().spec().preemption().borrow_within_cohort().policy() ==
+                "LowerPriority";
             if (reason == kReasonWaitingForQuota && oracle != nullptr &&
-                cq.nominal.count(fr) && cq.nominal.at(fr) >= val && (*oracle)(fr, val)) {
+                (within_nominal || may_borrow_preempt) && (*oracle)(fr, val)) {
               flavor_preempts = true;
               flavor_reasons.push_back(why);
               out.attempts.push_back({ps.name, r, flavor_name, "Preempt", why});

@@ -19,6 +19,21 @@ bool PolicyAllows(const std::string& policy, const WorkloadEntry& p, const Workl
   return false;
 }
 
+bool ReclaimsWhileBorrowing(const ClusterQueueState& cq) {
+  return cq.spec_object().spec().preemption().borrow_within_cohort().policy() == "LowerPriority";
+}
+
+// §7.3: a candidate of another queue may be reclaimed while the preemptor borrows only when it
+// has lower priority than the preemptor and, with a threshold, a priority at most the threshold.
+bool BorrowWithinCohortAllows(const ClusterQueueState& cq, const WorkloadEntry& p,
+                              const WorkloadEntry& c) {
+  const v1::BorrowWithinCohort& bwc = cq.spec_object().spec().preemption().borrow_within_cohort();
+  if (bwc.policy() != "LowerPriority") return false;
+  const int32_t cp = c.object.spec().priority();
+  if (cp >= p.object.spec().priority()) return false;
+  return !bwc.has_max_priority_threshold() || cp <= bwc.max_priority_threshold();
+}
+
 absl::Time ReservedAt(const v1::Workload& wl) {
   const v1::Condition* c = FindCondition(wl, kQuotaReserved);
   return c == nullptr ? absl::InfiniteFuture() : FromProto(c->last_transition_time());
@@ -107,6 +122,7 @@ std::vector<WorkloadEntry*> Engine::Impl::FindTargets(const ClusterQueueState& c
     for (WorkloadEntry* c : candidates) {
       if (c->cluster_queue != own) {
         if (own_only) continue;
+        if (allow_borrowing && !BorrowWithinCohortAllows(cq, preemptor, *c)) continue;
         // Still a valid reclaim target only while its queue borrows in a needed pair.
         const ClusterQueueState& q = cluster_queues_.at(c->cluster_queue);
         bool borrows = false;
@@ -138,24 +154,48 @@ std::vector<WorkloadEntry*> Engine::Impl::FindTargets(const ClusterQueueState& c
   };
   if (!other_queues) return attempt(/*allow_borrowing=*/true, /*own_only=*/false);
   std::vector<WorkloadEntry*> targets = attempt(/*allow_borrowing=*/false, /*own_only=*/false);
-  if (targets.empty()) targets = attempt(/*allow_borrowing=*/true, /*own_only=*/true);
+  if (targets.empty()) {
+    // While borrowing, other queues' workloads are fair game only under borrowWithinCohort, and
+    // only below the preemptor's priority (and the threshold, when set).
+    targets = attempt(/*allow_borrowing=*/true, /*own_only=*/!ReclaimsWhileBorrowing(cq));
+  }
   return targets;
 }
 
-void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, absl::Time now) {
+void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor,
+                           const FlavorResourceQuantities& preemptor_usage, absl::Time now) {
   const bool in_queue = victim.cluster_queue == preemptor.cluster_queue;
+  // Reclaiming while borrowing: the preemptor's queue is above its nominal quota in a pair the
+  // victim uses once the victim is gone.
+  bool while_borrowing = false;
+  if (!in_queue) {
+    const ClusterQueueState& pq = cluster_queues_.at(preemptor.cluster_queue);
+    for (const auto& [fr, v] : preemptor_usage) {
+      auto n = pq.nominal.find(fr);
+      auto u = pq.usage.find(fr);
+      const int64_t used = (u == pq.usage.end() ? 0 : u->second) + v;
+      if (victim.usage.count(fr) && used > (n == pq.nominal.end() ? 0 : n->second)) {
+        while_borrowing = true;
+      }
+    }
+  }
+  const char* human = in_queue          ? "prioritization in the ClusterQueue"
+                      : while_borrowing ? "reclamation within the cohort while borrowing"
+                                        : "reclamation within the cohort";
+  const char* variant = in_queue          ? "InClusterQueue"
+                        : while_borrowing ? "InCohortReclaimWhileBorrowing"
+                                          : "InCohortReclamation";
   auto job_uid = preemptor.object.metadata().labels().find("kueue.x-k8s.io/job-uid");
   const std::string uid = preemptor.object.metadata().uid();
   const std::string message = absl::StrCat(
       "Preempted to accommodate a workload (UID: ", uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
       job_uid == preemptor.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
-      ") due to ", in_queue ? "prioritization in the ClusterQueue" : "reclamation within the cohort",
+      ") due to ", human,
       "; preemptor path: ",
       quota_tree_.Path(preemptor.cluster_queue),
       "; preemptee path: ", quota_tree_.Path(victim.cluster_queue));
   SetCondition(&victim.object, kEvicted, true, "Preempted", message, now);
-  SetCondition(&victim.object, kPreempted, true,
-               in_queue ? "InClusterQueue" : "InCohortReclamation", message, now);
+  SetCondition(&victim.object, kPreempted, true, variant, message, now);
   EmitWorkload(victim, v1::WatchEvent::MODIFIED, "Evicted", message);
 }
 
