@@ -28,6 +28,7 @@ inline constexpr char kReasonExceedsMaxQuota[] = "ExceedsMaxQuota";
 inline constexpr char kReasonMisconfigured[] = "Misconfigured";
 inline constexpr char kReasonSuspended[] = "Suspended";
 inline constexpr char kReasonPendingEvaluation[] = "PendingEvaluation";
+inline constexpr char kReasonDeactivated[] = "Deactivated";
 inline constexpr char kReasonNoReservation[] = "NoReservation";
 inline constexpr char kReasonSucceeded[] = "Succeeded";
 inline constexpr char kReasonFailed[] = "Failed";

@@ -78,8 +78,9 @@ class Engine::Impl {
   void RequeueInadmissibleOne(ClusterQueueState& cq);
   // Re-derives the quota tree after a ClusterQueue or Cohort changed.
   void RebuildQuotaTree();
-  // Recomputes whether a ClusterQueue can admit (its flavors exist, it is not stopped).
-  void RefreshActive(ClusterQueueState& cq);
+  // Recomputes whether a ClusterQueue can admit (its flavors exist, it is not stopped). With
+  // `now`, a queue that just became inactive marks its pending workloads Suspended.
+  void RefreshActive(ClusterQueueState& cq, std::optional<absl::Time> now = std::nullopt);
   // Adds or removes a reserved workload's usage in its ClusterQueue.
   void ChargeUsage(WorkloadEntry& entry, int sign);
   // Usage of a workload from its admission, honouring reclaimable pods (§2.4).

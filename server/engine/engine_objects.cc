@@ -41,22 +41,26 @@ std::string SpecContent(const v1::QueueObject& o) {
   }
 }
 
+// Usage per flavor and resource as Kueue's status shows it: every quota entry, used or not, in
+// the ClusterQueue's order of resource groups, flavors and covered resources.
 void AddUsage(google::protobuf::RepeatedPtrField<v1::FlavorUsage>* out,
-              const FlavorResourceQuantities& usage, const FlavorResourceQuantities& nominal) {
-  std::map<std::string, v1::FlavorUsage*> by_flavor;
-  // Every quota entry appears, used or not, in the queue's flavor order.
-  for (const auto& [fr, quota] : nominal) {
-    if (by_flavor.count(fr.first) == 0) {
+              const FlavorResourceQuantities& usage, const ClusterQueueState& cq) {
+  for (const ResourceGroupQuota& group : cq.groups) {
+    for (const std::string& flavor : group.flavors) {
       v1::FlavorUsage* fu = out->Add();
-      fu->set_name(fr.first);
-      by_flavor[fr.first] = fu;
+      fu->set_name(flavor);
+      for (const std::string& resource : group.resources) {
+        const FlavorResource fr{flavor, resource};
+        auto u = usage.find(fr);
+        const int64_t used = u == usage.end() ? 0 : u->second;
+        auto q = cq.nominal.find(fr);
+        const int64_t quota = q == cq.nominal.end() ? 0 : q->second;
+        v1::ResourceUsage* ru = fu->add_resources();
+        ru->set_name(resource);
+        ru->set_total(FormatQuantity(resource, used));
+        ru->set_borrowed(FormatQuantity(resource, std::max<int64_t>(0, used - quota)));
+      }
     }
-    auto u = usage.find(fr);
-    const int64_t used = u == usage.end() ? 0 : u->second;
-    v1::ResourceUsage* ru = by_flavor[fr.first]->add_resources();
-    ru->set_name(fr.second);
-    ru->set_total(FormatQuantity(fr.second, used));
-    ru->set_borrowed(FormatQuantity(fr.second, std::max<int64_t>(0, used - quota)));
   }
 }
 
@@ -165,7 +169,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
   } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
     ClusterQueueState& cq = cluster_queues_.at(key);
-    RefreshActive(cq);
+    RefreshActive(cq, now);
     if (auto orphans = orphans_.find(key); orphans != orphans_.end()) {
       std::set<std::string> waiting = std::move(orphans->second);
       orphans_.erase(orphans);
@@ -187,7 +191,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
         uses = uses || std::find(g.flavors.begin(), g.flavors.end(), key) != g.flavors.end();
       }
       if (!uses) continue;
-      RefreshActive(cq);
+      RefreshActive(cq, now);
       RequeueInadmissible(cq);
     }
   } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
@@ -371,8 +375,8 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
 v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
   v1::ClusterQueue out = cq.spec_object();
   v1::ClusterQueueStatus* status = out.mutable_status();
-  AddUsage(status->mutable_flavors_reservation(), cq.usage, cq.nominal);
-  AddUsage(status->mutable_flavors_usage(), cq.usage, cq.nominal);
+  AddUsage(status->mutable_flavors_reservation(), cq.usage, cq);
+  AddUsage(status->mutable_flavors_usage(), cq.usage, cq);
   status->set_pending_workloads(static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size()));
   status->set_reserving_workloads(cq.reserving);
   status->set_admitted_workloads(cq.admitted);
@@ -415,7 +419,8 @@ v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
   return out;
 }
 
-void Engine::Impl::RefreshActive(ClusterQueueState& cq) {
+void Engine::Impl::RefreshActive(ClusterQueueState& cq, std::optional<absl::Time> now) {
+  const bool was_active = cq.active();
   cq.inactive_reason.clear();
   cq.inactive_message.clear();
   std::vector<std::string> missing;
@@ -434,6 +439,16 @@ void Engine::Impl::RefreshActive(ClusterQueueState& cq) {
     cq.inactive_message = "Can't admit new workloads: is stopped.";
   }
   RefreshHeads(cq);
+  if (now.has_value() && was_active && !cq.active()) {
+    // The queue gives no heads any more, so the scheduler will not tell its pending workloads
+    // why they wait: say it once here, as Kueue's workload controller does (§6.6).
+    const std::string message = absl::StrCat("ClusterQueue ", cq.name(), " is inactive");
+    for (const std::set<QueueKey>* keys : {&cq.heap, &cq.inadmissible}) {
+      for (const QueueKey& k : *keys) {
+        MarkPending(workloads_.at(k.key), kReasonSuspended, message, *now);
+      }
+    }
+  }
 }
 
 void Engine::Impl::RefreshHeads(ClusterQueueState& cq) {

@@ -60,6 +60,16 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   entry.queue_key.key = entry.key();
   const std::string cq_name = ClusterQueueOf(wl.metadata().namespace_(), wl.spec().queue_name());
   entry.cluster_queue = cq_name;
+  if (wl.spec().has_active() && !wl.spec().active()) {
+    // A deactivated workload is not queued at all (§6.6).
+    entry.where = WorkloadEntry::Where::kNone;
+    if (emit_reason_change) {
+      MarkPending(entry, kReasonDeactivated, "The workload is deactivated", now);
+    } else {
+      SetPending(&entry.object, kReasonDeactivated, "The workload is deactivated", now);
+    }
+    return;
+  }
   auto it = cluster_queues_.find(cq_name);
   if (it == cluster_queues_.end()) {
     entry.where = WorkloadEntry::Where::kOrphan;
@@ -193,6 +203,11 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest&
   v1::Workload wl = request.workload();
   for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) {
     if (ps.name().empty()) ps.set_name("main");
+  }
+  // Kueue's defaulting: without a queue name, a namespace's LocalQueue "default" takes it.
+  if (wl.spec().queue_name().empty() &&
+      local_queues_.count(absl::StrCat(wl.metadata().namespace_(), "/default")) != 0) {
+    wl.mutable_spec()->set_queue_name("default");
   }
   Violations violations = ValidateWorkload(wl, options_.max_pod_sets);
   if (!violations.empty()) return InvalidArgument(violations);
@@ -419,10 +434,16 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
   const int limit = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
   v1::ListWorkloadsResponse out;
   out.set_revision(revision_);
-  auto it = request.page_token().empty()
-                ? (request.namespace_().empty() ? workloads_.begin()
-                                                : workloads_.lower_bound(request.namespace_() + "/"))
-                : workloads_.upper_bound(request.page_token());
+  // Keys sort by namespace first, so one namespace is a contiguous range starting at "ns/".
+  auto it = request.namespace_().empty() ? workloads_.begin()
+                                         : workloads_.lower_bound(request.namespace_() + "/");
+  if (!request.page_token().empty()) {
+    auto after = workloads_.upper_bound(request.page_token());
+    // The later of the two, end() being the latest.
+    if (after == workloads_.end() || (it != workloads_.end() && after->first > it->first)) {
+      it = after;
+    }
+  }
   for (; it != workloads_.end(); ++it) {
     const v1::Workload& wl = it->second.object;
     if (!request.namespace_().empty() && wl.metadata().namespace_() != request.namespace_()) break;

@@ -70,5 +70,20 @@ TEST(QuantityTest, SaturatingArithmetic) {
   EXPECT_EQ(SaturatingAdd(2, 3), 5);
 }
 
+TEST(QuantityTest, KubernetesCornerCases) {
+  // BinarySI below 1024 falls back to DecimalSI, as Kubernetes' CanonicalizeBytes does.
+  EXPECT_EQ(FormatQuantity("memory", 1000), "1k");
+  EXPECT_EQ(FormatQuantity("ephemeral-storage", 1536000), "1500Ki");
+  EXPECT_EQ(FormatQuantity("hugepages-2Mi", 4194304), "4Mi");
+  EXPECT_EQ(FormatQuantity("memory", kUnlimited), "unlimited");
+  EXPECT_EQ(FormatQuantity("example.com/gpu", 1500000), "1500k");
+  EXPECT_EQ(*ParseQuantity("cpu", "1e-3"), 1);
+  EXPECT_EQ(*ParseQuantity("cpu", "1.5E3"), 1500000);
+  EXPECT_EQ(*ParseQuantity("memory", "1Ei"), int64_t{1} << 60);
+  EXPECT_EQ(*ParseQuantity("memory", "100n"), 1);  // fractional bytes round up
+  EXPECT_EQ(*ParseQuantity("cpu", "-1.5m"), -1);   // rounds toward +infinity
+  EXPECT_EQ(*ParseQuantity("cpu", ".5"), 500);
+}
+
 }  // namespace
 }  // namespace admitd::engine

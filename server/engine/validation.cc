@@ -1,5 +1,6 @@
 #include "server/engine/validation.h"
 
+#include <map>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -367,7 +368,10 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
         out.push_back({cf + ".resources[pods]",
                        "Invalid value: \"pods\": the key is reserved for internal kueue use"});
       }
-      for (const auto& [res, text] : c.resources().requests()) {
+      // Sorted, so the violations come out in the same order every time (protobuf maps are not).
+      const std::map<std::string, std::string> requests(c.resources().requests().begin(),
+                                                        c.resources().requests().end());
+      for (const auto& [res, text] : requests) {
         auto it = c.resources().limits().find(res);
         if (it == c.resources().limits().end()) continue;
         auto req = ParseQuantity(res, text);
