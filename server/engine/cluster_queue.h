@@ -60,6 +60,9 @@ struct ClusterQueueState {
   // Pending workloads: the heap gives heads; inadmissible ones wait for a requeue event.
   std::set<QueueKey> heap;
   std::set<QueueKey> inadmissible;
+  // BestEffortFIFO: the workload that issued preemptions stays the head until it leaves the
+  // queue (§5.2), so workloads skipped meanwhile cannot overtake it.
+  std::string sticky;
 
   const v1::ClusterQueue& spec_object() const { return object.cluster_queue(); }
   const std::string& name() const { return object.cluster_queue().metadata().name(); }

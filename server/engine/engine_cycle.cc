@@ -67,6 +67,8 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
     if (ps.has_min_count()) total_delta += ps.count() - ps.min_count();
   }
   if (total_delta <= 0) return std::nullopt;
+  const ScanProgress* resume =
+      entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
   auto assign = [&](int64_t i) {
     std::vector<PodSetRequest> reduced = entry.pod_sets;
     for (size_t j = 0; j < reduced.size(); ++j) {
@@ -74,10 +76,10 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
       const int64_t delta = ps.has_min_count() ? ps.count() - ps.min_count() : 0;
       reduced[j].count = static_cast<int32_t>(ps.count() - delta * i / total_delta);
     }
-    return AssignFlavors(cq, quota_tree_, flavors, reduced, &oracle);
+    return AssignFlavors(cq, quota_tree_, flavors, reduced, &oracle, resume);
   };
   auto usable = [&](const Assignment& a) {
-    return a.fits || (a.preempt && !FindTargets(cq, entry, a.usage).empty());
+    return a.fits || (a.preempt && !FindTargets(cq, entry, a.usage, a.needs_preemption).empty());
   };
   Assignment smallest = assign(total_delta);
   if (!usable(smallest)) return std::nullopt;
@@ -96,28 +98,71 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
   return best;  // the assignment for `hi`: every usable probe moved `hi` to itself
 }
 
+Assignment Engine::Impl::AssignWithTargets(
+    const ClusterQueueState& cq, WorkloadEntry& entry,
+    const std::map<std::string, const v1::ResourceFlavor*>& flavors,
+    std::vector<Target>* targets) {
+  // Scan progress older than the previous cycle is stale once the tree's quota or usage moved.
+  if (entry.last_assignment.has_value() && cycle_ - entry.last_assignment->cycle > 1 &&
+      quota_tree_.Generation(cq.name()) > entry.last_assignment->generation) {
+    entry.last_assignment.reset();
+  }
+  const PreemptionOracle oracle = [&](const FlavorResource& fr, int64_t value) {
+    return SimulatePreemption(cq, entry, fr, value);
+  };
+  const ScanProgress* resume =
+      entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
+  Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle, resume);
+  targets->clear();
+  if (assignment.preempt) {
+    *targets = FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
+  }
+  if (!assignment.fits && targets->empty()) {
+    if (auto partial = PartialAssignment(cq, entry, flavors, oracle)) {
+      assignment = *std::move(partial);
+      if (assignment.preempt) {
+        *targets = FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
+      }
+    }
+  }
+  entry.last_assignment = WorkloadEntry::LastAssignment{
+      assignment.progress, quota_tree_.Generation(cq.name()), cycle_};
+  return assignment;
+}
+
 CycleStats Engine::Impl::RunCycle(absl::Time now) {
   CycleStats stats;
+  ++cycle_;
   // One head from every ClusterQueue that has work (§6.1).
   struct Head {
     ClusterQueueState* cq;
     WorkloadEntry* entry;
     Assignment assignment;
+    std::vector<Target> targets;
   };
   std::vector<Head> heads;
   heads.reserve(cqs_with_heads_.size());
   for (const std::string& name : cqs_with_heads_) {
     ClusterQueueState& cq = cluster_queues_.at(name);
     auto first = cq.heap.begin();
+    if (!cq.sticky.empty()) {
+      // The sticky preemptor stays first while it waits in the heap (§5.2).
+      auto sticky = workloads_.find(cq.sticky);
+      if (sticky != workloads_.end() && sticky->second.where == WorkloadEntry::Where::kHeap &&
+          sticky->second.cluster_queue == name) {
+        first = cq.heap.find(sticky->second.queue_key);
+      }
+    }
     WorkloadEntry& entry = workloads_.at(first->key);
     cq.heap.erase(first);
     entry.where = WorkloadEntry::Where::kNone;
-    heads.push_back({&cq, &entry, Assignment()});
+    heads.push_back({&cq, &entry, Assignment(), {}});
   }
-  // Nomination (§6.3): every head gets its flavor assignment against the state at the start of
-  // the cycle; the iteration below then admits them in Kueue's order.
+  // Nomination (§6.3): every head gets its flavor assignment and preemption targets against
+  // the state at the start of the cycle; the iteration below then processes them in order.
   const auto flavors = FlavorMap();
-  int set_aside = 0;  // heads moved to the inadmissible set: their queue has a new head
+  int set_aside = 0;   // heads moved to the inadmissible set: their queue has a new head
+  int retry = 0;       // heads back in the heap with flavors still to try
   std::vector<Head> nominated;
   for (Head& head : heads) {
     ClusterQueueState& cq = *head.cq;
@@ -145,79 +190,154 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++set_aside;
       continue;
     }
-    const PreemptionOracle oracle = [&](const FlavorResource& fr, int64_t value) {
-      return !FindTargets(cq, entry, {{fr, value}}).empty();
-    };
-    head.assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle);
-    if (!head.assignment.fits &&
-        !(head.assignment.preempt && !FindTargets(cq, entry, head.assignment.usage).empty())) {
-      if (auto partial = PartialAssignment(cq, entry, flavors, oracle)) {
-        head.assignment = *std::move(partial);
-      }
-    }
+    head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets);
     nominated.push_back(std::move(head));
   }
   // Iteration order (§6.4): lower borrowing level, then higher priority, then earlier time.
-  std::sort(nominated.begin(), nominated.end(), [](const Head& a, const Head& b) {
+  std::stable_sort(nominated.begin(), nominated.end(), [](const Head& a, const Head& b) {
     if (a.assignment.borrowing_level != b.assignment.borrowing_level) {
       return a.assignment.borrowing_level < b.assignment.borrowing_level;
     }
     return a.entry->queue_key < b.entry->queue_key;
   });
+
+  // Victims of this cycle's preemptions, and usage added to the tree for this cycle only
+  // (preemptors and reservations; admissions are charged for good).
+  std::map<std::string, WorkloadEntry*> preempted;
+  std::vector<std::pair<std::string, FlavorResourceQuantities>> cycle_usage;
+  auto add_cycle_usage = [&](const std::string& cq_name, const FlavorResourceQuantities& usage) {
+    quota_tree_.AddUsage(cq_name, usage, +1);
+    cycle_usage.emplace_back(cq_name, usage);
+  };
+  auto simulate_removal = [&](const std::vector<WorkloadEntry*>& victims, int sign) {
+    for (WorkloadEntry* v : victims) quota_tree_.AddUsage(v->cluster_queue, v->usage, -sign);
+  };
+  auto overlaps = [&](const std::vector<Target>& targets) {
+    for (const Target& t : targets) {
+      if (preempted.count(t.entry->key())) return true;
+    }
+    return false;
+  };
+  // §6.5.7: with this cycle's victims and the entry's own targets gone, does its usage fit?
+  auto fits_after = [&](const ClusterQueueState& cq, const Assignment& a,
+                        const std::vector<Target>& targets) {
+    std::vector<WorkloadEntry*> gone;
+    for (const auto& [key, v] : preempted) gone.push_back(v);
+    for (const Target& t : targets) {
+      if (!preempted.count(t.entry->key())) gone.push_back(t.entry);
+    }
+    simulate_removal(gone, +1);
+    bool ok = true;
+    for (const auto& [fr, v] : a.usage) ok = ok && v <= quota_tree_.Available(cq.name(), fr);
+    simulate_removal(gone, -1);
+    return ok;
+  };
+
+  enum class Requeue { kNoFit, kNoCandidates, kAfterNomination, kPendingPreemption };
   for (Head& head : nominated) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
-    const Assignment& assignment = head.assignment;
-    if (assignment.fits) {
-      // Earlier admissions of this cycle in the same cohort may have taken the quota (§6.5.7).
-      bool still_fits = true;
-      for (const auto& [fr, v] : assignment.usage) {
-        still_fits = still_fits && v <= quota_tree_.Available(cq.name(), fr);
-      }
-      if (still_fits) {
-        Admit(entry, cq, assignment, now);
-        ++stats.admitted;
-        continue;
-      }
-      MarkPending(entry, kReasonWaitingForQuota,
-                  "Workload no longer fits after processing another workload", now);
-      cq.heap.insert(entry.queue_key);  // failed after nomination: back to the heap
-      entry.where = WorkloadEntry::Where::kHeap;
-      continue;
+    bool deferred_fit = false;
+    if (overlaps(head.targets)) {
+      // §6.5.1: recompute as if the other preemptions of this cycle had completed.
+      std::vector<WorkloadEntry*> gone;
+      for (const auto& [key, v] : preempted) gone.push_back(v);
+      simulate_removal(gone, +1);
+      entry.last_assignment.reset();
+      head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets);
+      simulate_removal(gone, -1);
+      deferred_fit = head.assignment.fits;
     }
-    if (assignment.preempt) {
-      std::vector<WorkloadEntry*> targets = FindTargets(cq, entry, assignment.usage);
-      if (!targets.empty()) {
-        for (WorkloadEntry* victim : targets) {
-          // An already evicted victim counts as preempted: its quota comes back on release.
-          if (!IsConditionTrue(victim->object, kEvicted)) {
-            Preempt(*victim, entry, assignment.usage, now);
+    const Assignment& assignment = head.assignment;
+    Requeue requeue = Requeue::kAfterNomination;
+    std::string reason, message;
+    if (!assignment.fits && !assignment.preempt) {
+      requeue = Requeue::kNoFit;
+      reason = assignment.reason;
+      message = assignment.message;
+    } else if (assignment.preempt && head.targets.empty()) {
+      requeue = Requeue::kNoCandidates;
+      reason = kReasonWaitingForQuota;
+      message = assignment.message;
+      // §6.5.3: unless the queue can always reclaim, hold back what it would get so that
+      // lower-ordered entries of the cohort cannot take it in this cycle.
+      if (cq.spec_object().spec().preemption().reclaim_within_cohort() != "Any") {
+        FlavorResourceQuantities reserve;
+        for (const auto& [fr, v] : assignment.usage) {
+          const int64_t used = quota_tree_.Usage(cq.name(), fr);
+          const int64_t nominal = quota_tree_.Nominal(cq.name(), fr);
+          if (assignment.borrowing_level > 0) {
+            const auto limit = quota_tree_.BorrowingLimit(cq.name(), fr);
+            reserve[fr] = limit.has_value() ? std::min(v, nominal + *limit - used) : v;
+          } else {
+            reserve[fr] = std::max<int64_t>(0, std::min(v, nominal - used));
           }
         }
-        MarkPending(entry, kReasonWaitingForPreemptedWorkloads,
-                    absl::StrCat(assignment.message, ". Pending the preemption of ",
-                                 targets.size(), " workload(s)"),
-                    now);
-        cq.heap.insert(entry.queue_key);  // stays first in line until the victims are gone
-        entry.where = WorkloadEntry::Where::kHeap;
-        continue;
+        add_cycle_usage(cq.name(), reserve);
       }
+    } else if (deferred_fit) {
+      requeue = Requeue::kPendingPreemption;
+      reason = kReasonWaitingForPreemptedWorkloads;
+      message =
+          "Workload has overlapping preemption targets with another workload, but will fit "
+          "after these preemptions complete";
+      entry.last_assignment.reset();
+      add_cycle_usage(cq.name(), assignment.usage);
+    } else if (overlaps(head.targets)) {
+      reason = kReasonWaitingForQuota;
+      message = "Workload has overlapping preemption targets with another workload";
+    } else if (!fits_after(cq, assignment, head.targets)) {
+      reason = kReasonWaitingForQuota;
+      message = "Workload no longer fits after processing another workload";
+    } else if (assignment.preempt) {
+      for (const Target& t : head.targets) preempted[t.entry->key()] = t.entry;
+      add_cycle_usage(cq.name(), assignment.usage);
+      for (const Target& t : head.targets) {
+        // An already evicted victim counts as preempted: its quota comes back on release.
+        if (!IsConditionTrue(t.entry->object, kEvicted)) Preempt(*t.entry, entry, t.reason, now);
+      }
+      entry.last_assignment.reset();
+      requeue = Requeue::kPendingPreemption;
+      reason = kReasonWaitingForPreemptedWorkloads;
+      message = absl::StrCat(assignment.message, ". Pending the preemption of ",
+                             head.targets.size(), " workload(s)");
+    } else {
+      entry.reserved_cycle = cycle_;
+      if (cq.sticky == entry.key()) cq.sticky.clear();
+      Admit(entry, cq, assignment, now);
+      ++stats.admitted;
+      continue;
     }
-    MarkPending(entry, assignment.reason, assignment.message, now);
+    MarkPending(entry, reason, message, now);
+    // Requeue (§5.3).
+    bool to_heap;
     if (cq.strict_fifo) {
-      cq.heap.insert(entry.queue_key);  // stays the head and blocks the queue
+      to_heap = true;  // stays the head and blocks the queue
+    } else {
+      to_heap = requeue == Requeue::kAfterNomination || requeue == Requeue::kPendingPreemption ||
+                (entry.last_assignment.has_value() && assignment.PendingFlavors());
+      if (requeue == Requeue::kPendingPreemption) cq.sticky = entry.key();
+    }
+    if (to_heap) {
+      cq.heap.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kHeap;
+      if (!cq.strict_fifo && (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates)) {
+        ++retry;  // the next attempt resumes at the next flavor
+      }
     } else {
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
       ++set_aside;
     }
   }
+  for (auto it = cycle_usage.rbegin(); it != cycle_usage.rend(); ++it) {
+    quota_tree_.AddUsage(it->first, it->second, -1);
+  }
   for (Head& head : heads) RefreshHeads(*head.cq);
   // Another cycle can only help where a queue has a head it has not tried yet: after an
-  // admission or after a head was set aside. A StrictFIFO head that failed blocks its queue
-  // until something changes, so it alone never asks for more.
-  stats.more = (stats.admitted > 0 || set_aside > 0) && !cqs_with_heads_.empty();
+  // admission, after a head was set aside, or when a head has flavors left to try. A head that
+  // failed otherwise blocks its queue until something changes, so it alone never asks for more.
+  stats.more = (stats.admitted > 0 || set_aside > 0 || retry > 0) && !cqs_with_heads_.empty();
   return stats;
 }
 
@@ -276,9 +396,12 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   }
   Engine::Impl* self = const_cast<Engine::Impl*>(this);  // FindTargets undoes what it simulates
   const PreemptionOracle oracle = [&](const FlavorResource& fr, int64_t value) {
-    return !self->FindTargets(cq, *entry, {{fr, value}}).empty();
+    return self->SimulatePreemption(cq, *entry, fr, value);
   };
-  Assignment assignment = AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle);
+  const ScanProgress* resume =
+      entry->last_assignment.has_value() ? &entry->last_assignment->progress : nullptr;
+  Assignment assignment =
+      AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle, resume);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();
     f->set_pod_set(a.pod_set);
@@ -289,8 +412,9 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   }
   why->set_would_admit(assignment.fits);
   if (assignment.preempt) {
-    for (WorkloadEntry* victim : self->FindTargets(cq, *entry, assignment.usage)) {
-      why->add_would_preempt(victim->key());
+    for (const Target& t :
+         self->FindTargets(cq, *entry, assignment.usage, assignment.needs_preemption)) {
+      why->add_would_preempt(t.entry->key());
     }
   }
   if (assignment.fits) {

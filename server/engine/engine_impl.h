@@ -25,10 +25,25 @@ struct WorkloadEntry {
   FlavorResourceQuantities usage;       // while it holds a reservation
   enum class Where { kNone, kHeap, kInadmissible, kOrphan } where = Where::kNone;
   QueueKey queue_key;
+  uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
+
+  // Flavor scan progress from the last attempt (§4.7), and what it was computed against.
+  struct LastAssignment {
+    ScanProgress progress;
+    uint64_t generation = 0;  // the quota tree's generation
+    uint64_t cycle = 0;
+  };
+  std::optional<LastAssignment> last_assignment;
 
   std::string key() const {
     return object.metadata().namespace_() + "/" + object.metadata().name();
   }
+};
+
+// A workload chosen for preemption and the Preempted reason it gets (§7.3).
+struct Target {
+  WorkloadEntry* entry;
+  std::string reason;
 };
 
 class Engine::Impl {
@@ -87,10 +102,20 @@ class Engine::Impl {
   FlavorResourceQuantities UsageFromAdmission(const WorkloadEntry& entry) const;
   void Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assignment& assignment,
              absl::Time now);
-  // Preemption within the ClusterQueue (§7, classical): the minimal set of workloads whose
-  // removal lets `requests` fit, in Kueue's candidate order; empty when none does.
-  std::vector<WorkloadEntry*> FindTargets(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
-                                          const FlavorResourceQuantities& requests);
+  // Classical preemption (§7): the minimal set of workloads, in Kueue's candidate order, whose
+  // removal lets `requests` fit; candidates must use a pair of `needed`. Empty when none does.
+  // Simulates on the quota tree and leaves it as it found it.
+  std::vector<Target> FindTargets(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
+                                  const FlavorResourceQuantities& requests,
+                                  const std::set<FlavorResource>& needed);
+  // The preemption oracle of flavor assignment (§7.6).
+  OracleAnswer SimulatePreemption(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
+                                  const FlavorResource& fr, int64_t value);
+  // Flavor assignment for `entry` with the preemption oracle, partial admission when the full
+  // counts cannot be admitted, and the preemption targets of a preempting assignment.
+  Assignment AssignWithTargets(const ClusterQueueState& cq, WorkloadEntry& entry,
+                               const std::map<std::string, const v1::ResourceFlavor*>& flavors,
+                               std::vector<Target>* targets);
   // Partial admission (§12): the largest reduced counts that fit, when pod sets set minCount.
   std::optional<Assignment> PartialAssignment(
       const ClusterQueueState& cq, const WorkloadEntry& entry,
@@ -99,10 +124,10 @@ class Engine::Impl {
   // Evicts the reserved workloads `keys` (a stopped queue draining).
   void Drain(const std::set<std::string>& keys, const std::string& reason,
              const std::string& message, absl::Time now);
-  // Marks a victim Evicted and Preempted; it keeps its quota until ReleaseQuota(stopped).
-  // `preemptor_usage` is what the preemptor will use (it tells reclaim-while-borrowing apart).
-  void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor,
-               const FlavorResourceQuantities& preemptor_usage, absl::Time now);
+  // Marks a victim Evicted and Preempted with `reason` (§7.7); it keeps its quota until
+  // ReleaseQuota(stopped).
+  void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, const std::string& reason,
+               absl::Time now);
   // Sets the pending condition; a Change only when it differs.
   void MarkPending(WorkloadEntry& entry, const std::string& reason, const std::string& message,
                    absl::Time now);
@@ -121,6 +146,7 @@ class Engine::Impl {
 
   const EngineOptions options_;
   uint64_t revision_ = 0;
+  uint64_t cycle_ = 0;  // scheduling cycles run so far
   std::vector<Change> changes_;
 
   std::map<std::string, v1::QueueObject> flavors_;

@@ -103,6 +103,7 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
     case WorkloadEntry::Where::kInadmissible: {
       auto it = cluster_queues_.find(entry.cluster_queue);
       if (it != cluster_queues_.end()) {
+        if (it->second.sticky == entry.key()) it->second.sticky.clear();
         it->second.heap.erase(entry.queue_key);
         it->second.inadmissible.erase(entry.queue_key);
         RefreshHeads(it->second);
@@ -182,6 +183,7 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
   ClusterQueueState& cq = it->second;
   AddTo(&cq.usage, entry.usage, sign);
   quota_tree_.AddUsage(cq.name(), entry.usage, sign);
+  quota_tree_.BumpGeneration(cq.name());
   if (sign > 0) {
     cq.reserved_keys.insert(entry.key());
   } else {

@@ -1,6 +1,7 @@
 #include "server/engine/flavor_assigner.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@ namespace {
 
 // §4.5: how bad a NoFit reason is.
 int Severity(const std::string& reason) {
+  if (reason.empty()) return 0;
   if (reason == kReasonNoMatchingFlavor) return 4;
   if (reason == kReasonExceedsMaxQuota) return 3;
   if (reason == kReasonWaitingForQuota) return 2;
@@ -94,61 +96,122 @@ ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps) {
   return total;
 }
 
+namespace {
+
+// Kueue's internal preemption modes, best last (§4.2).
+enum class Mode { kNoFit = 0, kNoCandidates = 1, kPreempt = 2, kReclaim = 3, kFit = 4 };
+
+struct Granular {
+  Mode mode = Mode::kNoFit;
+  int borrow = std::numeric_limits<int>::max();
+};
+
+// Whether `a` is better than `b` under the queue's fungibility preference (§4.3).
+bool IsPreferred(const Granular& a, const Granular& b, bool preemption_over_borrowing) {
+  if (a.mode == Mode::kNoFit) return false;
+  if (b.mode == Mode::kNoFit) return true;
+  const bool a_none = a.mode == Mode::kNoCandidates, b_none = b.mode == Mode::kNoCandidates;
+  if (a_none != b_none) return !a_none;
+  if (preemption_over_borrowing) {
+    if (a.borrow != b.borrow) return a.borrow < b.borrow;
+    return a.mode > b.mode;
+  }
+  if (a.mode != b.mode) return a.mode > b.mode;
+  return a.borrow < b.borrow;
+}
+
+bool ShouldTryNextFlavor(const Granular& m, bool try_next_when_borrowing,
+                         bool try_next_when_preempting) {
+  if (m.mode == Mode::kNoFit || m.mode == Mode::kNoCandidates) return true;
+  if ((m.mode == Mode::kPreempt || m.mode == Mode::kReclaim) && try_next_when_preempting) {
+    return true;
+  }
+  return m.borrow > 0 && try_next_when_borrowing;
+}
+
+struct ChosenFlavor {
+  std::string flavor;
+  Mode mode = Mode::kFit;
+  int borrow = 0;
+};
+
+}  // namespace
+
+bool Assignment::PendingFlavors() const {
+  for (const auto& per_resource : progress) {
+    for (const auto& [resource, idx] : per_resource) {
+      if (idx != -1) return true;
+    }
+  }
+  return false;
+}
+
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
-                         const PreemptionOracle* oracle) {
+                         const PreemptionOracle* oracle, const ScanProgress* resume) {
   const std::string& cq_name = cq.name();
-  const bool try_next_when_borrowing =
-      cq.spec_object().spec().flavor_fungibility().when_can_borrow() == "TryNextFlavor";
-  const bool stop_when_can_preempt =
-      cq.spec_object().spec().flavor_fungibility().when_can_preempt() == "MayStopSearch";
-  bool any_preempt = false;
+  const v1::FlavorFungibility& fungibility = cq.spec_object().spec().flavor_fungibility();
+  const bool try_next_when_borrowing = fungibility.when_can_borrow() == "TryNextFlavor";
+  const bool try_next_when_preempting = fungibility.when_can_preempt() != "MayStopSearch";
+  const bool preemption_over_borrowing = fungibility.preference() == "PreemptionOverBorrowing";
+  const bool can_preempt_while_borrowing =
+      !cq.spec_object().spec().preemption().borrow_within_cohort().policy().empty() &&
+      cq.spec_object().spec().preemption().borrow_within_cohort().policy() != "Never";
+
   Assignment out;
-  out.fits = true;
   std::vector<std::string> podset_messages;
-  int worst_severity = 0;
   std::string worst_reason;
-  for (const PodSetRequest& ps : pod_sets) {
+  int worst_severity = 0;
+  Mode representative = Mode::kFit;  // worst over pod sets: NoFit < Preempt < Fit
+  bool failed = false;
+
+  for (size_t p = 0; p < pod_sets.size() && !failed; ++p) {
+    const PodSetRequest& ps = pod_sets[p];
     const ResourceList total = PodSetTotal(cq, ps);
     out.totals.push_back(total);
     out.counts.push_back(ps.count);
-    std::map<std::string, std::string> chosen;
-    std::vector<std::string> reasons;
-    bool podset_fits = true;
-    bool podset_preempts = false;
-    // Per resource group, the least severe reason among its flavors (the best alternative).
-    std::map<int, int> group_best_severity;
-    std::map<int, std::string> group_best_reason;
-    auto note_group_reason = [&](int g, const std::string& reason) {
-      auto it = group_best_severity.find(g);
-      if (it == group_best_severity.end() || Severity(reason) < it->second) {
-        group_best_severity[g] = Severity(reason);
-        group_best_reason[g] = reason;
+    std::map<std::string, ChosenFlavor> chosen;  // resource -> flavor
+    std::map<std::string, int> progress;
+    std::vector<std::string> reasons;  // the pod set's status (§4.4)
+    bool podset_failed = false;
+    // NoFit attempts per resource group, for the reason (§4.5): group -> least severe reason.
+    std::map<int, std::string> group_reason;
+    bool any_attempt = false;
+    auto note_nofit = [&](int g, const std::string& reason) {
+      auto it = group_reason.find(g);
+      if (it == group_reason.end() || Severity(reason) < Severity(it->second)) {
+        group_reason[g] = reason;
       }
     };
-    std::set<int> groups_done;
+
     for (const auto& [resource, value] : total) {
+      if (chosen.count(resource)) continue;  // assigned with its resource group
       auto g_it = cq.group_of.find(resource);
       if (g_it == cq.group_of.end()) {
         if (value == 0) continue;  // zero requests of undeclared resources are ignored
-        reasons.push_back(absl::StrCat("resource ", resource, " unavailable in ClusterQueue"));
-        out.attempts.push_back({ps.name, resource, "", "NoFit",
-                                absl::StrCat("resource ", resource, " unavailable in ClusterQueue")});
-        note_group_reason(-1 - static_cast<int>(reasons.size()), kReasonNoMatchingFlavor);
-        podset_fits = false;
-        continue;
+        const std::string why = absl::StrCat("resource ", resource, " unavailable in ClusterQueue");
+        out.attempts.push_back({ps.name, resource, "", "NoFit", why});
+        reasons = {why};  // a failing resource's status replaces the pod set's
+        podset_failed = true;
+        break;
       }
       const int g = g_it->second;
-      if (!groups_done.insert(g).second) continue;  // one flavor per group per pod set
       const ResourceGroupQuota& group = cq.groups[g];
-      bool group_fits = false;
-      // The best fitting flavor seen while scanning on past borrowing ones (§4.3).
-      std::string best_flavor;
-      int best_borrow = 0;
-      std::string preempt_flavor;  // the first flavor that fits after preemption
-      for (const std::string& flavor_name : group.flavors) {
-        // Eligibility.
+      std::vector<std::string> status;  // reasons gathered over this group's flavors
+      std::map<std::string, ChosenFlavor> best;
+      Granular best_mode;  // worst possible
+      int attempted = -1;
+      int start = 0;
+      if (resume != nullptr && p < resume->size()) {
+        auto r = (*resume)[p].find(resource);
+        if (r != (*resume)[p].end()) start = r->second + 1;
+      }
+      for (int idx = start; idx < static_cast<int>(group.flavors.size()); ++idx) {
+        attempted = idx;
+        const std::string& flavor_name = group.flavors[idx];
+        any_attempt = true;
+        // Eligibility (§4.1.4a).
         std::string ineligible;
         auto f_it = flavors.find(flavor_name);
         if (f_it == flavors.end() || f_it->second == nullptr) {
@@ -162,15 +225,15 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           }
         }
         if (!ineligible.empty()) {
-          reasons.push_back(ineligible);
+          status.push_back(ineligible);
           out.attempts.push_back({ps.name, resource, flavor_name, "NoFit", ineligible});
-          note_group_reason(g, kReasonNoMatchingFlavor);
+          note_nofit(g, kReasonNoMatchingFlavor);
           continue;
         }
-        // Quota, for every covered resource the pod set requests.
-        bool flavor_fits = true;
-        bool flavor_preempts = false;
-        std::vector<std::string> flavor_reasons;
+        // Quota, resource by resource (§4.2); the flavor's mode is the worst of them.
+        Granular rep{Mode::kFit, 0};
+        std::map<std::string, ChosenFlavor> assignments;
+        std::string flavor_nofit_reason;
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
           if (req == total.end()) continue;
@@ -179,126 +242,133 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
           const int64_t val = SaturatingAdd(assumed, req->second);
           const int64_t max_cap = tree.PotentialAvailable(cq_name, fr);
-          std::string why, reason;
+          Granular m;
           if (val > max_cap) {
-            reason = kReasonExceedsMaxQuota;
-            why = absl::StrCat("insufficient quota for ", r, " in flavor ", flavor_name,
-                               ", previously considered podsets requests (",
-                               FormatQuantity(r, assumed), ") + current podset request (",
-                               FormatQuantity(r, req->second), ") > maximum capacity (",
-                               FormatQuantity(r, max_cap), ")");
-          } else if (val > tree.Available(cq_name, fr)) {
-            reason = kReasonWaitingForQuota;
-            why = absl::StrCat("insufficient unused quota for ", r, " in flavor ", flavor_name,
-                               ", ", FormatQuantity(r, val - tree.Available(cq_name, fr)),
-                               " more needed");
-          }
-          if (!why.empty()) {
-            // Short of unused quota but within nominal: preempting may free it (§4.2).
-            // §4.2: ask the oracle when the request is within nominal, or when the queue may
-            // reclaim while borrowing.
-            const bool within_nominal = cq.nominal.count(fr) && cq.nominal.at(fr) >= val;
-            const bool may_borrow_preempt =
-                cq.spec_object().spec().preemption().borrow_within_cohort().policy() ==
-                "LowerPriority";
-            if (reason == kReasonWaitingForQuota && oracle != nullptr &&
-                (within_nominal || may_borrow_preempt) && (*oracle)(fr, val)) {
-              flavor_preempts = true;
-              flavor_reasons.push_back(why);
-              out.attempts.push_back({ps.name, r, flavor_name, "Preempt", why});
-              continue;
-            }
-            reasons.push_back(why);
+            const std::string why = absl::StrCat(
+                "insufficient quota for ", r, " in flavor ", flavor_name,
+                ", previously considered podsets requests (", FormatQuantity(r, assumed),
+                ") + current podset request (", FormatQuantity(r, req->second),
+                ") > maximum capacity (", FormatQuantity(r, max_cap), ")");
+            status.push_back(why);
             out.attempts.push_back({ps.name, r, flavor_name, "NoFit", why});
-            note_group_reason(g, reason);
-            flavor_fits = false;
-            break;  // once a resource does not fit, the rest are not assigned
+            flavor_nofit_reason = kReasonExceedsMaxQuota;
+            m = {Mode::kNoFit, 0};
+          } else {
+            const auto [borrow, may_reclaim] = tree.BorrowingLevelAndReclaim(cq_name, fr, val);
+            const int64_t available = tree.Available(cq_name, fr);
+            if (val <= available) {
+              m = {Mode::kFit, borrow};
+              out.attempts.push_back({ps.name, r, flavor_name, "Fit",
+                                      borrow > 0 ? "fits by borrowing from the cohort" : ""});
+            } else {
+              const std::string why =
+                  absl::StrCat("insufficient unused quota for ", r, " in flavor ", flavor_name,
+                               ", ", FormatQuantity(r, val - available), " more needed");
+              status.push_back(why);
+              if (oracle != nullptr &&
+                  (tree.Nominal(cq_name, fr) >= val || may_reclaim || can_preempt_while_borrowing)) {
+                const OracleAnswer answer = (*oracle)(fr, val);
+                switch (answer.possibility) {
+                  case OracleAnswer::Possibility::kNoCandidates: m.mode = Mode::kNoCandidates; break;
+                  case OracleAnswer::Possibility::kPreempt: m.mode = Mode::kPreempt; break;
+                  case OracleAnswer::Possibility::kReclaim: m.mode = Mode::kReclaim; break;
+                }
+                m.borrow = answer.borrowing_level;
+                out.attempts.push_back(
+                    {ps.name, r, flavor_name, "Preempt",
+                     m.mode == Mode::kNoCandidates ? why + " (no preemption candidates)" : why});
+              } else {
+                m = {Mode::kNoFit, borrow};
+                out.attempts.push_back({ps.name, r, flavor_name, "NoFit", why});
+                if (Severity(kReasonWaitingForQuota) > Severity(flavor_nofit_reason)) {
+                  flavor_nofit_reason = kReasonWaitingForQuota;
+                }
+              }
+            }
           }
+          if (IsPreferred(rep, m, preemption_over_borrowing)) rep = m;
+          if (rep.mode == Mode::kNoFit) break;  // the rest of the group is not assigned
+          assignments[r] = {flavor_name, m.mode, m.borrow};
         }
-        if (!flavor_fits) {
-          reasons.insert(reasons.end(), flavor_reasons.begin(), flavor_reasons.end());
-          continue;
+        if (rep.mode == Mode::kNoFit) note_nofit(g, flavor_nofit_reason);
+        if (!ShouldTryNextFlavor(rep, try_next_when_borrowing, try_next_when_preempting)) {
+          best = std::move(assignments);
+          best_mode = rep;
+          break;
         }
-        if (flavor_preempts) {
-          reasons.insert(reasons.end(), flavor_reasons.begin(), flavor_reasons.end());
-          note_group_reason(g, kReasonWaitingForQuota);
-          if (preempt_flavor.empty()) preempt_flavor = flavor_name;
-          if (stop_when_can_preempt) break;
-          continue;  // whenCanPreempt TryNextFlavor: a later flavor may fit without it
+        if (IsPreferred(rep, best_mode, preemption_over_borrowing)) {
+          best = std::move(assignments);
+          best_mode = rep;
         }
-        int borrow = 0;
-        for (const std::string& r : group.resources) {
-          auto req = total.find(r);
-          if (req == total.end()) continue;
-          const FlavorResource fr{flavor_name, r};
-          auto assumed_it = out.usage.find(fr);
-          const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
-          borrow = std::max(borrow, tree.BorrowingLevel(cq_name, fr,
-                                                        SaturatingAdd(assumed, req->second)));
-        }
-        if (best_flavor.empty() || borrow < best_borrow) {
-          best_flavor = flavor_name;
-          best_borrow = borrow;
-        }
-        // By default a flavor that fits only by borrowing ends the scan (whenCanBorrow
-        // MayStopSearch); TryNextFlavor looks on for one that fits without borrowing.
-        if (borrow == 0 || !try_next_when_borrowing) break;
-        out.attempts.push_back({ps.name, group.resources.front(), flavor_name, "Fit",
-                                "fits by borrowing; trying the next flavor"});
       }
-      const bool preempting = best_flavor.empty() && !preempt_flavor.empty();
-      if (preempting) {
-        best_flavor = preempt_flavor;
-        any_preempt = true;
+      const int tried = attempted == static_cast<int>(group.flavors.size()) - 1 ? -1 : attempted;
+      if (best.empty()) {
+        // No flavor of the group can take the pod set: its status is this group's reasons.
+        reasons = std::move(status);
+        podset_failed = true;
+        break;
       }
-      if (!best_flavor.empty()) {
-        for (const std::string& r : group.resources) {
-          auto req = total.find(r);
-          if (req == total.end()) continue;
-          chosen[r] = best_flavor;
-          out.usage[{best_flavor, r}] = SaturatingAdd(out.usage[{best_flavor, r}], req->second);
-          out.attempts.push_back({ps.name, r, best_flavor, "Fit",
-                                  best_borrow > 0 ? "fits by borrowing from the cohort" : ""});
-        }
-        out.borrowing_level = std::max(out.borrowing_level, best_borrow);
-        group_fits = !preempting;
-        if (preempting) podset_preempts = true;
+      for (auto& [r, c] : best) {
+        progress[r] = tried;
+        chosen[r] = c;
       }
-      if (!group_fits && !podset_preempts) {
-        podset_fits = false;
-        if (group.flavors.empty()) note_group_reason(g, kReasonNoMatchingFlavor);
+      if (best_mode.mode != Mode::kFit) {
+        reasons.insert(reasons.end(), status.begin(), status.end());
       }
     }
-    out.flavors.push_back(std::move(chosen));
-    if (podset_fits && podset_preempts) {
-      std::sort(reasons.begin(), reasons.end());
-      podset_messages.push_back(absl::StrCat("couldn't assign flavors to pod set ", ps.name, ": ",
-                                             absl::StrJoin(reasons, ", ")));
-    }
-    if (!podset_fits) {
-      out.fits = false;
-      std::sort(reasons.begin(), reasons.end());
-      podset_messages.push_back(absl::StrCat("couldn't assign flavors to pod set ", ps.name, ": ",
-                                             absl::StrJoin(reasons, ", ")));
-      if (group_best_severity.empty()) group_best_reason[0] = kReasonNoMatchingFlavor;
-      for (const auto& [g, reason] : group_best_reason) {
-        if (Severity(reason) > worst_severity) {
-          worst_severity = Severity(reason);
-          worst_reason = reason;
-        }
+
+    std::vector<std::map<std::string, std::string>>::value_type names;
+    Mode podset_mode = Mode::kFit;
+    for (const auto& [r, c] : chosen) {
+      names[r] = c.flavor;
+      if (c.mode != Mode::kFit) {
+        podset_mode = Mode::kPreempt;
+        out.needs_preemption.insert({c.flavor, r});
+      }
+      out.borrowing_level = std::max(out.borrowing_level, c.borrow);
+      auto req = total.find(r);
+      if (req != total.end() && !podset_failed) {
+        out.usage[{c.flavor, r}] = SaturatingAdd(out.usage[{c.flavor, r}], req->second);
       }
     }
+    out.flavors.push_back(std::move(names));
+    out.progress.push_back(std::move(progress));
+    if (podset_failed) {
+      podset_mode = Mode::kNoFit;
+      failed = true;  // later pod sets are not assigned
+      const std::string reason = !any_attempt || group_reason.empty() ? kReasonNoMatchingFlavor
+                                                                      : [&] {
+        std::string worst;
+        for (const auto& [g, r] : group_reason) {
+          if (Severity(r) > Severity(worst)) worst = r;
+        }
+        return worst;
+      }();
+      if (Severity(reason) > worst_severity) {
+        worst_severity = Severity(reason);
+        worst_reason = reason;
+      }
+    }
+    if (podset_mode != Mode::kFit || !reasons.empty()) {
+      if (!reasons.empty()) {
+        std::sort(reasons.begin(), reasons.end());
+        podset_messages.push_back(absl::StrCat("couldn't assign flavors to pod set ", ps.name,
+                                               ": ", absl::StrJoin(reasons, ", ")));
+      }
+    }
+    if (podset_mode < representative) representative = podset_mode;
   }
-  if (out.fits && any_preempt) {
-    // Mode Preempt: not admissible now; the usage is kept for the fit check after preemption.
-    out.fits = false;
+
+  out.message = absl::StrJoin(podset_messages, "; ");
+  if (representative == Mode::kFit) {
+    out.fits = true;
+  } else if (representative == Mode::kPreempt) {
     out.preempt = true;
     out.reason = kReasonWaitingForQuota;
-    out.message = absl::StrJoin(podset_messages, "; ");
-  } else if (!out.fits) {
-    out.reason = worst_reason;
-    out.message = absl::StrJoin(podset_messages, "; ");
+  } else {
+    out.reason = worst_reason.empty() ? std::string(kReasonNoMatchingFlavor) : worst_reason;
     out.usage.clear();
+    out.needs_preemption.clear();
   }
   return out;
 }

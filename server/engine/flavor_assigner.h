@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,22 @@ struct FlavorAttempt {
   std::string pod_set;
   std::string resource;
   std::string flavor;
-  std::string mode;    // Fit | NoFit
-  std::string reason;  // empty for Fit
+  std::string mode;    // Fit | Preempt | NoFit
+  std::string reason;  // empty for a plain Fit
 };
 
-// Answers whether preempting workloads could make `value` of `fr` available (§7.6).
-using PreemptionOracle = std::function<bool(const FlavorResource& fr, int64_t value)>;
+// What preempting could do for `value` of `fr` (§7.6): no candidates, or targets only in other
+// queues (reclaim) or some in the preemptor's own queue (preempt); with the borrowing level
+// the preemptor would have once the targets are gone.
+struct OracleAnswer {
+  enum class Possibility { kNoCandidates, kPreempt, kReclaim } possibility;
+  int borrowing_level = 0;
+};
+using PreemptionOracle = std::function<OracleAnswer(const FlavorResource& fr, int64_t value)>;
+
+// The flavor index last examined per pod set and resource in an earlier attempt (-1: the scan
+// reached the last flavor); the next attempt resumes after it (§4.7).
+using ScanProgress = std::vector<std::map<std::string, int>>;
 
 struct Assignment {
   bool fits = false;
@@ -58,6 +69,13 @@ struct Assignment {
   std::string reason;                // the NoFit reason (§4.5) when !fits
   std::string message;               // the status message (§4.4) when !fits
   std::vector<FlavorAttempt> attempts;
+  // Flavor-resource pairs whose flavor was chosen in a preempting mode: preemption targets
+  // must use one of them (§7.1).
+  std::set<FlavorResource> needs_preemption;
+  // Where the flavor scan stopped, to resume from in the next attempt (§4.7).
+  ScanProgress progress;
+  // Whether some pod set stopped its scan before the last flavor.
+  bool PendingFlavors() const;
 };
 
 // `flavors` maps flavor name -> ResourceFlavor (missing = not found).
@@ -65,7 +83,8 @@ struct Assignment {
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
-                         const PreemptionOracle* oracle = nullptr);
+                         const PreemptionOracle* oracle = nullptr,
+                         const ScanProgress* resume = nullptr);
 
 // The total request of a pod set, with the implicit `pods` resource when the queue covers it.
 ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps);

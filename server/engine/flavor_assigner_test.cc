@@ -53,9 +53,14 @@ class FlavorAssignerTest : public ::testing::Test {
     return ps;
   }
   v1::PodSpec& PodOf(const PodSetRequest& ps) { return *const_cast<v1::PodSpec*>(ps.pod); }
-  Assignment Assign(const std::vector<PodSetRequest>& pod_sets) {
+  Assignment Assign(const std::vector<PodSetRequest>& pod_sets,
+                    const PreemptionOracle* oracle = nullptr,
+                    const ScanProgress* resume = nullptr) {
     Build();
-    return AssignFlavors(cq_, tree_, flavors_, pod_sets);
+    return AssignFlavors(cq_, tree_, flavors_, pod_sets, oracle, resume);
+  }
+  v1::FlavorFungibility* Fungibility() {
+    return cq_.object.mutable_cluster_queue()->mutable_spec()->mutable_flavor_fungibility();
   }
 
   ClusterQueueState cq_;
@@ -241,14 +246,113 @@ TEST_F(FlavorAssignerTest, ImplicitPodsResource) {
             "maximum capacity (3)");
 }
 
-TEST_F(FlavorAssignerTest, PodSetsJoinedBySemicolon) {
+TEST_F(FlavorAssignerTest, FirstPodSetWithoutAFlavorEndsTheAssignment) {
   Group({"cpu"}, {{"default", {"1"}}});
   usage_[{"default", "cpu"}] = 1000;
   Assignment a = Assign({PodSet("driver", 1, {{"cpu", 500}}), PodSet("workers", 1, {{"cpu", 500}})});
+  EXPECT_FALSE(a.fits);
+  EXPECT_EQ(a.message,
+            "couldn't assign flavors to pod set driver: insufficient unused quota for cpu in "
+            "flavor default, 500m more needed");
+}
+
+// An oracle that answers the same for every pair, counting its calls.
+struct FixedOracle {
+  OracleAnswer answer;
+  int calls = 0;
+  PreemptionOracle Fn() {
+    return [this](const FlavorResource&, int64_t) {
+      ++calls;
+      return answer;
+    };
+  }
+};
+
+TEST_F(FlavorAssignerTest, PreemptingPodSetsAreJoinedBySemicolon) {
+  Group({"cpu"}, {{"default", {"1"}}});
+  usage_[{"default", "cpu"}] = 1000;
+  FixedOracle o{{OracleAnswer::Possibility::kPreempt, 0}};
+  const PreemptionOracle fn = o.Fn();
+  Assignment a = Assign({PodSet("driver", 1, {{"cpu", 500}}), PodSet("workers", 1, {{"cpu", 500}})},
+                        &fn);
+  EXPECT_TRUE(a.preempt);
+  EXPECT_EQ(a.reason, kReasonWaitingForQuota);
   EXPECT_EQ(a.message,
             "couldn't assign flavors to pod set driver: insufficient unused quota for cpu in "
             "flavor default, 500m more needed; couldn't assign flavors to pod set workers: "
-            "insufficient unused quota for cpu in flavor default, 500m more needed");
+            "insufficient unused quota for cpu in flavor default, 1 more needed");
+  EXPECT_EQ(a.usage.at({"default", "cpu"}), 1000);
+  EXPECT_THAT(a.needs_preemption, ::testing::ElementsAre(FlavorResource{"default", "cpu"}));
+}
+
+TEST_F(FlavorAssignerTest, NoCandidatesRanksBelowPreemptionButAboveNoFit) {
+  // on-demand: preemption finds nobody; spot: preemption finds targets. The default
+  // whenCanPreempt (TryNextFlavor) scans both and keeps the flavor with candidates.
+  Group({"cpu"}, {{"on-demand", {"2"}}, {"spot", {"2"}}});
+  usage_[{"on-demand", "cpu"}] = 2000;
+  usage_[{"spot", "cpu"}] = 2000;
+  int call = 0;
+  const PreemptionOracle fn = [&](const FlavorResource& fr, int64_t) {
+    ++call;
+    return OracleAnswer{fr.first == "spot" ? OracleAnswer::Possibility::kPreempt
+                                           : OracleAnswer::Possibility::kNoCandidates,
+                        0};
+  };
+  Assignment a = Assign({PodSet("main", 1, {{"cpu", 1000}})}, &fn);
+  EXPECT_EQ(call, 2);
+  EXPECT_TRUE(a.preempt);
+  EXPECT_EQ(a.flavors[0].at("cpu"), "spot");
+  EXPECT_EQ(a.progress[0].at("cpu"), -1);  // the scan reached the last flavor
+}
+
+TEST_F(FlavorAssignerTest, WhenCanPreemptMayStopSearchTakesTheFirstPreemptingFlavor) {
+  Group({"cpu"}, {{"on-demand", {"2"}}, {"spot", {"2"}}});
+  usage_[{"on-demand", "cpu"}] = 2000;
+  Fungibility()->set_when_can_preempt("MayStopSearch");
+  FixedOracle o{{OracleAnswer::Possibility::kPreempt, 0}};
+  const PreemptionOracle fn = o.Fn();
+  Assignment a = Assign({PodSet("main", 1, {{"cpu", 1000}})}, &fn);
+  EXPECT_TRUE(a.preempt);
+  EXPECT_EQ(a.flavors[0].at("cpu"), "on-demand");
+  EXPECT_EQ(a.progress[0].at("cpu"), 0);  // stopped at the first flavor
+  EXPECT_TRUE(a.PendingFlavors());
+}
+
+TEST_F(FlavorAssignerTest, DefaultFungibilityPrefersAFitOverPreemption) {
+  Group({"cpu"}, {{"on-demand", {"2"}}, {"spot", {"2"}}});
+  usage_[{"on-demand", "cpu"}] = 2000;
+  FixedOracle o{{OracleAnswer::Possibility::kPreempt, 0}};
+  const PreemptionOracle fn = o.Fn();
+  Assignment a = Assign({PodSet("main", 1, {{"cpu", 1000}})}, &fn);
+  EXPECT_TRUE(a.fits);
+  EXPECT_EQ(a.flavors[0].at("cpu"), "spot");
+  EXPECT_EQ(a.message, "");  // a Fit keeps no reasons from the flavors it skipped
+}
+
+TEST_F(FlavorAssignerTest, ScanResumesAfterTheRecordedFlavor) {
+  Group({"cpu"}, {{"a", {"2"}}, {"b", {"2"}}, {"c", {"2"}}});
+  ScanProgress resume = {{{"cpu", 0}}};
+  Assignment a = Assign({PodSet("main", 1, {{"cpu", 1000}})}, nullptr, &resume);
+  EXPECT_TRUE(a.fits);
+  EXPECT_EQ(a.flavors[0].at("cpu"), "b");
+  EXPECT_EQ(a.progress[0].at("cpu"), 1);
+  resume = {{{"cpu", -1}}};  // the last scan reached the end: start over
+  EXPECT_EQ(Assign({PodSet("main", 1, {{"cpu", 1000}})}, nullptr, &resume).flavors[0].at("cpu"),
+            "a");
+}
+
+TEST_F(FlavorAssignerTest, ResourceOutsideTheQueueReplacesThePodSetStatus) {
+  Group({"cpu"}, {{"default", {"1"}}});
+  usage_[{"default", "cpu"}] = 1000;
+  FixedOracle o{{OracleAnswer::Possibility::kNoCandidates, 0}};
+  const PreemptionOracle fn = o.Fn();
+  Assignment a = Assign({PodSet("main", 1, {{"cpu", 500}, {"example.com/gpu", 1}})}, &fn);
+  EXPECT_FALSE(a.fits);
+  EXPECT_FALSE(a.preempt);
+  EXPECT_EQ(a.reason, kReasonNoMatchingFlavor);
+  EXPECT_EQ(a.message,
+            "couldn't assign flavors to pod set main: resource example.com/gpu unavailable in "
+            "ClusterQueue");
 }
 
 }  // namespace

@@ -1,17 +1,32 @@
-// Engine: preemption within a ClusterQueue (§7 of the semantics, classical).
+// Engine: classical preemption (§7 of the semantics): candidates within the ClusterQueue and,
+// walking the cohort tree, in queues that use more than their nominal quota; Kueue's candidate
+// order; the minimal-set search; and the conditions a victim gets.
 #include <algorithm>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/quantity.h"
 
 namespace admitd::engine {
 namespace {
 
+// How a candidate may be preempted (§7.3).
+enum class Variant { kNever, kWithinQueue, kHierarchical, kReclaimWithoutBorrowing,
+                     kReclaimWhileBorrowing };
+
+const char* VariantReason(Variant v) {
+  switch (v) {
+    case Variant::kWithinQueue: return "InClusterQueue";
+    case Variant::kReclaimWhileBorrowing: return "InCohortReclaimWhileBorrowing";
+    default: return "InCohortReclamation";
+  }
+}
+
 // Whether `policy` lets preemptor P take candidate C's quota (§7.2).
 bool PolicyAllows(const std::string& policy, const WorkloadEntry& p, const WorkloadEntry& c) {
   const int32_t pp = p.object.spec().priority(), cp = c.object.spec().priority();
+  if (policy == "Any") return true;
   if (policy == "LowerPriority") return cp < pp;
   if (policy == "LowerOrNewerEqualPriority") {
     return cp < pp || (cp == pp && p.queue_key.timestamp < c.queue_key.timestamp);
@@ -19,19 +34,9 @@ bool PolicyAllows(const std::string& policy, const WorkloadEntry& p, const Workl
   return false;
 }
 
-bool ReclaimsWhileBorrowing(const ClusterQueueState& cq) {
-  return cq.spec_object().spec().preemption().borrow_within_cohort().policy() == "LowerPriority";
-}
-
-// §7.3: a candidate of another queue may be reclaimed while the preemptor borrows only when it
-// has lower priority than the preemptor and, with a threshold, a priority at most the threshold.
-bool BorrowWithinCohortAllows(const ClusterQueueState& cq, const WorkloadEntry& p,
-                              const WorkloadEntry& c) {
-  const v1::BorrowWithinCohort& bwc = cq.spec_object().spec().preemption().borrow_within_cohort();
-  if (bwc.policy() != "LowerPriority") return false;
-  const int32_t cp = c.object.spec().priority();
-  if (cp >= p.object.spec().priority()) return false;
-  return !bwc.has_max_priority_threshold() || cp <= bwc.max_priority_threshold();
+bool BorrowWithinCohortForbidden(const v1::ClusterQueuePreemption& policy) {
+  const std::string& p = policy.borrow_within_cohort().policy();
+  return p.empty() || p == "Never";
 }
 
 absl::Time ReservedAt(const v1::Workload& wl) {
@@ -39,50 +44,71 @@ absl::Time ReservedAt(const v1::Workload& wl) {
   return c == nullptr ? absl::InfiniteFuture() : FromProto(c->last_transition_time());
 }
 
+struct Candidate {
+  WorkloadEntry* entry;
+  std::string lca;  // for candidates of other queues: where the tree walk found them
+  Variant variant;
+};
+
 }  // namespace
 
-std::vector<WorkloadEntry*> Engine::Impl::FindTargets(const ClusterQueueState& cq,
-                                                      const WorkloadEntry& preemptor,
-                                                      const FlavorResourceQuantities& requests) {
+std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
+                                              const WorkloadEntry& preemptor,
+                                              const FlavorResourceQuantities& requests,
+                                              const std::set<FlavorResource>& needed) {
   const v1::ClusterQueuePreemption& policy = cq.spec_object().spec().preemption();
-  const std::string& reclaim = policy.reclaim_within_cohort();
-  const bool in_cohort = !cq.spec_object().spec().cohort_name().empty();
+  const std::string& own = cq.name();
   auto uses_needed = [&](const WorkloadEntry& c) {
-    for (const auto& [fr, v] : requests) {
-      if (c.usage.count(fr) > 0) return true;
+    for (const auto& [fr, v] : c.usage) {
+      if (needed.count(fr) > 0) return true;
     }
     return false;
   };
-  std::vector<WorkloadEntry*> candidates;
-  bool other_queues = false;
-  for (const std::string& key : cq.reserved_keys) {
-    WorkloadEntry& c = workloads_.at(key);
-    if (uses_needed(c) && PolicyAllows(policy.within_cluster_queue(), preemptor, c)) {
-      candidates.push_back(&c);
+  auto eligible = [&](const WorkloadEntry& c) {
+    // A workload reserved in this very cycle is not in the cycle's snapshot.
+    return c.reserved_cycle != cycle_ && uses_needed(c);
+  };
+  const bool bwc_forbidden = BorrowWithinCohortForbidden(policy);
+  auto classify = [&](const WorkloadEntry& c, bool advantage) {
+    if (!PolicyAllows(policy.reclaim_within_cohort(), preemptor, c)) return Variant::kNever;
+    if (advantage) return Variant::kHierarchical;
+    if (bwc_forbidden) return Variant::kReclaimWithoutBorrowing;
+    const int32_t cp = c.object.spec().priority(), pp = preemptor.object.spec().priority();
+    const v1::BorrowWithinCohort& bwc = policy.borrow_within_cohort();
+    if (cp >= pp || (bwc.has_max_priority_threshold() && cp > bwc.max_priority_threshold())) {
+      return Variant::kReclaimWithoutBorrowing;
     }
-  }
-  // Reclaim within the cohort (§7.3): workloads of other ClusterQueues of the tree that borrow.
-  if (in_cohort && (reclaim == "LowerPriority" || reclaim == "Any")) {
-    for (const std::string& name : quota_tree_.ClusterQueuesUnder(quota_tree_.Root(cq.name()))) {
-      if (name == cq.name()) continue;
-      const ClusterQueueState& other = cluster_queues_.at(name);
-      for (const std::string& key : other.reserved_keys) {
-        WorkloadEntry& c = workloads_.at(key);
-        if (!uses_needed(c)) continue;
-        if (reclaim == "LowerPriority" &&
-            c.object.spec().priority() >= preemptor.object.spec().priority()) {
-          continue;
-        }
-        candidates.push_back(&c);
-        other_queues = true;
+    return Variant::kReclaimWhileBorrowing;
+  };
+
+  std::vector<Candidate> same_queue, hierarchy, priority;
+  if (!policy.within_cluster_queue().empty() && policy.within_cluster_queue() != "Never") {
+    for (const std::string& key : cq.reserved_keys) {
+      WorkloadEntry& c = workloads_.at(key);
+      if (eligible(c) && PolicyAllows(policy.within_cluster_queue(), preemptor, c)) {
+        same_queue.push_back({&c, "", Variant::kWithinQueue});
       }
     }
   }
-  if (candidates.empty()) return {};
-  // Candidate order (§7.4): evicted first, other ClusterQueues before the preemptor's, lower
-  // priority, most recently reserved, UID.
-  const std::string& own = cq.name();
-  std::sort(candidates.begin(), candidates.end(), [&own](WorkloadEntry* a, WorkloadEntry* b) {
+  const std::string& reclaim = policy.reclaim_within_cohort();
+  if (!reclaim.empty() && reclaim != "Never") {
+    for (const QuotaTree::ReclaimScope& scope : quota_tree_.ReclaimScopes(own, requests, needed)) {
+      for (const std::string& key : cluster_queues_.at(scope.cluster_queue).reserved_keys) {
+        WorkloadEntry& c = workloads_.at(key);
+        if (!eligible(c)) continue;
+        const Variant v = classify(c, scope.advantage);
+        if (v == Variant::kNever) continue;
+        (v == Variant::kHierarchical ? hierarchy : priority).push_back({&c, scope.lca, v});
+      }
+    }
+  }
+  if (same_queue.empty() && hierarchy.empty() && priority.empty()) return {};
+
+  // Candidate order (§7.4) within each class, then Kueue's concatenation: evicted ones of every
+  // class first, then the rest, each as hierarchy, other queues, own queue.
+  auto order = [&own](const Candidate& x, const Candidate& y) {
+    const WorkloadEntry* a = x.entry;
+    const WorkloadEntry* b = y.entry;
     const bool ea = IsConditionTrue(a->object, kEvicted), eb = IsConditionTrue(b->object, kEvicted);
     if (ea != eb) return ea;
     const bool oa = a->cluster_queue != own, ob = b->cluster_queue != own;
@@ -93,109 +119,112 @@ std::vector<WorkloadEntry*> Engine::Impl::FindTargets(const ClusterQueueState& c
     const absl::Time ra = ReservedAt(a->object), rb = ReservedAt(b->object);
     if (ra != rb) return ra > rb;
     return a->object.metadata().uid() < b->object.metadata().uid();
-  });
-
-  // One attempt of the minimal set search (§7.5), simulated on the live tree and undone.
-  auto attempt = [&](bool allow_borrowing, bool own_only) -> std::vector<WorkloadEntry*> {
-    std::map<std::string, FlavorResourceQuantities> removed_usage;  // by ClusterQueue
-    auto queue_usage = [&](const ClusterQueueState& q, const FlavorResource& fr) {
-      auto u = q.usage.find(fr);
-      int64_t v = u == q.usage.end() ? 0 : u->second;
-      auto r = removed_usage[q.name()].find(fr);
-      return v - (r == removed_usage[q.name()].end() ? 0 : r->second);
-    };
-    auto fits = [&] {
-      for (const auto& [fr, v] : requests) {
-        if (v > quota_tree_.Available(own, fr)) return false;
-        if (!allow_borrowing) {
-          auto n = cq.nominal.find(fr);
-          if (queue_usage(cq, fr) + v > (n == cq.nominal.end() ? 0 : n->second)) return false;
-        }
-      }
-      return true;
-    };
-    auto remove = [&](WorkloadEntry* c, int sign) {
-      quota_tree_.AddUsage(c->cluster_queue, c->usage, -sign);
-      AddTo(&removed_usage[c->cluster_queue], c->usage, sign);
-    };
-    std::vector<WorkloadEntry*> removed;
-    for (WorkloadEntry* c : candidates) {
-      if (c->cluster_queue != own) {
-        if (own_only) continue;
-        if (allow_borrowing && !BorrowWithinCohortAllows(cq, preemptor, *c)) continue;
-        // Still a valid reclaim target only while its queue borrows in a needed pair.
-        const ClusterQueueState& q = cluster_queues_.at(c->cluster_queue);
-        bool borrows = false;
-        for (const auto& [fr, v] : requests) {
-          auto n = q.nominal.find(fr);
-          borrows = borrows || queue_usage(q, fr) > (n == q.nominal.end() ? 0 : n->second);
-        }
-        if (!borrows) continue;
-      }
-      remove(c, +1);
-      removed.push_back(c);
-      if (fits()) break;
-    }
-    std::vector<WorkloadEntry*> targets;
-    if (!removed.empty() && fits()) {
-      // Minimal set: put back earlier removals (newest first) that are not needed after all.
-      targets.push_back(removed.back());
-      for (size_t i = removed.size() - 1; i-- > 0;) {
-        remove(removed[i], -1);
-        if (fits()) continue;
-        remove(removed[i], +1);
-        targets.push_back(removed[i]);
-      }
-      for (WorkloadEntry* t : targets) remove(t, -1);
-    } else {
-      for (WorkloadEntry* c : removed) remove(c, -1);
-    }
-    return targets;
   };
-  if (!other_queues) return attempt(/*allow_borrowing=*/true, /*own_only=*/false);
-  std::vector<WorkloadEntry*> targets = attempt(/*allow_borrowing=*/false, /*own_only=*/false);
-  if (targets.empty()) {
-    // While borrowing, other queues' workloads are fair game only under borrowWithinCohort, and
-    // only below the preemptor's priority (and the threshold, when set).
-    targets = attempt(/*allow_borrowing=*/true, /*own_only=*/!ReclaimsWhileBorrowing(cq));
+  for (auto* list : {&same_queue, &hierarchy, &priority}) {
+    std::stable_sort(list->begin(), list->end(), order);
   }
-  return targets;
+  std::vector<Candidate> candidates;
+  candidates.reserve(same_queue.size() + hierarchy.size() + priority.size());
+  for (bool evicted : {true, false}) {
+    for (auto* list : {&hierarchy, &priority, &same_queue}) {
+      for (const Candidate& c : *list) {
+        if (IsConditionTrue(c.entry->object, kEvicted) == evicted) candidates.push_back(c);
+      }
+    }
+  }
+
+  auto fits = [&](bool allow_borrowing) {
+    for (const auto& [fr, v] : requests) {
+      if (!allow_borrowing &&
+          SaturatingAdd(quota_tree_.Usage(own, fr), v) > quota_tree_.Nominal(own, fr)) {
+        return false;
+      }
+      if (v > quota_tree_.Available(own, fr)) return false;
+    }
+    return true;
+  };
+  auto valid = [&](const Candidate& c, bool allow_borrowing) {
+    if (c.entry->cluster_queue == own) return true;
+    if (allow_borrowing && c.variant == Variant::kReclaimWithoutBorrowing) return false;
+    // Earlier removals may have brought its queue (or a cohort on the way) back within quota.
+    return quota_tree_.StillReclaimable(c.entry->cluster_queue, c.lca, needed);
+  };
+  auto remove = [&](WorkloadEntry* c, int sign) {
+    quota_tree_.AddUsage(c->cluster_queue, c->usage, -sign);
+  };
+
+  // The minimal set search (§7.5): which "allow the preemptor to borrow" settings to try.
+  std::vector<bool> attempts;
+  if ((hierarchy.empty() && priority.empty()) ||
+      (bwc_forbidden && !quota_tree_.UnderNominal(own, needed))) {
+    attempts = {true};
+  } else if (bwc_forbidden && hierarchy.empty()) {
+    attempts = {false, true};
+  } else {
+    attempts = {true, false};
+  }
+  for (bool allow_borrowing : attempts) {
+    std::vector<const Candidate*> removed;
+    for (const Candidate& c : candidates) {
+      if (!valid(c, allow_borrowing)) continue;
+      remove(c.entry, +1);
+      removed.push_back(&c);
+      if (!fits(allow_borrowing)) continue;
+      // Put back earlier removals, newest first, that turn out not to be needed.
+      std::vector<const Candidate*> kept = {removed.back()};
+      for (size_t i = removed.size() - 1; i-- > 0;) {
+        remove(removed[i]->entry, -1);
+        if (fits(allow_borrowing)) continue;
+        remove(removed[i]->entry, +1);
+        kept.push_back(removed[i]);
+      }
+      std::vector<Target> targets;
+      for (const Candidate* k : kept) {
+        remove(k->entry, -1);
+        targets.push_back({k->entry, VariantReason(k->variant)});
+      }
+      return targets;
+    }
+    for (const Candidate* c : removed) remove(c->entry, -1);
+  }
+  return {};
+}
+
+OracleAnswer Engine::Impl::SimulatePreemption(const ClusterQueueState& cq,
+                                              const WorkloadEntry& preemptor,
+                                              const FlavorResource& fr, int64_t value) {
+  std::vector<Target> targets = FindTargets(cq, preemptor, {{fr, value}}, {fr});
+  OracleAnswer answer;
+  if (targets.empty()) {
+    answer.possibility = OracleAnswer::Possibility::kNoCandidates;
+    answer.borrowing_level = quota_tree_.BorrowingLevel(cq.name(), fr, value);
+    return answer;
+  }
+  for (const Target& t : targets) quota_tree_.AddUsage(t.entry->cluster_queue, t.entry->usage, -1);
+  answer.borrowing_level = quota_tree_.BorrowingLevel(cq.name(), fr, value);
+  for (const Target& t : targets) quota_tree_.AddUsage(t.entry->cluster_queue, t.entry->usage, +1);
+  answer.possibility = OracleAnswer::Possibility::kReclaim;
+  for (const Target& t : targets) {
+    if (t.entry->cluster_queue == cq.name()) answer.possibility = OracleAnswer::Possibility::kPreempt;
+  }
+  return answer;
 }
 
 void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor,
-                           const FlavorResourceQuantities& preemptor_usage, absl::Time now) {
-  const bool in_queue = victim.cluster_queue == preemptor.cluster_queue;
-  // Reclaiming while borrowing: the preemptor's queue is above its nominal quota in a pair the
-  // victim uses once the victim is gone.
-  bool while_borrowing = false;
-  if (!in_queue) {
-    const ClusterQueueState& pq = cluster_queues_.at(preemptor.cluster_queue);
-    for (const auto& [fr, v] : preemptor_usage) {
-      auto n = pq.nominal.find(fr);
-      auto u = pq.usage.find(fr);
-      const int64_t used = (u == pq.usage.end() ? 0 : u->second) + v;
-      if (victim.usage.count(fr) && used > (n == pq.nominal.end() ? 0 : n->second)) {
-        while_borrowing = true;
-      }
-    }
-  }
-  const char* human = in_queue          ? "prioritization in the ClusterQueue"
-                      : while_borrowing ? "reclamation within the cohort while borrowing"
-                                        : "reclamation within the cohort";
-  const char* variant = in_queue          ? "InClusterQueue"
-                        : while_borrowing ? "InCohortReclaimWhileBorrowing"
-                                          : "InCohortReclamation";
+                           const std::string& reason, absl::Time now) {
+  const char* human = reason == "InClusterQueue"                  ? "prioritization in the ClusterQueue"
+                      : reason == "InCohortReclaimWhileBorrowing" ? "reclamation within the cohort while borrowing"
+                      : reason == "InCohortFairSharing"           ? "Fair Sharing within the cohort"
+                                                                  : "reclamation within the cohort";
   auto job_uid = preemptor.object.metadata().labels().find("kueue.x-k8s.io/job-uid");
   const std::string uid = preemptor.object.metadata().uid();
   const std::string message = absl::StrCat(
       "Preempted to accommodate a workload (UID: ", uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
       job_uid == preemptor.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
-      ") due to ", human,
-      "; preemptor path: ",
-      quota_tree_.Path(preemptor.cluster_queue),
+      ") due to ", human, "; preemptor path: ", quota_tree_.Path(preemptor.cluster_queue),
       "; preemptee path: ", quota_tree_.Path(victim.cluster_queue));
   SetCondition(&victim.object, kEvicted, true, "Preempted", message, now);
-  SetCondition(&victim.object, kPreempted, true, variant, message, now);
+  SetCondition(&victim.object, kPreempted, true, reason, message, now);
   EmitWorkload(victim, v1::WatchEvent::MODIFIED, "Evicted", message);
 }
 

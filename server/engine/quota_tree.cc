@@ -87,11 +87,18 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
     if (u != usage.end()) node->usage = u->second;
     cluster_queues_[name] = std::move(node);
   }
+  ++generations_;
   for (auto& [name, node] : cohorts_) {
-    if (node->parent == nullptr) Derive(node.get());
+    if (node->parent == nullptr) {
+      Derive(node.get());
+      node->generation = generations_;
+    }
   }
   for (auto& [name, node] : cluster_queues_) {
-    if (node->parent == nullptr) Derive(node.get());
+    if (node->parent == nullptr) {
+      Derive(node.get());
+      node->generation = generations_;
+    }
   }
 }
 
@@ -172,6 +179,129 @@ int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
     remaining -= LocalAvailable(*a, fr);
     a = a->parent;
   }
+}
+
+std::pair<int, bool> QuotaTree::BorrowingLevelAndReclaim(const std::string& cq,
+                                                         const FlavorResource& fr,
+                                                         int64_t value) const {
+  const Node* n = Find(cq);
+  if (n == nullptr) return {0, false};
+  if (n->parent == nullptr) return {0, false};
+  if (Get(n->nominal, fr) >= SaturatingAdd(Get(n->usage, fr), value)) return {0, true};
+  int64_t remaining = value - LocalAvailable(*n, fr);
+  for (const Node* a = n->parent; a != nullptr; a = a->parent) {
+    if (Get(a->subtree_quota, fr) >= SaturatingAdd(Get(a->usage, fr), remaining)) {
+      return {a->height, a->parent != nullptr};
+    }
+    if (a->parent == nullptr) return {a->height, false};
+    remaining -= LocalAvailable(*a, fr);
+  }
+  return {0, false};
+}
+
+int64_t QuotaTree::Nominal(const std::string& cq, const FlavorResource& fr) const {
+  const Node* n = Find(cq);
+  return n == nullptr ? 0 : Get(n->nominal, fr);
+}
+
+int64_t QuotaTree::Usage(const std::string& cq, const FlavorResource& fr) const {
+  const Node* n = Find(cq);
+  return n == nullptr ? 0 : Get(n->usage, fr);
+}
+
+std::optional<int64_t> QuotaTree::BorrowingLimit(const std::string& cq,
+                                                 const FlavorResource& fr) const {
+  const Node* n = Find(cq);
+  if (n == nullptr || n->parent == nullptr) return std::nullopt;
+  auto it = n->borrowing_limit.find(fr);
+  if (it == n->borrowing_limit.end()) return std::nullopt;
+  return it->second;
+}
+
+bool QuotaTree::WithinNominal(const Node& n, const std::set<FlavorResource>& frs) const {
+  for (const FlavorResource& fr : frs) {
+    if (Get(n.subtree_quota, fr) < Get(n.usage, fr)) return false;
+  }
+  return true;
+}
+
+bool QuotaTree::UnderNominal(const std::string& cq, const std::set<FlavorResource>& needed) const {
+  const Node* n = Find(cq);
+  if (n == nullptr) return false;
+  for (const FlavorResource& fr : needed) {
+    if (Get(n->nominal, fr) <= Get(n->usage, fr)) return false;
+  }
+  return true;
+}
+
+void QuotaTree::CollectReclaimable(const Node& at, const Node* skip, const Node& self,
+                                   const std::string& lca, bool advantage,
+                                   const std::set<FlavorResource>& needed,
+                                   std::vector<ReclaimScope>* out) const {
+  for (const Node* child : at.children) {
+    if (child->is_cluster_queue || child == skip) continue;
+    // A sub-cohort within its quota lends nothing that could be reclaimed.
+    if (WithinNominal(*child, needed)) continue;
+    CollectReclaimable(*child, skip, self, lca, advantage, needed, out);
+  }
+  for (const Node* child : at.children) {
+    if (!child->is_cluster_queue || child == &self) continue;
+    if (!WithinNominal(*child, needed)) out->push_back({child->name, lca, advantage});
+  }
+}
+
+std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
+    const std::string& cq, const FlavorResourceQuantities& requests,
+    const std::set<FlavorResource>& needed) const {
+  std::vector<ReclaimScope> out;
+  const Node* self = Find(cq);
+  if (self == nullptr || self->parent == nullptr) return out;
+  // Whether the request fits in a node's subtree quota, and what remains for its parent.
+  FlavorResourceQuantities remaining;
+  auto fits_in = [&](const Node& n, const FlavorResourceQuantities& want) {
+    bool fits = true;
+    FlavorResourceQuantities rest;
+    for (const auto& [fr, v] : want) {
+      if (Get(n.subtree_quota, fr) < SaturatingAdd(Get(n.usage, fr), v)) fits = false;
+      rest[fr] = std::max<int64_t>(0, v - LocalAvailable(n, fr));
+    }
+    remaining = std::move(rest);
+    return fits;
+  };
+  bool advantage = fits_in(*self, requests);
+  const Node* previous = nullptr;
+  for (const Node* a = self->parent; a != nullptr; a = a->parent) {
+    CollectReclaimable(*a, previous, *self, a->name, advantage, needed, &out);
+    const FlavorResourceQuantities want = remaining;
+    advantage = fits_in(*a, want) || advantage;
+    previous = a;
+  }
+  return out;
+}
+
+bool QuotaTree::StillReclaimable(const std::string& cq, const std::string& lca,
+                                 const std::set<FlavorResource>& needed) const {
+  const Node* n = Find(cq);
+  if (n == nullptr || WithinNominal(*n, needed)) return false;
+  for (const Node* a = n->parent; a != nullptr && a->name != lca; a = a->parent) {
+    if (WithinNominal(*a, needed)) return false;
+  }
+  return true;
+}
+
+uint64_t QuotaTree::Generation(const std::string& cq) const {
+  const Node* n = Find(cq);
+  if (n == nullptr) return 0;
+  while (n->parent != nullptr) n = n->parent;
+  return n->generation;
+}
+
+void QuotaTree::BumpGeneration(const std::string& cq) {
+  auto it = cluster_queues_.find(cq);
+  if (it == cluster_queues_.end()) return;
+  Node* n = it->second.get();
+  while (n->parent != nullptr) n = n->parent;
+  n->generation = ++generations_;
 }
 
 std::string QuotaTree::Path(const std::string& cq) const {

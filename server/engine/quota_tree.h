@@ -19,6 +19,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,40 @@ class QuotaTree {
   // 0 when `value` more of `fr` fits in the ClusterQueue's nominal quota (or it has no cohort);
   // otherwise the height of the lowest subtree above it where it fits (§3).
   int BorrowingLevel(const std::string& cq, const FlavorResource& fr, int64_t value) const;
+  // BorrowingLevel, and whether preempting could free the quota inside a strict subtree of the
+  // cohort tree ("may reclaim in hierarchy", §3): true when the lowest subtree that fits has a
+  // parent, or, when the request fits in the queue's nominal quota, when the queue has a parent.
+  std::pair<int, bool> BorrowingLevelAndReclaim(const std::string& cq, const FlavorResource& fr,
+                                                int64_t value) const;
+  int64_t Nominal(const std::string& cq, const FlavorResource& fr) const;
+  int64_t Usage(const std::string& cq, const FlavorResource& fr) const;
+  // The ClusterQueue's borrowing limit for `fr`, when it has one.
+  std::optional<int64_t> BorrowingLimit(const std::string& cq, const FlavorResource& fr) const;
+
+  // Other ClusterQueues whose workloads a preemptor in `cq` may reclaim quota from (§7.3): the
+  // queues over their nominal quota in a pair of `needed`, found walking the ancestors of `cq`
+  // and skipping sub-cohorts within their quota. `advantage` says whether `cq` has the
+  // hierarchical advantage over that queue's workloads; `lca` is the ancestor the walk was at.
+  struct ReclaimScope {
+    std::string cluster_queue;
+    std::string lca;
+    bool advantage = false;
+  };
+  std::vector<ReclaimScope> ReclaimScopes(const std::string& cq,
+                                          const FlavorResourceQuantities& requests,
+                                          const std::set<FlavorResource>& needed) const;
+  // Whether a workload of `cq` is still a reclaim target: `cq` and every ancestor below `lca`
+  // are above their quota in some pair of `needed`.
+  bool StillReclaimable(const std::string& cq, const std::string& lca,
+                        const std::set<FlavorResource>& needed) const;
+  // Whether `cq` uses less than its nominal quota in every pair of `needed`.
+  bool UnderNominal(const std::string& cq, const std::set<FlavorResource>& needed) const;
+
+  // A counter that moves whenever quota or usage changes anywhere in `cq`'s tree (Kueue's
+  // AllocatableResourceGeneration): flavor scan progress recorded before it moved is stale.
+  uint64_t Generation(const std::string& cq) const;
+  void BumpGeneration(const std::string& cq);
+
   // "/<root cohort>/…/<cq>", or "/<cq>" without a cohort: how preemption messages name queues.
   std::string Path(const std::string& cq) const;
   // The root of the ClusterQueue's tree (itself when it has no cohort).
@@ -66,7 +102,14 @@ class QuotaTree {
     FlavorResourceQuantities subtree_quota;
     FlavorResourceQuantities local_quota;
     FlavorResourceQuantities usage;
+    uint64_t generation = 0;  // on roots only
   };
+
+  bool WithinNominal(const Node& n, const std::set<FlavorResource>& frs) const;
+  void CollectReclaimable(const Node& at, const Node* skip, const Node& self,
+                          const std::string& lca, bool advantage,
+                          const std::set<FlavorResource>& needed,
+                          std::vector<ReclaimScope>* out) const;
 
   static int64_t Get(const FlavorResourceQuantities& m, const FlavorResource& fr);
   int64_t LocalAvailable(const Node& n, const FlavorResource& fr) const;
@@ -78,6 +121,7 @@ class QuotaTree {
 
   std::map<std::string, std::unique_ptr<Node>> cluster_queues_;
   std::map<std::string, std::unique_ptr<Node>> cohorts_;
+  uint64_t generations_ = 0;
 };
 
 // Reads a resource-group list into nominal quota and limits.
