@@ -1,0 +1,226 @@
+// Preemption and the cycle around it, through the engine's API: hierarchical reclaim in nested
+// cohorts (§7.3), capacity reservation for a preemptor without candidates (§6.5.3) and the
+// sticky preemptor (§5.2).
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine.h"
+
+namespace admitd::engine {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+struct QueueSpec {
+  std::string name;
+  std::string cohort;
+  std::string cpu;  // nominal quota of flavor "default"
+  std::string within = "Never";
+  std::string reclaim = "Never";
+};
+
+class PreemptionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(engine_.FinishRestore(0).ok());
+    v1::QueueObject f;
+    f.mutable_resource_flavor()->mutable_metadata()->set_name("default");
+    Apply(f);
+  }
+  absl::Time Now() { return kT0 + absl::Seconds(++tick_); }
+  void Apply(const v1::QueueObject& o) {
+    v1::ApplyRequest req;
+    *req.mutable_object() = o;
+    auto resp = engine_.Apply(req, Now());
+    ASSERT_TRUE(resp.ok()) << resp.status();
+  }
+  void Cohort(const std::string& name, const std::string& parent) {
+    v1::QueueObject o;
+    o.mutable_cohort()->mutable_metadata()->set_name(name);
+    o.mutable_cohort()->mutable_spec()->set_parent_name(parent);
+    Apply(o);
+  }
+  // A ClusterQueue over cpu in flavor "default", with a LocalQueue ns/<name>.
+  void Queue(const QueueSpec& q) {
+    v1::QueueObject o;
+    v1::ClusterQueue* cq = o.mutable_cluster_queue();
+    cq->mutable_metadata()->set_name(q.name);
+    cq->mutable_spec()->set_cohort_name(q.cohort);
+    cq->mutable_spec()->mutable_namespace_selector();
+    cq->mutable_spec()->mutable_preemption()->set_within_cluster_queue(q.within);
+    cq->mutable_spec()->mutable_preemption()->set_reclaim_within_cohort(q.reclaim);
+    v1::ResourceGroup* g = cq->mutable_spec()->add_resource_groups();
+    g->add_covered_resources("cpu");
+    v1::FlavorQuotas* fq = g->add_flavors();
+    fq->set_name("default");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota(q.cpu);
+    Apply(o);
+    v1::QueueObject lq;
+    lq.mutable_local_queue()->mutable_metadata()->set_namespace_("ns");
+    lq.mutable_local_queue()->mutable_metadata()->set_name(q.name);
+    lq.mutable_local_queue()->mutable_spec()->set_cluster_queue(q.name);
+    Apply(lq);
+  }
+  void Submit(const std::string& name, const std::string& queue, int cpus, int priority) {
+    v1::SubmitRequest req;
+    v1::Workload* wl = req.mutable_workload();
+    wl->mutable_metadata()->set_namespace_("ns");
+    wl->mutable_metadata()->set_name(name);
+    wl->mutable_metadata()->set_uid(name + "-uid");
+    wl->mutable_spec()->set_queue_name(queue);
+    wl->mutable_spec()->set_priority(priority);
+    v1::PodSet* ps = wl->mutable_spec()->add_pod_sets();
+    ps->set_name("main");
+    ps->set_count(cpus);
+    (*ps->mutable_template_()->mutable_spec()->add_containers()->mutable_resources()
+          ->mutable_requests())["cpu"] = "1";
+    ASSERT_TRUE(engine_.Submit(req, Now()).ok());
+  }
+  CycleStats Cycle() { return engine_.RunCycle(Now()); }
+  void Drain() {
+    while (Cycle().more) {
+    }
+  }
+  v1::Workload Get(const std::string& name) {
+    v1::GetWorkloadRequest req;
+    req.set_namespace_("ns");
+    req.set_name(name);
+    return *engine_.GetWorkload(req);
+  }
+  v1::Condition Condition(const std::string& name, const char* type) {
+    const v1::Workload wl = Get(name);
+    const v1::Condition* c = FindCondition(wl, type);
+    return c == nullptr ? v1::Condition() : *c;
+  }
+  bool Admitted(const std::string& name) { return StateOf(Get(name)) == v1::WORKLOAD_STATE_ADMITTED; }
+  void Stop(const std::string& name) {
+    v1::ReleaseQuotaRequest req;
+    req.set_namespace_("ns");
+    req.set_name(name);
+    req.mutable_stopped();
+    ASSERT_TRUE(engine_.ReleaseQuota(req, Now()).ok());
+  }
+
+  Engine engine_;
+  int tick_ = 0;
+};
+
+// root ─┬─ mine ─┬─ a (2 cpu)
+//       │        └─ b (2 cpu)
+//       └─ c (0 cpu, borrows all 4)
+// A request of 4 in `a` fits in its sub-cohort `mine`, so `a` has the hierarchical advantage over
+// `c`'s borrowing workload and reclaims it even while `a` itself borrows from `b`.
+TEST_F(PreemptionTest, HierarchicalAdvantageReclaimsFromAnotherSubtree) {
+  Cohort("root", "");
+  Cohort("mine", "root");
+  Queue({"a", "mine", "2", "Never", "Any"});
+  Queue({"b", "mine", "2"});
+  Queue({"c", "root", "0"});
+  Submit("borrower", "c", 4, 5);
+  Drain();
+  ASSERT_TRUE(Admitted("borrower"));
+  Submit("owner", "a", 4, 1);
+  Drain();
+  EXPECT_FALSE(Admitted("owner"));
+  const v1::Condition preempted = Condition("borrower", kPreempted);
+  EXPECT_EQ(preempted.status(), "True");
+  EXPECT_EQ(preempted.reason(), "InCohortReclamation");
+  EXPECT_EQ(preempted.message(),
+            "Preempted to accommodate a workload (UID: owner-uid, JobUID: UNKNOWN) due to "
+            "reclamation within the cohort; preemptor path: /root/mine/a; preemptee path: "
+            "/root/c");
+  EXPECT_EQ(Condition("owner", kQuotaReserved).message(),
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+            "default, 4 more needed. Pending the preemption of 1 workload(s)");
+  Stop("borrower");
+  Drain();
+  EXPECT_TRUE(Admitted("owner"));
+  EXPECT_FALSE(Admitted("borrower"));
+}
+
+// The same quotas in one flat cohort: `a` would have to borrow, and without borrowWithinCohort
+// it may only reclaim while staying within its nominal quota, so nothing is preempted.
+TEST_F(PreemptionTest, WithoutTheAdvantageABorrowingPreemptorReclaimsNothing) {
+  Queue({"a", "root", "2", "Never", "Any"});
+  Queue({"b", "root", "2"});
+  Queue({"c", "root", "0"});
+  Submit("borrower", "c", 4, 5);
+  Drain();
+  ASSERT_TRUE(Admitted("borrower"));
+  Submit("owner", "a", 4, 1);
+  Drain();
+  EXPECT_FALSE(Admitted("owner"));
+  EXPECT_EQ(Condition("borrower", kPreempted).status(), "");
+  const v1::Condition pending = Condition("owner", kQuotaReserved);
+  EXPECT_EQ(pending.reason(), kReasonWaitingForQuota);
+  EXPECT_EQ(pending.message(),
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+            "default, 4 more needed");
+}
+
+// §6.5.3: `p` needs its nominal quota back but may not preempt the higher-priority borrower, so
+// it holds back what it would get; `q`'s later entry, which fitted at nomination, no longer does.
+TEST_F(PreemptionTest, PreemptorWithoutCandidatesReservesItsNominalQuota) {
+  Queue({"p", "co", "4", "Never", "LowerPriority"});
+  Queue({"q", "co", "4"});
+  Submit("big", "q", 6, 10);
+  Drain();
+  ASSERT_TRUE(Admitted("big"));
+  Submit("owner", "p", 4, 0);
+  Submit("small", "q", 2, 0);
+  Cycle();
+  EXPECT_FALSE(Admitted("owner"));
+  EXPECT_EQ(Condition("owner", kQuotaReserved).reason(), kReasonWaitingForQuota);
+  EXPECT_FALSE(Admitted("small"));
+  const v1::Condition small = Condition("small", kQuotaReserved);
+  EXPECT_EQ(small.reason(), kReasonWaitingForQuota);
+  EXPECT_EQ(small.message(), "Workload no longer fits after processing another workload");
+}
+
+// With reclaimWithinCohort Any the queue reclaims from the borrower whatever its priority; the
+// preemptor's usage counts for the rest of the cycle, so the other queue's entry waits.
+TEST_F(PreemptionTest, QueueThatCanAlwaysReclaimPreemptsTheBorrower) {
+  Queue({"p", "co", "4", "Never", "Any"});
+  Queue({"q", "co", "4"});
+  Submit("big", "q", 6, 10);
+  Drain();
+  ASSERT_TRUE(Admitted("big"));
+  Submit("owner", "p", 4, 0);
+  Submit("small", "q", 2, 0);
+  Cycle();
+  EXPECT_EQ(Condition("big", kPreempted).reason(), "InCohortReclamation");
+  EXPECT_FALSE(Admitted("owner"));
+  EXPECT_EQ(Condition("small", kQuotaReserved).message(),
+            "Workload no longer fits after processing another workload");
+}
+
+// BestEffortFIFO: a workload that issued preemptions stays the head of its queue until it is
+// admitted, even when a higher-priority workload arrives meanwhile.
+TEST_F(PreemptionTest, PreemptorStaysTheHeadUntilAdmitted) {
+  Queue({"cq", "", "4", "LowerPriority", "Never"});
+  Submit("low", "cq", 4, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("low"));
+  Submit("mid", "cq", 4, 5);
+  Drain();
+  EXPECT_EQ(Condition("low", kPreempted).reason(), "InClusterQueue");
+  Submit("high", "cq", 4, 10);
+  Drain();
+  // `high` is behind the sticky `mid`: never attempted while `mid` waits for its victim.
+  EXPECT_EQ(Condition("high", kQuotaReserved).reason(), "");
+  EXPECT_EQ(Condition("mid", kQuotaReserved).reason(), kReasonWaitingForPreemptedWorkloads);
+  Stop("low");
+  Cycle();
+  EXPECT_TRUE(Admitted("mid"));
+  EXPECT_FALSE(Admitted("high"));
+  // Now `high` gets its turn and preempts `mid` in its turn.
+  Drain();
+  EXPECT_EQ(Condition("mid", kPreempted).reason(), "InClusterQueue");
+  EXPECT_EQ(Condition("high", kQuotaReserved).reason(), kReasonWaitingForPreemptedWorkloads);
+}
+
+}  // namespace
+}  // namespace admitd::engine
