@@ -63,6 +63,10 @@ struct ClusterQueueState {
   // BestEffortFIFO: the workload that issued preemptions stays the head until it leaves the
   // queue (§5.2), so workloads skipped meanwhile cannot overtake it.
   std::string sticky;
+  // BestEffortFIFO: scheduling hashes whose workloads failed as NoFit or without preemption
+  // candidates, with the reason; equivalent arrivals go straight to the inadmissible set until
+  // the next requeue of the inadmissible workloads (§5.4).
+  std::map<uint64_t, std::string> failed_hashes;
 
   const v1::ClusterQueue& spec_object() const { return object.cluster_queue(); }
   const std::string& name() const { return object.cluster_queue().metadata().name(); }

@@ -328,6 +328,9 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
       ++set_aside;
+      if (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates) {
+        BulkMoveEquivalent(cq, entry, reason, now);
+      }
     }
   }
   for (auto it = cycle_usage.rbegin(); it != cycle_usage.rend(); ++it) {

@@ -26,6 +26,9 @@ struct WorkloadEntry {
   enum class Where { kNone, kHeap, kInadmissible, kOrphan } where = Where::kNone;
   QueueKey queue_key;
   uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
+  // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
+  // the pod fields flavor assignment reads. 0 until computed; reset when the spec changes.
+  uint64_t scheduling_hash = 0;
 
   // Flavor scan progress from the last attempt (§4.7), and what it was computed against.
   struct LastAssignment {
@@ -82,6 +85,13 @@ class Engine::Impl {
   // Records a Change for a queue-side object (bumping its resource_version).
   void EmitObject(v1::ObjectKind kind, const std::string& key, v1::QueueObject* object,
                   v1::WatchEvent::Type type, const std::string& reason);
+
+  // The entry's scheduling hash, computed on first use.
+  uint64_t SchedulingHash(WorkloadEntry& entry) const;
+  // §5.4 (BestEffortFIFO): a workload failed as NoFit or without preemption candidates; every
+  // equivalent workload in the heap moves to the inadmissible set without an attempt.
+  void BulkMoveEquivalent(ClusterQueueState& cq, WorkloadEntry& failed, const std::string& reason,
+                          absl::Time now);
 
   // Queue placement of pending workloads.
   void Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change);

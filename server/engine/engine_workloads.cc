@@ -84,6 +84,23 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     return;
   }
   ClusterQueueState& cq = it->second;
+  if (!cq.failed_hashes.empty() && !cq.strict_fifo) {
+    auto failed = cq.failed_hashes.find(SchedulingHash(entry));
+    if (failed != cq.failed_hashes.end()) {
+      // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
+      entry.where = WorkloadEntry::Where::kInadmissible;
+      cq.inadmissible.insert(entry.queue_key);
+      const v1::Condition* c = FindCondition(entry.object, kQuotaReserved);
+      if (c != nullptr && emit_reason_change &&
+          (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
+           c->reason() == kReasonSuspended || c->reason() == "Pending")) {
+        MarkPending(entry, failed->second,
+                    "Bypassed scheduling evaluation because an equivalent workload recently failed",
+                    now);
+      }
+      return;
+    }
+  }
   entry.where = WorkloadEntry::Where::kHeap;
   cq.heap.insert(entry.queue_key);
   RefreshHeads(cq);
@@ -95,6 +112,61 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
       SetPending(&entry.object, kReasonSuspended, message, now);
     }
   }
+}
+
+uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
+  if (entry.scheduling_hash != 0) return entry.scheduling_hash;
+  std::string shape = absl::StrCat(entry.queue_key.priority, "|");
+  for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
+    const PodSetRequest& ps = entry.pod_sets[i];
+    absl::StrAppend(&shape, ps.name, ":", ps.count, ":");
+    const v1::PodSet& spec = entry.object.spec().pod_sets(static_cast<int>(i));
+    if (spec.has_min_count()) absl::StrAppend(&shape, "min", spec.min_count());
+    for (const auto& [resource, value] : ps.per_pod) absl::StrAppend(&shape, resource, "=", value, ",");
+    if (ps.pod != nullptr) {
+      // What flavor assignment reads from the pod: selectors, affinity, tolerations.
+      // (Map fields serialize in no fixed order, so the selector is appended sorted instead.)
+      v1::PodSpec placement;
+      *placement.mutable_required_node_affinity() = ps.pod->required_node_affinity();
+      *placement.mutable_tolerations() = ps.pod->tolerations();
+      std::string bytes;
+      placement.SerializeToString(&bytes);
+      absl::StrAppend(&shape, bytes);
+      const std::map<std::string, std::string> selector(ps.pod->node_selector().begin(),
+                                                        ps.pod->node_selector().end());
+      for (const auto& [k, v] : selector) absl::StrAppend(&shape, k, "=", v, ";");
+    }
+    absl::StrAppend(&shape, "|");
+  }
+  uint64_t h = std::hash<std::string>{}(shape);
+  entry.scheduling_hash = h == 0 ? 1 : h;
+  return entry.scheduling_hash;
+}
+
+void Engine::Impl::BulkMoveEquivalent(ClusterQueueState& cq, WorkloadEntry& failed,
+                                      const std::string& reason, absl::Time now) {
+  if (cq.strict_fifo) return;
+  const uint64_t hash = SchedulingHash(failed);
+  cq.failed_hashes[hash] = reason;
+  for (auto it = cq.heap.begin(); it != cq.heap.end();) {
+    WorkloadEntry& other = workloads_.at(it->key);
+    if (SchedulingHash(other) != hash) {
+      ++it;
+      continue;
+    }
+    cq.inadmissible.insert(*it);
+    other.where = WorkloadEntry::Where::kInadmissible;
+    it = cq.heap.erase(it);
+    const v1::Condition* c = FindCondition(other.object, kQuotaReserved);
+    if (c != nullptr &&
+        (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
+         c->reason() == kReasonSuspended || c->reason() == "Pending")) {
+      MarkPending(other, reason,
+                  "Bypassed scheduling evaluation because an equivalent workload recently failed",
+                  now);
+    }
+  }
+  RefreshHeads(cq);
 }
 
 void Engine::Impl::Dequeue(WorkloadEntry& entry) {
@@ -143,6 +215,7 @@ void Engine::Impl::RebuildQuotaTree() {
 }
 
 void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
+  cq.failed_hashes.clear();
   if (cq.inadmissible.empty()) return;
   for (const QueueKey& k : cq.inadmissible) {
     cq.heap.insert(k);

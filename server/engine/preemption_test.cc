@@ -222,5 +222,39 @@ TEST_F(PreemptionTest, PreemptorStaysTheHeadUntilAdmitted) {
   EXPECT_EQ(Condition("high", kQuotaReserved).reason(), kReasonWaitingForPreemptedWorkloads);
 }
 
+// §5.4: once a workload fails without preemption candidates, the equivalent ones behind it are
+// set aside without an attempt (no condition written), and so are equivalent arrivals, until
+// quota frees; a different workload behind them is still tried.
+TEST_F(PreemptionTest, EquivalentWorkloadsAreSetAsideTogether) {
+  Queue({"cq", "", "4"});
+  Submit("running", "cq", 3, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("running"));
+  Submit("big-1", "cq", 2, 0);
+  Submit("big-2", "cq", 2, 0);
+  Submit("big-3", "cq", 2, 0);
+  Submit("small", "cq", 1, 0);
+  const CycleStats first = Cycle();
+  EXPECT_EQ(first.heads, 1);
+  EXPECT_EQ(Condition("big-1", kQuotaReserved).reason(), kReasonWaitingForQuota);
+  Drain();
+  EXPECT_TRUE(Admitted("small"));
+  EXPECT_EQ(Condition("big-2", kQuotaReserved).reason(), "");  // never attempted
+  EXPECT_EQ(Condition("big-3", kQuotaReserved).reason(), "");
+  Submit("big-4", "cq", 2, 0);
+  EXPECT_EQ(Cycle().heads, 0);  // the arrival went straight to the inadmissible set
+  // Quota frees: every set-aside workload gets its attempt again.
+  v1::ReleaseQuotaRequest done;
+  done.set_namespace_("ns");
+  done.set_name("running");
+  done.mutable_finished()->set_succeeded(true);
+  ASSERT_TRUE(engine_.ReleaseQuota(done, Now()).ok());
+  Drain();
+  EXPECT_TRUE(Admitted("big-1"));
+  // big-2 is tried and fails (1 cpu left); big-3 and big-4 are set aside with it again.
+  EXPECT_EQ(Condition("big-2", kQuotaReserved).reason(), kReasonWaitingForQuota);
+  EXPECT_EQ(Condition("big-3", kQuotaReserved).reason(), "");
+}
+
 }  // namespace
 }  // namespace admitd::engine
