@@ -142,21 +142,29 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   };
   std::vector<Head> heads;
   heads.reserve(cqs_with_heads_.size());
+  std::vector<ClusterQueueState*> visited;
+  visited.reserve(cqs_with_heads_.size());
   for (const std::string& name : cqs_with_heads_) {
     ClusterQueueState& cq = cluster_queues_.at(name);
-    auto first = cq.heap.begin();
-    if (!cq.sticky.empty()) {
-      // The sticky preemptor stays first while it waits in the heap (§5.2).
-      auto sticky = workloads_.find(cq.sticky);
-      if (sticky != workloads_.end() && sticky->second.where == WorkloadEntry::Where::kHeap &&
-          sticky->second.cluster_queue == name) {
-        first = cq.heap.find(sticky->second.queue_key);
+    visited.push_back(&cq);
+    WorkloadEntry* head = nullptr;
+    while (head == nullptr && !cq.heap.empty()) {
+      auto first = cq.heap.begin();
+      if (!cq.sticky.empty()) {
+        // The sticky preemptor stays first while it waits in the heap (§5.2).
+        auto sticky = workloads_.find(cq.sticky);
+        if (sticky != workloads_.end() && sticky->second.where == WorkloadEntry::Where::kHeap &&
+            sticky->second.cluster_queue == name) {
+          first = cq.heap.find(sticky->second.queue_key);
+        }
       }
+      WorkloadEntry& entry = workloads_.at(first->key);
+      if (SetAsideIfEquivalentFailed(cq, entry, now)) continue;
+      cq.heap.erase(first);
+      entry.where = WorkloadEntry::Where::kNone;
+      head = &entry;
     }
-    WorkloadEntry& entry = workloads_.at(first->key);
-    cq.heap.erase(first);
-    entry.where = WorkloadEntry::Where::kNone;
-    heads.push_back({&cq, &entry, Assignment(), {}});
+    if (head != nullptr) heads.push_back({&cq, head, Assignment(), {}});
   }
   // Nomination (§6.3): every head gets its flavor assignment and preemption targets against
   // the state at the start of the cycle; the iteration below then processes them in order.
@@ -329,14 +337,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       entry.where = WorkloadEntry::Where::kInadmissible;
       ++set_aside;
       if (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates) {
-        BulkMoveEquivalent(cq, entry, reason, now);
+        if (!cq.strict_fifo) cq.failed_hashes[SchedulingHash(entry)] = reason;
       }
     }
   }
   for (auto it = cycle_usage.rbegin(); it != cycle_usage.rend(); ++it) {
     quota_tree_.AddUsage(it->first, it->second, -1);
   }
-  for (Head& head : heads) RefreshHeads(*head.cq);
+  for (ClusterQueueState* cq : visited) RefreshHeads(*cq);
   // Another cycle can only help where a queue has a head it has not tried yet: after an
   // admission, after a head was set aside, or when a head has flavors left to try. A head that
   // failed otherwise blocks its queue until something changes, so it alone never asks for more.

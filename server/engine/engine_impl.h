@@ -88,10 +88,11 @@ class Engine::Impl {
 
   // The entry's scheduling hash, computed on first use.
   uint64_t SchedulingHash(WorkloadEntry& entry) const;
-  // §5.4 (BestEffortFIFO): a workload failed as NoFit or without preemption candidates; every
-  // equivalent workload in the heap moves to the inadmissible set without an attempt.
-  void BulkMoveEquivalent(ClusterQueueState& cq, WorkloadEntry& failed, const std::string& reason,
-                          absl::Time now);
+  // §5.4 (BestEffortFIFO): once a workload failed as NoFit or without preemption candidates
+  // (its hash is in cq.failed_hashes), an equivalent workload in the heap goes to the
+  // inadmissible set without an attempt. Applied when it would become the head, which has the
+  // same effect as moving every equivalent workload at once and costs nothing per cycle.
+  bool SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEntry& entry, absl::Time now);
 
   // Queue placement of pending workloads.
   void Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change);

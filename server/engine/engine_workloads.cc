@@ -143,30 +143,23 @@ uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
   return entry.scheduling_hash;
 }
 
-void Engine::Impl::BulkMoveEquivalent(ClusterQueueState& cq, WorkloadEntry& failed,
-                                      const std::string& reason, absl::Time now) {
-  if (cq.strict_fifo) return;
-  const uint64_t hash = SchedulingHash(failed);
-  cq.failed_hashes[hash] = reason;
-  for (auto it = cq.heap.begin(); it != cq.heap.end();) {
-    WorkloadEntry& other = workloads_.at(it->key);
-    if (SchedulingHash(other) != hash) {
-      ++it;
-      continue;
-    }
-    cq.inadmissible.insert(*it);
-    other.where = WorkloadEntry::Where::kInadmissible;
-    it = cq.heap.erase(it);
-    const v1::Condition* c = FindCondition(other.object, kQuotaReserved);
-    if (c != nullptr &&
-        (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
-         c->reason() == kReasonSuspended || c->reason() == "Pending")) {
-      MarkPending(other, reason,
-                  "Bypassed scheduling evaluation because an equivalent workload recently failed",
-                  now);
-    }
+bool Engine::Impl::SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEntry& entry,
+                                              absl::Time now) {
+  if (cq.strict_fifo || cq.failed_hashes.empty()) return false;
+  auto failed = cq.failed_hashes.find(SchedulingHash(entry));
+  if (failed == cq.failed_hashes.end()) return false;
+  cq.heap.erase(entry.queue_key);
+  cq.inadmissible.insert(entry.queue_key);
+  entry.where = WorkloadEntry::Where::kInadmissible;
+  const v1::Condition* c = FindCondition(entry.object, kQuotaReserved);
+  if (c != nullptr &&
+      (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
+       c->reason() == kReasonSuspended || c->reason() == "Pending")) {
+    MarkPending(entry, failed->second,
+                "Bypassed scheduling evaluation because an equivalent workload recently failed",
+                now);
   }
-  RefreshHeads(cq);
+  return true;
 }
 
 void Engine::Impl::Dequeue(WorkloadEntry& entry) {
