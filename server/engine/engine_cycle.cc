@@ -126,7 +126,7 @@ Assignment Engine::Impl::AssignWithTargets(
     }
   }
   entry.last_assignment = WorkloadEntry::LastAssignment{
-      assignment.progress, quota_tree_.Generation(cq.name()), cycle_};
+      std::move(assignment.progress), quota_tree_.Generation(cq.name()), cycle_};
   return assignment;
 }
 
@@ -323,7 +323,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       to_heap = true;  // stays the head and blocks the queue
     } else {
       to_heap = requeue == Requeue::kAfterNomination || requeue == Requeue::kPendingPreemption ||
-                (entry.last_assignment.has_value() && assignment.PendingFlavors());
+                (entry.last_assignment.has_value() && entry.last_assignment->PendingFlavors());
       if (requeue == Requeue::kPendingPreemption) cq.sticky = entry.key();
     }
     if (to_heap) {
@@ -412,7 +412,8 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   const ScanProgress* resume =
       entry->last_assignment.has_value() ? &entry->last_assignment->progress : nullptr;
   Assignment assignment =
-      AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle, resume);
+      AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle, resume,
+                    /*explain=*/true);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();
     f->set_pod_set(a.pod_set);

@@ -35,6 +35,14 @@ struct WorkloadEntry {
     ScanProgress progress;
     uint64_t generation = 0;  // the quota tree's generation
     uint64_t cycle = 0;
+    bool PendingFlavors() const {
+      for (const auto& per_resource : progress) {
+        for (const auto& [resource, idx] : per_resource) {
+          if (idx != -1) return true;
+        }
+      }
+      return false;
+    }
   };
   std::optional<LastAssignment> last_assignment;
 

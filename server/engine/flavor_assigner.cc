@@ -149,7 +149,8 @@ bool Assignment::PendingFlavors() const {
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
-                         const PreemptionOracle* oracle, const ScanProgress* resume) {
+                         const PreemptionOracle* oracle, const ScanProgress* resume,
+                         bool explain) {
   const std::string& cq_name = cq.name();
   const v1::FlavorFungibility& fungibility = cq.spec_object().spec().flavor_fungibility();
   const bool try_next_when_borrowing = fungibility.when_can_borrow() == "TryNextFlavor";
@@ -160,6 +161,10 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       cq.spec_object().spec().preemption().borrow_within_cohort().policy() != "Never";
 
   Assignment out;
+  // Attempts are recorded only for explanations: the scheduling path does not read them.
+  auto attempt = [&](FlavorAttempt a) {
+    if (explain) out.attempts.push_back(std::move(a));
+  };
   std::vector<std::string> podset_messages;
   std::string worst_reason;
   int worst_severity = 0;
@@ -191,7 +196,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       if (g_it == cq.group_of.end()) {
         if (value == 0) continue;  // zero requests of undeclared resources are ignored
         const std::string why = absl::StrCat("resource ", resource, " unavailable in ClusterQueue");
-        out.attempts.push_back({ps.name, resource, "", "NoFit", why});
+        attempt({ps.name, resource, "", "NoFit", why});
         reasons = {why};  // a failing resource's status replaces the pod set's
         podset_failed = true;
         break;
@@ -226,7 +231,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         }
         if (!ineligible.empty()) {
           status.push_back(ineligible);
-          out.attempts.push_back({ps.name, resource, flavor_name, "NoFit", ineligible});
+          attempt({ps.name, resource, flavor_name, "NoFit", ineligible});
           note_nofit(g, kReasonNoMatchingFlavor);
           continue;
         }
@@ -250,7 +255,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                 ") + current podset request (", FormatQuantity(r, req->second),
                 ") > maximum capacity (", FormatQuantity(r, max_cap), ")");
             status.push_back(why);
-            out.attempts.push_back({ps.name, r, flavor_name, "NoFit", why});
+            attempt({ps.name, r, flavor_name, "NoFit", why});
             flavor_nofit_reason = kReasonExceedsMaxQuota;
             m = {Mode::kNoFit, 0};
           } else {
@@ -258,7 +263,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             const int64_t available = tree.Available(cq_name, fr);
             if (val <= available) {
               m = {Mode::kFit, borrow};
-              out.attempts.push_back({ps.name, r, flavor_name, "Fit",
+              attempt({ps.name, r, flavor_name, "Fit",
                                       borrow > 0 ? "fits by borrowing from the cohort" : ""});
             } else {
               const std::string why =
@@ -274,12 +279,12 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                   case OracleAnswer::Possibility::kReclaim: m.mode = Mode::kReclaim; break;
                 }
                 m.borrow = answer.borrowing_level;
-                out.attempts.push_back(
+                attempt(
                     {ps.name, r, flavor_name, "Preempt",
                      m.mode == Mode::kNoCandidates ? why + " (no preemption candidates)" : why});
               } else {
                 m = {Mode::kNoFit, borrow};
-                out.attempts.push_back({ps.name, r, flavor_name, "NoFit", why});
+                attempt({ps.name, r, flavor_name, "NoFit", why});
                 if (Severity(kReasonWaitingForQuota) > Severity(flavor_nofit_reason)) {
                   flavor_nofit_reason = kReasonWaitingForQuota;
                 }
@@ -287,7 +292,9 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             }
           }
           if (IsPreferred(rep, m, preemption_over_borrowing)) rep = m;
-          if (rep.mode == Mode::kNoFit) break;  // the rest of the group is not assigned
+          // Once the flavor is NoFit the remaining resources are still checked (their reasons
+          // join the message) but not assigned.
+          if (rep.mode == Mode::kNoFit) continue;
           assignments[r] = {flavor_name, m.mode, m.borrow};
         }
         if (rep.mode == Mode::kNoFit) note_nofit(g, flavor_nofit_reason);

@@ -68,7 +68,7 @@ struct Assignment {
   int borrowing_level = 0;           // highest over the chosen flavors (0: no borrowing)
   std::string reason;                // the NoFit reason (§4.5) when !fits
   std::string message;               // the status message (§4.4) when !fits
-  std::vector<FlavorAttempt> attempts;
+  std::vector<FlavorAttempt> attempts;  // filled only when asked to explain
   // Flavor-resource pairs whose flavor was chosen in a preempting mode: preemption targets
   // must use one of them (§7.1).
   std::set<FlavorResource> needs_preemption;
@@ -84,7 +84,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle = nullptr,
-                         const ScanProgress* resume = nullptr);
+                         const ScanProgress* resume = nullptr, bool explain = false);
 
 // The total request of a pod set, with the implicit `pods` resource when the queue covers it.
 ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps);
