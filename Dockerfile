@@ -10,7 +10,7 @@ FROM debian:12 AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
-      libabsl-dev librocksdb-dev libyaml-cpp-dev nlohmann-json3-dev \
+      libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev nlohmann-json3-dev \
       libgtest-dev libgmock-dev libbenchmark-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -171,6 +171,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
   RebuildQuotaTree();
   for (auto& [key, entry] : workloads_) {
+    IndexChain(entry, /*add=*/true);
     const v1::WorkloadState state = StateOf(entry.object);
     if (state == v1::WORKLOAD_STATE_FINISHED) {
       entry.cluster_queue = entry.object.status().admission().cluster_queue();
@@ -214,6 +215,11 @@ absl::StatusOr<v1::ImportResponse> Engine::Import(const v1::ImportRequest& reque
                                                   absl::Time now) {
   return impl_->Import(request, now);
 }
+absl::StatusOr<v1::ResizeResponse> Engine::Resize(const v1::ResizeRequest& request,
+                                                  absl::Time now) {
+  return impl_->Resize(request, now);
+}
+
 absl::StatusOr<v1::SubmitResponse> Engine::Submit(const v1::SubmitRequest& request,
                                                   absl::Time now) {
   return impl_->Submit(request, now);

@@ -52,6 +52,11 @@ struct Change {
 
 struct EngineOptions {
   int max_pod_sets = 18;  // Kueue's MaxPodSets
+  // Feature gate ElasticJobsViaWorkloadSlices: Resize of an elastic workload scales it in place
+  // or through a new workload slice (KEP-77).
+  bool elastic_jobs = true;
+  // Finished slices kept per job; older ones are deleted.
+  int slice_history_limit = 5;
 };
 
 // What one scheduling cycle did.
@@ -95,7 +100,11 @@ class Engine {
   absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
   absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
                                                         absl::Time now);
+  // Deletes a workload; for an elastic workload, every workload of its job.
   absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
+  // Changes the pod counts of a job's workload (see the proto). INVALID_ARGUMENT for bad
+  // counts or pod sets that are not the workload's, NOT_FOUND for an unknown job or workload.
+  absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request, absl::Time now);
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;

@@ -54,6 +54,8 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   entry.usage = UsageFromAdmission(entry);
   ChargeUsage(entry, +1);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Admitted", message);
+  // A slice replaces its predecessor in the same change set: the two never both hold quota.
+  OnSliceAdmitted(entry, now);
 }
 
 std::optional<Assignment> Engine::Impl::PartialAssignment(
@@ -112,7 +114,10 @@ Assignment Engine::Impl::AssignWithTargets(
   };
   const ScanProgress* resume =
       entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
-  Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle, resume);
+  std::optional<SliceBase> base;
+  if (WorkloadEntry* old = ReplacedSlice(entry, cq)) base = SliceBaseOf(*old);
+  Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle, resume,
+                                        /*explain=*/false, base ? &*base : nullptr);
   targets->clear();
   if (assignment.preempt) {
     *targets = FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
@@ -228,11 +233,15 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   };
   // §6.5.7: with this cycle's victims and the entry's own targets gone, does its usage fit?
   auto fits_after = [&](const ClusterQueueState& cq, const Assignment& a,
-                        const std::vector<Target>& targets) {
+                        const std::vector<Target>& targets, WorkloadEntry* replaced) {
     std::vector<WorkloadEntry*> gone;
     for (const auto& [key, v] : preempted) gone.push_back(v);
     for (const Target& t : targets) {
       if (!preempted.count(t.entry->key())) gone.push_back(t.entry);
+    }
+    // A slice is checked for what it adds: the slice it replaces counts as gone (§13.3).
+    if (WorkloadEntry* old = replaced; old != nullptr && !preempted.count(old->key())) {
+      gone.push_back(old);
     }
     simulate_removal(gone, +1);
     bool ok = true;
@@ -294,7 +303,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     } else if (overlaps(head.targets)) {
       reason = kReasonWaitingForQuota;
       message = "Workload has overlapping preemption targets with another workload";
-    } else if (!fits_after(cq, assignment, head.targets)) {
+    } else if (!fits_after(cq, assignment, head.targets, ReplacedSlice(entry, cq))) {
       reason = kReasonWaitingForQuota;
       message = "Workload no longer fits after processing another workload";
     } else if (assignment.preempt) {
@@ -411,9 +420,11 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   };
   const ScanProgress* resume =
       entry->last_assignment.has_value() ? &entry->last_assignment->progress : nullptr;
+  std::optional<SliceBase> base;
+  if (WorkloadEntry* old = self->ReplacedSlice(*entry, cq)) base = SliceBaseOf(*old);
   Assignment assignment =
       AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle, resume,
-                    /*explain=*/true);
+                    /*explain=*/true, base ? &*base : nullptr);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();
     f->set_pod_set(a.pod_set);

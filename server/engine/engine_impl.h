@@ -51,6 +51,18 @@ struct WorkloadEntry {
   }
 };
 
+inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
+inline constexpr char kSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
+inline constexpr char kReplacementForAnnotation[] = "kueue.x-k8s.io/workload-slice-replacement-for";
+
+// Kueue's generated workload name (§1.6): "<kind>-<owner>" (lowercase kind, truncated) and the
+// first 5 hex digits of sha1(kind, group, owner name, owner uid[, extra]) joined by newlines.
+std::string GeneratedWorkloadName(const std::string& kind, const std::string& group,
+                                  const std::string& owner_name, const std::string& owner_uid,
+                                  const std::string& extra);
+// The workload opts in to elastic scaling (annotation kueue.x-k8s.io/elastic-job: "true").
+bool IsElastic(const v1::Workload& wl);
+
 // A workload chosen for preemption and the Preempted reason it gets (§7.3).
 struct Target {
   WorkloadEntry* entry;
@@ -74,6 +86,7 @@ class Engine::Impl {
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;
   absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);
+  absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request, absl::Time now);
   absl::Status Restore(const v1::QueueObject& object);
   absl::Status Restore(const v1::Workload& workload);
   absl::Status FinishRestore(uint64_t revision);
@@ -101,6 +114,32 @@ class Engine::Impl {
   // inadmissible set without an attempt. Applied when it would become the head, which has the
   // same effect as moving every equivalent workload at once and costs nothing per cycle.
   bool SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEntry& entry, absl::Time now);
+
+  // ---- engine_slices.cc: elastic workloads (§13) ----
+  // Which job a workload belongs to: its owner's UID, else its slice-name annotation or name.
+  std::string ChainKey(const v1::Workload& wl) const;
+  void IndexChain(const WorkloadEntry& entry, bool add);
+  // The workloads of a chain, oldest first.
+  std::vector<WorkloadEntry*> ChainOf(const std::string& chain);
+  // The admitted slice `entry` replaces in `cq`, when delta accounting applies (§13.3).
+  WorkloadEntry* ReplacedSlice(const WorkloadEntry& entry, const ClusterQueueState& cq);
+  SliceBase SliceBaseOf(const WorkloadEntry& old) const;
+  // Marks a slice Finished, giving back its quota, and trims the job's finished slices.
+  void FinishSlice(WorkloadEntry& old, const std::string& reason, const std::string& message,
+                   absl::Time now);
+  void PruneSliceHistory(const std::string& chain, absl::Time now);
+  // Removes a workload (quota, queues, chain index) with a DELETED Change.
+  void DeleteEntry(WorkloadEntry& entry, absl::Time now, const std::string& reason,
+                   const std::string& message);
+  // After a slice is admitted: the slice it replaces is Finished in the same change set.
+  void OnSliceAdmitted(WorkloadEntry& entry, absl::Time now);
+  // An evicted slice whose quota comes back while a newer slice waits to replace it is
+  // Finished (WorkloadSliceReplaced) instead of requeued. Returns whether it was.
+  bool FinishIfReplacedWhileEvicted(WorkloadEntry& entry, absl::Time now);
+  void UpdateCountsInPlace(WorkloadEntry& entry, const std::map<std::string, int32_t>& counts,
+                           absl::Time now);
+  // Re-renders status.resourceRequests of a pending workload.
+  void RefreshResourceRequests(WorkloadEntry& entry);
 
   // Queue placement of pending workloads.
   void Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change);
@@ -177,6 +216,8 @@ class Engine::Impl {
   // Workloads whose ClusterQueue does not exist (yet), by ClusterQueue name.
   std::map<std::string, std::set<std::string>> orphans_;
   QuotaTree quota_tree_;
+  // Workload keys by job (ChainKey): the slices of an elastic job, or a job's one workload.
+  std::map<std::string, std::set<std::string>> chains_;
   // ClusterQueues with a non-empty heap that may admit: the cycle's heads come from these.
   std::set<std::string> cqs_with_heads_;
 };

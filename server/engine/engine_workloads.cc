@@ -278,6 +278,16 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest&
     wl.mutable_spec()->set_queue_name("default");
   }
   Violations violations = ValidateWorkload(wl, options_.max_pod_sets);
+  if (options_.elastic_jobs && IsElastic(wl)) {
+    int with_min_count = 0;
+    for (const v1::PodSet& ps : wl.spec().pod_sets()) with_min_count += ps.has_min_count() ? 1 : 0;
+    if (with_min_count > 0) {
+      violations.push_back({"spec.podSets",
+                            absl::StrCat("Invalid value: ", with_min_count,
+                                         ": partial admission and elastic job cannot be used "
+                                         "together")});
+    }
+  }
   if (!violations.empty()) return InvalidArgument(violations);
   const std::string& ns = wl.metadata().namespace_();
   const std::string key = absl::StrCat(ns, "/", wl.metadata().name());
@@ -326,6 +336,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest&
       RenderResourceList(PodSetTotal(it->second, entry.pod_sets[i]), rr->mutable_resources());
     }
   }
+  IndexChain(entry, /*add=*/true);
   Enqueue(entry, now, /*emit_reason_change=*/false);
   EmitWorkload(entry, v1::WatchEvent::ADDED, "Submitted", "");
   v1::SubmitResponse response;
@@ -392,6 +403,11 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       }
       const std::string reason = evicted->reason();
       const std::string message = evicted->message();
+      // A newer slice of the job waits to replace this one: it is finished, not requeued.
+      if (FinishIfReplacedWhileEvicted(*entry, now)) {
+        if (cq != nullptr) RequeueInadmissible(*cq);
+        break;
+      }
       ChargeUsage(*entry, -1);
       entry->usage.clear();
       if (const v1::Condition* admitted = FindCondition(wl, kQuotaReserved)) {
@@ -462,17 +478,13 @@ absl::Status Engine::Impl::DeleteWorkload(const v1::DeleteWorkloadRequest& reque
                                           absl::Time now) {
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
-  const bool reserved = HoldsReservation(entry->object);
-  if (reserved) ChargeUsage(*entry, -1);
-  Dequeue(*entry);
-  EmitWorkload(*entry, v1::WatchEvent::DELETED, "Deleted", "");
-  const std::string cq_name = entry->cluster_queue;
-  workloads_.erase(key);
-  if (reserved) {
-    if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
-      RequeueInadmissible(it->second);
+  if (options_.elastic_jobs && IsElastic(entry->object)) {
+    // The slices of an elastic job go together: deleting one deletes the chain.
+    for (WorkloadEntry* e : ChainOf(ChainKey(entry->object))) {
+      if (e != entry) DeleteEntry(*e, now, "Deleted", "deleted with its workload slice chain");
     }
   }
+  DeleteEntry(*entry, now, "Deleted", "");
   return absl::OkStatus();
 }
 

@@ -133,6 +133,7 @@ struct ChosenFlavor {
   std::string flavor;
   Mode mode = Mode::kFit;
   int borrow = 0;
+  int64_t request = 0;  // what the pod set adds (a slice: the difference)
 };
 
 }  // namespace
@@ -150,7 +151,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle, const ScanProgress* resume,
-                         bool explain) {
+                         bool explain, const SliceBase* replaced) {
   const std::string& cq_name = cq.name();
   const v1::FlavorFungibility& fungibility = cq.spec_object().spec().flavor_fungibility();
   const bool try_next_when_borrowing = fungibility.when_can_borrow() == "TryNextFlavor";
@@ -245,18 +246,41 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           const FlavorResource fr{flavor_name, r};
           auto assumed_it = out.usage.find(fr);
           const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
-          const int64_t val = SaturatingAdd(assumed, req->second);
+          int64_t request = req->second;
+          // A slice keeps the flavors of the slice it replaces and asks for the difference only
+          // (§13.3); another flavor is NoFit, though its quota is still checked for the message.
+          bool sticky_mismatch = false;
+          if (replaced != nullptr) {
+            const SliceBase::Held* held = nullptr;
+            if (p < replaced->pod_sets.size()) {
+              auto h = replaced->pod_sets[p].find(r);
+              if (h != replaced->pod_sets[p].end()) held = &h->second;
+            }
+            const std::string original = held == nullptr ? "" : held->flavor;
+            if (original != flavor_name) {
+              sticky_mismatch = true;
+              const std::string why = absl::StrCat("could not assign ", flavor_name,
+                                                   " flavor since the original workload is "
+                                                   "assigned: ", original);
+              status.push_back(why);
+              attempt({ps.name, r, flavor_name, "NoFit", why});
+              flavor_nofit_reason = kReasonNoMatchingFlavor;
+            } else {
+              request -= held->total;
+            }
+          }
+          const int64_t val = SaturatingAdd(assumed, request);
           const int64_t max_cap = tree.PotentialAvailable(cq_name, fr);
           Granular m;
           if (val > max_cap) {
             const std::string why = absl::StrCat(
                 "insufficient quota for ", r, " in flavor ", flavor_name,
                 ", previously considered podsets requests (", FormatQuantity(r, assumed),
-                ") + current podset request (", FormatQuantity(r, req->second),
+                ") + current podset request (", FormatQuantity(r, request),
                 ") > maximum capacity (", FormatQuantity(r, max_cap), ")");
             status.push_back(why);
             attempt({ps.name, r, flavor_name, "NoFit", why});
-            flavor_nofit_reason = kReasonExceedsMaxQuota;
+            if (!sticky_mismatch) flavor_nofit_reason = kReasonExceedsMaxQuota;
             m = {Mode::kNoFit, 0};
           } else {
             const auto [borrow, may_reclaim] = tree.BorrowingLevelAndReclaim(cq_name, fr, val);
@@ -285,17 +309,19 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
               } else {
                 m = {Mode::kNoFit, borrow};
                 attempt({ps.name, r, flavor_name, "NoFit", why});
-                if (Severity(kReasonWaitingForQuota) > Severity(flavor_nofit_reason)) {
+                if (!sticky_mismatch &&
+                    Severity(kReasonWaitingForQuota) > Severity(flavor_nofit_reason)) {
                   flavor_nofit_reason = kReasonWaitingForQuota;
                 }
               }
             }
           }
+          if (sticky_mismatch) m = {Mode::kNoFit, m.borrow};
           if (IsPreferred(rep, m, preemption_over_borrowing)) rep = m;
           // Once the flavor is NoFit the remaining resources are still checked (their reasons
           // join the message) but not assigned.
           if (rep.mode == Mode::kNoFit) continue;
-          assignments[r] = {flavor_name, m.mode, m.borrow};
+          assignments[r] = {flavor_name, m.mode, m.borrow, request};
         }
         if (rep.mode == Mode::kNoFit) note_nofit(g, flavor_nofit_reason);
         if (!ShouldTryNextFlavor(rep, try_next_when_borrowing, try_next_when_preempting)) {
@@ -333,9 +359,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         out.needs_preemption.insert({c.flavor, r});
       }
       out.borrowing_level = std::max(out.borrowing_level, c.borrow);
-      auto req = total.find(r);
-      if (req != total.end() && !podset_failed) {
-        out.usage[{c.flavor, r}] = SaturatingAdd(out.usage[{c.flavor, r}], req->second);
+      if (!podset_failed) {
+        out.usage[{c.flavor, r}] = SaturatingAdd(out.usage[{c.flavor, r}], c.request);
       }
     }
     out.flavors.push_back(std::move(names));

@@ -57,6 +57,17 @@ using PreemptionOracle = std::function<OracleAnswer(const FlavorResource& fr, in
 // reached the last flavor); the next attempt resumes after it (§4.7).
 using ScanProgress = std::vector<std::map<std::string, int>>;
 
+// The admitted slice a new workload slice replaces (§13.3), per pod set (by index): for each
+// resource its flavor and the total the old slice holds. The new slice must keep those flavors
+// and is checked for the difference only.
+struct SliceBase {
+  struct Held {
+    std::string flavor;
+    int64_t total = 0;
+  };
+  std::vector<std::map<std::string, Held>> pod_sets;
+};
+
 struct Assignment {
   bool fits = false;
   // Mode Preempt: every pod set has a flavor, some only after preempting other workloads.
@@ -64,7 +75,7 @@ struct Assignment {
   std::vector<std::map<std::string, std::string>> flavors;  // per pod set: resource -> flavor
   std::vector<ResourceList> totals;  // per pod set: total request for `count` pods
   std::vector<int32_t> counts;       // per pod set: the pods assigned (partial admission: fewer)
-  FlavorResourceQuantities usage;    // what admitting it would add
+  FlavorResourceQuantities usage;    // what admitting it would add (a slice: the difference)
   int borrowing_level = 0;           // highest over the chosen flavors (0: no borrowing)
   std::string reason;                // the NoFit reason (§4.5) when !fits
   std::string message;               // the status message (§4.4) when !fits
@@ -84,7 +95,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle = nullptr,
-                         const ScanProgress* resume = nullptr, bool explain = false);
+                         const ScanProgress* resume = nullptr, bool explain = false,
+                         const SliceBase* replaced = nullptr);
 
 // The total request of a pod set, with the implicit `pods` resource when the queue covers it.
 ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps);

@@ -112,6 +112,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
                  absl::StrCat("Quota reserved in ClusterQueue ", cq), reserved_at);
     SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", reserved_at);
     ParsePodSets(&entry).IgnoreError();
+    IndexChain(entry, /*add=*/true);
     entry.cluster_queue = cq;
     entry.queue_key.priority = wl.spec().priority();
     entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
