@@ -47,13 +47,15 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
                    now);
     }
   }
-  // No admission checks yet: a reservation is an admission.
-  SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", now);
   wl.mutable_status()->clear_resource_requests();
   entry.cluster_queue = cq.name();
+  // Admitted only once every admission check the assigned flavors need is Ready (§10).
+  SyncAdmissionChecks(entry, cq, now);
+  SyncAdmitted(entry, now);
   entry.usage = UsageFromAdmission(entry);
   ChargeUsage(entry, +1);
-  EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Admitted", message);
+  EmitWorkload(entry, v1::WatchEvent::MODIFIED,
+               IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);
 }
 
 std::optional<Assignment> Engine::Impl::PartialAssignment(
