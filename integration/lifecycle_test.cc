@@ -251,6 +251,36 @@ TEST_F(LifecycleTest, AdvancingTheClockNeedsManualClock) {
   EXPECT_TRUE(RunCycles(0, &resp).ok());
 }
 
+TEST_F(LifecycleTest, TheSequencerWakesForDeadlinesWithoutManualScheduling) {
+  client_.reset();
+  server_->Shutdown(absl::Seconds(2));
+  server_.reset();
+  config_.manual_scheduling = false;
+  config_.manual_clock = false;
+  Start();
+  Setup(/*with_check=*/false);
+  Submit("a", /*max_execution_seconds=*/1);
+  // Only the sequencer's own timer can deactivate it: the test just watches, calling nothing.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  v1::WatchRequest watch;
+  watch.set_since_revision(1);
+  watch.add_kinds(v1::OBJECT_KIND_WORKLOAD);
+  auto reader = client_->admission->Watch(&ctx, watch);
+  v1::WatchEvent event;
+  v1::Workload wl;
+  while (reader->Read(&event)) {
+    if (event.type() == v1::WatchEvent::SYNCED) continue;
+    wl = event.workload();
+    if (wl.spec().has_active() && !wl.spec().active()) break;
+  }
+  ctx.TryCancel();
+  reader->Finish().IgnoreError();
+  EXPECT_FALSE(wl.spec().active());
+  ExpectCondition("a", "Evicted", "True", "DeactivatedDueToMaximumExecutionTimeExceeded",
+                  "The workload is deactivated due to exceeding the maximum execution time");
+}
+
 TEST_F(LifecycleTest, ChecksBackoffAndAdmissionChecksSurviveARestart) {
   Setup(/*with_check=*/true);
   Submit("a");
