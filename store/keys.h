@@ -28,7 +28,8 @@
 
 namespace admitd::store {
 
-inline constexpr uint64_t kFormatVersion = 1;
+// 2 added the admission_checks family; a version 1 store is upgraded when opened.
+inline constexpr uint64_t kFormatVersion = 2;
 
 inline constexpr char kEventsFamily[] = "events";
 inline constexpr char kMetaFamily[] = "meta";
