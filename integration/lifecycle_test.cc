@@ -63,8 +63,12 @@ class LifecycleTest : public ::testing::Test {
       ac->mutable_metadata()->set_name("prov");
       ac->mutable_spec()->set_controller_name("example.com/provisioning");
       Apply(check);
-      cq.mutable_object()->mutable_cluster_queue()->mutable_spec()
-          ->mutable_admission_checks_strategy()->add_admission_checks()->set_name("prov");
+      cq.mutable_object()
+          ->mutable_cluster_queue()
+          ->mutable_spec()
+          ->mutable_admission_checks_strategy()
+          ->add_admission_checks()
+          ->set_name("prov");
     }
     Apply(cq);
     Apply(testing::LocalQueue("ns", "lq", "cq"));
@@ -104,8 +108,8 @@ class LifecycleTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return wl;
   }
-  grpc::Status SetCheck(const std::string& name, const std::string& check,
-                        const std::string& state, v1::Workload* out = nullptr) {
+  grpc::Status SetCheck(const std::string& name, const std::string& check, const std::string& state,
+                        v1::Workload* out = nullptr) {
     grpc::ClientContext ctx;
     v1::SetAdmissionCheckStateRequest req;
     req.set_namespace_("ns");
@@ -135,9 +139,8 @@ class LifecycleTest : public ::testing::Test {
     v1::ReleaseQuotaResponse resp;
     return client_->admission->ReleaseQuota(&ctx, req, &resp);
   }
-  void ExpectCondition(const std::string& name, const std::string& type,
-                       const std::string& status, const std::string& reason,
-                       const std::string& message) {
+  void ExpectCondition(const std::string& name, const std::string& type, const std::string& status,
+                       const std::string& reason, const std::string& message) {
     const v1::Workload wl = Get(name);
     const v1::Condition* c = FindCondition(wl, type);
     ASSERT_NE(c, nullptr) << type;
@@ -184,9 +187,9 @@ TEST_F(LifecycleTest, RetryBacksOffAndIsAdmittedAgain) {
   ASSERT_TRUE(Stopped("a").ok());
   ExpectCondition("a", "Requeued", "False", "AdmissionCheck",
                   "Evicted due to AdmissionCheck in Retry state: \"prov\"");
-  EXPECT_EQ(Cycle(), 0);        // backing off (60s by default)
-  EXPECT_EQ(Cycle(30), 0);      // halfway
-  EXPECT_EQ(Cycle(31), 1);      // over: requeued, then admitted in the same call
+  EXPECT_EQ(Cycle(), 0);    // backing off (60s by default)
+  EXPECT_EQ(Cycle(30), 0);  // halfway
+  EXPECT_EQ(Cycle(31), 1);  // over: requeued, then admitted in the same call
   ExpectCondition("a", "Requeued", "True", "BackoffFinished", "The workload backoff was finished");
   EXPECT_EQ(Get("a").status().admission_checks(0).state(), "Pending");
   ASSERT_TRUE(SetCheck("a", "prov", "Ready").ok());

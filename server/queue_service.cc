@@ -90,8 +90,8 @@ grpc::ServerUnaryReactor* QueueServiceImpl::RunSchedulingCycles(
   const absl::Duration advance = absl::Seconds(req->advance_clock_seconds());
   return Dispatch(
       ctx_, rpc, resp,
-      [count, sequencer, advance](engine::Engine& e,
-                                  absl::Time now) -> absl::StatusOr<v1::RunSchedulingCyclesResponse> {
+      [count, sequencer, advance](
+          engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::RunSchedulingCyclesResponse> {
         v1::RunSchedulingCyclesResponse out;
         if (advance > absl::ZeroDuration()) {
           ADMITD_RETURN_IF_ERROR(sequencer->AdvanceClock(advance));

@@ -1,10 +1,10 @@
 // Engine: admitd's admission engine, a deterministic state machine over Kueue's objects.
 //
 // It owns every ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass,
-// AdmissionCheck and Workload in memory, validates writes with Kueue's rules, keeps quota usage incrementally and
-// runs Kueue's scheduling cycle. It has no threads, no clock and no I/O: every mutating call
-// takes `now`, and every change it makes is recorded as a Change (with the revision it got) that
-// the caller persists and publishes. The same calls with the same `now` values produce the same
+// AdmissionCheck and Workload in memory, validates writes with Kueue's rules, keeps quota usage
+// incrementally and runs Kueue's scheduling cycle. It has no threads, no clock and no I/O:
+// every mutating call takes `now`, and every change it makes is recorded as a Change (with the
+// revision it got) that the caller persists and publishes. The same calls with the same `now` values produce the same
 // changes, byte for byte.
 //
 // Thread safety: none. One thread (the sequencer) owns an Engine; const methods may be called

@@ -34,8 +34,9 @@ std::string ChecksMessage(const v1::Workload& wl, const std::string& state) {
             [](const auto* a, const auto* b) { return a->name() < b->name(); });
   std::vector<std::string> parts;
   for (const v1::AdmissionCheckState* c : checks) {
-    parts.push_back(c->message().empty() ? absl::StrCat("\"", c->name(), "\"")
-                                         : absl::StrCat("\"", c->name(), "\" (", c->message(), ")"));
+    parts.push_back(c->message().empty()
+                        ? absl::StrCat("\"", c->name(), "\"")
+                        : absl::StrCat("\"", c->name(), "\" (", c->message(), ")"));
   }
   return absl::StrCat(checks.size() > 1 ? "AdmissionChecks" : "AdmissionCheck", " in ", state,
                       " state: ", absl::StrJoin(parts, "; "));
@@ -190,8 +191,7 @@ bool Engine::Impl::RequeueIfQueueRestarted(WorkloadEntry& entry, absl::Time now)
   }
   if (requeued->reason() == kReasonClusterQueueStopped) {
     auto cq = cluster_queues_.find(ClusterQueueOf(ns, wl.spec().queue_name()));
-    if (cq == cluster_queues_.end() ||
-        !IsRunning(cq->second.spec_object().spec().stop_policy())) {
+    if (cq == cluster_queues_.end() || !IsRunning(cq->second.spec_object().spec().stop_policy())) {
       return false;
     }
     return SetCondition(&wl, kRequeued, true, kReasonClusterQueueRestarted,
@@ -268,8 +268,7 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
     return ErrorWithReason(
         absl::StatusCode::kFailedPrecondition, "UNKNOWN_ADMISSION_CHECK",
         absl::StrCat("workload \"", key, "\" has no admission check \"", request.check(),
-                     "\" (its checks: ",
-                     names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+                     "\" (its checks: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
   }
   v1::SetAdmissionCheckStateResponse response;
   const bool same = check->state() == state && check->message() == request.message() &&
@@ -327,11 +326,12 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
     const bool admitted = IsConditionTrue(wl, kAdmitted);
     if (admitted && !was_admitted) {
       const v1::Condition* reserved = FindCondition(wl, kQuotaReserved);
-      EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Admitted",
-                   absl::StrCat("Admitted by ClusterQueue ", wl.status().admission().cluster_queue(),
-                                ", wait time since reservation was ",
-                                absl::ToInt64Seconds(now - FromProto(reserved->last_transition_time())),
-                                "s"));
+      EmitWorkload(
+          *entry, v1::WatchEvent::MODIFIED, "Admitted",
+          absl::StrCat("Admitted by ClusterQueue ", wl.status().admission().cluster_queue(),
+                       ", wait time since reservation was ",
+                       absl::ToInt64Seconds(now - FromProto(reserved->last_transition_time())),
+                       "s"));
     } else {
       EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Updated",
                    absl::StrCat("admission check ", request.check(), " is ", state));
@@ -357,7 +357,8 @@ void Engine::Impl::Tick(absl::Time now) {
       if (!FinishBackoff(entry, now)) continue;  // a later backoff replaced this one
       entry.where = WorkloadEntry::Where::kNone;
       Enqueue(entry, now, /*emit_reason_change=*/true);
-      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Requeued", "The workload backoff was finished");
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Requeued",
+                   "The workload backoff was finished");
       continue;
     }
     const absl::Time deadline = ExecutionDeadline(wl);

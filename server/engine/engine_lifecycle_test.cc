@@ -19,9 +19,10 @@ v1::QueueObject AdmissionCheckObject(const std::string& name) {
 v1::QueueObject CheckedClusterQueue(const std::string& check,
                                     const std::vector<std::string>& on_flavors = {}) {
   v1::QueueObject o = ClusterQueueObject("cq", {"a", "b"});
-  v1::AdmissionCheckStrategyRule* rule =
-      o.mutable_cluster_queue()->mutable_spec()->mutable_admission_checks_strategy()
-          ->add_admission_checks();
+  v1::AdmissionCheckStrategyRule* rule = o.mutable_cluster_queue()
+                                             ->mutable_spec()
+                                             ->mutable_admission_checks_strategy()
+                                             ->add_admission_checks();
   rule->set_name(check);
   for (const std::string& f : on_flavors) rule->add_on_flavors(f);
   return o;
@@ -179,13 +180,15 @@ TEST_F(LifecycleTest, ReservationWaitsForEveryCheckToBeReady) {
   Checked();
   ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
   ASSERT_EQ(Schedule(), 1);
-  EXPECT_EQ(Reasons(engine_.TakeChanges()), (std::vector<std::string>{"Submitted", "QuotaReserved"}));
+  EXPECT_EQ(Reasons(engine_.TakeChanges()),
+            (std::vector<std::string>{"Submitted", "QuotaReserved"}));
   v1::Workload wl = Get("a");
   EXPECT_EQ(StateOf(wl), v1::WORKLOAD_STATE_QUOTA_RESERVED);
   ASSERT_EQ(wl.status().admission_checks_size(), 1);
   EXPECT_EQ(wl.status().admission_checks(0).name(), "prov");
   EXPECT_EQ(wl.status().admission_checks(0).state(), "Pending");
-  ExpectCondition("a", kQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue cq");
+  ExpectCondition("a", kQuotaReserved, "True", "QuotaReserved",
+                  "Quota reserved in ClusterQueue cq");
   ExpectCondition("a", kAdmitted, "False", "UnsatisfiedAdmissionChecks",
                   "The workload has not all checks ready");
   EXPECT_EQ(GetClusterQueue("cq").status().admitted_workloads(), 0);
@@ -234,7 +237,8 @@ TEST_F(LifecycleTest, CheckUpdatesAreValidated) {
   absl::Status unknown = SetCheck("a", "other", "Ready").status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ErrorReasonOf(unknown), "UNKNOWN_ADMISSION_CHECK");
-  EXPECT_EQ(unknown.message(), "workload \"ns/a\" has no admission check \"other\" (its checks: prov)");
+  EXPECT_EQ(unknown.message(),
+            "workload \"ns/a\" has no admission check \"other\" (its checks: prov)");
   EXPECT_EQ(SetCheck("nope", "prov", "Ready").status().code(), absl::StatusCode::kNotFound);
 }
 
