@@ -138,6 +138,16 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++set_aside;
       continue;
     }
+    if (HasFailedChecks(entry.object)) {
+      // A Retry or Rejected reported while it was already evicted survives the release; such a
+      // workload is not tried (§10).
+      MarkPending(entry, kReasonPendingEvaluation, "The workload has failed admission checks",
+                  now);
+      cq.inadmissible.insert(entry.queue_key);
+      entry.where = WorkloadEntry::Where::kInadmissible;
+      ++set_aside;
+      continue;
+    }
     if (!cq.SelectsNamespace(entry.object.metadata().namespace_())) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
       MarkPending(entry, kReasonMisconfigured,

@@ -179,6 +179,8 @@ class Engine::Impl {
 v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
                              const Assignment& assignment);
 
+// True when an admission check is in state Retry or Rejected.
+bool HasFailedChecks(const v1::Workload& wl);
 // True for stopPolicy None (or unset).
 bool IsRunning(const std::string& stop_policy);
 // True when the ClusterQueue's admission checks strategy names `check`.

@@ -56,6 +56,13 @@ absl::Time ExecutionDeadline(const v1::Workload& wl) {
 
 }  // namespace
 
+bool HasFailedChecks(const v1::Workload& wl) {
+  for (const v1::AdmissionCheckState& c : wl.status().admission_checks()) {
+    if (c.state() == kCheckRetry || c.state() == kCheckRejected) return true;
+  }
+  return false;
+}
+
 bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
   v1::Workload& wl = entry.object;
   if (!HoldsReservation(wl)) return false;  // SetPending says NoReservation

@@ -369,6 +369,25 @@ TEST_F(UnlimitedBackoffTest, BackoffIsCappedAtTheMax) {
   EXPECT_EQ(Get("a").status().requeue_state().count(), 4);
 }
 
+TEST_F(LifecycleTest, AFailedCheckReportedAfterAnEvictionKeepsItFromBeingTried) {
+  Checked();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
+  ASSERT_EQ(Schedule(), 1);
+  v1::QueueObject cq = CheckedClusterQueue("prov");
+  cq.mutable_cluster_queue()->mutable_spec()->set_stop_policy("HoldAndDrain");
+  ASSERT_TRUE(Apply(cq).ok());
+  // Already evicted: the Retry is recorded, nothing else happens.
+  ASSERT_TRUE(SetCheck("a", "prov", "Retry").ok());
+  EXPECT_EQ(Condition("a", kEvicted).reason(), "ClusterQueueStopped");
+  EXPECT_FALSE(Get("a").status().has_requeue_state());
+  ASSERT_TRUE(Stopped("a").ok());
+  cq.mutable_cluster_queue()->mutable_spec()->set_stop_policy("None");
+  ASSERT_TRUE(Apply(cq).ok());
+  EXPECT_EQ(Schedule(), 0);
+  ExpectCondition("a", kQuotaReserved, "False", "PendingEvaluation",
+                  "The workload has failed admission checks");
+}
+
 // ---- Maximum execution time -----------------------------------------------------------------
 
 TEST_F(LifecycleTest, MaximumExecutionTimeDeactivates) {
