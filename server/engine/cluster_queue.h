@@ -60,6 +60,9 @@ struct ClusterQueueState {
   // Pending workloads: the heap gives heads; inadmissible ones wait for a requeue event.
   std::set<QueueKey> heap;
   std::set<QueueKey> inadmissible;
+  // Pending workloads waiting out a requeue backoff (namespace/name): outside the heap, but
+  // pending here all the same.
+  std::set<std::string> backing_off;
 
   const v1::ClusterQueue& spec_object() const { return object.cluster_queue(); }
   const std::string& name() const { return object.cluster_queue().metadata().name(); }

@@ -362,7 +362,7 @@ void Engine::Impl::Tick(absl::Time now) {
     v1::Workload& wl = entry.object;
     if (entry.where == WorkloadEntry::Where::kBackoff) {
       if (!FinishBackoff(entry, now)) continue;  // a later backoff replaced this one
-      entry.where = WorkloadEntry::Where::kNone;
+      Dequeue(entry);
       Enqueue(entry, now, /*emit_reason_change=*/true);
       EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Requeued",
                    "The workload backoff was finished");

@@ -268,6 +268,7 @@ TEST_F(LifecycleTest, RetryEvictsBacksOffAndRequeues) {
   ExpectCondition("a", kRequeued, "False", "AdmissionCheck",
                   "Evicted due to AdmissionCheck in Retry state: \"prov\" (capacity gone)");
   EXPECT_EQ(Schedule(), 0);  // still backing off
+  EXPECT_EQ(GetClusterQueue("cq").status().pending_workloads(), 1);
   EXPECT_EQ(engine_.NextDeadline(), requeue_at);
   engine_.TakeChanges();
   engine_.Tick(requeue_at - absl::Seconds(1));

@@ -406,10 +406,12 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
       ADMITD_RETURN_IF_ERROR(check_version(it->second.object));
       ClusterQueueState& cq = it->second;
-      if (cq.reserving > 0 || !cq.heap.empty() || !cq.inadmissible.empty()) {
-        return in_use(absl::StrCat(cq.reserving, " workload(s) hold quota and ",
-                                   cq.heap.size() + cq.inadmissible.size(),
-                                   " are pending in it"));
+      if (cq.reserving > 0 || !cq.heap.empty() || !cq.inadmissible.empty() ||
+          !cq.backing_off.empty()) {
+        return in_use(absl::StrCat(
+            cq.reserving, " workload(s) hold quota and ",
+            cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size(),
+            " are pending in it"));
       }
       EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
       cqs_with_heads_.erase(key);
@@ -436,7 +438,8 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
   v1::ClusterQueueStatus* status = out.mutable_status();
   AddUsage(status->mutable_flavors_reservation(), cq.usage, cq);
   AddUsage(status->mutable_flavors_usage(), cq.usage, cq);
-  status->set_pending_workloads(static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size()));
+  status->set_pending_workloads(
+      static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size()));
   status->set_reserving_workloads(cq.reserving);
   status->set_admitted_workloads(cq.admitted);
   v1::Condition* active = status->add_conditions();

@@ -76,6 +76,9 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     if (at > now) {
       entry.where = WorkloadEntry::Where::kBackoff;
       ArmTimer(at, entry.key());
+      if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
+        it->second.backing_off.insert(entry.key());
+      }
       return;
     }
     FinishBackoff(entry, now);
@@ -127,7 +130,11 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
       }
       break;
     }
-    case WorkloadEntry::Where::kBackoff:  // its timer is dropped when it fires
+    case WorkloadEntry::Where::kBackoff: {  // its timer is dropped when it fires
+      auto it = cluster_queues_.find(entry.cluster_queue);
+      if (it != cluster_queues_.end()) it->second.backing_off.erase(entry.key());
+      break;
+    }
     case WorkloadEntry::Where::kNone: break;
   }
   entry.where = WorkloadEntry::Where::kNone;
