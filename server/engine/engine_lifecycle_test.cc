@@ -219,6 +219,23 @@ TEST_F(LifecycleTest, ChecksOnFlavorsApplyOnlyToThoseFlavors) {
   EXPECT_EQ(StateOf(Get("b")), v1::WORKLOAD_STATE_QUOTA_RESERVED);
 }
 
+TEST_F(LifecycleTest, ReservationsFollowAChangedStrategy) {
+  Checked();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
+  ASSERT_EQ(Schedule(), 1);
+  EXPECT_EQ(StateOf(Get("a")), v1::WORKLOAD_STATE_QUOTA_RESERVED);
+  // The check is dropped: nothing is left to wait for.
+  ASSERT_TRUE(Apply(ClusterQueueObject("cq", {"a", "b"})).ok());
+  EXPECT_EQ(Get("a").status().admission_checks_size(), 0);
+  EXPECT_EQ(StateOf(Get("a")), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(GetClusterQueue("cq").status().admitted_workloads(), 1);
+  // Added back: the admitted workload gets it Pending but stays admitted, as in Kueue.
+  ASSERT_TRUE(Apply(CheckedClusterQueue("prov")).ok());
+  ASSERT_EQ(Get("a").status().admission_checks_size(), 1);
+  EXPECT_EQ(Get("a").status().admission_checks(0).state(), "Pending");
+  EXPECT_EQ(StateOf(Get("a")), v1::WORKLOAD_STATE_ADMITTED);
+}
+
 TEST_F(LifecycleTest, CheckUpdatesAreValidated) {
   Checked();
   ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());

@@ -209,6 +209,20 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     if (IsRunning(old_stop_policy) != IsRunning(cq.spec_object().spec().stop_policy())) {
       RequeueRestarted(now);
     }
+    // Reservations follow a changed admission checks strategy (Kueue's workload controller
+    // syncs the checks; only a workload that is not admitted yet has its Admitted re-derived).
+    const std::vector<std::string> reserved(cq.reserved_keys.begin(), cq.reserved_keys.end());
+    for (const std::string& wl_key : reserved) {
+      WorkloadEntry& entry = workloads_.at(wl_key);
+      const std::string before = entry.object.status().SerializeAsString();
+      SyncAdmissionChecks(entry, cq, now);
+      if (entry.object.status().SerializeAsString() == before) continue;
+      const bool admitted = IsConditionTrue(entry.object, kAdmitted);
+      if (!admitted) SyncAdmitted(entry, now);
+      const bool now_admitted = IsConditionTrue(entry.object, kAdmitted);
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED,
+                   now_admitted && !admitted ? "Admitted" : "Updated", "admission checks changed");
+    }
     *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
   } else if (kind == v1::OBJECT_KIND_ADMISSION_CHECK) {
     for (auto& [name, cq] : cluster_queues_) {
