@@ -31,13 +31,19 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
   get KIND [NAME] [-n NS | -A] [-o json]
                                       kinds: resourceflavor(s)/rf/flavor, cohort(s),
                                       clusterqueue(s)/cq, localqueue(s)/lq,
-                                      workloadpriorityclass(es)/wpc, workload(s)/wl
+                                      workloadpriorityclass(es)/wpc,
+                                      admissioncheck(s)/ac, workload(s)/wl
   delete KIND NAME [-n NS]
   admit NAME [-n NS] [--wait] [--timeout 30s]
   explain NAME [-n NS]                why a workload is pending, and what the next attempt would do
   release NAME [-n NS] --finished[=succeeded|failed] | --stopped | --reclaimable PODSET=N,...
+  deactivate NAME [-n NS]             set spec.active=false (evicts a workload holding quota)
+  activate NAME [-n NS]               set spec.active=true (requeues it)
+  check NAME CHECK STATE [-n NS] [--message TEXT] [--requeue-after SECONDS]
+                                      report an admission check: Pending, Ready, Retry, Rejected
   watch [--since REV] [--kind KIND] [-n NS]
-  cycles [N]                          run N scheduling cycles (with --manual-scheduling)
+  cycles [N] [--advance SECONDS]      run N scheduling cycles (with --manual-scheduling); with
+                                      --manual-clock, move the clock forward first
   version
 
 The server defaults to $ADMITD_SERVER, else localhost:50051.
@@ -59,7 +65,8 @@ struct Args {
 // Flags that take a value; the others are switches (a switch may carry "=value").
 const std::set<std::string> kValued = {"-f", "--filename", "-n", "--namespace", "-o", "--output",
                                        "--timeout", "--since", "--kind", "--server",
-                                       "--reclaimable"};
+                                       "--reclaimable", "--message", "--requeue-after",
+                                       "--advance"};
 
 Args ParseArgs(const std::vector<std::string>& argv) {
   Args args;
@@ -119,6 +126,9 @@ v1::ObjectKind KindFromName(const std::string& name) {
       {"workloadpriorityclass", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
       {"workloadpriorityclasses", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
       {"wpc", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
+      {"admissioncheck", v1::OBJECT_KIND_ADMISSION_CHECK},
+      {"admissionchecks", v1::OBJECT_KIND_ADMISSION_CHECK},
+      {"ac", v1::OBJECT_KIND_ADMISSION_CHECK},
       {"workload", v1::OBJECT_KIND_WORKLOAD},
       {"workloads", v1::OBJECT_KIND_WORKLOAD},
       {"wl", v1::OBJECT_KIND_WORKLOAD}};
@@ -368,6 +378,43 @@ int Release(Client& client, const Args& args) {
   return 0;
 }
 
+int SetActive(Client& client, const Args& args, bool active) {
+  if (args.positional.size() < 2) {
+    return Usage(std::string(active ? "activate" : "deactivate") + " needs a workload NAME");
+  }
+  v1::SetActiveRequest req;
+  req.set_namespace_(args.Get("-n", "default"));
+  req.set_name(args.positional[1]);
+  req.set_active(active);
+  v1::SetActiveResponse resp;
+  grpc::Status s = client.admission().SetActive(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
+  return 0;
+}
+
+int Check(Client& client, const Args& args) {
+  if (args.positional.size() < 4) return Usage("check needs NAME CHECK STATE");
+  v1::SetAdmissionCheckStateRequest req;
+  req.set_namespace_(args.Get("-n", "default"));
+  req.set_name(args.positional[1]);
+  req.set_check(args.positional[2]);
+  req.set_state(args.positional[3]);
+  req.set_message(args.Get("--message"));
+  if (args.Has("--requeue-after")) {
+    int seconds;
+    if (!absl::SimpleAtoi(args.Get("--requeue-after"), &seconds)) {
+      return Usage("--requeue-after wants a number of seconds");
+    }
+    req.set_requeue_after_seconds(seconds);
+  }
+  v1::SetAdmissionCheckStateResponse resp;
+  grpc::Status s = client.admission().SetAdmissionCheckState(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
+  return 0;
+}
+
 int Watch(Client& client, const Args& args) {
   v1::WatchRequest req;
   uint64_t since = 0;
@@ -399,6 +446,13 @@ int Cycles(Client& client, const Args& args) {
     return Usage("cycles wants a number");
   }
   req.set_count(n);
+  if (args.Has("--advance")) {
+    int64_t seconds;
+    if (!absl::SimpleAtoi(args.Get("--advance"), &seconds)) {
+      return Usage("--advance wants a number of seconds");
+    }
+    req.set_advance_clock_seconds(seconds);
+  }
   v1::RunSchedulingCyclesResponse resp;
   grpc::Status s = client.queues().RunSchedulingCycles(Context().get(), req, &resp);
   if (!s.ok()) return Fail(s);
@@ -431,6 +485,9 @@ int Run(int argc, char** argv) {
   if (cmd == "release") return Release(client, args);
   if (cmd == "watch") return Watch(client, args);
   if (cmd == "cycles") return Cycles(client, args);
+  if (cmd == "deactivate") return SetActive(client, args, false);
+  if (cmd == "activate") return SetActive(client, args, true);
+  if (cmd == "check") return Check(client, args);
   return Usage("unknown command " + cmd);
 }
 

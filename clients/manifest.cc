@@ -278,6 +278,17 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
     top["description"] = [&w, wpc](const YAML::Node& n, const std::string& p) {
       wpc->set_description(w.Str(n, p));
     };
+  } else if (kind == "AdmissionCheck") {
+    auto* ac = m->object.mutable_admission_check();
+    meta = ac->mutable_metadata();
+    top["spec"] = [&w, ac](const YAML::Node& n, const std::string& p) {
+      auto* s = ac->mutable_spec();
+      w.Map(n, p,
+            {{"controllerName", [&w, s](const YAML::Node& x, const std::string& xp) {
+                s->set_controller_name(w.Str(x, xp));
+              }}},
+            {"parameters", "retryDelayMinutes"});
+    };
   } else if (kind == "Workload") {
     m->is_workload = true;
     meta = m->workload.mutable_metadata();
@@ -290,7 +301,7 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
   } else {
     w.Error("kind", absl::StrCat("unsupported \"", kind,
                                  "\" (want ResourceFlavor, Cohort, ClusterQueue, LocalQueue, "
-                                 "WorkloadPriorityClass or Workload)"));
+                                 "WorkloadPriorityClass, AdmissionCheck or Workload)"));
     return;
   }
   top["apiVersion"] = [](const YAML::Node&, const std::string&) {};
@@ -377,8 +388,9 @@ absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::string& path) {
 
 void SortForApply(std::vector<Manifest>* manifests) {
   static const std::map<std::string, int> kOrder = {
-      {"WorkloadPriorityClass", 0}, {"ResourceFlavor", 1}, {"Cohort", 2},
-      {"ClusterQueue", 3},          {"LocalQueue", 4},     {"Workload", 5}};
+      {"WorkloadPriorityClass", 0}, {"ResourceFlavor", 1}, {"AdmissionCheck", 1},
+      {"Cohort", 2},                {"ClusterQueue", 3},   {"LocalQueue", 4},
+      {"Workload", 5}};
   std::stable_sort(manifests->begin(), manifests->end(), [](const Manifest& a, const Manifest& b) {
     return kOrder.at(a.kind) < kOrder.at(b.kind);
   });

@@ -90,6 +90,7 @@ std::string ObjectName(const v1::QueueObject& o) {
     case v1::QueueObject::kClusterQueue: return o.cluster_queue().metadata().name();
     case v1::QueueObject::kLocalQueue: return o.local_queue().metadata().name();
     case v1::QueueObject::kWorkloadPriorityClass: return o.workload_priority_class().metadata().name();
+    case v1::QueueObject::kAdmissionCheck: return o.admission_check().metadata().name();
     default: return "";
   }
 }
@@ -167,6 +168,12 @@ std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObj
       for (const auto& o : objects) {
         rows.push_back({ObjectName(o), absl::StrCat(o.workload_priority_class().value()),
                         o.workload_priority_class().description()});
+      }
+      break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK:
+      rows.push_back({"NAME", "CONTROLLER"});
+      for (const auto& o : objects) {
+        rows.push_back({ObjectName(o), o.admission_check().spec().controller_name()});
       }
       break;
     default: break;

@@ -144,6 +144,26 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Delete(grpc::CallbackServerConte
       });
 }
 
+grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerContext* rpc,
+                                                          const v1::SetActiveRequest* req,
+                                                          v1::SetActiveResponse* resp) {
+  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  return Dispatch(
+      ctx_, rpc, resp,
+      [req](engine::Engine& e, absl::Time now) { return e.SetActive(*req, now); },
+      Refresh<v1::SetActiveResponse>);
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
+    grpc::CallbackServerContext* rpc, const v1::SetAdmissionCheckStateRequest* req,
+    v1::SetAdmissionCheckStateResponse* resp) {
+  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  return Dispatch(
+      ctx_, rpc, resp,
+      [req](engine::Engine& e, absl::Time now) { return e.SetAdmissionCheckState(*req, now); },
+      Refresh<v1::SetAdmissionCheckStateResponse>);
+}
+
 grpc::ServerWriteReactor<v1::WatchEvent>* AdmissionServiceImpl::Watch(
     grpc::CallbackServerContext* rpc, const v1::WatchRequest* req) {
   return WatchReactor::Start(ctx_, *req);

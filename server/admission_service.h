@@ -28,6 +28,12 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
                                    v1::DeleteWorkloadResponse* resp) override;
   grpc::ServerWriteReactor<v1::WatchEvent>* Watch(grpc::CallbackServerContext* rpc,
                                                   const v1::WatchRequest* req) override;
+  grpc::ServerUnaryReactor* SetActive(grpc::CallbackServerContext* rpc,
+                                      const v1::SetActiveRequest* req,
+                                      v1::SetActiveResponse* resp) override;
+  grpc::ServerUnaryReactor* SetAdmissionCheckState(
+      grpc::CallbackServerContext* rpc, const v1::SetAdmissionCheckStateRequest* req,
+      v1::SetAdmissionCheckStateResponse* resp) override;
 
  private:
   ServiceContext* const ctx_;

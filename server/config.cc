@@ -12,7 +12,9 @@ namespace admitd {
 
 const char kUsage[] =
     "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
-    "              [--manual-scheduling] [--log-level debug|info|warning|error]\n"
+    "              [--manual-scheduling] [--manual-clock] [--log-level debug|info|warning|error]\n"
+    "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
+    "              [--requeuing-backoff-limit-count N]\n"
     "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
     "              [--feature-gates Name=true,Other=false]\n";
 
@@ -74,6 +76,17 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         config->data_dir = value.as<std::string>();
       } else if (key == "manualScheduling") {
         config->manual_scheduling = value.as<bool>();
+      } else if (key == "manualClock") {
+        config->manual_clock = value.as<bool>();
+      } else if (key == "requeuingBackoffBaseSeconds") {
+        config->backoff_base_seconds = value.as<int64_t>();
+        if (config->backoff_base_seconds < 1) return Bad(where, "must be at least 1");
+      } else if (key == "requeuingBackoffMaxSeconds") {
+        config->backoff_max_seconds = value.as<int64_t>();
+        if (config->backoff_max_seconds < 1) return Bad(where, "must be at least 1");
+      } else if (key == "requeuingBackoffLimitCount") {
+        config->backoff_limit_count = value.as<int64_t>();
+        if (config->backoff_limit_count < 0) return Bad(where, "must not be negative");
       } else if (key == "logLevel") {
         config->log_level = value.as<std::string>();
         if (auto s = CheckLevel(where, config->log_level); !s.ok()) return s;
@@ -94,8 +107,10 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, dataDir, manualScheduling, logLevel, "
-                          "eventRetention, syncDelay, sync, featureGates)");
+        return Bad(where, "unknown key (known: listen, dataDir, manualScheduling, manualClock, "
+                          "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
+                          "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
+                          "sync, featureGates)");
       }
     } catch (const YAML::Exception& e) {
       return Bad(where, absl::StrCat("invalid value: ", e.what()));
@@ -148,6 +163,20 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       if (auto s = next(&config.data_dir); !s.ok()) return s;
     } else if (flag == "--manual-scheduling") {
       config.manual_scheduling = !has_inline || value == "true";
+    } else if (flag == "--manual-clock") {
+      config.manual_clock = !has_inline || value == "true";
+    } else if (flag == "--requeuing-backoff-base-seconds" ||
+               flag == "--requeuing-backoff-max-seconds" ||
+               flag == "--requeuing-backoff-limit-count") {
+      if (auto s = next(&v); !s.ok()) return s;
+      int64_t n;
+      const bool limit = flag == "--requeuing-backoff-limit-count";
+      if (!absl::SimpleAtoi(v, &n) || n < (limit ? 0 : 1)) {
+        return Bad(flag, limit ? "must be a non-negative integer" : "must be a positive integer");
+      }
+      (flag == "--requeuing-backoff-base-seconds"  ? config.backoff_base_seconds
+       : flag == "--requeuing-backoff-max-seconds" ? config.backoff_max_seconds
+                                                   : config.backoff_limit_count) = n;
     } else if (flag == "--no-sync") {
       config.sync = false;
     } else if (flag == "--log-level") {
@@ -170,6 +199,9 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
   }
   if (config.listen.empty()) return Bad("--listen", "must not be empty");
   if (config.data_dir.empty()) return Bad("--data-dir", "must not be empty");
+  if (config.manual_clock && !config.manual_scheduling) {
+    return Bad("--manual-clock", "is only valid with --manual-scheduling");
+  }
   return config;
 }
 

@@ -3,6 +3,10 @@
 //   listen: 127.0.0.1:50051
 //   dataDir: /var/lib/admitd
 //   manualScheduling: false
+//   manualClock: false      # only with manualScheduling: RunSchedulingCycles moves the clock
+//   requeuingBackoffBaseSeconds: 60
+//   requeuingBackoffMaxSeconds: 3600
+//   requeuingBackoffLimitCount: 5   # unset: unlimited
 //   logLevel: info
 //   eventRetention: 100000
 //   syncDelay: 0ms          # injected after every fsync (benchmarks)
@@ -27,6 +31,11 @@ struct Config {
   std::string listen = "127.0.0.1:50051";
   std::string data_dir = "data";
   bool manual_scheduling = false;
+  bool manual_clock = false;
+  // Requeue backoff after an admission-check retry (§9.4 of the semantics).
+  int64_t backoff_base_seconds = 60;
+  int64_t backoff_max_seconds = 3600;
+  int64_t backoff_limit_count = -1;  // negative: unlimited
   std::string log_level = "info";
   uint64_t event_retention = 100000;
   absl::Duration sync_delay = absl::ZeroDuration();

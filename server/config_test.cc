@@ -92,5 +92,41 @@ TEST(ConfigTest, Help) {
   EXPECT_TRUE(help);
 }
 
+TEST(ConfigTest, ManualClockNeedsManualScheduling) {
+  bool help;
+  absl::StatusOr<Config> alone = ParseConfig({"--manual-clock"}, &help);
+  EXPECT_EQ(alone.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(alone.status().message()),
+              HasSubstr("--manual-clock: is only valid with --manual-scheduling"));
+  absl::StatusOr<Config> both = ParseConfig({"--manual-scheduling", "--manual-clock"}, &help);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_TRUE(both->manual_clock);
+}
+
+TEST(ConfigTest, RequeuingBackoffFromFlagsAndFile) {
+  bool help;
+  absl::StatusOr<Config> defaults = ParseConfig({}, &help);
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->backoff_base_seconds, 60);
+  EXPECT_EQ(defaults->backoff_max_seconds, 3600);
+  EXPECT_EQ(defaults->backoff_limit_count, -1);
+  absl::StatusOr<Config> flags =
+      ParseConfig({"--requeuing-backoff-base-seconds", "5", "--requeuing-backoff-max-seconds=50",
+                   "--requeuing-backoff-limit-count", "3"},
+                  &help);
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->backoff_base_seconds, 5);
+  EXPECT_EQ(flags->backoff_max_seconds, 50);
+  EXPECT_EQ(flags->backoff_limit_count, 3);
+  EXPECT_FALSE(ParseConfig({"--requeuing-backoff-base-seconds", "0"}, &help).ok());
+  const std::string path = WriteFile("backoff.yaml",
+                                     "requeuingBackoffBaseSeconds: 7\n"
+                                     "requeuingBackoffLimitCount: 0\n");
+  absl::StatusOr<Config> file = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->backoff_base_seconds, 7);
+  EXPECT_EQ(file->backoff_limit_count, 0);
+}
+
 }  // namespace
 }  // namespace admitd

@@ -14,8 +14,8 @@ absl::Status CheckKind(v1::ObjectKind kind) {
     return InvalidArgument(
         {{"kind", absl::StrCat("must be one of OBJECT_KIND_RESOURCE_FLAVOR, OBJECT_KIND_COHORT, "
                                "OBJECT_KIND_CLUSTER_QUEUE, OBJECT_KIND_LOCAL_QUEUE, "
-                               "OBJECT_KIND_WORKLOAD_PRIORITY_CLASS (workloads are served by "
-                               "AdmissionService)")}});
+                               "OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, OBJECT_KIND_ADMISSION_CHECK "
+                               "(workloads are served by AdmissionService)")}});
   }
   return absl::OkStatus();
 }
@@ -33,8 +33,9 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Apply(grpc::CallbackServerContext* r
                                                   v1::ApplyResponse* resp) {
   if (req->object().kind_case() == v1::QueueObject::KIND_NOT_SET) {
     return Refuse(rpc, InvalidArgument({{"object", "must hold one queue object (resource_flavor, "
-                                                   "cohort, cluster_queue, local_queue or "
-                                                   "workload_priority_class)"}}));
+                                                   "cohort, cluster_queue, local_queue, "
+                                                   "workload_priority_class or "
+                                                   "admission_check)"}}));
   }
   return Dispatch(ctx_, rpc, resp,
                   [req](engine::Engine& e, absl::Time now) { return e.Apply(*req, now); });
@@ -76,11 +77,28 @@ grpc::ServerUnaryReactor* QueueServiceImpl::RunSchedulingCycles(
     return Refuse(rpc, InvalidArgument({{"count", absl::StrCat("must be between 0 and ",
                                                                kMaxCyclesPerCall)}}));
   }
+  if (req->advance_clock_seconds() < 0) {
+    return Refuse(rpc, InvalidArgument({{"advance_clock_seconds", "must not be negative"}}));
+  }
+  if (req->advance_clock_seconds() > 0 && !ctx_->sequencer->manual_clock()) {
+    return Refuse(rpc, ErrorWithReason(absl::StatusCode::kFailedPrecondition, "NO_MANUAL_CLOCK",
+                                       "advance_clock_seconds needs a server started with "
+                                       "--manual-clock"));
+  }
   const int count = req->count() == 0 ? 1 : req->count();
+  Sequencer* sequencer = ctx_->sequencer;
+  const absl::Duration advance = absl::Seconds(req->advance_clock_seconds());
   return Dispatch(
       ctx_, rpc, resp,
-      [count](engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::RunSchedulingCyclesResponse> {
+      [count, sequencer, advance](
+          engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::RunSchedulingCyclesResponse> {
         v1::RunSchedulingCyclesResponse out;
+        if (advance > absl::ZeroDuration()) {
+          ADMITD_RETURN_IF_ERROR(sequencer->AdvanceClock(advance));
+          now += advance;
+        }
+        // Timed work that fell due runs first, as the sequencer does in automatic mode.
+        if (e.NextDeadline() <= now) e.Tick(now);
         for (int i = 0; i < count; ++i) {
           engine::CycleStats stats = e.RunCycle(now);
           out.set_cycles_run(out.cycles_run() + 1);

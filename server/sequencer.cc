@@ -117,6 +117,20 @@ void Sequencer::ReleaseWaiters() {
                            [](const absl::Status&) {}});
 }
 
+absl::Time Sequencer::Now() const {
+  return options_.clock() + absl::Nanoseconds(clock_offset_ns_.load(std::memory_order_acquire));
+}
+
+absl::Status Sequencer::AdvanceClock(absl::Duration by) {
+  if (!options_.manual_clock) {
+    return absl::FailedPreconditionError(
+        "the clock moves only with --manual-clock (and --manual-scheduling)");
+  }
+  if (by < absl::ZeroDuration()) return absl::InvalidArgumentError("the clock never goes back");
+  clock_offset_ns_.fetch_add(absl::ToInt64Nanoseconds(by), std::memory_order_acq_rel);
+  return absl::OkStatus();
+}
+
 SequencerStats Sequencer::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;
@@ -137,10 +151,20 @@ void Sequencer::Run() {
     bool settle_waiters = false;
     {
       // Values the wait condition reads are copied: absl may evaluate it on other threads.
-      const bool want_cycles = cycles_wanted_ && !options_.manual_scheduling;
+      // Timed engine work (a backoff ending, a maximum execution time passing) wakes the loop
+      // like a command would; the engine's deadline is on the server clock, the wait on real
+      // time.
+      const absl::Time now = Now();
+      const absl::Time next_deadline =
+          options_.manual_scheduling ? absl::InfiniteFuture() : engine_->NextDeadline();
+      const bool tick_due = next_deadline <= now;
+      const bool want_cycles = (cycles_wanted_ && !options_.manual_scheduling) || tick_due;
       const bool have_waiters = !waiters_.empty() || !fresh_waiter_keys_.empty();
       absl::Time wake = absl::InfiniteFuture();
       for (const auto& [key, waiter] : waiters_) wake = std::min(wake, waiter.deadline);
+      if (next_deadline != absl::InfiniteFuture() && !tick_due) {
+        wake = std::min(wake, absl::Now() + (next_deadline - now));
+      }
       // Waiters to answer (new ones, committed changes to show them, deadlines passed) are
       // answered before the next batch, once nothing uncommitted is left in the engine.
       const bool need_settle = have_waiters && (!fresh_waiter_keys_.empty() ||
@@ -172,11 +196,13 @@ void Sequencer::Run() {
       waiters_.emplace(key, std::move(waiter));
     }
     if (settle_waiters) {
-      NotifyWaiters(unnotified_, options_.clock());
+      NotifyWaiters(unnotified_, Now());
       unnotified_.clear();
     }
     if (stop) break;
-    if (batch.empty() && !(cycles_wanted_ && !options_.manual_scheduling)) continue;
+    const bool tick_due =
+        !options_.manual_scheduling && engine_->NextDeadline() <= Now();
+    if (batch.empty() && !(cycles_wanted_ && !options_.manual_scheduling) && !tick_due) continue;
     ProcessBatch(batch);
   }
   // Let the committer finish, then whoever still waits gets the state as it stands.
@@ -190,11 +216,12 @@ void Sequencer::Run() {
 }
 
 void Sequencer::ProcessBatch(std::vector<Command>& batch) {
-  const absl::Time now = options_.clock();
+  const absl::Time now = Now();
   const absl::Status health_now = health();
   const absl::Time t0 = absl::Now();
   if (health_now.ok()) {
     for (Command& cmd : batch) cmd.apply(*engine_, now);
+    if (!options_.manual_scheduling && engine_->NextDeadline() <= now) engine_->Tick(now);
   }
   const absl::Time t1 = absl::Now();
   int cycles = 0;

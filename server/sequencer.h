@@ -22,6 +22,7 @@
 #ifndef ADMITD_SERVER_SEQUENCER_H_
 #define ADMITD_SERVER_SEQUENCER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -53,7 +54,10 @@ struct Command {
 };
 
 struct SequencerOptions {
+  // Cycles and timed work (Engine::Tick) run only through RunSchedulingCycles.
   bool manual_scheduling = false;
+  // The clock moves on only through AdvanceClock (on top of `clock`); tests step time with it.
+  bool manual_clock = false;
   // Commands applied per batch at most; the rest wait for the next batch.
   size_t max_batch_commands = 4096;
   // Scheduling cycles run in one batch at most before committing; the sequencer goes on cycling
@@ -100,6 +104,12 @@ class Sequencer {
 
   // Answers every Admit waiter now and any later one at once (shutdown: lets RPCs drain).
   void ReleaseWaiters();
+
+  // The server's time: `clock` plus every AdvanceClock so far.
+  absl::Time Now() const;
+  // Moves Now() forward by `by` (>= 0). FAILED_PRECONDITION unless manual_clock is set.
+  absl::Status AdvanceClock(absl::Duration by);
+  bool manual_clock() const { return options_.manual_clock; }
 
   SequencerStats stats() const;
   // Non-OK once a commit failed.
@@ -153,6 +163,8 @@ class Sequencer {
   std::vector<std::string> fresh_waiter_keys_;  // waiters added since the last batch
   bool cycles_wanted_ = false;
   int commits_since_compaction_ = 0;
+
+  std::atomic<int64_t> clock_offset_ns_{0};
 
   std::thread thread_;
   std::thread committer_;

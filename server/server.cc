@@ -27,10 +27,15 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   store_options.event_retention = config.event_retention;
   ADMITD_ASSIGN_OR_RETURN(server->store_, store::Store::Open(store_options));
 
-  server->engine_ = std::make_unique<engine::Engine>();
+  engine::EngineOptions engine_options;
+  engine_options.backoff_base = absl::Seconds(config.backoff_base_seconds);
+  engine_options.backoff_max = absl::Seconds(config.backoff_max_seconds);
+  engine_options.backoff_limit_count = static_cast<int>(config.backoff_limit_count);
+  server->engine_ = std::make_unique<engine::Engine>(engine_options);
   server->hub_ = std::make_unique<WatchHub>();
   SequencerOptions seq_options;
   seq_options.manual_scheduling = config.manual_scheduling;
+  seq_options.manual_clock = config.manual_clock;
   seq_options.clock = std::move(clock);
   server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
                                                    server->hub_.get(), seq_options);

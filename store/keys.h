@@ -8,6 +8,7 @@
 //   cluster_queues             name                        admitd.v1.QueueObject
 //   local_queues               namespace/name              admitd.v1.QueueObject
 //   workload_priority_classes  name                        admitd.v1.QueueObject
+//   admission_checks           name                        admitd.v1.QueueObject
 //   workloads                  namespace/name              admitd.v1.Workload
 //   events                     8-byte big-endian revision  admitd.v1.WatchEvent
 //   meta                       "revision"                  8-byte big-endian revision
@@ -27,7 +28,8 @@
 
 namespace admitd::store {
 
-inline constexpr uint64_t kFormatVersion = 1;
+// 2 added the admission_checks family; a version 1 store is upgraded when opened.
+inline constexpr uint64_t kFormatVersion = 2;
 
 inline constexpr char kEventsFamily[] = "events";
 inline constexpr char kMetaFamily[] = "meta";
@@ -36,12 +38,13 @@ inline constexpr char kFormatVersionKey[] = "format_version";
 // Every logged event at or above this revision is retained; lower ones were compacted away.
 inline constexpr char kEventFloorKey[] = "event_floor";
 
-// Object kinds in the order ForEachObject visits them: ObjectKind order, which puts the queue
-// objects before the workloads that refer to them.
+// Object kinds in the order ForEachObject visits them: the queue objects before the workloads
+// that refer to them.
 inline constexpr v1::ObjectKind kStoredKinds[] = {
     v1::OBJECT_KIND_RESOURCE_FLAVOR,         v1::OBJECT_KIND_COHORT,
     v1::OBJECT_KIND_CLUSTER_QUEUE,           v1::OBJECT_KIND_LOCAL_QUEUE,
-    v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, v1::OBJECT_KIND_WORKLOAD};
+    v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, v1::OBJECT_KIND_ADMISSION_CHECK,
+    v1::OBJECT_KIND_WORKLOAD};
 
 // The column family holding objects of `kind`; empty for kinds that are not stored.
 inline absl::string_view FamilyFor(v1::ObjectKind kind) {
@@ -58,6 +61,8 @@ inline absl::string_view FamilyFor(v1::ObjectKind kind) {
       return "workload_priority_classes";
     case v1::OBJECT_KIND_WORKLOAD:
       return "workloads";
+    case v1::OBJECT_KIND_ADMISSION_CHECK:
+      return "admission_checks";
     default:
       return "";
   }

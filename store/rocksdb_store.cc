@@ -162,7 +162,15 @@ absl::Status RocksDbStore::Load() {
       return absl::DataLossError(
           absl::StrCat("the format version of the store at ", options_.path, " is corrupt"));
     }
-    if (version != kFormatVersion) {
+    if (version == 1) {
+      // Version 1 lacks only the admission_checks family, which Open has just created: the
+      // store is upgraded in place.
+      rocksdb::WriteOptions write_options;
+      write_options.sync = options_.sync;
+      ADMITD_RETURN_IF_ERROR(
+          FromRocks(db_->Put(write_options, meta_, kFormatVersionKey, EncodeUint64(kFormatVersion)),
+                    "upgrading the format version"));
+    } else if (version != kFormatVersion) {
       return absl::FailedPreconditionError(
           absl::StrCat("the store at ", options_.path, " has format version ", version,
                        "; this admitd reads version ", kFormatVersion));

@@ -207,13 +207,52 @@ TEST_F(RocksDbStoreTest, AnotherFormatVersionIsRefused) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] != kMetaFamily) continue;
       ASSERT_TRUE(
-          db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(2)).ok());
+          db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(3)).ok());
     }
   });
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(store.status().message(), "format version 2")) << store.status();
+  EXPECT_TRUE(absl::StrContains(store.status().message(), "format version 3")) << store.status();
+}
+
+TEST_F(RocksDbStoreTest, AVersionOneStoreIsUpgraded) {
+  const StoreOptions options{.path = dirs_.Fresh()};
+  {
+    auto store = OpenOrDie(options);
+    Batch b;
+    b.revision = 1;
+    b.events.push_back({1, "e1"});
+    b.writes.push_back({v1::OBJECT_KIND_CLUSTER_QUEUE, "cq", "v", false});
+    ASSERT_TRUE(store->Commit(b).ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // What version 1 wrote: no admission_checks family, format version 1.
+  EditRaw(options.path, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+                           const std::vector<std::string>& names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == kMetaFamily) {
+        ASSERT_TRUE(
+            db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(1)).ok());
+      }
+      if (names[i] == "admission_checks") ASSERT_TRUE(db->DropColumnFamily(handles[i]).ok());
+    }
+  });
+  auto store = OpenOrDie(options);
+  EXPECT_EQ(ObjectsOf(*store, v1::OBJECT_KIND_CLUSTER_QUEUE).size(), 1u);
+  EXPECT_TRUE(ObjectsOf(*store, v1::OBJECT_KIND_ADMISSION_CHECK).empty());
+  ASSERT_TRUE(store->Close().ok());
+  EditRaw(options.path, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+                           const std::vector<std::string>& names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != kMetaFamily) continue;
+      std::string value;
+      ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), handles[i], kFormatVersionKey, &value).ok());
+      uint64_t version = 0;
+      ASSERT_TRUE(DecodeUint64(value, &version));
+      EXPECT_EQ(version, kFormatVersion);
+    }
+  });
 }
 
 TEST_F(RocksDbStoreTest, AForeignDatabaseIsRefused) {

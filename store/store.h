@@ -77,7 +77,7 @@ class Store {
   // or when batch.revision is below revision(). FAILED_PRECONDITION after Close().
   virtual absl::Status Commit(const Batch& batch) = 0;
 
-  // Calls `fn` for every stored object, kind by kind in ObjectKind order, keys ascending
+  // Calls `fn` for every stored object, kind by kind in kStoredKinds order, keys ascending
   // (bytewise). Stops and returns the first error `fn` returns. The views passed to `fn` are valid
   // only during the call. Sees a consistent state per kind, not across kinds, if Commit runs
   // meanwhile.

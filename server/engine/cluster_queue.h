@@ -67,6 +67,9 @@ struct ClusterQueueState {
   // candidates, with the reason; equivalent arrivals go straight to the inadmissible set until
   // the next requeue of the inadmissible workloads (§5.4).
   std::map<uint64_t, std::string> failed_hashes;
+  // Pending workloads waiting out a requeue backoff (namespace/name): outside the heap, but
+  // pending here all the same.
+  std::set<std::string> backing_off;
 
   const v1::ClusterQueue& spec_object() const { return object.cluster_queue(); }
   const std::string& name() const { return object.cluster_queue().metadata().name(); }

@@ -54,6 +54,17 @@ bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::s
   return true;
 }
 
+bool RemoveCondition(v1::Workload* wl, absl::string_view type) {
+  auto* conditions = wl->mutable_status()->mutable_conditions();
+  for (int i = 0; i < conditions->size(); ++i) {
+    if (conditions->Get(i).type() == type) {
+      conditions->DeleteSubrange(i, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
 bool SetPending(v1::Workload* wl, absl::string_view reason, absl::string_view message,
                 absl::Time now) {
   bool changed = SetCondition(wl, kQuotaReserved, false, reason, message, now);

@@ -19,6 +19,7 @@ inline constexpr char kFinished[] = "Finished";
 inline constexpr char kEvicted[] = "Evicted";
 inline constexpr char kPreempted[] = "Preempted";
 inline constexpr char kRequeued[] = "Requeued";
+inline constexpr char kDeactivationTarget[] = "DeactivationTarget";
 
 // Reasons.
 inline constexpr char kReasonWaitingForQuota[] = "WaitingForQuota";
@@ -34,6 +35,28 @@ inline constexpr char kReasonOutOfSync[] = "OutOfSync";
 inline constexpr char kReasonNoReservation[] = "NoReservation";
 inline constexpr char kReasonSucceeded[] = "Succeeded";
 inline constexpr char kReasonFailed[] = "Failed";
+inline constexpr char kReasonAdmitted[] = "Admitted";
+inline constexpr char kReasonUnsatisfiedAdmissionChecks[] = "UnsatisfiedAdmissionChecks";
+inline constexpr char kReasonAdmissionCheck[] = "AdmissionCheck";
+inline constexpr char kReasonReactivated[] = "Reactivated";
+inline constexpr char kReasonBackoffFinished[] = "BackoffFinished";
+inline constexpr char kReasonRequeuingLimitExceeded[] = "RequeuingLimitExceeded";
+inline constexpr char kReasonMaximumExecutionTimeExceeded[] = "MaximumExecutionTimeExceeded";
+inline constexpr char kReasonClusterQueueStopped[] = "ClusterQueueStopped";
+inline constexpr char kReasonLocalQueueStopped[] = "LocalQueueStopped";
+inline constexpr char kReasonClusterQueueRestarted[] = "ClusterQueueRestarted";
+inline constexpr char kReasonLocalQueueRestarted[] = "LocalQueueRestarted";
+
+// Messages.
+inline constexpr char kMessageDeactivated[] = "The workload is deactivated";
+inline constexpr char kMessageAdmitted[] = "The workload is admitted";
+inline constexpr char kMessageUnsatisfiedChecks[] = "The workload has not all checks ready";
+
+// Admission check states.
+inline constexpr char kCheckPending[] = "Pending";
+inline constexpr char kCheckReady[] = "Ready";
+inline constexpr char kCheckRetry[] = "Retry";
+inline constexpr char kCheckRejected[] = "Rejected";
 
 // The condition of `type`, or null.
 const v1::Condition* FindCondition(const v1::Workload& wl, absl::string_view type);
@@ -43,6 +66,9 @@ bool IsConditionTrue(const v1::Workload& wl, absl::string_view type);
 // anything changed.
 bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,
                   absl::string_view message, absl::Time now);
+
+// Removes the condition of `type`; returns whether there was one.
+bool RemoveCondition(v1::Workload* wl, absl::string_view type);
 
 // QuotaReserved=False with `reason`/`message` and Admitted=False/NoReservation: how a pending
 // workload says why. Returns whether anything changed.

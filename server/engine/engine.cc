@@ -24,6 +24,7 @@ const char* KindName(v1::ObjectKind kind) {
     case v1::OBJECT_KIND_LOCAL_QUEUE: return "LocalQueue";
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return "WorkloadPriorityClass";
     case v1::OBJECT_KIND_WORKLOAD: return "Workload";
+    case v1::OBJECT_KIND_ADMISSION_CHECK: return "AdmissionCheck";
     default: return "object";
   }
 }
@@ -35,6 +36,7 @@ v1::ObjectKind KindOf(const v1::QueueObject& o) {
     case v1::QueueObject::kClusterQueue: return v1::OBJECT_KIND_CLUSTER_QUEUE;
     case v1::QueueObject::kLocalQueue: return v1::OBJECT_KIND_LOCAL_QUEUE;
     case v1::QueueObject::kWorkloadPriorityClass: return v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS;
+    case v1::QueueObject::kAdmissionCheck: return v1::OBJECT_KIND_ADMISSION_CHECK;
     default: return v1::OBJECT_KIND_UNSPECIFIED;
   }
 }
@@ -47,6 +49,7 @@ v1::ObjectMeta* MutableMeta(v1::QueueObject* o) {
     case v1::QueueObject::kLocalQueue: return o->mutable_local_queue()->mutable_metadata();
     case v1::QueueObject::kWorkloadPriorityClass:
       return o->mutable_workload_priority_class()->mutable_metadata();
+    case v1::QueueObject::kAdmissionCheck: return o->mutable_admission_check()->mutable_metadata();
     default: return nullptr;
   }
 }
@@ -147,6 +150,7 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
     case v1::OBJECT_KIND_COHORT: cohorts_[key] = object; break;
     case v1::OBJECT_KIND_LOCAL_QUEUE: local_queues_[key] = object; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: priority_classes_[key] = object; break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK: admission_checks_[key] = object; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       ClusterQueueState& cq = cluster_queues_[key];
       cq.object = object;
@@ -181,6 +185,8 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
       entry.cluster_queue = entry.object.status().admission().cluster_queue();
       entry.usage = UsageFromAdmission(entry);
       ChargeUsage(entry, +1);
+      // Re-arms the maximum execution time of an admitted workload.
+      SyncAdmitted(entry, absl::UnixEpoch());
       continue;
     }
     // Pending: back in its queue. Whether it was inadmissible is not stored; it gets a fresh
@@ -242,6 +248,16 @@ absl::StatusOr<v1::AdmitResponse> Engine::Describe(const v1::AdmitRequest& reque
                                                    absl::Time now) const {
   return impl_->Describe(request, now);
 }
+absl::StatusOr<v1::SetActiveResponse> Engine::SetActive(const v1::SetActiveRequest& request,
+                                                        absl::Time now) {
+  return impl_->SetActive(request, now);
+}
+absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::SetAdmissionCheckState(
+    const v1::SetAdmissionCheckStateRequest& request, absl::Time now) {
+  return impl_->SetAdmissionCheckState(request, now);
+}
+absl::Time Engine::NextDeadline() const { return impl_->NextDeadline(); }
+void Engine::Tick(absl::Time now) { impl_->Tick(now); }
 CycleStats Engine::RunCycle(absl::Time now) { return impl_->RunCycle(now); }
 bool Engine::HasPendingHeads() const { return impl_->HasPendingHeads(); }
 uint64_t Engine::revision() const { return impl_->revision(); }

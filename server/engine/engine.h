@@ -1,10 +1,10 @@
 // Engine: admitd's admission engine, a deterministic state machine over Kueue's objects.
 //
-// It owns every ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass and
-// Workload in memory, validates writes with Kueue's rules, keeps quota usage incrementally and
-// runs Kueue's scheduling cycle. It has no threads, no clock and no I/O: every mutating call
-// takes `now`, and every change it makes is recorded as a Change (with the revision it got) that
-// the caller persists and publishes. The same calls with the same `now` values produce the same
+// It owns every ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass,
+// AdmissionCheck and Workload in memory, validates writes with Kueue's rules, keeps quota usage
+// incrementally and runs Kueue's scheduling cycle. It has no threads, no clock and no I/O:
+// every mutating call takes `now`, and every change it makes is recorded as a Change (with the
+// revision it got) that the caller persists and publishes. The same calls with the same `now` values produce the same
 // changes, byte for byte.
 //
 // Thread safety: none. One thread (the sequencer) owns an Engine; const methods may be called
@@ -57,6 +57,12 @@ struct EngineOptions {
   bool elastic_jobs = true;
   // Finished slices kept per job; older ones are deleted.
   int slice_history_limit = 5;
+  // Requeuing after an admission-check retry (§9.4): the n-th requeue waits
+  // min(base * 2^(n-1), max); more than `backoff_limit_count` requeues deactivate the workload
+  // (RequeuingLimitExceeded). A negative limit means unlimited.
+  absl::Duration backoff_base = absl::Seconds(60);
+  absl::Duration backoff_max = absl::Seconds(3600);
+  int backoff_limit_count = -1;
 };
 
 // What one scheduling cycle did.
@@ -112,6 +118,24 @@ class Engine {
   // scheduling attempt would do, computed on a copy: nothing changes.
   absl::StatusOr<v1::AdmitResponse> Describe(const v1::AdmitRequest& request,
                                              absl::Time now) const;
+  // Sets spec.active (§9.5): deactivating evicts a reserved workload (`Deactivated`) or takes a
+  // pending one out of its queue; reactivating requeues it (`Reactivated`). Idempotent;
+  // NOT_FOUND for an unknown workload.
+  absl::StatusOr<v1::SetActiveResponse> SetActive(const v1::SetActiveRequest& request,
+                                                  absl::Time now);
+  // An admission check controller's verdict (§10). INVALID_ARGUMENT for an unknown state,
+  // NOT_FOUND for an unknown workload, FAILED_PRECONDITION when the workload holds no
+  // reservation or has no such check.
+  absl::StatusOr<v1::SetAdmissionCheckStateResponse> SetAdmissionCheckState(
+      const v1::SetAdmissionCheckStateRequest& request, absl::Time now);
+
+  // ---- Time ---------------------------------------------------------------------------------
+  // The earliest time at which Tick may have something to do (a backoff ending, a maximum
+  // execution time passing); InfiniteFuture when nothing is timed. It may be early, never late.
+  absl::Time NextDeadline() const;
+  // Does the timed work that is due at `now`: requeues workloads whose backoff ended and
+  // deactivates workloads past their maximum execution time.
+  void Tick(absl::Time now);
 
   // ---- Scheduling ---------------------------------------------------------------------------
   // One Kueue scheduling cycle: one head per ClusterQueue with work, tried in Kueue's order.

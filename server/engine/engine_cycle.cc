@@ -47,13 +47,15 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
                    now);
     }
   }
-  // No admission checks yet: a reservation is an admission.
-  SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", now);
   wl.mutable_status()->clear_resource_requests();
   entry.cluster_queue = cq.name();
+  // Admitted only once every admission check the assigned flavors need is Ready (§10).
+  SyncAdmissionChecks(entry, cq, now);
+  SyncAdmitted(entry, now);
   entry.usage = UsageFromAdmission(entry);
   ChargeUsage(entry, +1);
-  EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Admitted", message);
+  EmitWorkload(entry, v1::WatchEvent::MODIFIED,
+               IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);
   // A slice replaces its predecessor in the same change set: the two never both hold quota.
   OnSliceAdmitted(entry, now);
 }
@@ -188,6 +190,16 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
                                           "HoldAndDrain")) {
       // A stopped LocalQueue holds its workloads until the stop is lifted (§6.6).
       MarkPending(entry, kReasonSuspended, absl::StrCat("LocalQueue ", lq_name, " is inactive"),
+                  now);
+      cq.inadmissible.insert(entry.queue_key);
+      entry.where = WorkloadEntry::Where::kInadmissible;
+      ++set_aside;
+      continue;
+    }
+    if (HasFailedChecks(entry.object)) {
+      // A Retry or Rejected reported while it was already evicted survives the release; such a
+      // workload is not tried (§10).
+      MarkPending(entry, kReasonPendingEvaluation, "The workload has failed admission checks",
                   now);
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;

@@ -23,7 +23,8 @@ struct WorkloadEntry {
   std::vector<PodSetRequest> pod_sets;  // per-pod requests, parsed once
   std::string cluster_queue;            // where it queues or holds its reservation
   FlavorResourceQuantities usage;       // while it holds a reservation
-  enum class Where { kNone, kHeap, kInadmissible, kOrphan } where = Where::kNone;
+  // kBackoff: pending, but status.requeueState.requeueAt is still ahead (see Impl::timers_).
+  enum class Where { kNone, kHeap, kInadmissible, kOrphan, kBackoff } where = Where::kNone;
   QueueKey queue_key;
   uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
   // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
@@ -94,6 +95,14 @@ class Engine::Impl {
   // ---- engine_cycle.cc ----
   CycleStats RunCycle(absl::Time now);
   absl::StatusOr<v1::AdmitResponse> Describe(const v1::AdmitRequest& request, absl::Time now) const;
+
+  // ---- engine_lifecycle.cc ----
+  absl::StatusOr<v1::SetActiveResponse> SetActive(const v1::SetActiveRequest& request,
+                                                  absl::Time now);
+  absl::StatusOr<v1::SetAdmissionCheckStateResponse> SetAdmissionCheckState(
+      const v1::SetAdmissionCheckStateRequest& request, absl::Time now);
+  absl::Time NextDeadline() const;
+  void Tick(absl::Time now);
 
   bool HasPendingHeads() const { return !cqs_with_heads_.empty(); }
   uint64_t revision() const { return revision_; }
@@ -182,10 +191,36 @@ class Engine::Impl {
   // Evicts the reserved workloads `keys` (a stopped queue draining).
   void Drain(const std::set<std::string>& keys, const std::string& reason,
              const std::string& message, absl::Time now);
+  // After a ClusterQueue or LocalQueue changed its stop policy: released workloads that its
+  // stop evicted are requeued once their queues run again.
+  void RequeueRestarted(absl::Time now);
   // Marks a victim Evicted and Preempted with `reason` (§7.7); it keeps its quota until
   // ReleaseQuota(stopped).
   void Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor, const std::string& reason,
                absl::Time now);
+  // ---- engine_lifecycle.cc ----
+  // Evicts a reserved workload: Evicted=True, admission checks back to Pending, Admitted synced.
+  // It keeps its quota until ReleaseQuota(stopped).
+  void Evict(WorkloadEntry& entry, const std::string& reason, const std::string& message,
+             absl::Time now);
+  // spec.active=false (§9.5). `cause`/`cause_message` name why Kueue would have set
+  // DeactivationTarget (empty for a user's deactivation).
+  void Deactivate(WorkloadEntry& entry, const std::string& cause,
+                  const std::string& cause_message, absl::Time now);
+  // Admitted from the quota reservation and the admission checks, as Kueue's
+  // SyncAdmittedCondition: execution time accumulates when Admitted turns False, the
+  // ClusterQueue's admitted count follows, a maximum execution time arms a timer. Returns
+  // whether the condition changed.
+  bool SyncAdmitted(WorkloadEntry& entry, absl::Time now);
+  // status.admissionChecks for the checks `cq` requires on the flavors of the admission.
+  void SyncAdmissionChecks(WorkloadEntry& entry, const ClusterQueueState& cq, absl::Time now);
+  // Ends a backoff that is over: requeueAt cleared and Requeued=True/BackoffFinished.
+  bool FinishBackoff(WorkloadEntry& entry, absl::Time now);
+  // Requeued=True/{ClusterQueue,LocalQueue}Restarted once the queue that stopped a released
+  // workload runs again.
+  bool RequeueIfQueueRestarted(WorkloadEntry& entry, absl::Time now);
+  void ArmTimer(absl::Time at, const std::string& key) { timers_.insert({at, key}); }
+
   // Sets the pending condition; a Change only when it differs.
   void MarkPending(WorkloadEntry& entry, const std::string& reason, const std::string& message,
                    absl::Time now);
@@ -210,6 +245,7 @@ class Engine::Impl {
   std::map<std::string, v1::QueueObject> flavors_;
   std::map<std::string, v1::QueueObject> cohorts_;
   std::map<std::string, v1::QueueObject> priority_classes_;
+  std::map<std::string, v1::QueueObject> admission_checks_;
   std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
   std::map<std::string, ClusterQueueState> cluster_queues_;
   std::map<std::string, WorkloadEntry> workloads_;  // namespace/name
@@ -220,11 +256,21 @@ class Engine::Impl {
   std::map<std::string, std::set<std::string>> chains_;
   // ClusterQueues with a non-empty heap that may admit: the cycle's heads come from these.
   std::set<std::string> cqs_with_heads_;
+  // Timed work by due time and workload key: backoffs ending and maximum execution times. An
+  // entry may be stale (the workload moved on); Tick re-checks each one it pops.
+  std::set<std::pair<absl::Time, std::string>> timers_;
 };
 
 // The admission `assignment` gives `entry` in `cq`: flavors, total usage and count per pod set.
 v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
                              const Assignment& assignment);
+
+// True when an admission check is in state Retry or Rejected.
+bool HasFailedChecks(const v1::Workload& wl);
+// True for stopPolicy None (or unset).
+bool IsRunning(const std::string& stop_policy);
+// True when the ClusterQueue's admission checks strategy names `check`.
+bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check);
 
 // True while a workload's reservation counts against its ClusterQueue (§2.4).
 bool HoldsReservation(const v1::Workload& wl);

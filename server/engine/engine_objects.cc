@@ -37,6 +37,7 @@ std::string SpecContent(const v1::QueueObject& o) {
     case v1::QueueObject::kLocalQueue: return o.local_queue().spec().SerializeAsString();
     case v1::QueueObject::kWorkloadPriorityClass:
       return absl::StrCat(o.workload_priority_class().value());
+    case v1::QueueObject::kAdmissionCheck: return o.admission_check().spec().SerializeAsString();
     default: return "";
   }
 }
@@ -66,6 +67,18 @@ void AddUsage(google::protobuf::RepeatedPtrField<v1::FlavorUsage>* out,
 
 }  // namespace
 
+bool IsRunning(const std::string& stop_policy) {
+  return stop_policy.empty() || stop_policy == "None";
+}
+
+bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check) {
+  for (const v1::AdmissionCheckStrategyRule& rule :
+       cq.spec_object().spec().admission_checks_strategy().admission_checks()) {
+    if (rule.name() == check) return true;
+  }
+  return false;
+}
+
 // ---- Queue-side objects ---------------------------------------------------------------------
 
 absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& request,
@@ -85,6 +98,9 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
       violations = ValidateWorkloadPriorityClass(object.workload_priority_class());
       break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK:
+      violations = ValidateAdmissionCheck(object.admission_check());
+      break;
     default: return InvalidArgument({{"object", "must hold one queue object"}});
   }
   if (!violations.empty()) return InvalidArgument(violations);
@@ -99,6 +115,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
     case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK: table = &admission_checks_; break;
     default: break;
   }
   if (table != nullptr) {
@@ -133,7 +150,13 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     return response;
   }
   std::string old_cluster_queue;
+  std::string old_stop_policy;
   if (existing != nullptr) {
+    if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
+      old_stop_policy = existing->cluster_queue().spec().stop_policy();
+    } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
+      old_stop_policy = existing->local_queue().spec().stop_policy();
+    }
     const v1::ObjectMeta& old = Meta(*existing);
     meta->set_uid(old.uid());
     *meta->mutable_creation_timestamp() = old.creation_timestamp();
@@ -181,9 +204,32 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     }
     RequeueInadmissible(cq);
     if (cq.spec_object().spec().stop_policy() == "HoldAndDrain") {
-      Drain(cq.reserved_keys, "ClusterQueueStopped", "The ClusterQueue is stopped", now);
+      Drain(cq.reserved_keys, kReasonClusterQueueStopped, "The ClusterQueue is stopped", now);
+    }
+    if (IsRunning(old_stop_policy) != IsRunning(cq.spec_object().spec().stop_policy())) {
+      RequeueRestarted(now);
+    }
+    // Reservations follow a changed admission checks strategy (Kueue's workload controller
+    // syncs the checks; only a workload that is not admitted yet has its Admitted re-derived).
+    const std::vector<std::string> reserved(cq.reserved_keys.begin(), cq.reserved_keys.end());
+    for (const std::string& wl_key : reserved) {
+      WorkloadEntry& entry = workloads_.at(wl_key);
+      const std::string before = entry.object.status().SerializeAsString();
+      SyncAdmissionChecks(entry, cq, now);
+      if (entry.object.status().SerializeAsString() == before) continue;
+      const bool admitted = IsConditionTrue(entry.object, kAdmitted);
+      if (!admitted) SyncAdmitted(entry, now);
+      const bool now_admitted = IsConditionTrue(entry.object, kAdmitted);
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED,
+                   now_admitted && !admitted ? "Admitted" : "Updated", "admission checks changed");
     }
     *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
+  } else if (kind == v1::OBJECT_KIND_ADMISSION_CHECK) {
+    for (auto& [name, cq] : cluster_queues_) {
+      if (!UsesAdmissionCheck(cq, key)) continue;
+      RefreshActive(cq, now);
+      RequeueInadmissible(cq);
+    }
   } else if (kind == v1::OBJECT_KIND_RESOURCE_FLAVOR) {
     for (auto& [name, cq] : cluster_queues_) {
       bool uses = false;
@@ -208,8 +254,11 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
             from_queue.insert(wl_key);
           }
         }
-        Drain(from_queue, "LocalQueueStopped", "The LocalQueue is stopped", now);
+        Drain(from_queue, kReasonLocalQueueStopped, "The LocalQueue is stopped", now);
       }
+    }
+    if (IsRunning(old_stop_policy) != IsRunning(lq.spec().stop_policy())) {
+      RequeueRestarted(now);
     }
   }
   if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !old_cluster_queue.empty() &&
@@ -232,11 +281,22 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
 void Engine::Impl::Drain(const std::set<std::string>& keys, const std::string& reason,
                          const std::string& message, absl::Time now) {
   // HoldAndDrain: admitted workloads are evicted; they hold their quota until released.
-  for (const std::string& wl_key : keys) {
+  const std::vector<std::string> copy(keys.begin(), keys.end());  // Evict may touch `keys`
+  for (const std::string& wl_key : copy) {
     WorkloadEntry& entry = workloads_.at(wl_key);
     if (IsConditionTrue(entry.object, kEvicted)) continue;
-    SetCondition(&entry.object, kEvicted, true, reason, message, now);
-    EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Evicted", message);
+    Evict(entry, reason, message, now);
+  }
+}
+
+void Engine::Impl::RequeueRestarted(absl::Time now) {
+  // Workloads released after a stop evicted them wait with Requeued=False; a queue that runs
+  // again says they are requeued (§8).
+  for (auto& [wl_key, entry] : workloads_) {
+    if (RequeueIfQueueRestarted(entry, now)) {
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Requeued",
+                   FindCondition(entry.object, kRequeued)->message());
+    }
   }
 }
 
@@ -248,6 +308,7 @@ absl::StatusOr<v1::QueueObject> Engine::Impl::Get(const v1::GetObjectRequest& re
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
     case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK: table = &admission_checks_; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       auto it = cluster_queues_.find(key);
       if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
@@ -280,6 +341,9 @@ absl::StatusOr<v1::ListObjectsResponse> Engine::Impl::List(
       break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
       for (const auto& [k, o] : priority_classes_) *out.add_objects() = o;
+      break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK:
+      for (const auto& [k, o] : admission_checks_) *out.add_objects() = o;
       break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE:
       for (const auto& [k, cq] : cluster_queues_) {
@@ -331,6 +395,15 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
     }
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK: {
+      for (const auto& [name, cq] : cluster_queues_) {
+        if (UsesAdmissionCheck(cq, key)) {
+          return in_use(absl::StrCat("ClusterQueue \"", name, "\" refers to it"));
+        }
+      }
+      table = &admission_checks_;
+      break;
+    }
     case v1::OBJECT_KIND_LOCAL_QUEUE: {
       for (const auto& [wl_key, entry] : workloads_) {
         if (entry.object.metadata().namespace_() == request.namespace_() &&
@@ -347,10 +420,12 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
       ADMITD_RETURN_IF_ERROR(check_version(it->second.object));
       ClusterQueueState& cq = it->second;
-      if (cq.reserving > 0 || !cq.heap.empty() || !cq.inadmissible.empty()) {
-        return in_use(absl::StrCat(cq.reserving, " workload(s) hold quota and ",
-                                   cq.heap.size() + cq.inadmissible.size(),
-                                   " are pending in it"));
+      if (cq.reserving > 0 || !cq.heap.empty() || !cq.inadmissible.empty() ||
+          !cq.backing_off.empty()) {
+        return in_use(absl::StrCat(
+            cq.reserving, " workload(s) hold quota and ",
+            cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size(),
+            " are pending in it"));
       }
       EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
       cqs_with_heads_.erase(key);
@@ -377,7 +452,8 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
   v1::ClusterQueueStatus* status = out.mutable_status();
   AddUsage(status->mutable_flavors_reservation(), cq.usage, cq);
   AddUsage(status->mutable_flavors_usage(), cq.usage, cq);
-  status->set_pending_workloads(static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size()));
+  status->set_pending_workloads(
+      static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size()));
   status->set_reserving_workloads(cq.reserving);
   status->set_admitted_workloads(cq.admitted);
   v1::Condition* active = status->add_conditions();
@@ -423,6 +499,12 @@ void Engine::Impl::RefreshActive(ClusterQueueState& cq, std::optional<absl::Time
   const bool was_active = cq.active();
   cq.inactive_reason.clear();
   cq.inactive_message.clear();
+  // Kueue lists every cause, stopped first; the first cause names the reason.
+  std::vector<std::string> reasons, messages;
+  if (!IsRunning(cq.spec_object().spec().stop_policy())) {
+    reasons.push_back("Stopped");
+    messages.push_back("is stopped");
+  }
   std::vector<std::string> missing;
   for (const ResourceGroupQuota& g : cq.groups) {
     for (const std::string& f : g.flavors) {
@@ -430,13 +512,24 @@ void Engine::Impl::RefreshActive(ClusterQueueState& cq, std::optional<absl::Time
     }
   }
   if (!missing.empty()) {
-    cq.inactive_reason = "FlavorNotFound";
-    cq.inactive_message = absl::StrCat("Can't admit new workloads: references missing ResourceFlavor(s): ",
-                                       absl::StrJoin(missing, ","), ".");
-  } else if (cq.spec_object().spec().stop_policy() == "Hold" ||
-             cq.spec_object().spec().stop_policy() == "HoldAndDrain") {
-    cq.inactive_reason = "Stopped";
-    cq.inactive_message = "Can't admit new workloads: is stopped.";
+    reasons.push_back("FlavorNotFound");
+    messages.push_back(
+        absl::StrCat("references missing ResourceFlavor(s): ", absl::StrJoin(missing, ",")));
+  }
+  std::set<std::string> missing_checks;
+  for (const v1::AdmissionCheckStrategyRule& rule :
+       cq.spec_object().spec().admission_checks_strategy().admission_checks()) {
+    if (admission_checks_.count(rule.name()) == 0) missing_checks.insert(rule.name());
+  }
+  if (!missing_checks.empty()) {
+    reasons.push_back("AdmissionCheckNotFound");
+    messages.push_back(absl::StrCat("references missing AdmissionCheck(s): ",
+                                    absl::StrJoin(missing_checks, ",")));
+  }
+  if (!reasons.empty()) {
+    cq.inactive_reason = reasons.front();
+    cq.inactive_message =
+        absl::StrCat("Can't admit new workloads: ", absl::StrJoin(messages, ", "), ".");
   }
   RefreshHeads(cq);
   if (now.has_value() && was_active && !cq.active()) {

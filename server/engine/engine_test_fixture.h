@@ -72,6 +72,7 @@ inline v1::Workload MakeWorkload(const std::string& name, int count, const std::
 
 class EngineApiTest : public ::testing::Test {
  protected:
+  explicit EngineApiTest(EngineOptions options = {}) : engine_(options) {}
   void SetUp() override { ASSERT_TRUE(engine_.FinishRestore(0).ok()); }
 
   absl::Time Now() { return kT0 + absl::Seconds(++tick_); }

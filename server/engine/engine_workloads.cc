@@ -70,6 +70,19 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     }
     return;
   }
+  if (wl.status().requeue_state().has_requeue_at()) {
+    // A requeue backoff still running keeps it out of the heap until Tick ends it (§9.4).
+    const absl::Time at = FromProto(wl.status().requeue_state().requeue_at());
+    if (at > now) {
+      entry.where = WorkloadEntry::Where::kBackoff;
+      ArmTimer(at, entry.key());
+      if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
+        it->second.backing_off.insert(entry.key());
+      }
+      return;
+    }
+    FinishBackoff(entry, now);
+  }
   auto it = cluster_queues_.find(cq_name);
   if (it == cluster_queues_.end()) {
     entry.where = WorkloadEntry::Where::kOrphan;
@@ -181,6 +194,11 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
         it->second.erase(entry.key());
         if (it->second.empty()) orphans_.erase(it);
       }
+      break;
+    }
+    case WorkloadEntry::Where::kBackoff: {  // its timer is dropped when it fires
+      auto it = cluster_queues_.find(entry.cluster_queue);
+      if (it != cluster_queues_.end()) it->second.backing_off.erase(entry.key());
       break;
     }
     case WorkloadEntry::Where::kNone: break;
@@ -410,7 +428,9 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       }
       ChargeUsage(*entry, -1);
       entry->usage.clear();
-      if (const v1::Condition* admitted = FindCondition(wl, kQuotaReserved)) {
+      // The time it ran counts towards its maximum execution time (§9.3).
+      if (const v1::Condition* admitted = FindCondition(wl, kAdmitted);
+          admitted != nullptr && admitted->status() == "True") {
         wl.mutable_status()->set_accumulated_past_execution_time_seconds(
             wl.status().accumulated_past_execution_time_seconds() +
             absl::ToInt64Seconds(now - FromProto(admitted->last_transition_time())));
@@ -419,6 +439,12 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       SetCondition(&wl, kRequeued, requeue, reason, message, now);
       wl.mutable_status()->clear_admission();
       SetPending(&wl, kReasonPendingEvaluation, message, now);
+      // What Kueue's workload controller says next about a workload that is not requeued: a
+      // queue that was stopped runs again, or a deactivated workload was reactivated meanwhile.
+      RequeueIfQueueRestarted(*entry, now);
+      if (reason == kReasonDeactivated && (!wl.spec().has_active() || wl.spec().active())) {
+        SetCondition(&wl, kRequeued, true, kReasonReactivated, "The workload was reactivated", now);
+      }
       Enqueue(*entry, now, false);
       EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Requeued", message);
       if (cq != nullptr) RequeueInadmissible(*cq);

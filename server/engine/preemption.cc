@@ -223,9 +223,8 @@ void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor
       job_uid == preemptor.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
       ") due to ", human, "; preemptor path: ", quota_tree_.Path(preemptor.cluster_queue),
       "; preemptee path: ", quota_tree_.Path(victim.cluster_queue));
-  SetCondition(&victim.object, kEvicted, true, "Preempted", message, now);
+  Evict(victim, "Preempted", message, now);
   SetCondition(&victim.object, kPreempted, true, reason, message, now);
-  EmitWorkload(victim, v1::WatchEvent::MODIFIED, "Evicted", message);
 }
 
 }  // namespace admitd::engine

@@ -316,6 +316,15 @@ Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc) {
   return out;
 }
 
+Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check) {
+  Violations out;
+  CheckName(&out, "metadata.name", check.metadata().name(), false);
+  if (check.spec().controller_name().empty()) {
+    out.push_back({"spec.controllerName", "Required value"});
+  }
+  return out;
+}
+
 Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
   Violations out;
   const v1::WorkloadSpec& spec = workload.spec();

@@ -21,6 +21,7 @@ Violations ValidateCohort(const v1::Cohort& cohort);
 Violations ValidateClusterQueue(const v1::ClusterQueue& cq);
 Violations ValidateLocalQueue(const v1::LocalQueue& lq);
 Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc);
+Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check);
 Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
 
 // Name checks shared with the API layer.
