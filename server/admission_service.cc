@@ -144,6 +144,23 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Delete(grpc::CallbackServerConte
       });
 }
 
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Resize(grpc::CallbackServerContext* rpc,
+                                                       const v1::ResizeRequest* req,
+                                                       v1::ResizeResponse* resp) {
+  return Dispatch(
+      ctx_, rpc, resp,
+      [req](engine::Engine& e, absl::Time now) { return e.Resize(*req, now); },
+      [](engine::Engine& e, v1::ResizeResponse* r) {
+        // Answer with the workloads as they stand after the batch's scheduling cycles.
+        for (v1::Workload& wl : *r->mutable_workloads()) {
+          v1::GetWorkloadRequest get;
+          get.set_namespace_(wl.metadata().namespace_());
+          get.set_name(wl.metadata().name());
+          if (absl::StatusOr<v1::Workload> now = e.GetWorkload(get); now.ok()) wl = *std::move(now);
+        }
+      });
+}
+
 grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerContext* rpc,
                                                           const v1::SetActiveRequest* req,
                                                           v1::SetActiveResponse* resp) {

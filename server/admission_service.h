@@ -28,6 +28,9 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
                                    v1::DeleteWorkloadResponse* resp) override;
   grpc::ServerWriteReactor<v1::WatchEvent>* Watch(grpc::CallbackServerContext* rpc,
                                                   const v1::WatchRequest* req) override;
+  grpc::ServerUnaryReactor* Resize(grpc::CallbackServerContext* rpc,
+                                   const v1::ResizeRequest* req,
+                                   v1::ResizeResponse* resp) override;
   grpc::ServerUnaryReactor* SetActive(grpc::CallbackServerContext* rpc,
                                       const v1::SetActiveRequest* req,
                                       v1::SetActiveResponse* resp) override;

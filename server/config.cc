@@ -14,7 +14,7 @@ const char kUsage[] =
     "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
     "              [--manual-scheduling] [--manual-clock] [--log-level debug|info|warning|error]\n"
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
-    "              [--requeuing-backoff-limit-count N]\n"
+    "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
     "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
     "              [--feature-gates Name=true,Other=false]\n";
 
@@ -87,6 +87,9 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
       } else if (key == "requeuingBackoffLimitCount") {
         config->backoff_limit_count = value.as<int64_t>();
         if (config->backoff_limit_count < 0) return Bad(where, "must not be negative");
+      } else if (key == "sliceHistoryLimit") {
+        config->slice_history_limit = value.as<int64_t>();
+        if (config->slice_history_limit < 0) return Bad(where, "must not be negative");
       } else if (key == "logLevel") {
         config->log_level = value.as<std::string>();
         if (auto s = CheckLevel(where, config->log_level); !s.ok()) return s;
@@ -107,7 +110,7 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, dataDir, manualScheduling, manualClock, "
+        return Bad(where, "unknown key (known: listen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, "
                           "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
                           "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
                           "sync, featureGates)");
@@ -177,6 +180,11 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       (flag == "--requeuing-backoff-base-seconds"  ? config.backoff_base_seconds
        : flag == "--requeuing-backoff-max-seconds" ? config.backoff_max_seconds
                                                    : config.backoff_limit_count) = n;
+    } else if (flag == "--slice-history-limit") {
+      if (auto s = next(&v); !s.ok()) return s;
+      int64_t n;
+      if (!absl::SimpleAtoi(v, &n) || n < 0) return Bad(flag, "must be a non-negative integer");
+      config.slice_history_limit = n;
     } else if (flag == "--no-sync") {
       config.sync = false;
     } else if (flag == "--log-level") {

@@ -11,6 +11,7 @@
 //   eventRetention: 100000
 //   syncDelay: 0ms          # injected after every fsync (benchmarks)
 //   sync: true
+//   sliceHistoryLimit: 5
 //   featureGates: {ElasticJobsViaWorkloadSlices: true}
 //
 // Unknown keys and bad values are errors naming the file and the key.
@@ -36,6 +37,8 @@ struct Config {
   int64_t backoff_base_seconds = 60;
   int64_t backoff_max_seconds = 3600;
   int64_t backoff_limit_count = -1;  // negative: unlimited
+  // Finished workload slices kept per elastic job (older ones are deleted).
+  int64_t slice_history_limit = 5;
   std::string log_level = "info";
   uint64_t event_retention = 100000;
   absl::Duration sync_delay = absl::ZeroDuration();

@@ -31,6 +31,11 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   engine_options.backoff_base = absl::Seconds(config.backoff_base_seconds);
   engine_options.backoff_max = absl::Seconds(config.backoff_max_seconds);
   engine_options.backoff_limit_count = static_cast<int>(config.backoff_limit_count);
+  engine_options.slice_history_limit = static_cast<int>(config.slice_history_limit);
+  if (auto gate = config.feature_gates.find("ElasticJobsViaWorkloadSlices");
+      gate != config.feature_gates.end()) {
+    engine_options.elastic_jobs = gate->second;
+  }
   server->engine_ = std::make_unique<engine::Engine>(engine_options);
   server->hub_ = std::make_unique<WatchHub>();
   SequencerOptions seq_options;
