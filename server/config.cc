@@ -12,6 +12,7 @@ namespace admitd {
 
 const char kUsage[] =
     "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
+    "              [--metrics-listen HOST:PORT]\n"
     "              [--manual-scheduling] [--manual-clock] [--log-level debug|info|warning|error]\n"
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
@@ -72,6 +73,8 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
     try {
       if (key == "listen") {
         config->listen = value.as<std::string>();
+      } else if (key == "metricsListen") {
+        config->metrics_listen = value.as<std::string>();
       } else if (key == "dataDir") {
         config->data_dir = value.as<std::string>();
       } else if (key == "manualScheduling") {
@@ -110,7 +113,7 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, "
+        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, "
                           "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
                           "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
                           "sync, featureGates)");
@@ -162,6 +165,8 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       if (auto s = next(&v); !s.ok()) return s;  // already loaded above
     } else if (flag == "--listen") {
       if (auto s = next(&config.listen); !s.ok()) return s;
+    } else if (flag == "--metrics-listen") {
+      if (auto s = next(&config.metrics_listen); !s.ok()) return s;
     } else if (flag == "--data-dir") {
       if (auto s = next(&config.data_dir); !s.ok()) return s;
     } else if (flag == "--manual-scheduling") {

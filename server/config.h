@@ -1,6 +1,7 @@
 // Config: the server's settings, from a YAML file and command-line flags (flags win).
 //
 //   listen: 127.0.0.1:50051
+//   metricsListen: 127.0.0.1:9090   # GET /metrics; unset: no metrics endpoint
 //   dataDir: /var/lib/admitd
 //   manualScheduling: false
 //   manualClock: false      # only with manualScheduling: RunSchedulingCycles moves the clock
@@ -30,6 +31,8 @@ namespace admitd {
 
 struct Config {
   std::string listen = "127.0.0.1:50051";
+  // Prometheus metrics over HTTP (GET /metrics); empty: off.
+  std::string metrics_listen;
   std::string data_dir = "data";
   bool manual_scheduling = false;
   bool manual_clock = false;

@@ -1,5 +1,7 @@
 #include "server/sequencer.h"
 
+#include "server/metrics.h"
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -295,6 +297,12 @@ void Sequencer::RunCommitter() {
         stats_.commits++;
         compact = ++commits_since_compaction_ >= options_.compact_every_commits;
         if (compact) commits_since_compaction_ = 0;
+        if (options_.metrics != nullptr) {
+          options_.metrics->CountChanges(pending.changes);
+          options_.metrics->Set("admitd_revision", "The revision of the last committed change.", {},
+                                static_cast<double>(pending.changes.back().revision));
+          options_.metrics->Add("admitd_commits_total", "Batches committed to the store.", {});
+        }
         for (engine::Change& c : pending.changes) committed_changes_.push_back(std::move(c));
       }
       --in_flight_;

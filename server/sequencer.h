@@ -66,6 +66,8 @@ struct SequencerOptions {
   // CompactEvents runs after this many commits.
   int compact_every_commits = 64;
   std::function<absl::Time()> clock = [] { return absl::Now(); };
+  // Counts what each committed batch did; may be null.
+  class Metrics* metrics = nullptr;
 };
 
 struct SequencerStats {

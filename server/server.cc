@@ -38,7 +38,9 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   }
   server->engine_ = std::make_unique<engine::Engine>(engine_options);
   server->hub_ = std::make_unique<WatchHub>();
+  server->metrics_ = std::make_unique<Metrics>();
   SequencerOptions seq_options;
+  seq_options.metrics = server->metrics_.get();
   seq_options.manual_scheduling = config.manual_scheduling;
   seq_options.manual_clock = config.manual_clock;
   seq_options.clock = std::move(clock);
@@ -75,6 +77,16 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     server->grpc_server_->Shutdown();
     server->store_->Close().IgnoreError();
     return recovered;
+  }
+  if (!config.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
+        MetricsServer::Start(config.metrics_listen, server->metrics_.get());
+    if (!metrics.ok()) {
+      server->grpc_server_->Shutdown();
+      server->store_->Close().IgnoreError();
+      return metrics.status();
+    }
+    server->metrics_server_ = *std::move(metrics);
   }
   server->sequencer_->Start();
   server->context_.ready.store(true, std::memory_order_release);
@@ -130,6 +142,7 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
   ADMITD_LOG(kInfo, "shutting down", {{"grace", absl::FormatDuration(grace)}});
   SetServing(false);
   hub_->Close();
+  metrics_server_.reset();
   sequencer_->ReleaseWaiters();
   grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   sequencer_->Stop();

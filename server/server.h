@@ -24,6 +24,7 @@
 #include "server/admission_service.h"
 #include "server/config.h"
 #include "server/dispatch.h"
+#include "server/metrics.h"
 #include "server/queue_service.h"
 #include "server/sequencer.h"
 #include "server/watch_hub.h"
@@ -44,6 +45,9 @@ class AdmitdServer {
   // "host:port" actually bound (the port resolved when the config asked for port 0).
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  // The metrics endpoint's port (0 when --metrics-listen is not set).
+  int metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+  const Metrics& metrics() const { return *metrics_; }
 
   // Flips health to NOT_SERVING, ends Watch streams, lets in-flight calls finish for up to
   // `grace`, stops the sequencer and closes the store cleanly.
@@ -61,6 +65,8 @@ class AdmitdServer {
   Config config_;
   std::string address_;
   int port_ = 0;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<WatchHub> hub_;
