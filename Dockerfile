@@ -36,7 +36,7 @@ USER 10001:10001
 # The RocksDB store. A fresh named volume takes this directory's owner (admitd), so the server
 # can write to it without running as root.
 VOLUME /var/lib/admitd
-EXPOSE 50051
+EXPOSE 50051 9090
 # No HEALTHCHECK: Debian ships no grpc.health.v1 client (grpc_health_probe is not packaged), and a
 # probe that lists queues would tie the image to one admitctl command. Kubernetes probes
 # grpc.health.v1 natively (see helm/admitd); docker-compose.yaml defines its own check.
