@@ -473,11 +473,16 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
 v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
   v1::LocalQueue out = lq;
   int pending = 0, reserving = 0, admitted = 0;
+  FlavorResourceQuantities reserved, used;  // by reserving and by admitted workloads
   for (auto it = workloads_.lower_bound(lq.metadata().namespace_() + "/");
        it != workloads_.end() &&
        it->second.object.metadata().namespace_() == lq.metadata().namespace_();
        ++it) {
     if (it->second.object.spec().queue_name() != lq.metadata().name()) continue;
+    if (HoldsReservation(it->second.object)) {
+      AddTo(&reserved, it->second.usage, +1);
+      if (IsConditionTrue(it->second.object, kAdmitted)) AddTo(&used, it->second.usage, +1);
+    }
     switch (StateOf(it->second.object)) {
       case v1::WORKLOAD_STATE_PENDING: ++pending; break;
       case v1::WORKLOAD_STATE_QUOTA_RESERVED: ++reserving; break;
@@ -492,6 +497,25 @@ v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
   out.mutable_status()->set_pending_workloads(pending);
   out.mutable_status()->set_reserving_workloads(reserving);
   out.mutable_status()->set_admitted_workloads(admitted);
+  // Usage per flavor in the ClusterQueue's order, as Kueue's LocalQueue status lists it (no
+  // `borrowed`: borrowing is the ClusterQueue's business).
+  if (auto cq = cluster_queues_.find(lq.spec().cluster_queue()); cq != cluster_queues_.end()) {
+    for (auto [target, usage] : {std::pair{out.mutable_status()->mutable_flavors_reservation(), &reserved},
+                                 std::pair{out.mutable_status()->mutable_flavors_usage(), &used}}) {
+      for (const ResourceGroupQuota& group : cq->second.groups) {
+        for (const std::string& flavor : group.flavors) {
+          v1::FlavorUsage* fu = target->Add();
+          fu->set_name(flavor);
+          for (const std::string& resource : group.resources) {
+            auto u = usage->find({flavor, resource});
+            v1::ResourceUsage* ru = fu->add_resources();
+            ru->set_name(resource);
+            ru->set_total(FormatQuantity(resource, u == usage->end() ? 0 : u->second));
+          }
+        }
+      }
+    }
+  }
   return out;
 }
 

@@ -269,3 +269,29 @@ TEST_F(EngineApiTest, DeepQueuesDrainOneHeadPerQueuePerCycle) {
 
 }  // namespace
 }  // namespace admitd::engine
+
+namespace admitd::engine::testing_fixture {
+namespace {
+
+TEST_F(EngineApiTest, LocalQueueStatusShowsItsWorkloadsUsagePerFlavor) {
+  Basic();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 2, "1")).ok());
+  ASSERT_EQ(Schedule(), 1);
+  v1::GetObjectRequest req;
+  req.set_kind(v1::OBJECT_KIND_LOCAL_QUEUE);
+  req.set_namespace_("ns");
+  req.set_name("lq");
+  const v1::LocalQueue lq = engine_.Get(req)->local_queue();
+  ASSERT_EQ(lq.status().flavors_usage_size(), 1);
+  const v1::FlavorUsage& fu = lq.status().flavors_usage(0);
+  EXPECT_EQ(fu.name(), "default");
+  ASSERT_EQ(fu.resources_size(), 2);
+  EXPECT_EQ(fu.resources(0).name(), "cpu");
+  EXPECT_EQ(fu.resources(0).total(), "2");
+  EXPECT_EQ(fu.resources(1).name(), "memory");
+  EXPECT_EQ(fu.resources(1).total(), "1Gi");
+  EXPECT_EQ(lq.status().flavors_reservation(0).resources(0).total(), "2");
+}
+
+}  // namespace
+}  // namespace admitd::engine::testing_fixture
