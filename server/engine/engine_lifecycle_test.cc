@@ -509,3 +509,30 @@ TEST_F(LifecycleTest, RestoreKeepsBackoffAndChecks) {
 
 }  // namespace
 }  // namespace admitd::engine
+
+namespace admitd::engine {
+namespace {
+
+// §5.2: a workload evicted by an admission check queues from the time of its eviction, so a
+// workload created after it but before the eviction goes first.
+TEST_F(LifecycleTest, AnAdmissionCheckEvictionQueuesFromTheEvictionTime) {
+  Checked();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 4, "1")).ok());
+  ASSERT_TRUE(Submit(MakeWorkload("filler", 4, "1")).ok());
+  ASSERT_EQ(Schedule(), 2);
+  ASSERT_TRUE(Submit(MakeWorkload("b", 1, "1")).ok());  // no room left: pending
+  Schedule();
+  ASSERT_TRUE(SetCheck("a", "prov", "Retry").ok());
+  ASSERT_TRUE(Stopped("a").ok());
+  engine_.Tick(FromProto(Get("a").status().requeue_state().requeue_at()));
+  v1::AdmitRequest req;
+  req.set_namespace_("ns");
+  req.set_name("a");
+  req.set_dry_run(true);
+  auto described = engine_.Describe(req, Now());
+  ASSERT_TRUE(described.ok());
+  EXPECT_EQ(described->explanation().queue_position(), 1);  // behind b
+}
+
+}  // namespace
+}  // namespace admitd::engine

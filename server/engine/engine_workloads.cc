@@ -56,6 +56,13 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   const v1::Workload& wl = entry.object;
   entry.queue_key.priority = wl.spec().priority();
   entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
+  // §5.2: a workload evicted by a PodsReady timeout or an admission check queues from the time
+  // of its eviction, not its creation.
+  if (const v1::Condition* evicted = FindCondition(wl, kEvicted);
+      evicted != nullptr && evicted->status() == "True" &&
+      (evicted->reason() == "PodsReadyTimeout" || evicted->reason() == "AdmissionCheck")) {
+    entry.queue_key.timestamp = FromProto(evicted->last_transition_time());
+  }
   entry.queue_key.uid = wl.metadata().uid();
   entry.queue_key.key = entry.key();
   const std::string cq_name = ClusterQueueOf(wl.metadata().namespace_(), wl.spec().queue_name());
