@@ -783,6 +783,11 @@ bool GroupIsActive(const std::vector<PodObservation>& pods, absl::Time now, bool
   });
 }
 
+bool WorkloadIsActive(bool is_group, const std::vector<PodObservation>& pods, absl::Time now,
+                      bool fast_quota_release) {
+  return is_group && GroupIsActive(pods, now, fast_quota_release);
+}
+
 // ---- Directives ---------------------------------------------------------------------------------
 
 v1::PodRef RefOf(const PodObservation& pod) {

@@ -234,6 +234,10 @@ bool PodKeepsGroupActive(const v1::PodObservation& pod, absl::Time now, bool fas
 // Kueue's IsActive() for a group: some pod keeps it active.
 bool GroupIsActive(const std::vector<v1::PodObservation>& pods, absl::Time now,
                    bool fast_quota_release);
+// Kueue's IsActive() for a pod Workload: always false for a single pod (its quota is released as
+// soon as it is stopped), GroupIsActive for a group.
+bool WorkloadIsActive(bool is_group, const std::vector<v1::PodObservation>& pods, absl::Time now,
+                      bool fast_quota_release);
 
 // ---- Directives -------------------------------------------------------------------------------
 

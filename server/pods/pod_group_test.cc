@@ -688,6 +688,9 @@ TEST(IsActiveTest, Groups) {
   mixed.push_back(PodBuilder("c").Phase(v1::POD_PHASE_RUNNING));
   EXPECT_TRUE(GroupIsActive(mixed, now, true));
   EXPECT_FALSE(GroupIsActive({}, now, false));
+  // A single pod is never active, whatever its phase.
+  EXPECT_FALSE(WorkloadIsActive(false, {PodBuilder("p").Phase(v1::POD_PHASE_RUNNING)}, now, false));
+  EXPECT_TRUE(WorkloadIsActive(true, mixed, now, true));
 }
 
 // ---- Directives -------------------------------------------------------------------------------
