@@ -439,6 +439,27 @@ TEST(ComposeGroupTest, FastAdmissionUsesFirstRunnablePod) {
   EXPECT_EQ(c.workload->spec().pod_sets(0).count(), 4);
 }
 
+TEST(ComposeGroupTest, GroupPodSetsDescribeThePodsNow) {
+  absl::StatusOr<std::vector<v1::PodSet>> sets = GroupPodSets(
+      {Member("b", "3").Request("memory", "1Gi"), Member("a", "3"), Member("c", "3").FailedAt(kT0)}, PodOptions{});
+  ASSERT_TRUE(sets.ok());
+  ASSERT_EQ(sets->size(), 2u);
+  EXPECT_EQ((*sets)[0].name(), "4ebdd4a6");
+  EXPECT_EQ((*sets)[0].count(), 1);
+  EXPECT_EQ((*sets)[1].name(), "dc85db45");
+  EXPECT_EQ((*sets)[1].count(), 1);
+  absl::StatusOr<std::vector<v1::PodSet>> fast = GroupPodSets(
+      {Member("w", "5").Annotation(kGroupFastAdmissionAnnotation, "true")}, PodOptions{});
+  ASSERT_TRUE(fast.ok());
+  ASSERT_EQ(fast->size(), 1u);
+  EXPECT_EQ((*fast)[0].count(), 5);
+  EXPECT_EQ(GroupPodSets({Member("w", "5").Annotation(kGroupFastAdmissionAnnotation, "true").FailedAt(kT0)},
+                         PodOptions{})
+                .status()
+                .message(),
+            "failed to find a runnable pod in the group");
+}
+
 // ---- Matching an existing Workload ------------------------------------------------------------
 
 v1::Workload GroupWorkload(std::vector<std::pair<std::string, int>> sets) {
