@@ -1,5 +1,8 @@
 #include "integration/bench/bench_common.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -161,6 +164,31 @@ int64_t PeakRssKib(int pid) {
     }
   }
   return -1;
+}
+
+double CpuSeconds(int pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  std::getline(in, stat);
+  // Fields after the command name (which may hold spaces) start at state, field 3.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) absl::SimpleAtod(field, &utime);
+    if (i == 15) absl::SimpleAtod(field, &stime);
+  }
+  if (utime < 0 || stime < 0) return -1;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double OwnCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 }  // namespace admitd::bench

@@ -125,6 +125,10 @@ Summary Summarize(std::vector<double> values);
 
 // VmHWM of a process in KiB, or -1.
 int64_t PeakRssKib(int pid);
+// User + system CPU seconds a process used so far, or -1.
+double CpuSeconds(int pid);
+// User + system CPU seconds this process used so far.
+double OwnCpuSeconds();
 
 }  // namespace admitd::bench
 

@@ -98,6 +98,8 @@ class Target {
     }
     const int64_t kib = PeakRssKib(process_->pid());
     std::printf("admitd peak RSS (VmHWM)     %10.1f MiB\n", static_cast<double>(kib) / 1024);
+    std::printf("CPU used: admitd %.1f s, admitd-bench %.1f s (both on this machine)\n",
+                CpuSeconds(process_->pid()), OwnCpuSeconds());
   }
 
  private:
