@@ -23,8 +23,10 @@ namespace admitd::bench {
 
 // Starts one unary call through the callback API; `done` runs on a gRPC thread. `start` is
 // called with (context, request, response, callback).
+// Every call has a deadline, so that a run that gives up can wait for all of its calls to end
+// before the state their callbacks touch goes away.
 template <typename Req, typename Resp, typename Start>
-void AsyncCall(Req req, Start start,
+void AsyncCall(Req req, absl::Time deadline, Start start,
                std::function<void(const grpc::Status&, const Resp&)> done) {
   struct Call {
     grpc::ClientContext ctx;
@@ -32,6 +34,7 @@ void AsyncCall(Req req, Start start,
     Resp resp;
   };
   auto* call = new Call;
+  call->ctx.set_deadline(absl::ToChronoTime(deadline));
   call->req = std::move(req);
   start(&call->ctx, &call->req, &call->resp,
         [call, done = std::move(done)](grpc::Status status) {

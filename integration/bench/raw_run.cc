@@ -44,17 +44,21 @@ class RawRun {
       return report;
     }
     const absl::Time start = absl::Now();
+    call_deadline_ = start + duration_ + absl::Seconds(30);
     for (int c = 0; c < clients_; ++c) StartWorkload(c);
     absl::SleepFor(duration_);
     stop_ = true;
     const absl::Time end = absl::Now();
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(
-                               +[](RawRun* r) { return r->active_ == 0; }, this),
-                           absl::Seconds(30));
+      mu_.AwaitWithDeadline(absl::Condition(+[](RawRun* r) { return r->active_ == 0; }, this),
+                            call_deadline_ + absl::Seconds(5));
     }
     watcher.Stop();
+    // Every call ends by call_deadline_, and its callback touches this object.
+    while (!in_flight_.WaitZero(absl::Seconds(60))) {
+      std::fprintf(stderr, "admitd-bench: still waiting for calls in flight\n");
+    }
     report.watch_reconnects = watcher.reconnects();
 
     absl::MutexLock lock(&mu_);
@@ -151,8 +155,9 @@ class RawRun {
     v1::SubmitRequest req;
     *req.mutable_workload() =
         testing::Workload(ns_, absl::StrCat("w-", id), "lq", 1, {{"cpu", "1"}});
+    in_flight_.Add();
     AsyncCall<v1::SubmitRequest, v1::SubmitResponse>(
-        std::move(req),
+        std::move(req), call_deadline_,
         [this, c](grpc::ClientContext* ctx, const v1::SubmitRequest* q, v1::SubmitResponse* r,
                   std::function<void(grpc::Status)> cb) {
           channels_[c % kChannels]->admission->async()->Submit(ctx, q, r, std::move(cb));
@@ -166,12 +171,13 @@ class RawRun {
             if (!status.ok()) {
               ++errors_;
               --active_;
-              return;
+            } else {
+              wl.answered = true;
+              release = wl.admitted;
             }
-            wl.answered = true;
-            release = wl.admitted;
           }
           if (release) Release(id);
+          in_flight_.Done();
         });
   }
 
@@ -188,8 +194,9 @@ class RawRun {
     req.set_name(absl::StrCat("w-", id));
     req.mutable_finished()->set_succeeded(true);
     const absl::Time sent = absl::Now();
+    in_flight_.Add();
     AsyncCall<v1::ReleaseQuotaRequest, v1::ReleaseQuotaResponse>(
-        std::move(req),
+        std::move(req), call_deadline_,
         [this, c](grpc::ClientContext* ctx, const v1::ReleaseQuotaRequest* q,
                   v1::ReleaseQuotaResponse* r, std::function<void(grpc::Status)> cb) {
           channels_[c % kChannels]->admission->async()->ReleaseQuota(ctx, q, r, std::move(cb));
@@ -201,13 +208,11 @@ class RawRun {
             release_ms_.push_back(absl::ToDoubleMilliseconds(now - sent));
             cycle_ms_.push_back(absl::ToDoubleMilliseconds(now - started));
             --active_;
-            if (!status.ok()) {
-              ++errors_;
-              return;
-            }
-            if (!stop_.load()) ++completed_in_window_;
+            if (!status.ok()) ++errors_;
+            if (status.ok() && !stop_.load()) ++completed_in_window_;
           }
-          if (!stop_.load()) StartWorkload(c);
+          if (status.ok() && !stop_.load()) StartWorkload(c);
+          in_flight_.Done();
         });
   }
 
@@ -253,6 +258,8 @@ class RawRun {
   const std::string ns_;
   std::vector<std::unique_ptr<testing::Client>> channels_;
   std::atomic<bool> stop_{false};
+  absl::Time call_deadline_ = absl::InfiniteFuture();
+  InFlight in_flight_;
 
   absl::Mutex mu_;
   uint64_t next_id_ = 0;

@@ -86,6 +86,7 @@ class ScheduleRun {
       Timer timer;
       timer_ = &timer;
       start_ = absl::Now();
+      call_deadline_ = start_ + timeout + absl::Seconds(10);
       for (size_t i = 0; i < plan_.workloads.size(); ++i) {
         const absl::Time at =
             start_ + absl::Milliseconds(static_cast<double>(plan_.workloads[i].arrival_ms) / scale_);
@@ -101,7 +102,10 @@ class ScheduleRun {
                               start_ + timeout);
       }
       timer.Stop();
-      in_flight_.WaitZero(absl::Seconds(30));
+      // Every call ends by call_deadline_; callbacks touch this object, so wait for all of them.
+      while (!in_flight_.WaitZero(absl::Seconds(60))) {
+        std::fprintf(stderr, "admitd-bench: still waiting for calls in flight\n");
+      }
       // Let the last events of in-flight calls arrive before the watch stops.
       absl::SleepFor(absl::Milliseconds(50));
       watcher.Stop();
@@ -231,7 +235,7 @@ class ScheduleRun {
     }
     in_flight_.Add();
     AsyncCall<v1::SubmitRequest, v1::SubmitResponse>(
-        std::move(req),
+        std::move(req), call_deadline_,
         [this](grpc::ClientContext* c, const v1::SubmitRequest* q, v1::SubmitResponse* r,
                std::function<void(grpc::Status)> cb) {
           client_.admission->async()->Submit(c, q, r, std::move(cb));
@@ -265,7 +269,7 @@ class ScheduleRun {
     const absl::Time sent = absl::Now();
     in_flight_.Add();
     AsyncCall<v1::ReleaseQuotaRequest, v1::ReleaseQuotaResponse>(
-        std::move(req),
+        std::move(req), call_deadline_,
         [this](grpc::ClientContext* c, const v1::ReleaseQuotaRequest* q,
                v1::ReleaseQuotaResponse* r, std::function<void(grpc::Status)> cb) {
           client_.admission->async()->ReleaseQuota(c, q, r, std::move(cb));
@@ -450,6 +454,7 @@ class ScheduleRun {
   absl::Mutex mu_;
   Timer* timer_ = nullptr;
   absl::Time start_;
+  absl::Time call_deadline_ = absl::InfiniteFuture();
   absl::Time last_finish_ = absl::InfinitePast();
   std::vector<WorkloadRun> runs_;
   std::vector<int64_t> cq_used_, cq_peak_, cohort_used_, cohort_limit_;
