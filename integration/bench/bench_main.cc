@@ -37,7 +37,8 @@ constexpr char kUsage[] =
     "  --server HOST:PORT   use a running admitd instead of starting one\n"
     "  --admitd PATH        the admitd binary to start (default: the one built with this)\n"
     "  --admitd-arg ARG     an extra argument for the started admitd (repeatable)\n"
-    "  --timeout SECONDS    give up on a run after this long (default 60 + 50 x lower bound)\n";
+    "  --timeout SECONDS    give up on a run after this long (default 60 + 50 x lower bound)\n"
+    "ADMITD_BENCH_TRACE=1 prints every watch event the run follows to stderr.\n";
 
 struct Options {
   std::string config;
