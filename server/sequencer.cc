@@ -355,6 +355,7 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
                                          : change.queue_object->SerializeAsString();
     v1::WatchEvent header;
     header.set_revision(change.revision);
+    header.set_commit_revision(batch.revision);
     header.set_type(EventType(change, added[index]));
     header.set_kind(change.kind);
     header.set_reason(change.reason);
@@ -374,6 +375,7 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
         const engine::Change& change = changes[index];
         auto event = std::make_shared<v1::WatchEvent>();
         event->set_revision(change.revision);
+        event->set_commit_revision(batch.revision);
         event->set_type(EventType(change, added[index]));
         event->set_kind(change.kind);
         event->set_reason(change.reason);

@@ -106,6 +106,9 @@ TEST(SequencerTest, ConcurrentWritersShareCommits) {
   for (const store::Batch& b : store.batches) {
     for (const store::LoggedEvent& e : b.events) {
       EXPECT_GT(e.revision, last);
+      v1::WatchEvent logged;
+      ASSERT_TRUE(logged.ParseFromString(e.value));
+      EXPECT_EQ(logged.commit_revision(), b.revision);  // replayed events know their commit
       last = e.revision;
       ++events;
     }
@@ -140,6 +143,7 @@ TEST(SequencerTest, AnswersComeAfterTheCommitAndPublishAfterIt) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0]->queue_object().resource_flavor().metadata().name(), "default");
   EXPECT_EQ(hub.revision(), events[0]->revision());
+  EXPECT_EQ(events[0]->commit_revision(), events[0]->revision());  // it ends its commit
 }
 
 TEST(SequencerTest, AFailedCommitStopsWrites) {

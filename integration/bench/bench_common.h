@@ -1,0 +1,138 @@
+// Pieces shared by admitd-bench's modes: async unary calls, a Watch follower that reconnects,
+// a timer thread, and latency summaries.
+#ifndef ADMITD_INTEGRATION_BENCH_BENCH_COMMON_H_
+#define ADMITD_INTEGRATION_BENCH_BENCH_COMMON_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "admitd/v1/admission_service.grpc.pb.h"
+#include "admitd/v1/queue_service.grpc.pb.h"
+
+namespace admitd::bench {
+
+// Starts one unary call through the callback API; `done` runs on a gRPC thread. `start` is
+// called with (context, request, response, callback).
+// Every call has a deadline, so that a run that gives up can wait for all of its calls to end
+// before the state their callbacks touch goes away.
+template <typename Req, typename Resp, typename Start>
+void AsyncCall(Req req, absl::Time deadline, Start start,
+               std::function<void(const grpc::Status&, const Resp&)> done) {
+  struct Call {
+    grpc::ClientContext ctx;
+    Req req;
+    Resp resp;
+  };
+  auto* call = new Call;
+  call->ctx.set_deadline(absl::ToChronoTime(deadline));
+  call->req = std::move(req);
+  start(&call->ctx, &call->req, &call->resp,
+        [call, done = std::move(done)](grpc::Status status) {
+          done(status, call->resp);
+          delete call;
+        });
+}
+
+// Counts calls in flight so the end of a run can wait for them.
+class InFlight {
+ public:
+  void Add() {
+    absl::MutexLock lock(&mu_);
+    ++n_;
+  }
+  void Done() {
+    absl::MutexLock lock(&mu_);
+    --n_;
+  }
+  bool WaitZero(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(+[](int* n) { return *n == 0; }, &n_), timeout);
+  }
+
+ private:
+  absl::Mutex mu_;
+  int n_ = 0;
+};
+
+// Follows AdmissionService.Watch for workload events from a revision on, reconnecting from the
+// last revision seen when the server cuts it off (a watcher that falls too far behind is
+// dropped with RESOURCE_EXHAUSTED).
+class Watcher {
+ public:
+  using Handler = std::function<void(const v1::WatchEvent&, absl::Time received)>;
+  Watcher(std::shared_ptr<grpc::Channel> channel, std::string ns, Handler handler);
+  ~Watcher();
+  // Reads the current revision with a List, starts following from there and waits for SYNCED.
+  bool Start(absl::Duration timeout);
+  void Stop();
+  int reconnects() const { return reconnects_.load(); }
+  std::string error() const;
+
+ private:
+  void Run();
+
+  std::unique_ptr<v1::AdmissionService::Stub> stub_;
+  const std::string ns_;
+  const Handler handler_;
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  grpc::ClientContext* ctx_ = nullptr;
+  bool stopping_ = false;
+  bool synced_ = false;
+  std::string error_;
+  uint64_t revision_ = 0;
+  std::atomic<int> reconnects_{0};
+};
+
+// Runs callbacks at given times on one thread.
+class Timer {
+ public:
+  Timer();
+  ~Timer();
+  void At(absl::Time when, std::function<void()> fn);
+  void Stop();
+
+ private:
+  struct Item {
+    absl::Time when;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Item& o) const {
+      return when != o.when ? when > o.when : seq > o.seq;
+    }
+  };
+  void Run();
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> items_;
+  uint64_t seq_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+struct Summary {
+  size_t count = 0;
+  double mean = 0, p50 = 0, p99 = 0, max = 0;
+};
+Summary Summarize(std::vector<double> values);
+
+// VmHWM of a process in KiB, or -1.
+int64_t PeakRssKib(int pid);
+// User + system CPU seconds a process used so far, or -1.
+double CpuSeconds(int pid);
+// User + system CPU seconds this process used so far.
+double OwnCpuSeconds();
+
+}  // namespace admitd::bench
+
+#endif  // ADMITD_INTEGRATION_BENCH_BENCH_COMMON_H_

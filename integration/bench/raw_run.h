@@ -1,0 +1,38 @@
+// Raw throughput: N clients each doing Submit -> (Watch) admitted -> ReleaseQuota(Finished) in a
+// closed loop against a queue with room for everything, next to a null-RPC (Ping) baseline
+// measured against the same server in the same run.
+#ifndef ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
+#define ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "integration/bench/bench_common.h"
+
+namespace admitd::bench {
+
+struct RawReport {
+  int clients = 0;
+  double seconds = 0;
+  double pings_per_second = 0;
+  Summary ping_ms;
+  double workloads_per_second = 0;
+  Summary submit_ms;    // Submit RPC
+  Summary admitted_ms;  // Submit sent -> Admitted event received
+  Summary release_ms;   // ReleaseQuota RPC
+  Summary cycle_ms;     // Submit sent -> ReleaseQuota answered
+  int64_t errors = 0;
+  int64_t violations = 0;  // a workload admitted or finished more than once
+  std::string first_violation;
+  int watch_reconnects = 0;
+  bool ok() const { return errors == 0 && violations == 0 && workloads_per_second > 0; }
+};
+
+RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
+                 const std::string& prefix);
+
+void PrintRawReport(const RawReport& report);
+
+}  // namespace admitd::bench
+
+#endif  // ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
