@@ -26,7 +26,13 @@ std::vector<std::pair<std::string, int>> GrantedCounts(const v1::Workload& slice
   const v1::Admission& admission = slice.status().admission();
   for (int i = 0; i < admission.pod_set_assignments_size(); ++i) {
     const v1::PodSetAssignment& psa = admission.pod_set_assignments(i);
-    out.emplace_back(psa.name(), psa.count());
+    // A scale-down changes the spec count in place and leaves the admission as it was; the
+    // quota charged (and so the pods that may run) is the smaller of the two (§2.4).
+    int count = psa.count();
+    for (const v1::PodSet& ps : slice.spec().pod_sets()) {
+      if (ps.name() == psa.name()) count = std::min(count, ps.count());
+    }
+    out.emplace_back(psa.name(), count);
   }
   return out;
 }

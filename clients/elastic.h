@@ -38,7 +38,8 @@ struct PodObservation {
 std::vector<std::string> PodsToUngate(const v1::Workload& active_slice,
                                       const std::vector<PodObservation>& pods);
 
-// The granted count of every pod set of an admitted slice (empty when it is not admitted).
+// The granted count of every pod set of an admitted slice: min(admission count, spec count);
+// empty when it is not admitted.
 std::vector<std::pair<std::string, int>> GrantedCounts(const v1::Workload& slice);
 
 }  // namespace admitd::clients

@@ -94,6 +94,14 @@ TEST(PodsToUngateTest, AfterAScaleDownNothingIsUngatedUntilPodsTerminate) {
               IsEmpty());
 }
 
+TEST(PodsToUngateTest, AnInPlaceScaleDownCapsTheAdmittedCount) {
+  // Admitted with 4, scaled down to 2 in place: the admission still says 4.
+  v1::Workload slice = Slice({{"main", 4}});
+  slice.mutable_spec()->mutable_pod_sets(0)->set_count(2);
+  EXPECT_THAT(PodsToUngate(slice, {Pod("p0", false), Pod("p1", true), Pod("p2", true)}),
+              ElementsAre("p1"));
+}
+
 TEST(PodsToUngateTest, PodSetsAreCountedSeparately) {
   // A RayCluster-shaped job: the head is running, workers scaled 1 -> 2.
   const v1::Workload slice = Slice({{"head", 1}, {"workers", 2}});
