@@ -63,16 +63,19 @@ struct JobSpec {
 class ElasticTest : public ::testing::Test {
  protected:
   void SetUp() override { Start({}); }
-  void Start(const std::map<std::string, bool>& gates) {
+  void Start(const std::map<std::string, bool>& gates, bool same_data_dir = false) {
     if (server_) {
       client_.reset();
       server_->Shutdown(absl::Seconds(2));
       server_.reset();
     }
     static int counter = 0;
+    if (!same_data_dir) {
+      data_dir_ = absl::StrCat(::testing::TempDir(), "/elastic_test_", getpid(), "_", counter++);
+    }
     Config config;
     config.listen = "127.0.0.1:0";
-    config.data_dir = absl::StrCat(::testing::TempDir(), "/elastic_test_", getpid(), "_", counter++);
+    config.data_dir = data_dir_;
     config.manual_scheduling = true;
     config.feature_gates = gates;
     auto server = AdmitdServer::Start(config);
@@ -249,6 +252,7 @@ class ElasticTest : public ::testing::Test {
 
   std::unique_ptr<AdmitdServer> server_;
   std::unique_ptr<Client> client_;
+  std::string data_dir_;
 };
 
 const JobSpec kDemo{"demo-slice", kJobUid, {{"main", 3}}};
@@ -492,6 +496,44 @@ TEST_F(ElasticTest, WithTheGateOffAResizeReplacesTheWorkload) {
   Cycles();
   EXPECT_EQ(Get(kGen1).status().admission().pod_set_assignments(0).count(), 4);
   EXPECT_EQ(Usage(), "4");
+}
+
+TEST_F(ElasticTest, ASliceChainSurvivesARestart) {
+  Queue({{"default", "4"}});
+  Submit(JobWorkload(kDemo, kGen1));
+  Cycles();
+  ASSERT_EQ(MustResize(kDemo, {{"main", 6}}, 2).outcome(), v1::ResizeResponse::SLICE_CREATED);
+  Cycles();  // 6 does not fit
+  Start({}, /*same_data_dir=*/true);
+  EXPECT_EQ(Usage(), "3");
+  // The restarted server finds the job's two slices and updates the pending one.
+  const v1::ResizeResponse resp = MustResize(kDemo, {{"main", 4}}, 3);
+  EXPECT_EQ(resp.outcome(), v1::ResizeResponse::UPDATED_IN_PLACE);
+  EXPECT_THAT(Names(resp), ElementsAre(kGen1, kGen2));
+  Cycles();
+  EXPECT_EQ(State(Get(kGen2)), "Admitted");
+  EXPECT_EQ(State(Get(kGen1)), "Finished");
+  EXPECT_EQ(Usage(), "4");
+}
+
+TEST_F(ElasticTest, AScaleDownWhileASliceWaitsShrinksThePendingSlice) {
+  Queue({{"default", "5"}});
+  JobSpec demo = kDemo;
+  demo.pod_sets = {{"main", 4}};
+  Submit(JobWorkload(demo, kGen1));
+  Cycles();
+  ASSERT_EQ(MustResize(demo, {{"main", 6}}, 2).outcome(), v1::ResizeResponse::SLICE_CREATED);
+  Cycles();  // 2 more do not fit beside 4 in 5
+  ASSERT_EQ(State(Get(kGen2)), "Pending");
+  const v1::ResizeResponse resp = MustResize(demo, {{"main", 2}}, 3);
+  EXPECT_EQ(resp.outcome(), v1::ResizeResponse::UPDATED_IN_PLACE);
+  EXPECT_THAT(Names(resp), ElementsAre(kGen1, kGen2));
+  Cycles();
+  // The smaller slice replaces the old one; usage is the new size.
+  EXPECT_EQ(State(Get(kGen2)), "Admitted");
+  EXPECT_EQ(State(Get(kGen1)), "Finished");
+  EXPECT_EQ(Usage(), "2");
+  EXPECT_EQ(Reserved(), "2");
 }
 
 TEST_F(ElasticTest, BadResizesAreRefusedAndChangeNothing) {
