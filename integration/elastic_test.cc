@@ -63,7 +63,8 @@ struct JobSpec {
 class ElasticTest : public ::testing::Test {
  protected:
   void SetUp() override { Start({}); }
-  void Start(const std::map<std::string, bool>& gates, bool same_data_dir = false) {
+  void Start(const std::map<std::string, bool>& gates, bool same_data_dir = false,
+             bool manual_scheduling = true) {
     if (server_) {
       client_.reset();
       server_->Shutdown(absl::Seconds(2));
@@ -76,7 +77,7 @@ class ElasticTest : public ::testing::Test {
     Config config;
     config.listen = "127.0.0.1:0";
     config.data_dir = data_dir_;
-    config.manual_scheduling = true;
+    config.manual_scheduling = manual_scheduling;
     config.feature_gates = gates;
     auto server = AdmitdServer::Start(config);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -534,6 +535,21 @@ TEST_F(ElasticTest, AScaleDownWhileASliceWaitsShrinksThePendingSlice) {
   EXPECT_EQ(State(Get(kGen1)), "Finished");
   EXPECT_EQ(Usage(), "2");
   EXPECT_EQ(Reserved(), "2");
+}
+
+TEST_F(ElasticTest, WithSchedulingOnAScaleUpThatFitsIsAnsweredAdmitted) {
+  // The slice is created, admitted and replaces the old one in the Resize's own commit; the
+  // answer lists the live workloads only.
+  Start({}, /*same_data_dir=*/false, /*manual_scheduling=*/false);
+  Queue({{"default", "6"}});
+  Submit(JobWorkload(kDemo, kGen1));
+  ASSERT_EQ(State(Get(kGen1)), "Admitted");
+  const v1::ResizeResponse resp = MustResize(kDemo, {{"main", 5}}, 2);
+  EXPECT_EQ(resp.outcome(), v1::ResizeResponse::SLICE_CREATED);
+  ASSERT_THAT(Names(resp), ElementsAre(kGen2));
+  EXPECT_EQ(State(resp.workloads(0)), "Admitted");
+  EXPECT_EQ(State(Get(kGen1)), "Finished");
+  EXPECT_EQ(Usage(), "5");
 }
 
 TEST_F(ElasticTest, BadResizesAreRefusedAndChangeNothing) {
