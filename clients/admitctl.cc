@@ -37,6 +37,12 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
   admit NAME [-n NS] [--wait] [--timeout 30s]
   explain NAME [-n NS]                why a workload is pending, and what the next attempt would do
   release NAME [-n NS] --finished[=succeeded|failed] | --stopped | --reclaimable PODSET=N,...
+  resize NAME [-n NS] --count PODSET=N [--count ...] [--generation G]
+  resize --job-uid UID [--job-kind Job --job-name NAME --job-api-version batch/v1] [-n NS]
+         --count PODSET=N [--count ...] [--generation G]
+                                      change a job's pod counts: in place (scale-down, or not
+                                      admitted yet), or a new workload slice (scale-up of an
+                                      admitted elastic job; needs the job's new generation)
   deactivate NAME [-n NS]             set spec.active=false (evicts a workload holding quota)
   activate NAME [-n NS]               set spec.active=true (requeues it)
   check NAME CHECK STATE [-n NS] [--message TEXT] [--requeue-after SECONDS]
@@ -66,7 +72,8 @@ struct Args {
 const std::set<std::string> kValued = {"-f", "--filename", "-n", "--namespace", "-o", "--output",
                                        "--timeout", "--since", "--kind", "--server",
                                        "--reclaimable", "--message", "--requeue-after",
-                                       "--advance"};
+                                       "--advance", "--count", "--generation", "--job-uid",
+                                       "--job-kind", "--job-name", "--job-api-version"};
 
 Args ParseArgs(const std::vector<std::string>& argv) {
   Args args;
@@ -272,6 +279,7 @@ int Get(Client& client, const Args& args) {
       for (const v1::Workload& wl : workloads) std::printf("%s\n", Json(wl).c_str());
     } else {
       std::printf("%s", WorkloadTable(workloads, absl::Now()).c_str());
+      if (!name.empty()) std::printf("\n%s", WorkloadDetail(workloads[0]).c_str());
     }
     return 0;
   }
@@ -375,6 +383,48 @@ int Release(Client& client, const Args& args) {
   grpc::Status s = client.admission().ReleaseQuota(Context().get(), req, &resp);
   if (!s.ok()) return Fail(s);
   std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
+  return 0;
+}
+
+int Resize(Client& client, const Args& args) {
+  v1::ResizeRequest req;
+  req.set_namespace_(args.Get("-n", "default"));
+  if (args.Has("--job-uid")) {
+    if (args.positional.size() > 1) return Usage("resize takes a workload NAME or --job-uid");
+    v1::JobReference* job = req.mutable_job();
+    job->set_uid(args.Get("--job-uid"));
+    job->set_kind(args.Get("--job-kind", "Job"));
+    job->set_name(args.Get("--job-name"));
+    job->set_api_version(args.Get("--job-api-version", "batch/v1"));
+  } else if (args.positional.size() == 2) {
+    req.set_name(args.positional[1]);
+  } else {
+    return Usage("resize needs a workload NAME or --job-uid");
+  }
+  if (!args.Has("--count")) return Usage("resize needs --count PODSET=N");
+  for (const std::string& item : args.flags.at("--count")) {
+    for (absl::string_view one : absl::StrSplit(item, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(one, absl::MaxSplits('=', 1));
+      int count;
+      if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &count)) {
+        return Usage("--count wants PODSET=N");
+      }
+      v1::PodSetCount* ps = req.add_pod_sets();
+      ps->set_name(kv.first);
+      ps->set_count(count);
+    }
+  }
+  if (args.Has("--generation")) {
+    int64_t generation;
+    if (!absl::SimpleAtoi(args.Get("--generation"), &generation)) {
+      return Usage("--generation wants a number");
+    }
+    req.set_generation(generation);
+  }
+  v1::ResizeResponse resp;
+  grpc::Status s = client.admission().Resize(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  std::printf("%s", ResizeReport(resp).c_str());
   return 0;
 }
 
@@ -488,6 +538,7 @@ int Run(int argc, char** argv) {
   if (cmd == "deactivate") return SetActive(client, args, false);
   if (cmd == "activate") return SetActive(client, args, true);
   if (cmd == "check") return Check(client, args);
+  if (cmd == "resize") return Resize(client, args);
   return Usage("unknown command " + cmd);
 }
 

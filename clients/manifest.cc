@@ -44,8 +44,26 @@ void Metadata(Walker& w, const YAML::Node& node, const std::string& path, v1::Ob
             const int64_t nanos = absl::ToUnixNanos(t);
             meta->mutable_creation_timestamp()->set_seconds(nanos / 1000000000);
             meta->mutable_creation_timestamp()->set_nanos(nanos % 1000000000);
+          }},
+         // The job a workload belongs to: Resize finds an elastic job's workloads by its UID.
+         {"ownerReferences", [&](const YAML::Node& n, const std::string& p) {
+            w.List(n, p, [&](const YAML::Node& o, const std::string& q) {
+              v1::OwnerReference* ref = meta->add_owner_references();
+              w.Map(o, q,
+                    {{"apiVersion", [&](const YAML::Node& v, const std::string& r) {
+                        ref->set_api_version(w.Str(v, r));
+                      }},
+                     {"kind", [&](const YAML::Node& v, const std::string& r) { ref->set_kind(w.Str(v, r)); }},
+                     {"name", [&](const YAML::Node& v, const std::string& r) { ref->set_name(w.Str(v, r)); }},
+                     {"uid", [&](const YAML::Node& v, const std::string& r) { ref->set_uid(w.Str(v, r)); }},
+                     {"controller", [&](const YAML::Node& v, const std::string& r) {
+                        bool b = false;
+                        if (w.Bool(v, r, &b)) ref->set_controller(b);
+                      }}},
+                    {"blockOwnerDeletion"});
+            });
           }}},
-        {"resourceVersion", "generation", "managedFields", "finalizers", "ownerReferences",
+        {"resourceVersion", "generation", "managedFields", "finalizers",
          "selfLink", "generateName", "deletionTimestamp", "deletionGracePeriodSeconds"});
 }
 

@@ -196,5 +196,38 @@ description: important
   EXPECT_EQ((*parsed)[2].object.local_queue().metadata().namespace_(), "default");
 }
 
+TEST(ManifestTest, AWorkloadKeepsItsOwnerReference) {
+  auto parsed = ParseManifests(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: job-demo-slice-e7080
+  namespace: default
+  annotations: {kueue.x-k8s.io/elastic-job: "true"}
+  ownerReferences:
+  - apiVersion: batch/v1
+    kind: Job
+    name: demo-slice
+    uid: 78d1e61a-c399-4c09-800f-a0bbfb5fe71e
+    controller: true
+    blockOwnerDeletion: true
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 3
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}
+)", "x.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::ObjectMeta& meta = (*parsed)[0].workload.metadata();
+  ASSERT_EQ(meta.owner_references_size(), 1);
+  EXPECT_EQ(meta.owner_references(0).api_version(), "batch/v1");
+  EXPECT_EQ(meta.owner_references(0).kind(), "Job");
+  EXPECT_EQ(meta.owner_references(0).name(), "demo-slice");
+  EXPECT_EQ(meta.owner_references(0).uid(), "78d1e61a-c399-4c09-800f-a0bbfb5fe71e");
+  EXPECT_TRUE(meta.owner_references(0).controller());
+  EXPECT_EQ(meta.annotations().at("kueue.x-k8s.io/elastic-job"), "true");
+}
+
 }  // namespace
 }  // namespace admitd::clients

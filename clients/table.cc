@@ -236,4 +236,60 @@ std::string EventLine(const v1::WatchEvent& event) {
   return line;
 }
 
+std::string WorkloadDetail(const v1::Workload& wl) {
+  auto annotation = [&](const char* key) {
+    auto it = wl.metadata().annotations().find(key);
+    return it == wl.metadata().annotations().end() ? std::string("-") : it->second;
+  };
+  std::vector<std::string> requested;
+  for (const v1::PodSet& ps : wl.spec().pod_sets()) {
+    requested.push_back(absl::StrCat(ps.name(), "=", ps.count()));
+  }
+  std::vector<std::string> granted;
+  if (wl.status().has_admission()) {
+    for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
+      std::vector<std::string> flavors;
+      for (const auto& [resource, flavor] : psa.flavors()) {
+        flavors.push_back(absl::StrCat(resource, ":", flavor));
+      }
+      std::sort(flavors.begin(), flavors.end());
+      granted.push_back(absl::StrCat(psa.name(), "=", psa.count(), " (",
+                                     absl::StrJoin(flavors, ","), ")"));
+    }
+  }
+  std::string out;
+  absl::StrAppend(&out, "uid:              ", wl.metadata().uid().empty() ? "-" : wl.metadata().uid(), "\n");
+  absl::StrAppend(&out, "elastic:          ", annotation("kueue.x-k8s.io/elastic-job") == "true" ? "yes" : "no", "\n");
+  absl::StrAppend(&out, "slice of:         ", annotation("kueue.x-k8s.io/workload-slice-name"), "\n");
+  absl::StrAppend(&out, "replacement for:  ",
+                  annotation("kueue.x-k8s.io/workload-slice-replacement-for"), "\n");
+  absl::StrAppend(&out, "requested counts: ", absl::StrJoin(requested, ", "), "\n");
+  absl::StrAppend(&out, "granted counts:   ", granted.empty() ? "-" : absl::StrJoin(granted, ", "), "\n");
+  if (const v1::Condition* c = Find(wl, "Finished"); c != nullptr && c->status() == "True") {
+    absl::StrAppend(&out, "finished:         ", c->reason(), ": ", c->message(), "\n");
+  }
+  return out;
+}
+
+std::string ResizeReport(const v1::ResizeResponse& resp) {
+  std::string outcome = v1::ResizeResponse::Outcome_Name(resp.outcome());
+  std::string out = absl::StrCat("outcome: ", outcome, "\n");
+  std::vector<std::vector<std::string>> rows = {
+      {"NAME", "STATE", "REQUESTED", "GRANTED", "REPLACEMENT FOR"}};
+  for (const v1::Workload& wl : resp.workloads()) {
+    std::vector<std::string> requested, granted;
+    for (const v1::PodSet& ps : wl.spec().pod_sets()) {
+      requested.push_back(absl::StrCat(ps.name(), "=", ps.count()));
+    }
+    for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
+      granted.push_back(absl::StrCat(psa.name(), "=", psa.count()));
+    }
+    auto it = wl.metadata().annotations().find("kueue.x-k8s.io/workload-slice-replacement-for");
+    rows.push_back({wl.metadata().name(), StateName(wl), absl::StrJoin(requested, ","),
+                    granted.empty() ? "-" : absl::StrJoin(granted, ","),
+                    it == wl.metadata().annotations().end() ? "-" : it->second});
+  }
+  return out + FormatTable(rows);
+}
+
 }  // namespace admitd::clients

@@ -24,6 +24,12 @@ std::string WorkloadTable(const std::vector<v1::Workload>& workloads, absl::Time
 std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObject>& objects);
 std::string AdmitReport(const v1::AdmitResponse& resp);
 std::string EventLine(const v1::WatchEvent& event);
+// "key: value" lines for one workload: its slice chain (the workload-slice-name and
+// workload-slice-replacement-for annotations), the pod counts it asks for and the counts and
+// flavors its admission grants.
+std::string WorkloadDetail(const v1::Workload& wl);
+// The outcome of a Resize and a table of the job's live workloads with their counts.
+std::string ResizeReport(const v1::ResizeResponse& resp);
 
 }  // namespace admitd::clients
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -141,6 +142,181 @@ TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
   EXPECT_EQ(cq.cluster_queue().status().pending_workloads(), static_cast<int>(stored.size()) - 150);
 
   // A clean SIGTERM exits 0 after closing the store.
+  wstatus = process->Kill(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << process->Log();
+}
+
+bool IsTrue(const v1::Workload& wl, const std::string& type) {
+  for (const auto& c : wl.status().conditions()) {
+    if (c.type() == type) return c.status() == "True";
+  }
+  return false;
+}
+
+std::vector<v1::Workload> ListAll(Client& client) {
+  std::vector<v1::Workload> out;
+  v1::ListWorkloadsRequest list;
+  list.set_namespace_("ns");
+  list.set_page_size(500);
+  do {
+    grpc::ClientContext ctx;
+    v1::ListWorkloadsResponse page;
+    grpc::Status s = client.admission->List(&ctx, list, &page);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    if (!s.ok()) break;
+    out.insert(out.end(), page.workloads().begin(), page.workloads().end());
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
+  return out;
+}
+
+int64_t ReservedMilliCpu(Client& client) {
+  grpc::ClientContext ctx;
+  v1::GetObjectRequest get;
+  get.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
+  get.set_name("cq");
+  v1::QueueObject cq;
+  EXPECT_TRUE(client.queues->Get(&ctx, get, &cq).ok());
+  int64_t reserved = 0;
+  for (const auto& fu : cq.cluster_queue().status().flavors_reservation()) {
+    for (const auto& r : fu.resources()) {
+      if (r.name() == "cpu") reserved += MilliCpu(r.total());
+    }
+  }
+  return reserved;
+}
+
+// Elastic jobs: for every job at most one slice holds quota, the ClusterQueue's reservation is
+// the sum of the holders' usage, and every acknowledged scale-up is in a live slice.
+void CheckSlices(Client& client, const std::map<std::string, int>& acked_count) {
+  std::map<std::string, int> holders, live_max;
+  int64_t held_milli = 0;
+  int replaced = 0, pending = 0;
+  for (const v1::Workload& wl : ListAll(client)) {
+    const std::string job = wl.metadata().labels().at("kueue.x-k8s.io/job-uid");
+    if (IsTrue(wl, "Finished")) {
+      ++replaced;
+      continue;
+    }
+    if (!IsTrue(wl, "QuotaReserved")) ++pending;
+    live_max[job] = std::max(live_max[job], wl.spec().pod_sets(0).count());
+    if (wl.status().has_admission() && IsTrue(wl, "QuotaReserved")) {
+      ++holders[job];
+      held_milli +=
+          MilliCpu(wl.status().admission().pod_set_assignments(0).resource_usage().at("cpu"));
+    }
+  }
+  for (const auto& [job, n] : holders) EXPECT_LE(n, 1) << job << " has " << n << " admitted slices";
+  for (const auto& [job, count] : acked_count) {
+    EXPECT_GE(live_max[job], count) << job << ": an acknowledged resize to " << count << " is lost";
+  }
+  EXPECT_EQ(ReservedMilliCpu(client), held_milli);
+  // The scale-ups replaced slices, and filled the queue so that some wait.
+  EXPECT_GT(replaced, 0);
+  EXPECT_GT(pending, 0);
+}
+
+TEST(CrashTest, ResizesRacingWithSigkillKeepOneAdmittedSlicePerJob) {
+  const std::string dir = DataDir() + "_elastic";
+  auto first = Process::Start(ADMITD_BINARY, dir, {});
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::unique_ptr<Process> process = *std::move(first);
+  constexpr int kJobs = 40;
+  {
+    Client client(process->address());
+    Apply(client, testing::Flavor("default"));
+    // 40 jobs of 2 pods fit; the scale-ups fill the rest and then wait.
+    Apply(client, testing::ClusterQueue("cq", {"default"}, {{"cpu", "150"}}));
+    Apply(client, testing::LocalQueue("ns", "lq", "cq"));
+    for (int j = 0; j < kJobs; ++j) {
+      v1::SubmitRequest req;
+      *req.mutable_workload() = testing::Workload("ns", absl::StrCat("job-", j), "lq", 2, {{"cpu", "1"}});
+      v1::ObjectMeta* meta = req.mutable_workload()->mutable_metadata();
+      (*meta->mutable_annotations())["kueue.x-k8s.io/elastic-job"] = "true";
+      (*meta->mutable_labels())["kueue.x-k8s.io/job-uid"] = absl::StrCat("uid-", j);
+      v1::OwnerReference* owner = meta->add_owner_references();
+      owner->set_api_version("batch/v1");
+      owner->set_kind("Job");
+      owner->set_name(absl::StrCat("job-", j));
+      owner->set_uid(absl::StrCat("uid-", j));
+      owner->set_controller(true);
+      grpc::ClientContext ctx;
+      v1::SubmitResponse resp;
+      grpc::Status s = client.admission->Submit(&ctx, req, &resp);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+    }
+    // Wait until all are admitted.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    int admitted = 0;
+    while (absl::Now() < deadline && admitted < kJobs) {
+      admitted = 0;
+      for (const v1::Workload& wl : ListAll(client)) admitted += IsTrue(wl, "Admitted") ? 1 : 0;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ASSERT_EQ(admitted, kJobs);
+  }
+
+  // 4 clients scale jobs up one pod at a time; the server is killed after 150 acknowledgements.
+  absl::Mutex mu;
+  std::map<std::string, int> acked_count;  // job uid -> last acknowledged count
+  int acked = 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      Client client(process->address());
+      std::map<int, int> count, generation;
+      for (int i = 0; !stop.load(); ++i) {
+        const int j = t + 4 * (i % (kJobs / 4));  // each thread owns its jobs
+        if (count[j] == 0) {
+          count[j] = 2;
+          generation[j] = 1;
+        }
+        v1::ResizeRequest req;
+        req.set_namespace_("ns");
+        req.mutable_job()->set_api_version("batch/v1");
+        req.mutable_job()->set_kind("Job");
+        req.mutable_job()->set_name(absl::StrCat("job-", j));
+        req.mutable_job()->set_uid(absl::StrCat("uid-", j));
+        req.set_generation(generation[j] + 1);
+        v1::PodSetCount* ps = req.add_pod_sets();
+        ps->set_name("main");
+        ps->set_count(count[j] + 1);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::ResizeResponse resp;
+        grpc::Status s = client.admission->Resize(&ctx, req, &resp);
+        if (!s.ok()) return;  // the server is gone
+        ++count[j];
+        ++generation[j];
+        absl::MutexLock lock(&mu);
+        acked_count[absl::StrCat("uid-", j)] = count[j];
+        ++acked;
+      }
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    {
+      absl::MutexLock lock(&mu);
+      if (acked >= 150) break;
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  int wstatus = process->Kill(SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(wstatus));
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  ASSERT_GE(acked, 150);
+
+  auto second = Process::Start(ADMITD_BINARY, dir, {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  process = *std::move(second);
+  Client client(process->address());
+  CheckSlices(client, acked_count);
+  // And again once the restarted server has scheduled what was pending.
+  absl::SleepFor(absl::Milliseconds(500));
+  CheckSlices(client, acked_count);
   wstatus = process->Kill(SIGTERM);
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << process->Log();
 }

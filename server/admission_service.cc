@@ -151,13 +151,21 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Resize(grpc::CallbackServerConte
       ctx_, rpc, resp,
       [req](engine::Engine& e, absl::Time now) { return e.Resize(*req, now); },
       [](engine::Engine& e, v1::ResizeResponse* r) {
-        // Answer with the workloads as they stand after the batch's scheduling cycles.
+        // Answer with the workloads as they stand after the batch's scheduling cycles; those
+        // the cycles finished (a slice replaced by its admitted successor) are no longer live.
+        google::protobuf::RepeatedPtrField<v1::Workload> live;
         for (v1::Workload& wl : *r->mutable_workloads()) {
           v1::GetWorkloadRequest get;
           get.set_namespace_(wl.metadata().namespace_());
           get.set_name(wl.metadata().name());
-          if (absl::StatusOr<v1::Workload> now = e.GetWorkload(get); now.ok()) wl = *std::move(now);
+          absl::StatusOr<v1::Workload> now = e.GetWorkload(get);
+          if (!now.ok()) continue;
+          const bool finished = std::any_of(
+              now->status().conditions().begin(), now->status().conditions().end(),
+              [](const v1::Condition& c) { return c.type() == "Finished" && c.status() == "True"; });
+          if (!finished) *live.Add() = *std::move(now);
         }
+        r->mutable_workloads()->Swap(&live);
       });
 }
 
