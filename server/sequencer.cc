@@ -230,10 +230,14 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   cycles_wanted_ = false;
   if (health_now.ok() && !options_.manual_scheduling && engine_->HasPendingHeads()) {
     engine::CycleStats cycle;
+    // A long drain is cut into batches by count and by time, so it commits (and answers the
+    // commands waiting on it) regularly however many ClusterQueues a cycle visits.
+    const absl::Time cycle_deadline = absl::Now() + options_.max_cycle_time_per_batch;
     do {
       cycle = engine_->RunCycle(now);
       ++cycles;
-    } while (cycle.more && cycles < options_.max_cycles_per_batch);
+    } while (cycle.more && cycles < options_.max_cycles_per_batch &&
+             absl::Now() < cycle_deadline);
     cycles_wanted_ = cycle.more;
   }
   Pending pending;

@@ -63,6 +63,8 @@ struct SequencerOptions {
   // Scheduling cycles run in one batch at most before committing; the sequencer goes on cycling
   // in the next batch, so long drains still commit (and answer) regularly.
   int max_cycles_per_batch = 256;
+  // ... and for this long at most (checked after each cycle).
+  absl::Duration max_cycle_time_per_batch = absl::Milliseconds(20);
   // CompactEvents runs after this many commits.
   int compact_every_commits = 64;
   std::function<absl::Time()> clock = [] { return absl::Now(); };
