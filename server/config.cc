@@ -16,6 +16,7 @@ const char kUsage[] =
     "              [--manual-scheduling] [--manual-clock] [--log-level debug|info|warning|error]\n"
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
+    "              [--pod-group-max-roles N]\n"
     "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
     "              [--feature-gates Name=true,Other=false]\n";
 
@@ -90,6 +91,11 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
       } else if (key == "requeuingBackoffLimitCount") {
         config->backoff_limit_count = value.as<int64_t>();
         if (config->backoff_limit_count < 0) return Bad(where, "must not be negative");
+      } else if (key == "podGroupMaxRoles") {
+        config->pod_group_max_roles = value.as<int64_t>();
+        if (config->pod_group_max_roles < 1 || config->pod_group_max_roles > 18) {
+          return Bad(where, "must be between 1 and 18");
+        }
       } else if (key == "sliceHistoryLimit") {
         config->slice_history_limit = value.as<int64_t>();
         if (config->slice_history_limit < 0) return Bad(where, "must not be negative");
@@ -113,7 +119,7 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, "
+        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, podGroupMaxRoles, "
                           "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
                           "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
                           "sync, featureGates)");
@@ -185,6 +191,11 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       (flag == "--requeuing-backoff-base-seconds"  ? config.backoff_base_seconds
        : flag == "--requeuing-backoff-max-seconds" ? config.backoff_max_seconds
                                                    : config.backoff_limit_count) = n;
+    } else if (flag == "--pod-group-max-roles") {
+      if (auto s = next(&v); !s.ok()) return s;
+      int64_t n;
+      if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 18) return Bad(flag, "must be between 1 and 18");
+      config.pod_group_max_roles = n;
     } else if (flag == "--slice-history-limit") {
       if (auto s = next(&v); !s.ok()) return s;
       int64_t n;

@@ -42,6 +42,8 @@ struct Config {
   int64_t backoff_limit_count = -1;  // negative: unlimited
   // Finished workload slices kept per elastic job (older ones are deleted).
   int64_t slice_history_limit = 5;
+  // Distinct roles (pod templates) allowed in one pod group: 8 as KEP-976 says, up to 18.
+  int64_t pod_group_max_roles = 8;
   std::string log_level = "info";
   uint64_t event_retention = 100000;
   absl::Duration sync_delay = absl::ZeroDuration();

@@ -353,6 +353,13 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
     write.kind = change.kind;
     write.key = change.key;
     write.deleted = change.type == v1::WatchEvent::DELETED;
+    if (change.pod) {
+      // Pods are stored for recovery but not logged or watched: the shim that reported them has
+      // them, and their directives are derived from the Workloads.
+      if (!write.deleted) write.value = change.pod->SerializeAsString();
+      batch.writes.push_back(std::move(write));
+      continue;
+    }
     // The object is serialized once: it is the stored value and, appended to the event's other
     // fields, the logged event (concatenated protobuf encodings merge).
     std::string object = change.workload ? change.workload->SerializeAsString()
@@ -377,6 +384,7 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
       events.reserve(kept.size());
       for (size_t index : kept) {
         const engine::Change& change = changes[index];
+        if (change.pod) continue;
         auto event = std::make_shared<v1::WatchEvent>();
         event->set_revision(change.revision);
         event->set_commit_revision(batch.revision);

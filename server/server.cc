@@ -32,6 +32,12 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   engine_options.backoff_max = absl::Seconds(config.backoff_max_seconds);
   engine_options.backoff_limit_count = static_cast<int>(config.backoff_limit_count);
   engine_options.slice_history_limit = static_cast<int>(config.slice_history_limit);
+  engine_options.pod_group_max_roles = static_cast<int>(config.pod_group_max_roles);
+  for (const char* gate : {"PodIntegrationFastQuotaRelease", "FastQuotaReleaseInPodIntegration"}) {
+    if (auto it = config.feature_gates.find(gate); it != config.feature_gates.end()) {
+      engine_options.pod_fast_quota_release = it->second;
+    }
+  }
   if (auto gate = config.feature_gates.find("ElasticJobsViaWorkloadSlices");
       gate != config.feature_gates.end()) {
     engine_options.elastic_jobs = gate->second;
@@ -53,6 +59,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->context_.hub = server->hub_.get();
   server->queue_service_ = std::make_unique<QueueServiceImpl>(&server->context_);
   server->admission_service_ = std::make_unique<AdmissionServiceImpl>(&server->context_);
+  server->pod_service_ = std::make_unique<PodServiceImpl>(&server->context_);
 
   // Linking health.pb lets reflection describe grpc.health.v1.Health.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
@@ -62,6 +69,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->queue_service_.get());
   builder.RegisterService(server->admission_service_.get());
+  builder.RegisterService(server->pod_service_.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
@@ -109,6 +117,13 @@ absl::Status AdmitdServer::Recover() {
             return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
           }
           return engine_->Restore(workload);
+        }
+        if (kind == v1::OBJECT_KIND_POD) {
+          v1::PodObservation pod;
+          if (!pod.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::DataLossError(absl::StrCat("stored pod ", key, " cannot be parsed"));
+          }
+          return engine_->Restore(pod);
         }
         v1::QueueObject object;
         if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {

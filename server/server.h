@@ -25,6 +25,7 @@
 #include "server/config.h"
 #include "server/dispatch.h"
 #include "server/metrics.h"
+#include "server/pod_service.h"
 #include "server/queue_service.h"
 #include "server/sequencer.h"
 #include "server/watch_hub.h"
@@ -75,6 +76,7 @@ class AdmitdServer {
   ServiceContext context_;
   std::unique_ptr<QueueServiceImpl> queue_service_;
   std::unique_ptr<AdmissionServiceImpl> admission_service_;
+  std::unique_ptr<PodServiceImpl> pod_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   absl::Mutex mu_;
   bool started_ = false;  // set once Start completed; Shutdown is a no-op before that

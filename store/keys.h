@@ -10,6 +10,7 @@
 //   workload_priority_classes  name                        admitd.v1.QueueObject
 //   admission_checks           name                        admitd.v1.QueueObject
 //   workloads                  namespace/name              admitd.v1.Workload
+//   pods                       cluster/namespace/name      admitd.v1.PodObservation
 //   events                     8-byte big-endian revision  admitd.v1.WatchEvent
 //   meta                       "revision"                  8-byte big-endian revision
 //                              "format_version"            8-byte big-endian version
@@ -28,8 +29,9 @@
 
 namespace admitd::store {
 
-// 2 added the admission_checks family; a version 1 store is upgraded when opened.
-inline constexpr uint64_t kFormatVersion = 2;
+// 2 added the admission_checks family, 3 the pods family; older stores are upgraded when opened
+// (the families are created empty).
+inline constexpr uint64_t kFormatVersion = 3;
 
 inline constexpr char kEventsFamily[] = "events";
 inline constexpr char kMetaFamily[] = "meta";
@@ -44,7 +46,7 @@ inline constexpr v1::ObjectKind kStoredKinds[] = {
     v1::OBJECT_KIND_RESOURCE_FLAVOR,         v1::OBJECT_KIND_COHORT,
     v1::OBJECT_KIND_CLUSTER_QUEUE,           v1::OBJECT_KIND_LOCAL_QUEUE,
     v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, v1::OBJECT_KIND_ADMISSION_CHECK,
-    v1::OBJECT_KIND_WORKLOAD};
+    v1::OBJECT_KIND_WORKLOAD,                v1::OBJECT_KIND_POD};
 
 // The column family holding objects of `kind`; empty for kinds that are not stored.
 inline absl::string_view FamilyFor(v1::ObjectKind kind) {
@@ -63,6 +65,8 @@ inline absl::string_view FamilyFor(v1::ObjectKind kind) {
       return "workloads";
     case v1::OBJECT_KIND_ADMISSION_CHECK:
       return "admission_checks";
+    case v1::OBJECT_KIND_POD:
+      return "pods";
     default:
       return "";
   }

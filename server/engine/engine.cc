@@ -174,6 +174,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   revision_ = revision;
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
   RebuildQuotaTree();
+  FinishRestorePods();
   for (auto& [key, entry] : workloads_) {
     IndexChain(entry, /*add=*/true);
     const v1::WorkloadState state = StateOf(entry.object);
@@ -204,6 +205,19 @@ Engine::~Engine() = default;
 
 absl::Status Engine::Restore(const v1::QueueObject& object) { return impl_->Restore(object); }
 absl::Status Engine::Restore(const v1::Workload& workload) { return impl_->Restore(workload); }
+absl::Status Engine::Restore(const v1::PodObservation& pod) { return impl_->Restore(pod); }
+absl::StatusOr<v1::ReportPodsResponse> Engine::ReportPods(const v1::ReportPodsRequest& request,
+                                                          absl::Time now) {
+  return impl_->ReportPods(request, now);
+}
+void Engine::AddDirectivesFor(const v1::ReportPodsRequest& request, absl::Time now,
+                              v1::ReportPodsResponse* response) const {
+  impl_->AddDirectivesFor(request, now, response);
+}
+v1::ListDirectivesResponse Engine::ListDirectives(const v1::ListDirectivesRequest& request,
+                                                  absl::Time now) const {
+  return impl_->ListDirectives(request, now);
+}
 absl::Status Engine::FinishRestore(uint64_t revision) { return impl_->FinishRestore(revision); }
 absl::StatusOr<v1::ApplyResponse> Engine::Apply(const v1::ApplyRequest& request, absl::Time now) {
   return impl_->Apply(request, now);

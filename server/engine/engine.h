@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "admitd/v1/admission_service.pb.h"
+#include "admitd/v1/pod_service.pb.h"
 #include "admitd/v1/objects.pb.h"
 #include "admitd/v1/queue_service.pb.h"
 
@@ -48,6 +49,7 @@ struct Change {
   // set.
   std::shared_ptr<const v1::Workload> workload;
   std::shared_ptr<const v1::QueueObject> queue_object;
+  std::shared_ptr<const v1::PodObservation> pod;  // kind OBJECT_KIND_POD: stored, not watched
 };
 
 struct EngineOptions {
@@ -57,6 +59,11 @@ struct EngineOptions {
   bool elastic_jobs = true;
   // Finished slices kept per job; older ones are deleted.
   int slice_history_limit = 5;
+  // Plain pods (KEP-976): roles per pod group (8 as the KEP says; up to 18 as Kueue allows),
+  // KEP-6143's fast quota release, and the namespaces whose pods are never managed.
+  int pod_group_max_roles = 8;
+  bool pod_fast_quota_release = false;
+  std::vector<std::string> pod_unmanaged_namespaces = {"kube-system", "admitd-system"};
   // Requeuing after an admission-check retry (§9.4): the n-th requeue waits
   // min(base * 2^(n-1), max); more than `backoff_limit_count` requeues deactivate the workload
   // (RequeuingLimitExceeded). A negative limit means unlimited.
@@ -86,6 +93,7 @@ class Engine {
   // rebuilds queues and usage and resumes the revision counter at `revision`.
   absl::Status Restore(const v1::QueueObject& object);
   absl::Status Restore(const v1::Workload& workload);
+  absl::Status Restore(const v1::PodObservation& pod);
   absl::Status FinishRestore(uint64_t revision);
 
   // ---- Queue-side objects (QueueService) -----------------------------------------------------
@@ -108,6 +116,16 @@ class Engine {
                                                         absl::Time now);
   // Deletes a workload; for an elastic workload, every workload of its job.
   absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
+  // Records a shim's pod observations and reconciles the Workloads they make up (see
+  // pod_service.proto). INVALID_ARGUMENT without a cluster; per-pod problems are answered in
+  // `errors` and change nothing for that pod.
+  absl::StatusOr<v1::ReportPodsResponse> ReportPods(const v1::ReportPodsRequest& request,
+                                                    absl::Time now);
+  // The directives outstanding for the pods of `request`'s Workloads, added to `response`.
+  void AddDirectivesFor(const v1::ReportPodsRequest& request, absl::Time now,
+                        v1::ReportPodsResponse* response) const;
+  v1::ListDirectivesResponse ListDirectives(const v1::ListDirectivesRequest& request,
+                                            absl::Time now) const;
   // Changes the pod counts of a job's workload (see the proto). INVALID_ARGUMENT for bad
   // counts or pod sets that are not the workload's, NOT_FOUND for an unknown job or workload.
   absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request, absl::Time now);

@@ -1,6 +1,7 @@
 // Engine: the scheduling cycle (§6 of the semantics) and dry-run explanations.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -140,6 +141,7 @@ Assignment Engine::Impl::AssignWithTargets(
 CycleStats Engine::Impl::RunCycle(absl::Time now) {
   CycleStats stats;
   ++cycle_;
+  in_cycle_ = true;
   // One head from every ClusterQueue that has work (§6.1).
   struct Head {
     ClusterQueueState* cq;
@@ -369,6 +371,12 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   // Another cycle can only help where a queue has a head it has not tried yet: after an
   // admission, after a head was set aside, or when a head has flavors left to try. A head that
   // failed otherwise blocks its queue until something changes, so it alone never asks for more.
+  in_cycle_ = false;
+  // Pod workloads preempted in this cycle whose pods are already inactive give their quota back
+  // now, with the cycle's books closed.
+  for (const std::string& key : std::exchange(evicted_pod_workloads_, {})) {
+    if (workloads_.count(key)) ReconcilePodWorkload(key, now);
+  }
   stats.more = (stats.admitted > 0 || set_aside > 0 || retry > 0) && !cqs_with_heads_.empty();
   return stats;
 }

@@ -15,6 +15,7 @@
 #include "server/engine/flavor_assigner.h"
 #include "server/engine/quota_tree.h"
 #include "server/engine/resources.h"
+#include "server/pods/pod_group.h"
 
 namespace admitd::engine {
 
@@ -53,6 +54,14 @@ struct WorkloadEntry {
 };
 
 inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
+// On a Workload made of reported pods: the cluster the pods run in.
+inline constexpr char kPodClusterLabel[] = "admitd.io/pod-cluster";
+
+// One reported pod and the Workload (namespace/name) it belongs to ("" when not managed).
+struct PodEntry {
+  v1::PodObservation obs;
+  std::string workload;
+};
 inline constexpr char kSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
 inline constexpr char kReplacementForAnnotation[] = "kueue.x-k8s.io/workload-slice-replacement-for";
 
@@ -88,8 +97,18 @@ class Engine::Impl {
       const v1::ListWorkloadsRequest& request) const;
   absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);
   absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request, absl::Time now);
+  // ---- engine_pods.cc ----
+  absl::StatusOr<v1::ReportPodsResponse> ReportPods(const v1::ReportPodsRequest& request,
+                                                    absl::Time now);
+  void AddDirectivesFor(const v1::ReportPodsRequest& request, absl::Time now,
+                        v1::ReportPodsResponse* response) const;
+  v1::ListDirectivesResponse ListDirectives(const v1::ListDirectivesRequest& request,
+                                            absl::Time now) const;
+  // A timer armed for a pod workload (key "pod:<ns/name>"): reconciles it. False for others.
+  bool TickPodTimer(const std::string& timer_key, absl::Time now);
   absl::Status Restore(const v1::QueueObject& object);
   absl::Status Restore(const v1::Workload& workload);
+  absl::Status Restore(const v1::PodObservation& pod);
   absl::Status FinishRestore(uint64_t revision);
 
   // ---- engine_cycle.cc ----
@@ -123,6 +142,22 @@ class Engine::Impl {
   // inadmissible set without an attempt. Applied when it would become the head, which has the
   // same effect as moving every equivalent workload at once and costs nothing per cycle.
   bool SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEntry& entry, absl::Time now);
+
+  // ---- engine_pods.cc: plain pods and pod groups (§14, §15) ----
+  pods::PodOptions PodOptionsNow() const;
+  // The Workload a pod belongs to: its group's, or its own for a managed single pod.
+  std::string PodWorkloadKey(const v1::PodObservation& pod) const;
+  void IndexPod(const std::string& key, bool add);
+  void EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted);
+  std::vector<v1::PodObservation> PodsOf(const std::string& workload_key) const;
+  void FinishRestorePods();
+  // Creates, finishes, gives reclaimable pods to, or releases after an eviction the Workload of
+  // these pods. Returns the problems to report (Kueue's messages).
+  std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now);
+  // After an eviction outside a cycle; inside one the Workload waits for the cycle's end.
+  void ReconcileEvictedPodWorkload(WorkloadEntry& entry, absl::Time now);
+  std::vector<v1::PodDirective> PodDirectivesFor(const std::string& workload_key,
+                                                 absl::Time now) const;
 
   // ---- engine_slices.cc: elastic workloads (§13) ----
   // Which job a workload belongs to: its owner's UID, else its slice-name annotation or name.
@@ -252,6 +287,12 @@ class Engine::Impl {
   // Workloads whose ClusterQueue does not exist (yet), by ClusterQueue name.
   std::map<std::string, std::set<std::string>> orphans_;
   QuotaTree quota_tree_;
+  // Reported pods by "cluster/namespace/name", and pod keys by the Workload they make up.
+  std::map<std::string, PodEntry> pods_;
+  std::map<std::string, std::set<std::string>> pods_of_workload_;
+  // Pod workloads evicted during the running cycle, reconciled when it ends.
+  std::set<std::string> evicted_pod_workloads_;
+  bool in_cycle_ = false;
   // Workload keys by job (ChainKey): the slices of an elastic job, or a job's one workload.
   std::map<std::string, std::set<std::string>> chains_;
   // ClusterQueues with a non-empty heap that may admit: the cycle's heads come from these.

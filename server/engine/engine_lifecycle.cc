@@ -136,6 +136,8 @@ void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
   }
   SyncAdmitted(entry, now);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Evicted", message);
+  // A pod workload's pods may already be inactive (a single pod always is): release at once.
+  ReconcileEvictedPodWorkload(entry, now);
 }
 
 void Engine::Impl::Deactivate(WorkloadEntry& entry, const std::string& cause,
@@ -356,6 +358,7 @@ void Engine::Impl::Tick(absl::Time now) {
   while (!timers_.empty() && timers_.begin()->first <= now) {
     const std::string key = timers_.begin()->second;
     timers_.erase(timers_.begin());
+    if (TickPodTimer(key, now)) continue;
     auto it = workloads_.find(key);
     if (it == workloads_.end()) continue;  // deleted since
     WorkloadEntry& entry = it->second;

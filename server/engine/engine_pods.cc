@@ -1,0 +1,451 @@
+// Engine: plain pods and pod groups (KEP-976) and fast quota release (KEP-6143). Pods reported by
+// a cluster shim are stored; the pods of one single pod or one group make up one Workload, which
+// this file creates, finishes, gives reclaimable pods and releases after an eviction, with the
+// rules of server/pods/. Directives to the shim are derived from the pods and the Workload, never
+// stored: what the shim has not done yet is what its pods still say.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine_impl.h"
+#include "server/pods/pod_group.h"
+
+namespace admitd::engine {
+namespace {
+
+std::string PodKey(const std::string& cluster, const std::string& ns, const std::string& name) {
+  return absl::StrCat(cluster, "/", ns, "/", name);
+}
+
+bool IsPodWorkload(const v1::Workload& wl) {
+  return wl.metadata().labels().count(kPodClusterLabel) != 0;
+}
+
+constexpr char kPodTimerPrefix[] = "pod:";
+
+}  // namespace
+
+pods::PodOptions Engine::Impl::PodOptionsNow() const {
+  pods::PodOptions o;
+  o.max_roles = options_.pod_group_max_roles;
+  o.fast_quota_release = options_.pod_fast_quota_release;
+  return o;
+}
+
+std::string Engine::Impl::PodWorkloadKey(const v1::PodObservation& pod) const {
+  const std::string group = pods::GroupName(pod, PodOptionsNow());
+  if (!group.empty()) return absl::StrCat(pod.namespace_(), "/", group);
+  pods::ManagementInput input;
+  input.namespace_selected =
+      std::find(options_.pod_unmanaged_namespaces.begin(), options_.pod_unmanaged_namespaces.end(),
+                pod.namespace_()) == options_.pod_unmanaged_namespaces.end();
+  input.default_local_queue_exists =
+      local_queues_.count(absl::StrCat(pod.namespace_(), "/default")) != 0;
+  if (!pods::DecideManagement(pod, input).managed) return "";
+  return absl::StrCat(pod.namespace_(), "/", pods::SinglePodWorkloadName(pod.name(), pod.uid()));
+}
+
+void Engine::Impl::IndexPod(const std::string& key, bool add) {
+  PodEntry& entry = pods_.at(key);
+  if (entry.workload.empty()) return;
+  if (add) {
+    pods_of_workload_[entry.workload].insert(key);
+    return;
+  }
+  auto it = pods_of_workload_.find(entry.workload);
+  if (it == pods_of_workload_.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) pods_of_workload_.erase(it);
+}
+
+void Engine::Impl::EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted) {
+  Change c;
+  c.revision = ++revision_;
+  c.kind = v1::OBJECT_KIND_POD;
+  c.key = key;
+  c.type = deleted ? v1::WatchEvent::DELETED : v1::WatchEvent::MODIFIED;
+  c.reason = deleted ? "PodDeleted" : "PodReported";
+  c.pod = std::make_shared<const v1::PodObservation>(pod);
+  changes_.push_back(std::move(c));
+}
+
+std::vector<v1::PodObservation> Engine::Impl::PodsOf(const std::string& workload_key) const {
+  std::vector<v1::PodObservation> out;
+  auto it = pods_of_workload_.find(workload_key);
+  if (it == pods_of_workload_.end()) return out;
+  for (const std::string& key : it->second) out.push_back(pods_.at(key).obs);
+  return out;
+}
+
+absl::Status Engine::Impl::Restore(const v1::PodObservation& pod) {
+  PodEntry& entry = pods_[PodKey(pod.cluster(), pod.namespace_(), pod.name())];
+  entry.obs = pod;
+  return absl::OkStatus();
+}
+
+void Engine::Impl::FinishRestorePods() {
+  for (auto& [key, entry] : pods_) {
+    entry.workload = PodWorkloadKey(entry.obs);
+    IndexPod(key, /*add=*/true);
+  }
+}
+
+absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
+    const v1::ReportPodsRequest& request, absl::Time now) {
+  if (request.cluster().empty()) {
+    return InvalidArgument({{"cluster", "Required value: the shim's cluster name"}});
+  }
+  const pods::PodOptions options = PodOptionsNow();
+  v1::ReportPodsResponse response;
+  std::set<std::string> touched;  // workload keys to reconcile
+  std::set<std::string> seen;     // pod keys in this report (for full snapshots)
+  auto error = [&](const std::string& ns, const std::string& name, const std::string& message) {
+    v1::PodReportError* e = response.add_errors();
+    e->set_namespace_(ns);
+    e->set_name(name);
+    e->set_message(message);
+  };
+  auto remove = [&](const std::string& key) {
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return;
+    IndexPod(key, /*add=*/false);
+    if (!it->second.workload.empty()) touched.insert(it->second.workload);
+    EmitPod(key, it->second.obs, /*deleted=*/true);
+    pods_.erase(it);
+  };
+  for (const v1::PodObservation& reported : request.pods()) {
+    v1::PodObservation pod = reported;
+    if (pod.cluster().empty()) pod.set_cluster(request.cluster());
+    if (pod.cluster() != request.cluster()) {
+      error(pod.namespace_(), pod.name(),
+            absl::StrCat("the pod is of cluster \"", pod.cluster(), "\", not the reporting \"",
+                         request.cluster(), "\""));
+      continue;
+    }
+    if (pod.namespace_().empty() || pod.name().empty() || pod.uid().empty()) {
+      error(pod.namespace_(), pod.name(), "a pod needs a namespace, a name and a uid");
+      continue;
+    }
+    const std::string key = PodKey(pod.cluster(), pod.namespace_(), pod.name());
+    seen.insert(key);
+    auto it = pods_.find(key);
+    const bool replaces = it != pods_.end() && it->second.obs.uid() != pod.uid();
+    if (it != pods_.end() && !replaces &&
+        it->second.obs.resource_version() >= pod.resource_version()) {
+      response.set_stale(response.stale() + 1);
+      continue;
+    }
+    // What Kueue's pod webhook refuses never becomes a pod, so it is not recorded either.
+    std::vector<std::string> invalid =
+        it == pods_.end() || replaces ? pods::ValidatePodCreate(pod, options)
+                                      : pods::ValidatePodUpdate(it->second.obs, pod, options);
+    if (!invalid.empty()) {
+      for (const std::string& m : invalid) error(pod.namespace_(), pod.name(), m);
+      continue;
+    }
+    if (replaces) remove(key);
+    PodEntry& entry = pods_[key];
+    if (!entry.workload.empty()) IndexPod(key, /*add=*/false);
+    entry.obs = std::move(pod);
+    entry.workload = PodWorkloadKey(entry.obs);
+    IndexPod(key, /*add=*/true);
+    if (!entry.workload.empty()) touched.insert(entry.workload);
+    EmitPod(key, entry.obs, /*deleted=*/false);
+    response.set_accepted(response.accepted() + 1);
+  }
+  for (const v1::PodDeletion& d : request.deleted()) {
+    const std::string key = PodKey(request.cluster(), d.namespace_(), d.name());
+    seen.insert(key);
+    auto it = pods_.find(key);
+    if (it == pods_.end()) continue;
+    if (!d.uid().empty() && d.uid() != it->second.obs.uid()) continue;
+    remove(key);
+    response.set_accepted(response.accepted() + 1);
+  }
+  if (request.full_snapshot()) {
+    const std::string prefix = request.cluster() + "/";
+    std::vector<std::string> gone;
+    for (auto it = pods_.lower_bound(prefix);
+         it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      if (!seen.count(it->first)) gone.push_back(it->first);
+    }
+    for (const std::string& key : gone) remove(key);
+  }
+  for (const std::string& workload_key : touched) {
+    for (const std::string& message : ReconcilePodWorkload(workload_key, now)) {
+      const size_t slash = workload_key.find('/');
+      error(workload_key.substr(0, slash), workload_key.substr(slash + 1), message);
+    }
+  }
+  response.set_revision(revision_);
+  return response;
+}
+
+std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& workload_key,
+                                                            absl::Time now) {
+  std::vector<std::string> errors;
+  const pods::PodOptions options = PodOptionsNow();
+  std::vector<v1::PodObservation> pods = PodsOf(workload_key);
+  auto wl_it = workloads_.find(workload_key);
+  if (pods.empty()) {
+    // Every pod is gone: the Workload goes with them (Kueue's owner references do the same).
+    if (wl_it != workloads_.end() && IsPodWorkload(wl_it->second.object)) {
+      DeleteEntry(wl_it->second, now, "Deleted", "every pod of the workload is gone");
+    }
+    return errors;
+  }
+  const bool is_group = !pods::GroupName(pods.front(), options).empty();
+  const std::string cluster = pods.front().cluster();
+  if (wl_it == workloads_.end()) {
+    std::optional<v1::Workload> wl;
+    if (is_group) {
+      pods::GroupComposition comp = pods::ComposeGroup(pods, options);
+      if (comp.outcome == pods::GroupComposition::Outcome::kInvalid) errors.push_back(comp.error);
+      if (comp.outcome == pods::GroupComposition::Outcome::kCreate) wl = std::move(comp.workload);
+    } else {
+      const v1::PodObservation& pod = pods.front();
+      if (!pods::IsTerminated(pod)) {
+        std::string queue = pods::QueueName(pod);
+        if (queue.empty()) queue = pods::kDefaultLocalQueueName;
+        wl = pods::BuildSinglePodWorkload(pod, queue);
+      }
+    }
+    if (!wl.has_value()) return errors;
+    (*wl->mutable_metadata()->mutable_labels())[kPodClusterLabel] = cluster;
+    v1::SubmitRequest submit;
+    *submit.mutable_workload() = *std::move(wl);
+    absl::StatusOr<v1::SubmitResponse> created = Submit(submit, now);
+    if (!created.ok()) errors.push_back(std::string(created.status().message()));
+    return errors;
+  }
+  WorkloadEntry& entry = wl_it->second;
+  v1::Workload& wl = entry.object;
+  if (!IsPodWorkload(wl)) {
+    errors.push_back(absl::StrCat("workload \"", workload_key,
+                                  "\" exists and is not a pod workload: the pods stay gated"));
+    return errors;
+  }
+  if (IsConditionTrue(wl, kFinished)) return errors;
+  // Finished: every pod succeeded (groups), or the single pod ended.
+  std::vector<v1::PodObservation> kept = pods;
+  if (is_group) {
+    absl::StatusOr<pods::GroupMatch> match =
+        pods::MatchGroupWorkload(pods, wl, /*workload_finished=*/false, now, options);
+    if (!match.ok()) {
+      errors.push_back(std::string(match.status().message()));
+      return errors;
+    }
+    kept.clear();
+    for (const v1::PodObservation& p : pods) {
+      if (std::find(match->kept.begin(), match->kept.end(), p.name()) != match->kept.end()) {
+        kept.push_back(p);
+      }
+    }
+  }
+  const pods::FinishedState finished =
+      is_group ? pods::GroupFinished(kept, options) : pods::SinglePodFinished(pods.front());
+  if (finished.finished) {
+    v1::ReleaseQuotaRequest release;
+    release.set_namespace_(wl.metadata().namespace_());
+    release.set_name(wl.metadata().name());
+    release.mutable_finished()->set_succeeded(finished.success);
+    release.mutable_finished()->set_message(finished.message);
+    if (absl::StatusOr<v1::ReleaseQuotaResponse> r = ReleaseQuota(release, now); !r.ok()) {
+      errors.push_back(std::string(r.status().message()));
+    }
+    return errors;
+  }
+  const bool reserved = HoldsReservation(wl);
+  // Succeeded pods of a running group give their quota back (§14.8).
+  if (is_group && reserved && !pods::IsServing(pods.front())) {
+    absl::StatusOr<std::vector<v1::ReclaimablePod>> reclaimable =
+        pods::ReclaimablePods(kept, options);
+    if (reclaimable.ok()) {
+      bool differs = false;
+      for (const v1::ReclaimablePod& r : *reclaimable) {
+        int32_t current = 0;
+        for (const v1::ReclaimablePod& c : wl.status().reclaimable_pods()) {
+          if (c.name() == r.name()) current = c.count();
+        }
+        differs = differs || r.count() > current;
+      }
+      if (differs) {
+        v1::ReleaseQuotaRequest release;
+        release.set_namespace_(wl.metadata().namespace_());
+        release.set_name(wl.metadata().name());
+        for (const v1::ReclaimablePod& r : *reclaimable) {
+          *release.mutable_reclaimable()->add_pods() = r;
+        }
+        if (absl::StatusOr<v1::ReleaseQuotaResponse> r = ReleaseQuota(release, now); !r.ok()) {
+          errors.push_back(std::string(r.status().message()));
+        }
+      }
+    }
+  }
+  // After an eviction the quota goes back once the pods are no longer active (§9, §14.9, and
+  // with fast release, §15: as soon as every pod has a deletion timestamp).
+  if (reserved && IsConditionTrue(wl, kEvicted)) {
+    if (!pods::WorkloadIsActive(is_group, pods, now, options.fast_quota_release)) {
+      v1::ReleaseQuotaRequest release;
+      release.set_namespace_(wl.metadata().namespace_());
+      release.set_name(wl.metadata().name());
+      release.mutable_stopped();
+      if (absl::StatusOr<v1::ReleaseQuotaResponse> r = ReleaseQuota(release, now); !r.ok()) {
+        errors.push_back(std::string(r.status().message()));
+      }
+    } else if (!options.fast_quota_release) {
+      // A Running pod being deleted stops counting when its grace period has passed: look
+      // again then.
+      for (const v1::PodObservation& p : pods) {
+        if (p.has_deletion_timestamp() && p.has_deletion_grace_period_seconds()) {
+          ArmTimer(FromProto(p.deletion_timestamp()) +
+                       absl::Seconds(p.deletion_grace_period_seconds()) + absl::Nanoseconds(1),
+                   absl::StrCat(kPodTimerPrefix, workload_key));
+        }
+      }
+    }
+  }
+  return errors;
+}
+
+bool Engine::Impl::TickPodTimer(const std::string& timer_key, absl::Time now) {
+  if (timer_key.rfind(kPodTimerPrefix, 0) != 0) return false;
+  ReconcilePodWorkload(timer_key.substr(sizeof(kPodTimerPrefix) - 1), now);
+  return true;
+}
+
+void Engine::Impl::ReconcileEvictedPodWorkload(WorkloadEntry& entry, absl::Time now) {
+  if (!IsPodWorkload(entry.object)) return;
+  if (in_cycle_) {
+    evicted_pod_workloads_.insert(entry.key());
+    return;
+  }
+  ReconcilePodWorkload(entry.key(), now);
+}
+
+std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& workload_key,
+                                                             absl::Time now) const {
+  std::vector<v1::PodDirective> out;
+  const pods::PodOptions options = PodOptionsNow();
+  std::vector<v1::PodObservation> pods = PodsOf(workload_key);
+  if (pods.empty()) return out;
+  const int64_t rev = static_cast<int64_t>(revision_);
+  const bool is_group = !pods::GroupName(pods.front(), options).empty();
+  auto by_name = [&](const std::string& name) -> const v1::PodObservation* {
+    for (const v1::PodObservation& p : pods) {
+      if (p.name() == name) return &p;
+    }
+    return nullptr;
+  };
+  auto finalize = [&](const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+      if (const v1::PodObservation* p = by_name(n); p != nullptr && pods::HasManagedFinalizer(*p)) {
+        out.push_back(pods::RemoveFinalizerDirective(*p, rev));
+      }
+    }
+  };
+  auto remove = [&](const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+      if (const v1::PodObservation* p = by_name(n); p != nullptr && !p->has_deletion_timestamp()) {
+        out.push_back(pods::DeleteDirective(*p, rev));
+      }
+    }
+  };
+  auto wl_it = workloads_.find(workload_key);
+  if (wl_it == workloads_.end()) {
+    if (is_group) {
+      pods::GroupComposition comp = pods::ComposeGroup(pods, options);
+      finalize(comp.finalize);
+      remove(comp.delete_excess);
+    }
+    return out;
+  }
+  const v1::Workload& wl = wl_it->second.object;
+  if (!IsPodWorkload(wl)) return out;
+  const bool finished = IsConditionTrue(wl, kFinished);
+  if (is_group) {
+    absl::StatusOr<pods::GroupMatch> match = pods::MatchGroupWorkload(pods, wl, finished, now, options);
+    if (match.ok()) {
+      finalize(match->finalize);
+      remove(match->delete_excess);
+    }
+  }
+  if (finished) {
+    for (const v1::PodObservation& p : pods) {
+      if (pods::HasManagedFinalizer(p) && (pods::IsTerminated(p) || !is_group)) {
+        out.push_back(pods::RemoveFinalizerDirective(p, rev));
+      }
+    }
+    return out;
+  }
+  if (const v1::Condition* evicted = FindCondition(wl, kEvicted);
+      evicted != nullptr && evicted->status() == "True") {
+    for (v1::PodDirective& d :
+         pods::StopDirectives(pods, pods::EvictionStopReason(evicted->reason()),
+                              evicted->message(), /*workload_deleted=*/false, is_group, rev)) {
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+  if (!IsConditionTrue(wl, kAdmitted)) return out;
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ungate =
+      pods::PodsToUngate(pods, wl, is_group);
+  if (!ungate.ok()) return out;
+  for (const auto& [name, pod_set] : *ungate) {
+    const v1::PodObservation* p = by_name(name);
+    if (p == nullptr) continue;
+    pods::UngateInfo info;
+    info.pod_set = pod_set;
+    info.local_queue = wl.spec().queue_name();
+    info.cluster_queue = wl.status().admission().cluster_queue();
+    info.workload_name = wl.metadata().name();
+    for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
+      if (psa.name() != pod_set) continue;
+      for (const auto& [resource, flavor] : psa.flavors()) {
+        auto f = flavors_.find(flavor);
+        if (f == flavors_.end()) continue;
+        for (const auto& [k, v] : f->second.resource_flavor().spec().node_labels()) {
+          info.node_selector[k] = v;
+        }
+      }
+    }
+    out.push_back(pods::UngateDirective(*p, info, rev));
+  }
+  return out;
+}
+
+v1::ListDirectivesResponse Engine::Impl::ListDirectives(const v1::ListDirectivesRequest& request,
+                                                         absl::Time now) const {
+  v1::ListDirectivesResponse out;
+  std::set<std::string> workload_keys;
+  const std::string prefix = request.cluster() + "/";
+  for (auto it = pods_.lower_bound(prefix);
+       it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (!it->second.workload.empty()) workload_keys.insert(it->second.workload);
+  }
+  for (const std::string& key : workload_keys) {
+    for (v1::PodDirective& d : PodDirectivesFor(key, now)) {
+      if (d.pod().cluster() == request.cluster()) *out.add_directives() = std::move(d);
+    }
+  }
+  out.set_revision(revision_);
+  return out;
+}
+
+void Engine::Impl::AddDirectivesFor(const v1::ReportPodsRequest& request, absl::Time now,
+                                    v1::ReportPodsResponse* response) const {
+  std::set<std::string> workload_keys;
+  for (const v1::PodObservation& p : request.pods()) {
+    auto it = pods_.find(PodKey(request.cluster(), p.namespace_(), p.name()));
+    if (it != pods_.end() && !it->second.workload.empty()) workload_keys.insert(it->second.workload);
+  }
+  for (const std::string& key : workload_keys) {
+    for (v1::PodDirective& d : PodDirectivesFor(key, now)) {
+      if (d.pod().cluster() == request.cluster()) *response->add_directives() = std::move(d);
+    }
+  }
+  response->set_revision(revision_);
+}
+
+}  // namespace admitd::engine
