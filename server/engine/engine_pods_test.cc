@@ -1,0 +1,238 @@
+// Plain pods and pod groups through the engine's API (KEP-976, §14), with fast quota release
+// (KEP-6143, §15): reports in, Workloads and directives out.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine.h"
+#include "server/pods/pod_group.h"
+
+namespace admitd::engine {
+namespace {
+
+using ::testing::UnorderedElementsAre;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+google::protobuf::Timestamp Ts(absl::Time t) {
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(absl::ToUnixSeconds(t));
+  return ts;
+}
+
+// A pod as Kueue's webhook leaves it: managed, finalizer, admission gate; one container.
+v1::PodObservation Pod(const std::string& name, const std::string& cpu = "1") {
+  v1::PodObservation p;
+  p.set_namespace_("ns");
+  p.set_name(name);
+  p.set_uid(name + "-uid");
+  p.set_resource_version(1);
+  p.set_phase(v1::POD_PHASE_PENDING);
+  *p.mutable_creation_timestamp() = Ts(kT0);
+  (*p.mutable_labels())[pods::kQueueNameLabel] = "lq";
+  (*p.mutable_labels())[pods::kManagedLabel] = "true";
+  p.add_finalizers(pods::kManagedFinalizer);
+  p.add_scheduling_gates()->set_name(pods::kAdmissionGate);
+  v1::Container* c = p.mutable_spec()->add_containers();
+  c->set_name("c");
+  (*c->mutable_resources()->mutable_requests())["cpu"] = cpu;
+  return p;
+}
+
+v1::PodObservation Member(const std::string& name, const std::string& group,
+                          const std::string& total) {
+  v1::PodObservation p = Pod(name);
+  (*p.mutable_labels())[pods::kGroupNameLabel] = group;
+  (*p.mutable_annotations())[pods::kGroupTotalCountAnnotation] = total;
+  return p;
+}
+
+// The pod as the shim reports it after applying an UNGATE and the pod starting.
+v1::PodObservation Running(v1::PodObservation p) {
+  p.clear_scheduling_gates();
+  p.set_phase(v1::POD_PHASE_RUNNING);
+  p.set_node_name("node-1");
+  p.set_resource_version(p.resource_version() + 1);
+  return p;
+}
+
+class EnginePodsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(EngineOptions()); }
+  void Start(EngineOptions options) {
+    engine_ = std::make_unique<Engine>(options);
+    ASSERT_TRUE(engine_->FinishRestore(0).ok());
+    v1::ApplyRequest f;
+    f.mutable_object()->mutable_resource_flavor()->mutable_metadata()->set_name("default");
+    (*f.mutable_object()->mutable_resource_flavor()->mutable_spec()->mutable_node_labels())
+        ["pool"] = "a";
+    ASSERT_TRUE(engine_->Apply(f, Now()).ok());
+    v1::ApplyRequest cq;
+    v1::ClusterQueue* c = cq.mutable_object()->mutable_cluster_queue();
+    c->mutable_metadata()->set_name("cq");
+    c->mutable_spec()->mutable_namespace_selector();
+    c->mutable_spec()->mutable_preemption()->set_within_cluster_queue("LowerPriority");
+    v1::ResourceGroup* g = c->mutable_spec()->add_resource_groups();
+    g->add_covered_resources("cpu");
+    v1::FlavorQuotas* fq = g->add_flavors();
+    fq->set_name("default");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota("2");
+    ASSERT_TRUE(engine_->Apply(cq, Now()).ok());
+    v1::ApplyRequest lq;
+    lq.mutable_object()->mutable_local_queue()->mutable_metadata()->set_namespace_("ns");
+    lq.mutable_object()->mutable_local_queue()->mutable_metadata()->set_name("lq");
+    lq.mutable_object()->mutable_local_queue()->mutable_spec()->set_cluster_queue("cq");
+    ASSERT_TRUE(engine_->Apply(lq, Now()).ok());
+  }
+  absl::Time Now() { return kT0 + absl::Seconds(++tick_); }
+  v1::ReportPodsResponse Report(const std::vector<v1::PodObservation>& pods) {
+    v1::ReportPodsRequest req;
+    req.set_cluster("c1");
+    for (const v1::PodObservation& p : pods) *req.add_pods() = p;
+    auto resp = engine_->ReportPods(req, Now());
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    while (engine_->RunCycle(Now()).more) {
+    }
+    v1::ReportPodsResponse out = resp.ok() ? *resp : v1::ReportPodsResponse();
+    engine_->AddDirectivesFor(req, Now(), &out);
+    return out;
+  }
+  std::vector<v1::PodDirective> Directives() {
+    v1::ListDirectivesRequest req;
+    req.set_cluster("c1");
+    v1::ListDirectivesResponse resp = engine_->ListDirectives(req, Now());
+    return {resp.directives().begin(), resp.directives().end()};
+  }
+  static std::vector<std::string> Actions(const std::vector<v1::PodDirective>& ds) {
+    std::vector<std::string> out;
+    for (const v1::PodDirective& d : ds) {
+      out.push_back(absl::StrCat(v1::PodDirective::Action_Name(d.action()), " ", d.pod().name()));
+    }
+    return out;
+  }
+  v1::Workload Get(const std::string& name) {
+    v1::GetWorkloadRequest req;
+    req.set_namespace_("ns");
+    req.set_name(name);
+    auto wl = engine_->GetWorkload(req);
+    return wl.ok() ? *wl : v1::Workload();
+  }
+  v1::WorkloadState State(const std::string& name) { return StateOf(Get(name)); }
+
+  std::unique_ptr<Engine> engine_;
+  int tick_ = 0;
+};
+
+TEST_F(EnginePodsTest, ASinglePodIsQueuedAdmittedUngatedAndFinished) {
+  const std::string wl = pods::SinglePodWorkloadName("p", "p-uid");
+  v1::ReportPodsResponse resp = Report({Pod("p")});
+  EXPECT_EQ(resp.accepted(), 1);
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+  ASSERT_EQ(resp.directives_size(), 1);
+  const v1::PodDirective& ungate = resp.directives(0);
+  EXPECT_EQ(ungate.action(), v1::PodDirective::UNGATE);
+  EXPECT_EQ(ungate.node_selector().at("pool"), "a");
+  EXPECT_EQ(ungate.labels().at(pods::kClusterQueueNameLabel), "cq");
+  EXPECT_EQ(ungate.annotations().at(pods::kWorkloadAnnotation), wl);
+  // The shim applied it: nothing is outstanding any more.
+  v1::PodObservation running = Running(Pod("p"));
+  Report({running});
+  EXPECT_TRUE(Directives().empty());
+  // A replay of the older observation changes nothing.
+  EXPECT_EQ(Report({Pod("p")}).stale(), 1);
+  v1::PodObservation done = running;
+  done.set_phase(v1::POD_PHASE_SUCCEEDED);
+  done.set_resource_version(done.resource_version() + 1);
+  Report({done});
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_FINISHED);
+  EXPECT_EQ(FindCondition(Get(wl), kFinished)->reason(), "Succeeded");
+  EXPECT_THAT(Actions(Directives()), UnorderedElementsAre("REMOVE_FINALIZER p"));
+}
+
+TEST_F(EnginePodsTest, AGroupWaitsForItsTotalThenIsAdmittedWhole) {
+  Report({Member("a", "g", "2")});
+  EXPECT_EQ(Get("g").metadata().name(), "");  // one of two: no Workload yet
+  v1::ReportPodsResponse resp = Report({Member("b", "g", "2")});
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
+  // The answer carries what is outstanding for the whole group, not just the reported pod.
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
+              UnorderedElementsAre("UNGATE a", "UNGATE b"));
+  EXPECT_THAT(Actions(Directives()), UnorderedElementsAre("UNGATE a", "UNGATE b"));
+}
+
+TEST_F(EnginePodsTest, BadGroupMetadataIsReportedAndMakesNoWorkload) {
+  v1::ReportPodsResponse resp = Report({Member("a", "g", "two")});
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_THAT(resp.errors(0).message(), ::testing::HasSubstr("pod-group-total-count"));
+  EXPECT_EQ(Get("g").metadata().name(), "");
+}
+
+// A preempted group: its pods get DELETE with TerminationTarget; with fast release its quota
+// comes back as soon as every pod has a deletion timestamp, so the preemptor is admitted while
+// they still terminate.
+class FastReleaseTest : public EnginePodsTest,
+                        public ::testing::WithParamInterface<bool> {};
+
+TEST_P(FastReleaseTest, APreemptedGroupReleasesItsQuota) {
+  const bool fast = GetParam();
+  EngineOptions options;
+  options.pod_fast_quota_release = fast;
+  Start(options);
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  ASSERT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  Report({Running(Member("a", "g", "2")), Running(Member("b", "g", "2"))});
+  // A higher-priority single pod needs the whole queue.
+  v1::PodObservation urgent = Pod("urgent", "2");
+  urgent.mutable_spec()->set_priority(100);
+  Report({urgent});
+  EXPECT_EQ(FindCondition(Get("g"), kEvicted)->reason(), "Preempted");
+  const std::vector<v1::PodDirective> stop = Directives();
+  EXPECT_THAT(Actions(stop), UnorderedElementsAre("DELETE a", "DELETE b"));
+  EXPECT_EQ(stop[0].termination_reason(), "WorkloadEvictedDueToPreempted");
+  // The shim deletes them: both Running with a deletion timestamp and a 30 s grace period.
+  std::vector<v1::PodObservation> terminating;
+  for (const char* n : {"a", "b"}) {
+    v1::PodObservation p = Running(Running(Member(n, "g", "2")));
+    *p.mutable_deletion_timestamp() = Ts(kT0 + absl::Seconds(tick_));
+    p.set_deletion_grace_period_seconds(30);
+    terminating.push_back(p);
+  }
+  Report(terminating);
+  const std::string urgent_wl = pods::SinglePodWorkloadName("urgent", "urgent-uid");
+  if (fast) {
+    EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
+    EXPECT_EQ(State(urgent_wl), v1::WORKLOAD_STATE_ADMITTED);
+  } else {
+    EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_EVICTED);  // held until the grace period passes
+    EXPECT_EQ(State(urgent_wl), v1::WORKLOAD_STATE_PENDING);
+    engine_->Tick(engine_->NextDeadline());
+    while (engine_->RunCycle(Now() + absl::Seconds(60)).more) {
+    }
+    EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
+    EXPECT_EQ(State(urgent_wl), v1::WORKLOAD_STATE_ADMITTED);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Gate, FastReleaseTest, ::testing::Bool());
+
+TEST_F(EnginePodsTest, AMixedGroupWithARunningPodHoldsItsQuota) {
+  EngineOptions options;
+  options.pod_fast_quota_release = true;
+  Start(options);
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  Report({Running(Member("a", "g", "2")), Running(Member("b", "g", "2"))});
+  v1::PodObservation urgent = Pod("urgent", "2");
+  urgent.mutable_spec()->set_priority(100);
+  Report({urgent});
+  v1::PodObservation a = Running(Running(Member("a", "g", "2")));
+  *a.mutable_deletion_timestamp() = Ts(kT0 + absl::Seconds(tick_));
+  Report({a});  // b still runs without a deletion timestamp
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_EVICTED);
+}
+
+}  // namespace
+}  // namespace admitd::engine
