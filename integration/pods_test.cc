@@ -1,0 +1,268 @@
+// Plain pods and pod groups through the public API (KEP-976's test plan, KEP-6143's): a real
+// AdmitdServer with --manual-scheduling, a "shim" that reports pods with PodService.ReportPods
+// and applies the directives it gets back.
+#include "absl/strings/str_cat.h"
+#include "admitd/v1/pod_service.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/fixtures.h"
+#include "server/pods/pod_group.h"
+#include "server/server.h"
+
+namespace admitd {
+namespace {
+
+using ::testing::UnorderedElementsAre;
+using testing::Client;
+
+google::protobuf::Timestamp Ts(absl::Time t) {
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(absl::ToUnixSeconds(t));
+  return ts;
+}
+
+class PodsTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    config_.listen = "127.0.0.1:0";
+    config_.data_dir = absl::StrCat(::testing::TempDir(), "/pods_test_", getpid(), "_", counter++);
+    config_.manual_scheduling = true;
+    Start();
+    Apply(testing::Flavor("default"));
+    v1::ApplyRequest cq = testing::ClusterQueue("cq", {"default"}, {{"cpu", "2"}});
+    cq.mutable_object()->mutable_cluster_queue()->mutable_spec()->mutable_preemption()
+        ->set_within_cluster_queue("LowerPriority");
+    Apply(cq);
+    Apply(testing::LocalQueue("ns", "lq", "cq"));
+  }
+  void TearDown() override {
+    pods_stub_.reset();
+    client_.reset();
+    if (server_) server_->Shutdown(absl::Seconds(2));
+  }
+  void Start() {
+    auto server = AdmitdServer::Start(config_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    client_ = std::make_unique<Client>(server_->address());
+    pods_stub_ = v1::PodService::NewStub(client_->channel);
+  }
+  void Restart() {
+    pods_stub_.reset();
+    client_.reset();
+    server_->Shutdown(absl::Seconds(2));
+    server_.reset();
+    Start();
+  }
+  void Apply(const v1::ApplyRequest& req) {
+    grpc::ClientContext ctx;
+    v1::ApplyResponse resp;
+    ASSERT_TRUE(client_->queues->Apply(&ctx, req, &resp).ok());
+  }
+  void Cycles() {
+    grpc::ClientContext ctx;
+    v1::RunSchedulingCyclesRequest req;
+    req.set_count(10);
+    v1::RunSchedulingCyclesResponse resp;
+    ASSERT_TRUE(client_->queues->RunSchedulingCycles(&ctx, req, &resp).ok());
+  }
+
+  // ---- the shim -------------------------------------------------------------------------------
+  v1::PodObservation& NewPod(const std::string& name, const std::string& cpu = "1") {
+    v1::PodObservation& p = pods_[name];
+    p.set_namespace_("ns");
+    p.set_name(name);
+    p.set_uid(name + "-uid");
+    p.set_resource_version(++rv_);
+    p.set_phase(v1::POD_PHASE_PENDING);
+    *p.mutable_creation_timestamp() = Ts(absl::FromUnixSeconds(1700000000) + absl::Seconds(rv_));
+    (*p.mutable_labels())[pods::kQueueNameLabel] = "lq";
+    (*p.mutable_labels())[pods::kManagedLabel] = "true";
+    p.add_finalizers(pods::kManagedFinalizer);
+    p.add_scheduling_gates()->set_name(pods::kAdmissionGate);
+    v1::Container* c = p.mutable_spec()->add_containers();
+    c->set_name("c");
+    (*c->mutable_resources()->mutable_requests())["cpu"] = cpu;
+    return p;
+  }
+  v1::PodObservation& NewMember(const std::string& name, const std::string& group, int total) {
+    v1::PodObservation& p = NewPod(name);
+    (*p.mutable_labels())[pods::kGroupNameLabel] = group;
+    (*p.mutable_annotations())[pods::kGroupTotalCountAnnotation] = absl::StrCat(total);
+    return p;
+  }
+  // Reports the named pods as they stand; returns the answer.
+  v1::ReportPodsResponse Report(const std::vector<std::string>& names) {
+    v1::ReportPodsRequest req;
+    req.set_cluster("c1");
+    for (const std::string& n : names) *req.add_pods() = pods_.at(n);
+    grpc::ClientContext ctx;
+    v1::ReportPodsResponse resp;
+    grpc::Status s = pods_stub_->ReportPods(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  }
+  std::vector<v1::PodDirective> Directives() {
+    grpc::ClientContext ctx;
+    v1::ListDirectivesRequest req;
+    req.set_cluster("c1");
+    v1::ListDirectivesResponse resp;
+    EXPECT_TRUE(pods_stub_->ListDirectives(&ctx, req, &resp).ok());
+    return {resp.directives().begin(), resp.directives().end()};
+  }
+  // Applies every outstanding directive the way a shim does, and reports the pods it touched:
+  // an ungated pod starts running; a deleted one gets its deletion timestamp (it keeps running
+  // through its grace period); a finalizer removed goes away.
+  std::vector<std::string> ApplyDirectives() {
+    std::vector<std::string> done;
+    std::vector<std::string> touched;
+    for (const v1::PodDirective& d : Directives()) {
+      v1::PodObservation& p = pods_.at(d.pod().name());
+      switch (d.action()) {
+        case v1::PodDirective::UNGATE:
+          p.clear_scheduling_gates();
+          p.set_phase(v1::POD_PHASE_RUNNING);
+          p.set_node_name("node-1");
+          for (const auto& [k, v] : d.labels()) (*p.mutable_labels())[k] = v;
+          done.push_back("UNGATE " + p.name());
+          break;
+        case v1::PodDirective::DELETE:
+          *p.mutable_deletion_timestamp() = Ts(absl::Now());
+          p.set_deletion_grace_period_seconds(30);
+          done.push_back("DELETE " + p.name() + " " + d.termination_reason());
+          break;
+        case v1::PodDirective::REMOVE_FINALIZER:
+          p.clear_finalizers();
+          done.push_back("REMOVE_FINALIZER " + p.name());
+          break;
+        default: break;
+      }
+      p.set_resource_version(++rv_);
+      touched.push_back(p.name());
+    }
+    if (!touched.empty()) Report(touched);
+    return done;
+  }
+  v1::Workload Get(const std::string& name) {
+    grpc::ClientContext ctx;
+    v1::GetWorkloadRequest req;
+    req.set_namespace_("ns");
+    req.set_name(name);
+    v1::Workload wl;
+    (void)client_->admission->Get(&ctx, req, &wl);
+    return wl;
+  }
+  std::string Condition(const std::string& wl, const std::string& type) {
+    const v1::Workload workload = Get(wl);
+    for (const v1::Condition& c : workload.status().conditions()) {
+      if (c.type() == type) return c.status() + "/" + c.reason();
+    }
+    return "";
+  }
+
+  Config config_;
+  std::unique_ptr<AdmitdServer> server_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<v1::PodService::Stub> pods_stub_;
+  std::map<std::string, v1::PodObservation> pods_;
+  int64_t rv_ = 0;
+};
+
+TEST_F(PodsTest, ASinglePodIsQueuedAdmittedAndFinished) {
+  NewPod("p");
+  EXPECT_EQ(Report({"p"}).accepted(), 1);
+  const std::string wl = pods::SinglePodWorkloadName("p", "p-uid");
+  EXPECT_EQ(Condition(wl, "QuotaReserved"), "");  // queued, not yet scheduled
+  Cycles();
+  EXPECT_EQ(Condition(wl, "Admitted"), "True/Admitted");
+  EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE p"));
+  EXPECT_TRUE(Directives().empty());
+  pods_.at("p").set_phase(v1::POD_PHASE_SUCCEEDED);
+  pods_.at("p").set_resource_version(++rv_);
+  Report({"p"});
+  EXPECT_EQ(Condition(wl, "Finished"), "True/Succeeded");
+  EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("REMOVE_FINALIZER p"));
+}
+
+TEST_F(PodsTest, AGroupCreatedBeforehandIsAdmittedWholeAndSurvivesARestart) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  Report({"a"});
+  Cycles();
+  EXPECT_EQ(Get("g").metadata().name(), "");  // waiting for its second pod
+  Restart();                                   // the reported pod is durable
+  Report({"b"});
+  Cycles();
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");
+  EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE a", "UNGATE b"));
+  for (const char* n : {"a", "b"}) {
+    pods_.at(n).set_phase(v1::POD_PHASE_SUCCEEDED);
+    pods_.at(n).set_resource_version(++rv_);
+  }
+  Report({"a", "b"});
+  EXPECT_EQ(Condition("g", "Finished"), "True/Succeeded");
+}
+
+TEST_P(PodsTest, APreemptedGroupGivesItsQuotaBack) {
+  const bool fast = GetParam();
+  if (fast) {
+    config_.feature_gates["PodIntegrationFastQuotaRelease"] = true;
+    Restart();
+  }
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  Report({"a", "b"});
+  Cycles();
+  ApplyDirectives();
+  v1::PodObservation& urgent = NewPod("urgent", "2");
+  urgent.mutable_spec()->set_priority(100);
+  Report({"urgent"});
+  Cycles();
+  EXPECT_EQ(Condition("g", "Evicted"), "True/Preempted");
+  EXPECT_THAT(ApplyDirectives(),
+              UnorderedElementsAre("DELETE a WorkloadEvictedDueToPreempted",
+                                   "DELETE b WorkloadEvictedDueToPreempted"));
+  Cycles();
+  const std::string urgent_wl = pods::SinglePodWorkloadName("urgent", "urgent-uid");
+  if (fast) {
+    // Both pods are only terminating: the quota is back (the group queues again and now waits
+    // for quota) and the preemptor is in.
+    EXPECT_EQ(Condition("g", "Requeued"), "True/Preempted");
+    EXPECT_EQ(Condition("g", "QuotaReserved"), "False/WaitingForQuota");
+    EXPECT_EQ(Condition(urgent_wl, "Admitted"), "True/Admitted");
+  } else {
+    // Legacy rule: the Running pods hold the quota until they end or their grace passes.
+    EXPECT_EQ(Condition("g", "QuotaReserved"), "True/QuotaReserved");
+    EXPECT_NE(Condition(urgent_wl, "Admitted"), "True/Admitted");
+    for (const char* n : {"a", "b"}) {
+      pods_.at(n).set_phase(v1::POD_PHASE_FAILED);
+      pods_.at(n).set_resource_version(++rv_);
+    }
+    Report({"a", "b"});
+    Cycles();
+    EXPECT_EQ(Condition(urgent_wl, "Admitted"), "True/Admitted");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
+
+TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
+  NewMember("a", "g", 2);
+  (*pods_.at("a").mutable_annotations())[pods::kGroupTotalCountAnnotation] = "many";
+  v1::ReportPodsResponse resp = Report({"a"});
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_THAT(resp.errors(0).message(), ::testing::HasSubstr("many"));
+  Cycles();
+  EXPECT_EQ(Get("g").metadata().name(), "");
+  // No cluster: the whole call is refused with the field.
+  grpc::ClientContext ctx;
+  v1::ReportPodsRequest req;
+  v1::ReportPodsResponse out;
+  grpc::Status s = pods_stub_->ReportPods(&ctx, req, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(testing::FieldViolations(s), UnorderedElementsAre(::testing::HasSubstr("cluster")));
+}
+
+}  // namespace
+}  // namespace admitd
