@@ -47,6 +47,8 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
   activate NAME [-n NS]               set spec.active=true (requeues it)
   check NAME CHECK STATE [-n NS] [--message TEXT] [--requeue-after SECONDS]
                                       report an admission check: Pending, Ready, Retry, Rejected
+  directives --cluster NAME           what a pod shim of that cluster must still do (UNGATE,
+                                      DELETE, REMOVE_FINALIZER), per pod
   watch [--since REV] [--kind KIND] [-n NS]
   cycles [N] [--advance SECONDS]      run N scheduling cycles (with --manual-scheduling); with
                                       --manual-clock, move the clock forward first
@@ -72,7 +74,7 @@ struct Args {
 const std::set<std::string> kValued = {"-f", "--filename", "-n", "--namespace", "-o", "--output",
                                        "--timeout", "--since", "--kind", "--server",
                                        "--reclaimable", "--message", "--requeue-after",
-                                       "--advance", "--count", "--generation", "--job-uid",
+                                       "--advance", "--count", "--cluster", "--generation", "--job-uid",
                                        "--job-kind", "--job-name", "--job-api-version"};
 
 Args ParseArgs(const std::vector<std::string>& argv) {
@@ -511,6 +513,28 @@ int Cycles(Client& client, const Args& args) {
   return 0;
 }
 
+int Directives(Client& client, const Args& args) {
+  if (!args.Has("--cluster")) return Usage("directives wants --cluster NAME");
+  v1::ListDirectivesRequest req;
+  req.set_cluster(args.Get("--cluster"));
+  v1::ListDirectivesResponse resp;
+  grpc::Status s = client.pods().ListDirectives(Context().get(), req, &resp);
+  if (!s.ok()) return Fail(s);
+  if (resp.directives().empty()) {
+    std::printf("nothing outstanding for cluster %s (revision %llu)\n", req.cluster().c_str(),
+                static_cast<unsigned long long>(resp.revision()));
+    return 0;
+  }
+  for (const v1::PodDirective& d : resp.directives()) {
+    std::string detail;
+    if (!d.termination_reason().empty()) detail = " " + d.termination_reason();
+    for (const auto& [k, v] : d.node_selector()) detail += " " + k + "=" + v;
+    std::printf("%-16s %s/%s%s\n", v1::PodDirective::Action_Name(d.action()).c_str(),
+                d.pod().namespace_().c_str(), d.pod().name().c_str(), detail.c_str());
+  }
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   Args args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (args.positional.empty() || args.positional[0] == "help" || args.Has("--help") ||
@@ -539,6 +563,7 @@ int Run(int argc, char** argv) {
   if (cmd == "activate") return SetActive(client, args, true);
   if (cmd == "check") return Check(client, args);
   if (cmd == "resize") return Resize(client, args);
+  if (cmd == "directives") return Directives(client, args);
   return Usage("unknown command " + cmd);
 }
 

@@ -33,7 +33,8 @@ const char* CodeName(grpc::StatusCode code) {
 Client::Client(const std::string& target)
     : channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
       queues_(v1::QueueService::NewStub(channel_)),
-      admission_(v1::AdmissionService::NewStub(channel_)) {}
+      admission_(v1::AdmissionService::NewStub(channel_)),
+      pods_(v1::PodService::NewStub(channel_)) {}
 
 std::string DescribeError(const grpc::Status& status) {
   std::string out = absl::StrCat(CodeName(status.error_code()), ": ", status.error_message());

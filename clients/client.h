@@ -16,6 +16,7 @@
 #include <string>
 
 #include "admitd/v1/admission_service.grpc.pb.h"
+#include "admitd/v1/pod_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
 
 namespace admitd::clients {
@@ -25,11 +26,13 @@ class Client {
   explicit Client(const std::string& target);
   v1::QueueService::Stub& queues() { return *queues_; }
   v1::AdmissionService::Stub& admission() { return *admission_; }
+  v1::PodService::Stub& pods() { return *pods_; }
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::QueueService::Stub> queues_;
   std::unique_ptr<v1::AdmissionService::Stub> admission_;
+  std::unique_ptr<v1::PodService::Stub> pods_;
 };
 
 // "CODE: message" plus one "  - field: description" line per violation and the reason.
