@@ -245,6 +245,54 @@ TEST_P(PodsTest, APreemptedGroupGivesItsQuotaBack) {
   }
 }
 
+TEST_F(PodsTest, ExcessPodsBeforeAdmissionAreDeletedYoungestFirst) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  NewMember("c", "g", 2);  // created last: the youngest
+  Report({"a", "b", "c"});
+  EXPECT_THAT(ApplyDirectives(), ::testing::Contains("DELETE c "));
+  Cycles();
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
+}
+
+TEST_F(PodsTest, AFailedPodIsReplacedWithinTheSameQuota) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  Report({"a", "b"});
+  Cycles();
+  ApplyDirectives();
+  pods_.at("b").set_phase(v1::POD_PHASE_FAILED);
+  pods_.at("b").set_resource_version(++rv_);
+  Report({"b"});
+  NewMember("b2", "g", 2);  // the user's controller sends a replacement
+  Report({"b2"});
+  Cycles();
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");
+  const std::vector<std::string> done = ApplyDirectives();
+  EXPECT_THAT(done, ::testing::Contains("UNGATE b2"));
+  EXPECT_THAT(done, ::testing::Contains("REMOVE_FINALIZER b"));
+}
+
+TEST_F(PodsTest, AnUnretriableGroupFinishesWhenItsPodsStop) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  for (const char* n : {"a", "b"}) {
+    (*pods_.at(n).mutable_annotations())[pods::kRetriableInGroupAnnotation] = "false";
+  }
+  Report({"a", "b"});
+  Cycles();
+  ApplyDirectives();
+  pods_.at("a").set_phase(v1::POD_PHASE_SUCCEEDED);
+  pods_.at("b").set_phase(v1::POD_PHASE_FAILED);
+  for (const char* n : {"a", "b"}) pods_.at(n).set_resource_version(++rv_);
+  Report({"a", "b"});
+  EXPECT_EQ(Condition("g", "Finished"), "True/Succeeded");
+  const v1::Workload g = Get("g");
+  for (const v1::Condition& c : g.status().conditions()) {
+    if (c.type() == "Finished") EXPECT_EQ(c.message(), "Pods succeeded: 1/2.");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
 
 TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
