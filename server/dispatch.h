@@ -22,6 +22,7 @@ struct ServiceContext {
   Finisher* finisher = nullptr;  // null: finish on the calling thread
   store::Store* store = nullptr;
   class WatchHub* hub = nullptr;
+  class Metrics* metrics = nullptr;  // may be null
   std::atomic<bool> ready{false};
 };
 

@@ -101,6 +101,16 @@ std::string Metrics::Render() const {
 
 void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
   for (const engine::Change& c : changes) {
+    if (c.kind == v1::OBJECT_KIND_POD && c.pod) {
+      if (c.reason == "PodGated") {
+        Add("admitd_pods_gated_total", "Pods first reported with the admission gate.",
+            {{"cluster", c.pod->cluster()}});
+      } else if (c.reason == "PodUngated") {
+        Add("admitd_pods_ungated_total", "Pods reported with the admission gate removed.",
+            {{"cluster", c.pod->cluster()}});
+      }
+      continue;
+    }
     if (c.kind != v1::OBJECT_KIND_WORKLOAD || !c.workload) continue;
     const v1::Workload& wl = *c.workload;
     const std::string cq = ClusterQueueOf(wl);

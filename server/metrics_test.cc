@@ -52,6 +52,23 @@ TEST(MetricsTest, CountsCommittedChangesByKind) {
   EXPECT_EQ(m.Value("admitd_workload_changes_total", {{"reason", "Admitted"}}), 2);
 }
 
+TEST(MetricsTest, CountsGatedAndUngatedPods) {
+  auto pod = std::make_shared<v1::PodObservation>();
+  pod->set_cluster("c1");
+  engine::Change gated;
+  gated.kind = v1::OBJECT_KIND_POD;
+  gated.reason = "PodGated";
+  gated.pod = pod;
+  engine::Change ungated = gated;
+  ungated.reason = "PodUngated";
+  engine::Change other = gated;
+  other.reason = "PodReported";
+  Metrics m;
+  m.CountChanges({gated, gated, ungated, other});
+  EXPECT_EQ(m.Value("admitd_pods_gated_total", {{"cluster", "c1"}}), 2);
+  EXPECT_EQ(m.Value("admitd_pods_ungated_total", {{"cluster", "c1"}}), 1);
+}
+
 TEST(MetricsTest, RendersPrometheusText) {
   Metrics m;
   m.Add("b_total", "B things.", {{"q", "x\"y"}}, 2);

@@ -2,6 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "server/metrics.h"
 
 namespace admitd {
 
@@ -11,10 +12,16 @@ grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext
   return Dispatch(
       ctx_, rpc, resp,
       [req](engine::Engine& e, absl::Time now) { return e.ReportPods(*req, now); },
-      [req](engine::Engine& e, v1::ReportPodsResponse* r) {
+      [req, metrics = ctx_->metrics](engine::Engine& e, v1::ReportPodsResponse* r) {
         // The directives as they stand after the batch's scheduling cycles: a pod group that
         // became complete with this report is usually admitted, and its pods ungated, already.
         e.AddDirectivesFor(*req, absl::Now(), r);
+        if (metrics != nullptr && r->errors_size() > 0) {
+          metrics->Add("admitd_pods_rejected_total",
+                       "Reported pods refused as Kueue's pod webhook would refuse them, or whose "
+                       "group is inconsistent.",
+                       {{"cluster", req->cluster()}}, r->errors_size());
+        }
       });
 }
 

@@ -57,6 +57,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->context_.finisher = server->finisher_.get();
   server->context_.store = server->store_.get();
   server->context_.hub = server->hub_.get();
+  server->context_.metrics = server->metrics_.get();
   server->queue_service_ = std::make_unique<QueueServiceImpl>(&server->context_);
   server->admission_service_ = std::make_unique<AdmissionServiceImpl>(&server->context_);
   server->pod_service_ = std::make_unique<PodServiceImpl>(&server->context_);

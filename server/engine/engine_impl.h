@@ -148,7 +148,10 @@ class Engine::Impl {
   // The Workload a pod belongs to: its group's, or its own for a managed single pod.
   std::string PodWorkloadKey(const v1::PodObservation& pod) const;
   void IndexPod(const std::string& key, bool add);
-  void EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted);
+  // A Change for a pod: reason PodGated (first seen with the admission gate), PodUngated (the
+  // gate is gone since the last report), PodReported, or PodDeleted.
+  void EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted,
+               const char* reason = "PodReported");
   std::vector<v1::PodObservation> PodsOf(const std::string& workload_key) const;
   void FinishRestorePods();
   // Creates, finishes, gives reclaimable pods to, or releases after an eviction the Workload of

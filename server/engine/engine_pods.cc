@@ -59,13 +59,14 @@ void Engine::Impl::IndexPod(const std::string& key, bool add) {
   if (it->second.empty()) pods_of_workload_.erase(it);
 }
 
-void Engine::Impl::EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted) {
+void Engine::Impl::EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted,
+                           const char* reason) {
   Change c;
   c.revision = ++revision_;
   c.kind = v1::OBJECT_KIND_POD;
   c.key = key;
   c.type = deleted ? v1::WatchEvent::DELETED : v1::WatchEvent::MODIFIED;
-  c.reason = deleted ? "PodDeleted" : "PodReported";
+  c.reason = deleted ? "PodDeleted" : reason;
   c.pod = std::make_shared<const v1::PodObservation>(pod);
   changes_.push_back(std::move(c));
 }
@@ -145,13 +146,17 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
       continue;
     }
     if (replaces) remove(key);
+    const bool was_gated = pods_.count(key) != 0 && pods::IsGated(pods_.at(key).obs);
+    const bool is_new = pods_.count(key) == 0;
     PodEntry& entry = pods_[key];
     if (!entry.workload.empty()) IndexPod(key, /*add=*/false);
     entry.obs = std::move(pod);
     entry.workload = PodWorkloadKey(entry.obs);
     IndexPod(key, /*add=*/true);
     if (!entry.workload.empty()) touched.insert(entry.workload);
-    EmitPod(key, entry.obs, /*deleted=*/false);
+    const bool gated = pods::IsGated(entry.obs);
+    EmitPod(key, entry.obs, /*deleted=*/false,
+            is_new && gated ? "PodGated" : was_gated && !gated ? "PodUngated" : "PodReported");
     response.set_accepted(response.accepted() + 1);
   }
   for (const v1::PodDeletion& d : request.deleted()) {
