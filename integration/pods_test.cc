@@ -264,6 +264,7 @@ TEST_F(PodsTest, AFailedPodIsReplacedWithinTheSameQuota) {
   pods_.at("b").set_phase(v1::POD_PHASE_FAILED);
   pods_.at("b").set_resource_version(++rv_);
   Report({"b"});
+  EXPECT_EQ(Condition("g", "WaitingForReplacementPods"), "True/PodsFailed");
   NewMember("b2", "g", 2);  // the user's controller sends a replacement
   Report({"b2"});
   Cycles();
@@ -271,6 +272,7 @@ TEST_F(PodsTest, AFailedPodIsReplacedWithinTheSameQuota) {
   const std::vector<std::string> done = ApplyDirectives();
   EXPECT_THAT(done, ::testing::Contains("UNGATE b2"));
   EXPECT_THAT(done, ::testing::Contains("REMOVE_FINALIZER b"));
+  EXPECT_EQ(Condition("g", "WaitingForReplacementPods"), "False/PodsReady");
 }
 
 TEST_F(PodsTest, AnUnretriableGroupFinishesWhenItsPodsStop) {

@@ -247,6 +247,15 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
         kept.push_back(p);
       }
     }
+    // §14.7: whether the group waits for replacements of failed pods.
+    const pods::ConditionUpdate waiting =
+        pods::WaitingForReplacementPodsCondition(wl, match->absent_pods, now);
+    if (waiting.updated && waiting.condition.has_value()) {
+      const v1::Condition& c = *waiting.condition;
+      if (SetCondition(&wl, c.type(), c.status() == "True", c.reason(), c.message(), now)) {
+        EmitWorkload(entry, v1::WatchEvent::MODIFIED, c.type(), c.message());
+      }
+    }
   }
   const pods::FinishedState finished =
       is_group ? pods::GroupFinished(kept, options) : pods::SinglePodFinished(pods.front());
