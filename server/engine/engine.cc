@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -100,7 +101,9 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
 }
 
 std::vector<Change> Engine::Impl::TakeChanges() {
-  std::map<std::string, std::shared_ptr<const v1::Workload>> snapshots;
+  // Keyed by views of the Changes' own keys (changes_ outlives the map): no key copies.
+  absl::flat_hash_map<absl::string_view, std::shared_ptr<const v1::Workload>> snapshots;
+  snapshots.reserve(changes_.size());
   for (const Change& c : changes_) {
     if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) snapshots[c.key] = c.workload;
   }
@@ -239,6 +242,9 @@ absl::Status Engine::DeleteWorkload(const v1::DeleteWorkloadRequest& request, ab
 }
 absl::StatusOr<v1::Workload> Engine::GetWorkload(const v1::GetWorkloadRequest& request) const {
   return impl_->GetWorkload(request);
+}
+const v1::Workload* Engine::FindWorkload(const std::string& ns, const std::string& name) const {
+  return impl_->PeekWorkload(ns, name);
 }
 absl::StatusOr<v1::ListWorkloadsResponse> Engine::ListWorkloads(
     const v1::ListWorkloadsRequest& request) const {
