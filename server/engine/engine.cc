@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -101,9 +100,7 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
 }
 
 std::vector<Change> Engine::Impl::TakeChanges() {
-  // Keyed by views of the Changes' own keys (changes_ outlives the map): no key copies.
-  absl::flat_hash_map<absl::string_view, std::shared_ptr<const v1::Workload>> snapshots;
-  snapshots.reserve(changes_.size());
+  std::map<std::string, std::shared_ptr<const v1::Workload>> snapshots;
   for (const Change& c : changes_) {
     if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) snapshots[c.key] = c.workload;
   }
