@@ -1,5 +1,6 @@
 // The public API end to end, in process: a real AdmitdServer on port 0 with its RocksDB store in
 // a temporary directory, called through generated gRPC stubs.
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,9 @@ std::string FreshDir(const std::string& name) {
   static int counter = 0;
   std::string dir = absl::StrCat(::testing::TempDir(), "/api_test_", getpid(), "_", counter++, "_",
                                  name);
+  // A directory left by an earlier run whose process had the same pid would otherwise be
+  // recovered as this test's starting state.
+  std::filesystem::remove_all(dir);
   return dir;
 }
 

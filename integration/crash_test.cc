@@ -1,6 +1,8 @@
 // The real admitd binary, killed with SIGKILL in the middle of a burst of concurrent Submits:
 // after a restart every acknowledged workload is there, and the quota usage is exactly the sum of
 // the admitted workloads' usage.
+#include <filesystem>
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -24,8 +26,11 @@ namespace {
 using testing::Client;
 using testing::Process;
 
-std::string DataDir() {
-  return absl::StrCat(::testing::TempDir(), "/crash_test_", getpid());
+// A fresh directory per call (a reused pid must not find an old store).
+std::string DataDir(const std::string& suffix = "") {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/crash_test_", getpid(), suffix);
+  std::filesystem::remove_all(dir);
+  return dir;
 }
 
 void Apply(Client& client, const v1::ApplyRequest& req) {
@@ -217,7 +222,7 @@ void CheckSlices(Client& client, const std::map<std::string, int>& acked_count) 
 }
 
 TEST(CrashTest, ResizesRacingWithSigkillKeepOneAdmittedSlicePerJob) {
-  const std::string dir = DataDir() + "_elastic";
+  const std::string dir = DataDir("_elastic");
   auto first = Process::Start(ADMITD_BINARY, dir, {});
   ASSERT_TRUE(first.ok()) << first.status();
   std::unique_ptr<Process> process = *std::move(first);
@@ -322,7 +327,7 @@ TEST(CrashTest, ResizesRacingWithSigkillKeepOneAdmittedSlicePerJob) {
 }
 
 TEST(CrashTest, SecondInstanceOnTheSameDataDirIsRefused) {
-  const std::string dir = DataDir() + "_lock";
+  const std::string dir = DataDir("_lock");
   auto first = Process::Start(ADMITD_BINARY, dir, {});
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = Process::Start(ADMITD_BINARY, dir, {}, absl::Seconds(10));

@@ -1,6 +1,8 @@
 // Elastic workloads (KEP-77, §13 of the semantics) through the public API: Resize, workload
 // slices, sticky flavors, replacement in one change set, and the classic path with the gate off.
 // A real AdmitdServer with --manual-scheduling, stepped with RunSchedulingCycles.
+#include <filesystem>
+
 #include <map>
 #include <set>
 #include <string>
@@ -73,6 +75,7 @@ class ElasticTest : public ::testing::Test {
     static int counter = 0;
     if (!same_data_dir) {
       data_dir_ = absl::StrCat(::testing::TempDir(), "/elastic_test_", getpid(), "_", counter++);
+      std::filesystem::remove_all(data_dir_);  // a reused pid must not find an old store
     }
     Config config;
     config.listen = "127.0.0.1:0";

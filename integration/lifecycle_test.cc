@@ -1,6 +1,8 @@
 // A workload's life after its reservation, through the public API: admission checks,
 // deactivation, requeue backoff and the maximum execution time. A real AdmitdServer with
 // --manual-scheduling and --manual-clock, stepped with RunSchedulingCycles(advance_clock_seconds).
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "integration/fixtures.h"
@@ -25,6 +27,7 @@ class LifecycleTest : public ::testing::Test {
     config_.listen = "127.0.0.1:0";
     config_.data_dir =
         absl::StrCat(::testing::TempDir(), "/lifecycle_test_", getpid(), "_", counter++);
+    std::filesystem::remove_all(config_.data_dir);  // a reused pid must not find an old store
     config_.manual_scheduling = true;
     config_.manual_clock = true;
     Start();

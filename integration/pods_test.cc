@@ -1,6 +1,8 @@
 // Plain pods and pod groups through the public API (KEP-976's test plan, KEP-6143's): a real
 // AdmitdServer with --manual-scheduling, a "shim" that reports pods with PodService.ReportPods
 // and applies the directives it gets back.
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "admitd/v1/pod_service.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -27,6 +29,7 @@ class PodsTest : public ::testing::TestWithParam<bool> {
     static int counter = 0;
     config_.listen = "127.0.0.1:0";
     config_.data_dir = absl::StrCat(::testing::TempDir(), "/pods_test_", getpid(), "_", counter++);
+    std::filesystem::remove_all(config_.data_dir);  // a reused pid must not find an old store
     config_.manual_scheduling = true;
     Start();
     Apply(testing::Flavor("default"));

@@ -1,5 +1,7 @@
 // Kueue's admission semantics through the public API: a real AdmitdServer with
 // --manual-scheduling, stepped one scheduling cycle at a time with RunSchedulingCycles.
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "integration/fixtures.h"
@@ -18,6 +20,7 @@ class SemanticsTest : public ::testing::Test {
     config.listen = "127.0.0.1:0";
     config.data_dir =
         absl::StrCat(::testing::TempDir(), "/semantics_test_", getpid(), "_", counter++);
+    std::filesystem::remove_all(config.data_dir);  // a reused pid must not find an old store
     config.manual_scheduling = true;
     auto server = AdmitdServer::Start(config);
     ASSERT_TRUE(server.ok()) << server.status();

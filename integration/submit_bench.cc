@@ -181,6 +181,8 @@ void Run(const Args& args) {
 }  // namespace admitd
 
 int main(int argc, char** argv) {
+  // As in the admitd binary (server/main.cc): no Mutex deadlock detection on the serving path.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   admitd::Args args;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];

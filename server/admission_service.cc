@@ -27,13 +27,14 @@ absl::Status CheckName(const std::string& ns, const std::string& name) {
 }
 
 // Replaces the workload in a response with its state after the batch's scheduling cycles.
+// A workload the cycles did not touch (same resource_version) is left as it is: copying it again
+// would only cost time.
 template <typename Response>
 void Refresh(engine::Engine& e, Response* resp) {
-  v1::GetWorkloadRequest get;
-  get.set_namespace_(resp->workload().metadata().namespace_());
-  get.set_name(resp->workload().metadata().name());
-  if (absl::StatusOr<v1::Workload> now = e.GetWorkload(get); now.ok()) {
-    *resp->mutable_workload() = *std::move(now);
+  const v1::ObjectMeta& meta = resp->workload().metadata();
+  const v1::Workload* now = e.FindWorkload(meta.namespace_(), meta.name());
+  if (now != nullptr && now->metadata().resource_version() != meta.resource_version()) {
+    *resp->mutable_workload() = *now;
   }
 }
 

@@ -49,6 +49,40 @@ void AppendLengthDelimited(int field, const std::string& bytes, std::string* out
   out->append(bytes);
 }
 
+// A watch event that borrows its object from the engine's immutable snapshot instead of owning
+// a copy of it: copying a Workload (and later destroying the copy) was a large share of each
+// commit. The snapshot is kept alive by `object`; the event's oneof field only points at it and
+// is let go of before the event is destroyed, so protobuf never frees or mutates it. Readers see
+// an ordinary `const v1::WatchEvent` through the aliasing shared_ptr below.
+struct BorrowedEvent {
+  std::shared_ptr<const void> object;
+  v1::WatchEvent event;
+
+  ~BorrowedEvent() {
+    if (event.has_workload()) {
+      event.unsafe_arena_release_workload();
+    } else if (event.has_queue_object()) {
+      event.unsafe_arena_release_queue_object();
+    }
+  }
+};
+
+// `header` holds the event's own fields; the object comes from `change` without a copy.
+EventPtr MakeEvent(const engine::Change& change, v1::WatchEvent header) {
+  auto holder = std::make_shared<BorrowedEvent>();
+  holder->event = std::move(header);
+  if (change.workload) {
+    holder->object = change.workload;
+    holder->event.unsafe_arena_set_allocated_workload(
+        const_cast<v1::Workload*>(change.workload.get()));
+  } else {
+    holder->object = change.queue_object;
+    holder->event.unsafe_arena_set_allocated_queue_object(
+        const_cast<v1::QueueObject*>(change.queue_object.get()));
+  }
+  return EventPtr(holder, &holder->event);
+}
+
 }  // namespace
 
 Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
@@ -327,12 +361,14 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
   // An object changed several times in one batch is written, logged and published once, in its
   // last state: the intermediate states were never visible to anyone, and watchers only ever see
   // committed states. ADDED stays ADDED (the object is new to watchers), whatever came after.
-  absl::flat_hash_map<std::string, size_t> last_of;
+  // Keyed by (kind, view of the Change's key): `changes` outlives the map, so no key is copied.
+  absl::flat_hash_map<std::pair<int, absl::string_view>, size_t> last_of;
+  last_of.reserve(changes.size());
   std::vector<bool> added(changes.size(), false);
   for (size_t i = 0; i < changes.size(); ++i) {
     const engine::Change& change = changes[i];
-    auto [it, inserted] =
-        last_of.try_emplace(absl::StrCat(static_cast<int>(change.kind), ":", change.key), i);
+    auto [it, inserted] = last_of.try_emplace(
+        std::make_pair(static_cast<int>(change.kind), absl::string_view(change.key)), i);
     if (!inserted) {
       added[i] = added[it->second] || changes[it->second].type == v1::WatchEvent::ADDED;
       it->second = i;
@@ -347,6 +383,11 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
   batch.revision = changes.back().revision;
   batch.events.reserve(kept.size());
   batch.writes.reserve(kept.size());
+  // The event headers, kept for the hub's events once the batch is durable.
+  std::vector<v1::WatchEvent> headers;
+  std::vector<size_t> evented;  // the change each header belongs to (pods have none)
+  headers.reserve(kept.size());
+  evented.reserve(kept.size());
   for (size_t index : kept) {
     const engine::Change& change = changes[index];
     store::ObjectWrite write;
@@ -376,28 +417,16 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
     batch.events.push_back({change.revision, std::move(event)});
     if (!write.deleted) write.value = std::move(object);
     batch.writes.push_back(std::move(write));
+    headers.push_back(std::move(header));
+    evented.push_back(index);
   }
   absl::Status status = store_->Commit(batch);
   if (status.ok() && hub_ != nullptr) {
     hub_->Publish(batch.revision, [&] {
-      std::vector<std::shared_ptr<const v1::WatchEvent>> events;
+      std::vector<EventPtr> events;
       events.reserve(kept.size());
-      for (size_t index : kept) {
-        const engine::Change& change = changes[index];
-        if (change.pod) continue;
-        auto event = std::make_shared<v1::WatchEvent>();
-        event->set_revision(change.revision);
-        event->set_commit_revision(batch.revision);
-        event->set_type(EventType(change, added[index]));
-        event->set_kind(change.kind);
-        event->set_reason(change.reason);
-        event->set_message(change.message);
-        if (change.workload) {
-          *event->mutable_workload() = *change.workload;
-        } else {
-          *event->mutable_queue_object() = *change.queue_object;
-        }
-        events.push_back(std::move(event));
+      for (size_t i = 0; i < headers.size(); ++i) {
+        events.push_back(MakeEvent(changes[evented[i]], std::move(headers[i])));
       }
       return events;
     });

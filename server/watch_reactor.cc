@@ -87,6 +87,10 @@ bool WatchReactor::LoadReplay(absl::Status* error) {
 void WatchReactor::Pump() {
   // Decide under the lock, act outside it: gRPC may run OnWriteDone inline from StartWrite.
   const v1::WatchEvent* to_write = nullptr;
+  // More events already queued behind this one: let gRPC buffer it instead of flushing it to
+  // the socket on its own, so a commit's events leave in one write rather than one each. The
+  // last queued event is written without the hint, which flushes everything before it.
+  bool more_queued = false;
   std::optional<grpc::Status> to_finish;
   {
     absl::MutexLock lock(&mu_);
@@ -125,13 +129,15 @@ void WatchReactor::Pump() {
         pending_.pop_front();
         writing_ = true;
         to_write = in_flight_.get();
+        more_queued = !pending_.empty();
       }
     }
   }
   if (to_finish) {
     Finish(*to_finish);
   } else if (to_write != nullptr) {
-    StartWrite(to_write);
+    StartWrite(to_write, more_queued ? grpc::WriteOptions().set_buffer_hint()
+                                     : grpc::WriteOptions());
   }
 }
 

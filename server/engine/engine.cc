@@ -254,6 +254,9 @@ absl::Status Engine::DeleteWorkload(const v1::DeleteWorkloadRequest& request, ab
 absl::StatusOr<v1::Workload> Engine::GetWorkload(const v1::GetWorkloadRequest& request) const {
   return impl_->GetWorkload(request);
 }
+const v1::Workload* Engine::FindWorkload(const std::string& ns, const std::string& name) const {
+  return impl_->PeekWorkload(ns, name);
+}
 absl::StatusOr<v1::ListWorkloadsResponse> Engine::ListWorkloads(
     const v1::ListWorkloadsRequest& request) const {
   return impl_->ListWorkloads(request);

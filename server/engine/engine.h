@@ -130,6 +130,8 @@ class Engine {
   // counts or pod sets that are not the workload's, NOT_FOUND for an unknown job or workload.
   absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request, absl::Time now);
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
+  // The workload itself without a copy, or null; valid until the engine next changes.
+  const v1::Workload* FindWorkload(const std::string& ns, const std::string& name) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;
   // Where a workload stands (AdmitResponse without waiting). With dry_run, also what the next

@@ -93,6 +93,7 @@ class Engine::Impl {
                                                         absl::Time now);
   absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
+  const v1::Workload* PeekWorkload(const std::string& ns, const std::string& name) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;
   absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);

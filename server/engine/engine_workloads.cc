@@ -530,6 +530,12 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
   return entry->object;
 }
 
+const v1::Workload* Engine::Impl::PeekWorkload(const std::string& ns,
+                                               const std::string& name) const {
+  const WorkloadEntry* entry = FindWorkload(ns, name);
+  return entry == nullptr ? nullptr : &entry->object;
+}
+
 absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
     const v1::ListWorkloadsRequest& request) const {
   Violations violations;
