@@ -188,6 +188,29 @@ TEST_F(PodsTest, ASinglePodIsQueuedAdmittedAndFinished) {
   EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("REMOVE_FINALIZER p"));
 }
 
+TEST_F(PodsTest, DirectivesStreamToTheShimOfTheirCluster) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::WatchRequest req;
+  req.add_kinds(v1::OBJECT_KIND_POD_DIRECTIVE);
+  req.set_cluster("c1");
+  auto reader = client_->admission->Watch(&ctx, req);
+  v1::WatchEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  ASSERT_EQ(event.type(), v1::WatchEvent::SYNCED);
+  NewPod("p");
+  Report({"p"});
+  Cycles();
+  // The commit that admitted the pod's Workload sends its UNGATE; nothing else reaches this
+  // stream (no workload events: it asked for directives of c1 only).
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.kind(), v1::OBJECT_KIND_POD_DIRECTIVE);
+  EXPECT_EQ(event.directive().action(), v1::PodDirective::UNGATE);
+  EXPECT_EQ(event.directive().pod().name(), "p");
+  EXPECT_EQ(event.directive().pod().cluster(), "c1");
+  ctx.TryCancel();
+}
+
 TEST_F(PodsTest, AGroupCreatedBeforehandIsAdmittedWholeAndSurvivesARestart) {
   NewMember("a", "g", 2);
   NewMember("b", "g", 2);

@@ -276,6 +276,7 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   }
   Pending pending;
   pending.changes = engine_->TakeChanges();
+  pending.directives = engine_->TakeDirectiveUpdates(now);
   const absl::Time t2 = absl::Now();
   if (health_now.ok()) {
     for (Command& cmd : batch) {
@@ -315,7 +316,7 @@ void Sequencer::RunCommitter() {
     absl::Status commit = pending.refused;
     if (commit.ok()) commit = health();  // an earlier batch of the pipeline may have failed
     if (commit.ok() && !pending.changes.empty()) {
-      commit = Commit(pending.changes);
+      commit = Commit(pending.changes, pending.directives);
       if (!commit.ok()) {
         ADMITD_LOG(kError, "commit failed; refusing further commands until restart",
                    {{"error", commit.ToString()}});
@@ -357,7 +358,8 @@ void Sequencer::RunCommitter() {
   }
 }
 
-absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
+absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
+                               const std::vector<v1::PodDirective>& directives) {
   // An object changed several times in one batch is written, logged and published once, in its
   // last state: the intermediate states were never visible to anyone, and watchers only ever see
   // committed states. ADDED stays ADDED (the object is new to watchers), whatever came after.
@@ -427,6 +429,17 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes) {
       events.reserve(kept.size());
       for (size_t i = 0; i < headers.size(); ++i) {
         events.push_back(MakeEvent(changes[evented[i]], std::move(headers[i])));
+      }
+      // Directives are live only: they carry the commit's revision and are not logged.
+      for (const v1::PodDirective& d : directives) {
+        auto event = std::make_shared<v1::WatchEvent>();
+        event->set_revision(batch.revision);
+        event->set_commit_revision(batch.revision);
+        event->set_type(v1::WatchEvent::MODIFIED);
+        event->set_kind(v1::OBJECT_KIND_POD_DIRECTIVE);
+        event->set_reason(v1::PodDirective::Action_Name(d.action()));
+        *event->mutable_directive() = d;
+        events.push_back(std::move(event));
       }
       return events;
     });

@@ -127,6 +127,7 @@ class Sequencer {
   // One applied batch on its way to disk.
   struct Pending {
     std::vector<engine::Change> changes;
+    std::vector<v1::PodDirective> directives;  // published with the batch's events
     std::vector<Command> commands;
     absl::Status refused;  // not OK: commit nothing, answer this
   };
@@ -136,7 +137,8 @@ class Sequencer {
   // Applies and schedules one batch (possibly empty: then it only cycles) and hands it to the
   // committer.
   void ProcessBatch(std::vector<Command>& batch);
-  absl::Status Commit(const std::vector<engine::Change>& changes);
+  absl::Status Commit(const std::vector<engine::Change>& changes,
+                      const std::vector<v1::PodDirective>& directives);
   void NotifyWaiters(const std::vector<engine::Change>& changes, absl::Time now);
 
   // Constant after construction.

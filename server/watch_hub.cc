@@ -12,11 +12,19 @@ WatchFilter WatchFilter::From(const v1::WatchRequest& request) {
   for (int kind : request.kinds()) filter.kinds.insert(static_cast<v1::ObjectKind>(kind));
   filter.namespace_ = request.namespace_();
   filter.cluster_queue = request.cluster_queue();
+  filter.cluster = request.cluster();
   return filter;
 }
 
 bool WatchFilter::Matches(const v1::WatchEvent& event) const {
   if (event.type() == v1::WatchEvent::SYNCED) return true;
+  if (event.has_directive()) {
+    // Only to a watch that asks for directives, and then of its cluster.
+    if (kinds.count(v1::OBJECT_KIND_POD_DIRECTIVE) == 0) return false;
+    if (!cluster.empty() && event.directive().pod().cluster() != cluster) return false;
+    return namespace_.empty() || event.directive().pod().namespace_() == namespace_;
+  }
+  if (!cluster.empty()) return false;  // a cluster's watch gets its directives only
   if (!kinds.empty() && kinds.count(event.kind()) == 0) return false;
   if (!namespace_.empty()) {
     const v1::ObjectMeta* meta = nullptr;

@@ -30,6 +30,7 @@ struct WatchFilter {
   std::set<v1::ObjectKind> kinds;
   std::string namespace_;
   std::string cluster_queue;
+  std::string cluster;  // pod directives of this cluster only
 
   static WatchFilter From(const v1::WatchRequest& request);
   bool Matches(const v1::WatchEvent& event) const;

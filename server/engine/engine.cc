@@ -86,6 +86,9 @@ google::protobuf::Timestamp ToProtoTime(absl::Time t) {
 void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
                                 const std::string& reason, const std::string& message) {
   entry.object.mutable_metadata()->set_resource_version(++revision_);
+  if (entry.object.metadata().labels().count(kPodClusterLabel) != 0) {
+    dirty_pod_workloads_.insert(entry.key());
+  }
   Change c;
   c.revision = revision_;
   c.kind = v1::OBJECT_KIND_WORKLOAD;
@@ -213,6 +216,9 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::ReportPods(const v1::ReportPodsRe
 void Engine::AddDirectivesFor(const v1::ReportPodsRequest& request, absl::Time now,
                               v1::ReportPodsResponse* response) const {
   impl_->AddDirectivesFor(request, now, response);
+}
+std::vector<v1::PodDirective> Engine::TakeDirectiveUpdates(absl::Time now) {
+  return impl_->TakeDirectiveUpdates(now);
 }
 v1::ListDirectivesResponse Engine::ListDirectives(const v1::ListDirectivesRequest& request,
                                                   absl::Time now) const {

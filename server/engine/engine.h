@@ -126,6 +126,9 @@ class Engine {
                         v1::ReportPodsResponse* response) const;
   v1::ListDirectivesResponse ListDirectives(const v1::ListDirectivesRequest& request,
                                             absl::Time now) const;
+  // Every outstanding directive of the pod Workloads changed since the last call (or whose pods
+  // were reported), for the watch stream; call once per batch, after TakeChanges.
+  std::vector<v1::PodDirective> TakeDirectiveUpdates(absl::Time now);
   // Changes the pod counts of a job's workload (see the proto). INVALID_ARGUMENT for bad
   // counts or pod sets that are not the workload's, NOT_FOUND for an unknown job or workload.
   absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request, absl::Time now);

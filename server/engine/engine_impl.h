@@ -105,6 +105,7 @@ class Engine::Impl {
                         v1::ReportPodsResponse* response) const;
   v1::ListDirectivesResponse ListDirectives(const v1::ListDirectivesRequest& request,
                                             absl::Time now) const;
+  std::vector<v1::PodDirective> TakeDirectiveUpdates(absl::Time now);
   // A timer armed for a pod workload (key "pod:<ns/name>"): reconciles it. False for others.
   bool TickPodTimer(const std::string& timer_key, absl::Time now);
   absl::Status Restore(const v1::QueueObject& object);
@@ -294,6 +295,8 @@ class Engine::Impl {
   // Reported pods by "cluster/namespace/name", and pod keys by the Workload they make up.
   std::map<std::string, PodEntry> pods_;
   std::map<std::string, std::set<std::string>> pods_of_workload_;
+  // Pod workloads changed since the last TakeDirectiveUpdates: their directives are published.
+  std::set<std::string> dirty_pod_workloads_;
   // Pod workloads evicted during the running cycle, reconciled when it ends.
   std::set<std::string> evicted_pod_workloads_;
   bool in_cycle_ = false;

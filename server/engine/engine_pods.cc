@@ -4,6 +4,7 @@
 // rules of server/pods/. Directives to the shim are derived from the pods and the Workload, never
 // stored: what the shim has not done yet is what its pods still say.
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -178,6 +179,7 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
     for (const std::string& key : gone) remove(key);
   }
   for (const std::string& workload_key : touched) {
+    dirty_pod_workloads_.insert(workload_key);
     for (const std::string& message : ReconcilePodWorkload(workload_key, now)) {
       const size_t slash = workload_key.find('/');
       error(workload_key.substr(0, slash), workload_key.substr(slash + 1), message);
@@ -425,6 +427,14 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
       }
     }
     out.push_back(pods::UngateDirective(*p, info, rev));
+  }
+  return out;
+}
+
+std::vector<v1::PodDirective> Engine::Impl::TakeDirectiveUpdates(absl::Time now) {
+  std::vector<v1::PodDirective> out;
+  for (const std::string& key : std::exchange(dirty_pod_workloads_, {})) {
+    for (v1::PodDirective& d : PodDirectivesFor(key, now)) out.push_back(std::move(d));
   }
   return out;
 }
