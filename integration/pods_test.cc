@@ -321,6 +321,43 @@ TEST_F(PodsTest, AnUnretriableGroupFinishesWhenItsPodsStop) {
   }
 }
 
+TEST_F(PodsTest, APreemptedGroupResumesWithReplacementPods) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  Report({"a", "b"});
+  Cycles();
+  ApplyDirectives();
+  v1::PodObservation& urgent = NewPod("urgent", "2");
+  urgent.mutable_spec()->set_priority(100);
+  Report({"urgent"});
+  Cycles();
+  ApplyDirectives();  // DELETE a, b
+  // The pods are gone from the cluster; the urgent pod runs and ends.
+  v1::ReportPodsRequest gone;
+  gone.set_cluster("c1");
+  for (const char* n : {"a", "b"}) {
+    v1::PodDeletion* d = gone.add_deleted();
+    d->set_namespace_("ns");
+    d->set_name(n);
+  }
+  grpc::ClientContext ctx;
+  v1::ReportPodsResponse out;
+  ASSERT_TRUE(pods_stub_->ReportPods(&ctx, gone, &out).ok());
+  EXPECT_EQ(Get("g").metadata().name(), "");  // no pod left: no Workload
+  pods_.at("urgent").set_phase(v1::POD_PHASE_SUCCEEDED);
+  pods_.at("urgent").set_resource_version(++rv_);
+  Report({"urgent"});
+  // The user's controller sends the group again: it is admitted and its pods ungated.
+  pods_.erase("a");
+  pods_.erase("b");
+  NewMember("a2", "g", 2);
+  NewMember("b2", "g", 2);
+  Report({"a2", "b2"});
+  Cycles();
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");
+  EXPECT_THAT(ApplyDirectives(), ::testing::IsSupersetOf({"UNGATE a2", "UNGATE b2"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
 
 TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
