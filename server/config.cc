@@ -16,7 +16,7 @@ const char kUsage[] =
     "              [--manual-scheduling] [--manual-clock] [--log-level debug|info|warning|error]\n"
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
-    "              [--pod-group-max-roles N]\n"
+    "              [--pod-group-max-roles N] [--pod-unmanaged-namespaces NS,NS]\n"
     "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
     "              [--feature-gates Name=true,Other=false]\n";
 
@@ -91,6 +91,10 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
       } else if (key == "requeuingBackoffLimitCount") {
         config->backoff_limit_count = value.as<int64_t>();
         if (config->backoff_limit_count < 0) return Bad(where, "must not be negative");
+      } else if (key == "podUnmanagedNamespaces") {
+        if (!value.IsSequence()) return Bad(where, "must be a list of namespace names");
+        config->pod_unmanaged_namespaces.clear();
+        for (const auto& ns : value) config->pod_unmanaged_namespaces.push_back(ns.as<std::string>());
       } else if (key == "podGroupMaxRoles") {
         config->pod_group_max_roles = value.as<int64_t>();
         if (config->pod_group_max_roles < 1 || config->pod_group_max_roles > 18) {
@@ -119,7 +123,7 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, podGroupMaxRoles, "
+        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, "
                           "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
                           "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
                           "sync, featureGates)");
@@ -191,6 +195,9 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       (flag == "--requeuing-backoff-base-seconds"  ? config.backoff_base_seconds
        : flag == "--requeuing-backoff-max-seconds" ? config.backoff_max_seconds
                                                    : config.backoff_limit_count) = n;
+    } else if (flag == "--pod-unmanaged-namespaces") {
+      if (auto s = next(&v); !s.ok()) return s;
+      config.pod_unmanaged_namespaces = absl::StrSplit(v, ',', absl::SkipEmpty());
     } else if (flag == "--pod-group-max-roles") {
       if (auto s = next(&v); !s.ok()) return s;
       int64_t n;

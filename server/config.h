@@ -44,6 +44,9 @@ struct Config {
   int64_t slice_history_limit = 5;
   // Distinct roles (pod templates) allowed in one pod group: 8 as KEP-976 says, up to 18.
   int64_t pod_group_max_roles = 8;
+  // Namespaces whose pods are never managed (Kueue's managedJobsNamespaceSelector default
+  // excludes kube-system and its own namespace).
+  std::vector<std::string> pod_unmanaged_namespaces = {"kube-system", "admitd-system"};
   std::string log_level = "info";
   uint64_t event_retention = 100000;
   absl::Duration sync_delay = absl::ZeroDuration();

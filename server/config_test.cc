@@ -128,5 +128,37 @@ TEST(ConfigTest, RequeuingBackoffFromFlagsAndFile) {
   EXPECT_EQ(file->backoff_limit_count, 0);
 }
 
+TEST(ConfigTest, PodAndSliceSettingsFromFlagsAndFile) {
+  bool help;
+  absl::StatusOr<Config> defaults = ParseConfig({}, &help);
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->pod_group_max_roles, 8);
+  EXPECT_EQ(defaults->slice_history_limit, 5);
+  EXPECT_EQ(defaults->pod_unmanaged_namespaces,
+            (std::vector<std::string>{"kube-system", "admitd-system"}));
+  absl::StatusOr<Config> flags =
+      ParseConfig({"--pod-group-max-roles", "18", "--pod-unmanaged-namespaces", "a,b",
+                   "--slice-history-limit", "0", "--metrics-listen", "127.0.0.1:9090"},
+                  &help);
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->pod_group_max_roles, 18);
+  EXPECT_EQ(flags->pod_unmanaged_namespaces, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(flags->slice_history_limit, 0);
+  EXPECT_EQ(flags->metrics_listen, "127.0.0.1:9090");
+  EXPECT_FALSE(ParseConfig({"--pod-group-max-roles", "19"}, &help).ok());
+  EXPECT_FALSE(ParseConfig({"--slice-history-limit", "-1"}, &help).ok());
+  const std::string path = WriteFile("pods.yaml",
+                                     "podGroupMaxRoles: 4\n"
+                                     "podUnmanagedNamespaces: [ops]\n"
+                                     "sliceHistoryLimit: 2\n"
+                                     "metricsListen: 0.0.0.0:9100\n");
+  absl::StatusOr<Config> file = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->pod_group_max_roles, 4);
+  EXPECT_EQ(file->pod_unmanaged_namespaces, (std::vector<std::string>{"ops"}));
+  EXPECT_EQ(file->slice_history_limit, 2);
+  EXPECT_EQ(file->metrics_listen, "0.0.0.0:9100");
+}
+
 }  // namespace
 }  // namespace admitd

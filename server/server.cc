@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   engine_options.backoff_limit_count = static_cast<int>(config.backoff_limit_count);
   engine_options.slice_history_limit = static_cast<int>(config.slice_history_limit);
   engine_options.pod_group_max_roles = static_cast<int>(config.pod_group_max_roles);
+  engine_options.pod_unmanaged_namespaces = config.pod_unmanaged_namespaces;
   for (const char* gate : {"PodIntegrationFastQuotaRelease", "FastQuotaReleaseInPodIntegration"}) {
     if (auto it = config.feature_gates.find(gate); it != config.feature_gates.end()) {
       engine_options.pod_fast_quota_release = it->second;

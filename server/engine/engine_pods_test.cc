@@ -234,5 +234,16 @@ TEST_F(EnginePodsTest, AMixedGroupWithARunningPodHoldsItsQuota) {
   EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_EVICTED);
 }
 
+TEST_F(EnginePodsTest, PodsOfUnmanagedNamespacesAreNotQueued) {
+  v1::PodObservation p = Pod("sys");
+  p.set_namespace_("kube-system");
+  Report({p});
+  v1::GetWorkloadRequest req;
+  req.set_namespace_("kube-system");
+  req.set_name(pods::SinglePodWorkloadName("sys", "sys-uid"));
+  EXPECT_FALSE(engine_->GetWorkload(req).ok());
+  EXPECT_TRUE(Directives().empty());
+}
+
 }  // namespace
 }  // namespace admitd::engine
