@@ -10,16 +10,71 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/pods/pod_internal.h"
 #include "server/pods/role_hash.h"
 
 namespace admitd::pods {
-namespace {
 
-using v1::PodObservation;
-
-absl::Time ToTime(const google::protobuf::Timestamp& ts) {
+absl::Time internal::ToTime(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
 }
+
+void internal::SortByName(std::vector<v1::PodObservation>* pods) {
+  std::stable_sort(pods->begin(), pods->end(),
+                   [](const v1::PodObservation& a, const v1::PodObservation& b) {
+                     if (a.name() != b.name()) return a.name() < b.name();
+                     return a.uid() < b.uid();
+                   });
+}
+
+std::string internal::Label(const v1::PodObservation& pod, const char* key) {
+  auto it = pod.labels().find(key);
+  return it == pod.labels().end() ? std::string() : it->second;
+}
+
+std::string internal::Annotation(const v1::PodObservation& pod, const char* key) {
+  auto it = pod.annotations().find(key);
+  return it == pod.annotations().end() ? std::string() : it->second;
+}
+
+bool internal::HasAnnotation(const v1::PodObservation& pod, const char* key) {
+  return pod.annotations().find(key) != pod.annotations().end();
+}
+
+// Go's %q for the ASCII strings annotation values usually are.
+std::string internal::GoQuote(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string internal::LabelPath(const char* key) { return absl::StrCat("metadata.labels[", key, "]"); }
+std::string internal::AnnotationPath(const char* key) { return absl::StrCat("metadata.annotations[", key, "]"); }
+
+std::string internal::GroupNamePath(const v1::PodObservation& pod, const PodOptions& options) {
+  if (options.workload_identifier_annotations && !Annotation(pod, kGroupNameAnnotation).empty()) {
+    return AnnotationPath(kGroupNameAnnotation);
+  }
+  return LabelPath(kGroupNameLabel);
+}
+
+namespace {
+
+using internal::Annotation;
+using internal::AnnotationPath;
+using internal::GoQuote;
+using internal::GroupNamePath;
+using internal::HasAnnotation;
+using internal::Label;
+using internal::LabelPath;
+using internal::SortByName;
+using internal::ToTime;
+using v1::PodObservation;
+
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   google::protobuf::Timestamp ts;
@@ -33,38 +88,10 @@ google::protobuf::Timestamp ToProto(absl::Time t) {
   return ts;
 }
 
-std::string Label(const PodObservation& pod, const char* key) {
-  auto it = pod.labels().find(key);
-  return it == pod.labels().end() ? std::string() : it->second;
-}
 
-std::string Annotation(const PodObservation& pod, const char* key) {
-  auto it = pod.annotations().find(key);
-  return it == pod.annotations().end() ? std::string() : it->second;
-}
 
-bool HasAnnotation(const PodObservation& pod, const char* key) {
-  return pod.annotations().find(key) != pod.annotations().end();
-}
 
-// Go's %q for the ASCII strings annotation values usually are.
-std::string GoQuote(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
-}
 
-// Name order (then uid): the deterministic stand-in for the informer's list order.
-void SortByName(std::vector<PodObservation>* pods) {
-  std::stable_sort(pods->begin(), pods->end(), [](const PodObservation& a, const PodObservation& b) {
-    if (a.name() != b.name()) return a.name() < b.name();
-    return a.uid() < b.uid();
-  });
-}
 
 absl::Time Created(const PodObservation& pod) { return ToTime(pod.creation_timestamp()); }
 
@@ -145,27 +172,7 @@ std::optional<int32_t> MaxExecTime(const PodObservation& pod) {
   return seconds;
 }
 
-bool IsDNS1123Subdomain(const std::string& value, std::vector<std::string>* errs) {
-  if (value.size() > 253) errs->push_back("must be no more than 253 characters");
-  static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  if (!std::regex_match(value, kRe)) {
-    errs->push_back(
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-        "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-        "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
-  }
-  return errs->empty();
-}
 
-std::string LabelPath(const char* key) { return absl::StrCat("metadata.labels[", key, "]"); }
-std::string AnnotationPath(const char* key) { return absl::StrCat("metadata.annotations[", key, "]"); }
-
-std::string GroupNamePath(const PodObservation& pod, const PodOptions& options) {
-  if (options.workload_identifier_annotations && !Annotation(pod, kGroupNameAnnotation).empty()) {
-    return AnnotationPath(kGroupNameAnnotation);
-  }
-  return LabelPath(kGroupNameLabel);
-}
 
 // Builds the pod sets from the pods' roles (Kueue's constructGroupPodSets).
 absl::StatusOr<std::vector<v1::PodSet>> ConstructGroupPodSets(const std::vector<PodObservation>& pods) {
@@ -321,77 +328,6 @@ absl::StatusOr<int64_t> GroupTotalCount(const PodObservation& pod, const PodOpti
                                                    "': group total count should be greater than zero"));
   }
   return *total;
-}
-
-// ---- Management and validation ------------------------------------------------------------------
-
-ManagementDecision DecideManagement(const PodObservation& pod, const ManagementInput& input) {
-  ManagementDecision d;
-  if (!input.namespace_selected || input.owner_managed_by_kueue) return d;
-  d.queue_name = QueueName(pod);
-  if (d.queue_name.empty() && input.default_local_queue_exists) d.queue_name = kDefaultLocalQueueName;
-  d.managed = !d.queue_name.empty() || input.manage_jobs_without_queue_name;
-  return d;
-}
-
-std::vector<std::string> ValidatePodCreate(const PodObservation& pod, const PodOptions& options) {
-  std::vector<std::string> errs;
-  if (auto it = pod.labels().find(kManagedLabel); it != pod.labels().end() && it->second != "true") {
-    errs.push_back(absl::StrCat(LabelPath(kManagedLabel),
-                                ": Forbidden: managed label value can only be 'true'"));
-  }
-  // validatePodGroupMetadata
-  const bool has_total = HasAnnotation(pod, kGroupTotalCountAnnotation);
-  std::string detail = absl::StrCat("both the '", kGroupTotalCountAnnotation,
-                                    "' annotation and the '", kGroupNameLabel, "' label should be set");
-  if (options.workload_identifier_annotations && !Annotation(pod, kGroupNameAnnotation).empty()) {
-    detail = absl::StrCat("both the '", kGroupTotalCountAnnotation, "' annotation and the '",
-                          kGroupNameAnnotation, "' annotation should be set");
-  }
-  const std::string group = GroupName(pod, options);
-  if (group.empty()) {
-    if (has_total) {
-      errs.push_back(absl::StrCat(GroupNamePath(pod, options), ": Required value: ", detail));
-      return errs;
-    }
-  } else {
-    std::vector<std::string> name_errs;
-    if (!IsDNS1123Subdomain(group, &name_errs)) {
-      errs.push_back(absl::StrCat(GroupNamePath(pod, options), ": Invalid value: ", GoQuote(group),
-                                  ": ", absl::StrJoin(name_errs, ",")));
-    }
-    if (!has_total) {
-      errs.push_back(absl::StrCat(AnnotationPath(kGroupTotalCountAnnotation),
-                                  ": Required value: ", detail));
-      return errs;
-    }
-  }
-  if (has_total) {
-    absl::StatusOr<int64_t> total = GroupTotalCount(pod, options);
-    if (!total.ok()) {
-      errs.push_back(absl::StrCat(AnnotationPath(kGroupTotalCountAnnotation), ": Invalid value: ",
-                                  GoQuote(Annotation(pod, kGroupTotalCountAnnotation)), ": ",
-                                  total.status().message()));
-    }
-  }
-  return errs;
-}
-
-std::vector<std::string> ValidatePodUpdate(const PodObservation& old_pod, const PodObservation& new_pod,
-                                           const PodOptions& options) {
-  std::vector<std::string> errs = ValidatePodCreate(new_pod, options);
-  if (!GroupName(new_pod, options).empty() && IsUnretriable(old_pod) && !IsUnretriable(new_pod)) {
-    errs.push_back(absl::StrCat(AnnotationPath(kRetriableInGroupAnnotation),
-                                ": Forbidden: unretriable pod group can't be converted to retriable"));
-  }
-  if (std::string old_group = GroupName(old_pod, options); !old_group.empty()) {
-    std::string new_group = GroupName(new_pod, options);
-    if (new_group != old_group) {
-      errs.push_back(absl::StrCat(GroupNamePath(new_pod, options), ": Invalid value: ",
-                                  GoQuote(new_group), ": field is immutable"));
-    }
-  }
-  return errs;
 }
 
 // ---- Single pods --------------------------------------------------------------------------------
@@ -761,127 +697,6 @@ absl::StatusOr<std::vector<v1::ReclaimablePod>> ReclaimablePods(std::vector<PodO
     }
   }
   return result;
-}
-
-// ---- Quota release ------------------------------------------------------------------------------
-
-bool PodKeepsGroupActive(const PodObservation& pod, absl::Time now, bool fast_quota_release) {
-  if (pod.phase() != v1::POD_PHASE_RUNNING) return false;
-  if (!pod.has_deletion_timestamp()) return true;
-  if (fast_quota_release) return false;
-  if (pod.has_deletion_grace_period_seconds()) {
-    const absl::Time deadline =
-        ToTime(pod.deletion_timestamp()) + absl::Seconds(pod.deletion_grace_period_seconds());
-    if (now > deadline) return false;
-  }
-  return true;
-}
-
-bool GroupIsActive(const std::vector<PodObservation>& pods, absl::Time now, bool fast_quota_release) {
-  return std::any_of(pods.begin(), pods.end(), [&](const PodObservation& p) {
-    return PodKeepsGroupActive(p, now, fast_quota_release);
-  });
-}
-
-bool WorkloadIsActive(bool is_group, const std::vector<PodObservation>& pods, absl::Time now,
-                      bool fast_quota_release) {
-  return is_group && GroupIsActive(pods, now, fast_quota_release);
-}
-
-// ---- Directives ---------------------------------------------------------------------------------
-
-v1::PodRef RefOf(const PodObservation& pod) {
-  v1::PodRef ref;
-  ref.set_cluster(pod.cluster());
-  ref.set_namespace_(pod.namespace_());
-  ref.set_name(pod.name());
-  ref.set_uid(pod.uid());
-  return ref;
-}
-
-v1::PodDirective UngateDirective(const PodObservation& pod, const UngateInfo& info, int64_t revision) {
-  v1::PodDirective d;
-  d.set_action(v1::PodDirective::UNGATE);
-  *d.mutable_pod() = RefOf(pod);
-  for (const auto& [k, v] : info.node_selector) (*d.mutable_node_selector())[k] = v;
-  auto& labels = *d.mutable_labels();
-  labels[kPodSetLabel] = info.pod_set;
-  if (!info.local_queue.empty()) labels[kLocalQueueNameLabel] = info.local_queue;
-  if (!info.cluster_queue.empty()) labels[kClusterQueueNameLabel] = info.cluster_queue;
-  (*d.mutable_annotations())[kWorkloadAnnotation] = info.workload_name;
-  d.set_revision(revision);
-  return d;
-}
-
-v1::PodDirective DeleteDirective(const PodObservation& pod, int64_t revision) {
-  v1::PodDirective d;
-  d.set_action(v1::PodDirective::DELETE);
-  *d.mutable_pod() = RefOf(pod);
-  d.set_revision(revision);
-  return d;
-}
-
-v1::PodDirective RemoveFinalizerDirective(const PodObservation& pod, int64_t revision) {
-  v1::PodDirective d;
-  d.set_action(v1::PodDirective::REMOVE_FINALIZER);
-  *d.mutable_pod() = RefOf(pod);
-  d.set_revision(revision);
-  return d;
-}
-
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
-    std::vector<PodObservation> pods, const v1::Workload& workload, bool is_group) {
-  std::vector<std::pair<std::string, std::string>> out;
-  SortByName(&pods);
-  if (!is_group) {
-    if (workload.spec().pod_sets_size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid podset infos: expecting 1 pod set got ",
-                                                     workload.spec().pod_sets_size()));
-    }
-    for (const auto& pod : pods) {
-      if (IsGated(pod)) out.emplace_back(pod.name(), workload.spec().pod_sets(0).name());
-    }
-    return out;
-  }
-  for (const auto& pod : pods) {
-    if (!IsGated(pod)) continue;
-    absl::StatusOr<std::string> role = RoleHash(pod);
-    if (!role.ok()) return role.status();
-    bool found = false;
-    for (const auto& ps : workload.spec().pod_sets()) found = found || ps.name() == *role;
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid podset infos: podSetInfo with the name '", *role, "' is not found"));
-    }
-    out.emplace_back(pod.name(), *role);
-  }
-  return out;
-}
-
-std::string EvictionStopReason(absl::string_view evicted_reason) {
-  return absl::StrCat("WorkloadEvictedDueTo", evicted_reason);
-}
-
-std::vector<v1::PodDirective> StopDirectives(const std::vector<PodObservation>& pods,
-                                             absl::string_view stop_reason, absl::string_view message,
-                                             bool workload_deleted, bool is_group, int64_t revision) {
-  std::vector<PodObservation> sorted = pods;
-  SortByName(&sorted);
-  std::vector<v1::PodDirective> out;
-  for (const auto& pod : sorted) {
-    if (pod.has_deletion_timestamp()) continue;
-    if (!workload_deleted && (IsTerminated(pod) || IsGated(pod))) continue;
-    v1::PodDirective d = DeleteDirective(pod, revision);
-    d.set_termination_reason(std::string(stop_reason));
-    d.set_termination_message(std::string(message));
-    out.push_back(std::move(d));
-  }
-  if (is_group && workload_deleted) {
-    for (const auto& pod : sorted) {
-      if (HasManagedFinalizer(pod)) out.push_back(RemoveFinalizerDirective(pod, revision));
-    }
-  }
-  return out;
 }
 
 }  // namespace admitd::pods
