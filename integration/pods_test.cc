@@ -358,6 +358,23 @@ TEST_F(PodsTest, APreemptedGroupResumesWithReplacementPods) {
   EXPECT_THAT(ApplyDirectives(), ::testing::IsSupersetOf({"UNGATE a2", "UNGATE b2"}));
 }
 
+TEST_F(PodsTest, AFastAdmissionGroupIsAdmittedFromItsFirstPod) {
+  // kueue.x-k8s.io/pod-group-fast-admission: the Workload is built from the first runnable pod
+  // with the group's total count, without waiting for the other pods.
+  NewMember("driver", "g", 2);
+  (*pods_.at("driver").mutable_annotations())[pods::kGroupFastAdmissionAnnotation] = "true";
+  Report({"driver"});
+  Cycles();
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");
+  EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE driver"));
+  // A worker created later joins the admitted group and is ungated at once.
+  NewMember("w1", "g", 2);
+  (*pods_.at("w1").mutable_annotations())[pods::kGroupFastAdmissionAnnotation] = "true";
+  Report({"w1"});
+  EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE w1"));
+}
+
 INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
 
 TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
