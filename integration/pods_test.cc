@@ -375,6 +375,19 @@ TEST_F(PodsTest, AFastAdmissionGroupIsAdmittedFromItsFirstPod) {
   EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE w1"));
 }
 
+TEST_F(PodsTest, AnExcessPodAfterAdmissionIsDeleted) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  Report({"a", "b"});
+  Cycles();
+  ApplyDirectives();
+  NewMember("c", "g", 2);  // one pod too many for the admitted group
+  Report({"c"});
+  EXPECT_THAT(ApplyDirectives(), ::testing::Contains("DELETE c "));
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
 
 TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
