@@ -37,6 +37,12 @@ absl::StatusOr<std::vector<Manifest>> ParseManifests(const std::string& text,
 // Reads FILE, every *.yaml/*.yml file of a directory (sorted), or standard input for "-".
 absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::string& path);
 
+// Parses a list of pod sets written as a Workload's spec.podSets (YAML, or JSON, which is YAML),
+// as the kueue.x-k8s.io/pod-group-sets annotation holds them. A pod set without `count` has 1;
+// `template` stays unset when absent. INVALID_ARGUMENT names each bad field ("[1].count: must be
+// an integer").
+absl::StatusOr<std::vector<v1::PodSet>> ParsePodSets(const std::string& text);
+
 // Queue objects in the order they depend on each other (priority classes, flavors, cohorts,
 // ClusterQueues, LocalQueues), then workloads, each group in file order.
 void SortForApply(std::vector<Manifest>* manifests);

@@ -1,6 +1,8 @@
 // Workload manifests: pod sets and the admission-relevant part of their pod templates.
+#include "clients/manifest.h"
 #include "clients/manifest_walker.h"
 
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 
 namespace admitd::clients {
@@ -189,42 +191,47 @@ void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
          "schedulingStats", "nominatedClusterNames", "clusterName", "unhealthyNodes"});
 }
 
+static void PodSets(Walker& w, const YAML::Node& node, const std::string& path,
+             google::protobuf::RepeatedPtrField<v1::PodSet>* out) {
+  w.List(node, path, [&](const YAML::Node& psn, const std::string& psp) {
+    v1::PodSet* ps = out->Add();
+    ps->set_count(1);  // Kueue's default
+    w.Map(psn, psp,
+          {{"name", [&](const YAML::Node& x, const std::string& xp) { ps->set_name(w.Str(x, xp)); }},
+           {"count", [&](const YAML::Node& x, const std::string& xp) {
+              int64_t v;
+              if (w.Int(x, xp, &v)) ps->set_count(static_cast<int32_t>(v));
+            }},
+           {"minCount", [&](const YAML::Node& x, const std::string& xp) {
+              int64_t v;
+              if (w.Int(x, xp, &v)) ps->set_min_count(static_cast<int32_t>(v));
+            }},
+           {"template", [&](const YAML::Node& x, const std::string& xp) {
+              v1::PodTemplate* t = ps->mutable_template_();
+              w.Map(x, xp,
+                    {{"metadata", [&](const YAML::Node& m, const std::string& mp) {
+                        w.Map(m, mp,
+                              {{"labels", [&](const YAML::Node& y, const std::string& yp) {
+                                  w.StringMap(y, yp, t->mutable_labels());
+                                }},
+                               {"annotations", [&](const YAML::Node& y, const std::string& yp) {
+                                  w.StringMap(y, yp, t->mutable_annotations());
+                                }}},
+                              {"name", "namespace", "generateName"});
+                      }},
+                     {"spec", [&](const YAML::Node& s, const std::string& sp) {
+                        PodSpec(w, s, sp, t->mutable_spec());
+                      }}});
+            }}},
+          {"topologyRequest"});
+  });
+}
+
 void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
                   v1::WorkloadSpec* spec) {
   w.Map(node, path,
         {{"podSets", [&](const YAML::Node& n, const std::string& p) {
-            w.List(n, p, [&](const YAML::Node& psn, const std::string& psp) {
-              v1::PodSet* ps = spec->add_pod_sets();
-              ps->set_count(1);  // Kueue's default
-              w.Map(psn, psp,
-                    {{"name", [&](const YAML::Node& x, const std::string& xp) { ps->set_name(w.Str(x, xp)); }},
-                     {"count", [&](const YAML::Node& x, const std::string& xp) {
-                        int64_t v;
-                        if (w.Int(x, xp, &v)) ps->set_count(static_cast<int32_t>(v));
-                      }},
-                     {"minCount", [&](const YAML::Node& x, const std::string& xp) {
-                        int64_t v;
-                        if (w.Int(x, xp, &v)) ps->set_min_count(static_cast<int32_t>(v));
-                      }},
-                     {"template", [&](const YAML::Node& x, const std::string& xp) {
-                        v1::PodTemplate* t = ps->mutable_template_();
-                        w.Map(x, xp,
-                              {{"metadata", [&](const YAML::Node& m, const std::string& mp) {
-                                  w.Map(m, mp,
-                                        {{"labels", [&](const YAML::Node& y, const std::string& yp) {
-                                            w.StringMap(y, yp, t->mutable_labels());
-                                          }},
-                                         {"annotations", [&](const YAML::Node& y, const std::string& yp) {
-                                            w.StringMap(y, yp, t->mutable_annotations());
-                                          }}},
-                                        {"name", "namespace", "generateName"});
-                                }},
-                               {"spec", [&](const YAML::Node& s, const std::string& sp) {
-                                  PodSpec(w, s, sp, t->mutable_spec());
-                                }}});
-                      }}},
-                    {"topologyRequest"});
-            });
+            PodSets(w, n, p, spec->mutable_pod_sets());
           }},
          {"queueName", [&](const YAML::Node& n, const std::string& p) { spec->set_queue_name(w.Str(n, p)); }},
          {"priorityClassName", [&](const YAML::Node& n, const std::string& p) {  // v1beta1
@@ -262,6 +269,26 @@ void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
             int64_t v;
             if (w.Int(n, p, &v)) spec->set_maximum_execution_time_seconds(static_cast<int32_t>(v));
           }}});
+}
+
+absl::StatusOr<std::vector<v1::PodSet>> ParsePodSets(const std::string& text) {
+  YAML::Node node;
+  try {
+    node = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("not YAML or JSON: ", e.what()));
+  }
+  if (!node.IsSequence()) return absl::InvalidArgumentError("must be a list of pod sets");
+  Walker w("");
+  google::protobuf::RepeatedPtrField<v1::PodSet> sets;
+  PodSets(w, node, "", &sets);
+  if (!w.errors().empty()) {
+    // The walker prefixes each error with its (empty) location: drop the leading ": ".
+    std::vector<std::string> errors;
+    for (const std::string& e : w.errors()) errors.push_back(e.substr(2));
+    return absl::InvalidArgumentError(absl::StrJoin(errors, "; "));
+  }
+  return std::vector<v1::PodSet>(sets.begin(), sets.end());
 }
 
 }  // namespace admitd::clients

@@ -388,6 +388,82 @@ TEST_F(PodsTest, AnExcessPodAfterAdmissionIsDeleted) {
   EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
 }
 
+TEST_F(PodsTest, ADriverIsAdmittedWithTheWorkersItWillCreate) {
+  // KEP-976's driver-generates-workers shape: the driver declares every pod set; the Workload is
+  // made from the declaration at once and admitted for all of them, the driver is ungated, and
+  // the workers it creates later join their set and are ungated as they come.
+  const std::string sets =
+      R"([{"name": "driver", "count": 1},
+          {"name": "workers", "count": 2,
+           "template": {"spec": {"containers": [{"name": "w", "resources": {"requests": {"cpu": "500m"}}}]}}}])";
+  v1::PodObservation& driver = NewPod("driver", "500m");
+  (*driver.mutable_labels())[pods::kGroupNameLabel] = "spark";
+  (*driver.mutable_annotations())[pods::kGroupSetsAnnotation] = sets;
+  EXPECT_THAT(Report({"driver"}).errors(), ::testing::IsEmpty());
+  Cycles();
+  const v1::Workload wl = Get("spark");
+  ASSERT_EQ(wl.spec().pod_sets_size(), 2);
+  EXPECT_EQ(wl.spec().pod_sets(1).name(), "workers");
+  EXPECT_EQ(wl.spec().pod_sets(1).count(), 2);
+  EXPECT_EQ(Condition("spark", "Admitted"), "True/Admitted");
+  EXPECT_EQ(wl.status().admission().pod_set_assignments(1).resource_usage().at("cpu"), "1");
+  EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE driver"));
+  EXPECT_EQ(pods_.at("driver").labels().at(pods::kPodSetLabel), "driver");
+
+  // The running driver creates its workers, one too many.
+  for (const char* n : {"w0", "w1", "w2"}) {
+    v1::PodObservation& w = NewPod(n, "500m");
+    (*w.mutable_labels())[pods::kGroupNameLabel] = "spark";
+    (*w.mutable_labels())[pods::kGroupRoleLabel] = "workers";
+  }
+  Report({"w0", "w1", "w2"});
+  EXPECT_THAT(ApplyDirectives(), ::testing::IsSupersetOf({"UNGATE w0", "UNGATE w1", "DELETE w2 "}));
+  EXPECT_EQ(pods_.at("w0").labels().at(pods::kPodSetLabel), "workers");
+
+  // The driver ends and stops its workers: the group is finished and lets go of its pods.
+  pods_.at("driver").set_phase(v1::POD_PHASE_SUCCEEDED);
+  for (const char* n : {"w0", "w1", "w2"}) pods_.at(n).set_phase(v1::POD_PHASE_FAILED);
+  for (const char* n : {"driver", "w0", "w1", "w2"}) pods_.at(n).set_resource_version(++rv_);
+  Report({"driver", "w0", "w1", "w2"});
+  EXPECT_EQ(Condition("spark", "Finished"), "True/Succeeded");
+  const v1::Workload finished = Get("spark");
+  for (const v1::Condition& c : finished.status().conditions()) {
+    if (c.type() == "Finished") EXPECT_EQ(c.message(), "Pods succeeded: 1/3.");
+  }
+  EXPECT_THAT(ApplyDirectives(), ::testing::IsSupersetOf({"REMOVE_FINALIZER driver", "REMOVE_FINALIZER w0",
+                                                          "REMOVE_FINALIZER w1"}));
+}
+
+TEST_F(PodsTest, ADriverWhoseWorkersWouldNotFitIsNotStarted) {
+  // A running pod holds 1 of the ClusterQueue's 2 CPUs; the driver (500m) fits, but not with the
+  // two workers of 500m it declares.
+  NewPod("busy", "1");
+  Report({"busy"});
+  Cycles();
+  ApplyDirectives();
+  v1::PodObservation& driver = NewPod("driver", "500m");
+  (*driver.mutable_labels())[pods::kGroupNameLabel] = "spark";
+  (*driver.mutable_annotations())[pods::kGroupSetsAnnotation] =
+      R"([{"name": "driver"}, {"name": "workers", "count": 2,
+          "template": {"spec": {"containers": [{"name": "w", "resources": {"requests": {"cpu": "500m"}}}]}}}])";
+  Report({"driver"});
+  Cycles();
+  EXPECT_EQ(Condition("spark", "QuotaReserved"), "False/WaitingForQuota");
+  EXPECT_THAT(ApplyDirectives(), ::testing::IsEmpty());
+  EXPECT_EQ(pods_.at("driver").scheduling_gates_size(), 1);
+  // A declaration the webhook would refuse is answered on the pod and makes nothing.
+  v1::PodObservation& bad = NewPod("bad-driver");
+  (*bad.mutable_labels())[pods::kGroupNameLabel] = "other";
+  (*bad.mutable_annotations())[pods::kGroupSetsAnnotation] = R"([{"name": "driver", "count": 0}])";
+  v1::ReportPodsResponse resp = Report({"bad-driver"});
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).name(), "bad-driver");
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.annotations[kueue.x-k8s.io/pod-group-sets]: Invalid value: [0].count: Invalid value: 0: "
+            "must be greater than or equal to 1");
+  EXPECT_EQ(Get("other").metadata().name(), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
 
 TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {

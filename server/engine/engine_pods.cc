@@ -25,6 +25,19 @@ bool IsPodWorkload(const v1::Workload& wl) {
 
 constexpr char kPodTimerPrefix[] = "pod:";
 
+
+// Why each named pod of a declared group stays gated.
+std::vector<std::string> UndeclaredMessages(const std::vector<v1::PodObservation>& pods,
+                                                const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const v1::PodObservation& p : pods) {
+    if (std::find(names.begin(), names.end(), p.name()) != names.end()) {
+      out.push_back(pods::UndeclaredRoleMessage(p));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 pods::PodOptions Engine::Impl::PodOptionsNow() const {
@@ -209,6 +222,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     if (is_group) {
       pods::GroupComposition comp = pods::ComposeGroup(pods, options);
       if (comp.outcome == pods::GroupComposition::Outcome::kInvalid) errors.push_back(comp.error);
+      for (const std::string& m : UndeclaredMessages(pods, comp.undeclared)) errors.push_back(m);
       if (comp.outcome == pods::GroupComposition::Outcome::kCreate) wl = std::move(comp.workload);
     } else {
       const v1::PodObservation& pod = pods.front();
@@ -243,6 +257,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
       errors.push_back(std::string(match.status().message()));
       return errors;
     }
+    for (const std::string& m : UndeclaredMessages(pods, match->undeclared)) errors.push_back(m);
     kept.clear();
     for (const v1::PodObservation& p : pods) {
       if (std::find(match->kept.begin(), match->kept.end(), p.name()) != match->kept.end()) {
@@ -260,7 +275,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     }
   }
   const pods::FinishedState finished =
-      is_group ? pods::GroupFinished(kept, options) : pods::SinglePodFinished(pods.front());
+      is_group ? pods::GroupFinished(kept, options, &wl) : pods::SinglePodFinished(pods.front());
   if (finished.finished) {
     v1::ReleaseQuotaRequest release;
     release.set_namespace_(wl.metadata().namespace_());
@@ -276,7 +291,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   // Succeeded pods of a running group give their quota back (§14.8).
   if (is_group && reserved && !pods::IsServing(pods.front())) {
     absl::StatusOr<std::vector<v1::ReclaimablePod>> reclaimable =
-        pods::ReclaimablePods(kept, options);
+        pods::ReclaimablePods(kept, options, &wl);
     if (reclaimable.ok()) {
       bool differs = false;
       for (const v1::ReclaimablePod& r : *reclaimable) {

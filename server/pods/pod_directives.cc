@@ -93,10 +93,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
     }
     return out;
   }
+  const RoleResolver roles = RoleResolver::ForWorkload(workload);
   for (const auto& pod : pods) {
     if (!IsGated(pod)) continue;
-    absl::StatusOr<std::string> role = RoleHash(pod);
+    absl::StatusOr<std::string> role = roles.RoleOf(pod);
     if (!role.ok()) return role.status();
+    if (role->empty()) continue;  // a declared group's pod of no declared set stays gated
     bool found = false;
     for (const auto& ps : workload.spec().pod_sets()) found = found || ps.name() == *role;
     if (!found) {

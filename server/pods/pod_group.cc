@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <regex>
 
 #include "absl/strings/ascii.h"
@@ -62,6 +63,65 @@ std::string internal::GroupNamePath(const v1::PodObservation& pod, const PodOpti
   return LabelPath(kGroupNameLabel);
 }
 
+std::vector<std::string> internal::Names(const std::vector<v1::PodObservation>& pods) {
+  std::vector<std::string> out;
+  out.reserve(pods.size());
+  for (const auto& p : pods) out.push_back(p.name());
+  return out;
+}
+
+void internal::Partition(const std::vector<v1::PodObservation>& pods, std::vector<v1::PodObservation>* active,
+               std::vector<v1::PodObservation>* inactive) {
+  for (const auto& p : pods) (IsRunnableOrSucceeded(p) ? active : inactive)->push_back(p);
+}
+
+std::vector<std::string> internal::FinalizerHolders(const std::vector<v1::PodObservation>& pods) {
+  std::vector<std::string> out;
+  for (const auto& p : pods) {
+    if (HasManagedFinalizer(p)) out.push_back(p.name());
+  }
+  return out;
+}
+
+v1::OwnerReference internal::PodOwner(const v1::PodObservation& pod, bool controller) {
+  v1::OwnerReference ref;
+  ref.set_api_version("v1");
+  ref.set_kind("Pod");
+  ref.set_name(pod.name());
+  ref.set_uid(pod.uid());
+  ref.set_controller(controller);
+  return ref;
+}
+
+void internal::FillWorkloadSpec(const v1::PodObservation& pod, absl::string_view queue_name, v1::Workload* wl) {
+  wl->mutable_spec()->set_queue_name(std::string(queue_name));
+  if (std::string wpc = internal::Label(pod, kPriorityClassLabel); !wpc.empty()) {
+    auto* ref = wl->mutable_spec()->mutable_priority_class_ref();
+    ref->set_group("kueue.x-k8s.io");
+    ref->set_kind("WorkloadPriorityClass");
+    ref->set_name(wpc);
+  } else if (!pod.spec().priority_class_name().empty()) {
+    auto* ref = wl->mutable_spec()->mutable_priority_class_ref();
+    ref->set_group("scheduling.k8s.io");
+    ref->set_kind("PriorityClass");
+    ref->set_name(pod.spec().priority_class_name());
+  }
+  if (pod.spec().has_priority()) wl->mutable_spec()->set_priority(pod.spec().priority());
+  if (std::string met = internal::Label(pod, kMaxExecTimeLabel); !met.empty()) {
+    int32_t seconds = 0;
+    if (absl::SimpleAtoi(met, &seconds) && seconds > 0) {
+      wl->mutable_spec()->set_maximum_execution_time_seconds(seconds);
+    }
+  }
+}
+
+std::optional<int32_t> internal::MaxExecTime(const v1::PodObservation& pod) {
+  std::string met = internal::Label(pod, kMaxExecTimeLabel);
+  int32_t seconds = 0;
+  if (met.empty() || !absl::SimpleAtoi(met, &seconds) || seconds <= 0) return std::nullopt;
+  return seconds;
+}
+
 namespace {
 
 using internal::Annotation;
@@ -70,7 +130,13 @@ using internal::GoQuote;
 using internal::GroupNamePath;
 using internal::HasAnnotation;
 using internal::Label;
+using internal::FillWorkloadSpec;
+using internal::FinalizerHolders;
 using internal::LabelPath;
+using internal::MaxExecTime;
+using internal::Names;
+using internal::Partition;
+using internal::PodOwner;
 using internal::SortByName;
 using internal::ToTime;
 using v1::PodObservation;
@@ -111,68 +177,6 @@ absl::Time LastActiveTime(const PodObservation& pod, absl::Time now) {
   const absl::Time deletion = pod.has_deletion_timestamp() ? ToTime(pod.deletion_timestamp()) : now;
   return last_transition < deletion ? last_transition : deletion;
 }
-
-std::vector<std::string> Names(const std::vector<PodObservation>& pods) {
-  std::vector<std::string> out;
-  out.reserve(pods.size());
-  for (const auto& p : pods) out.push_back(p.name());
-  return out;
-}
-
-void Partition(const std::vector<PodObservation>& pods, std::vector<PodObservation>* active,
-               std::vector<PodObservation>* inactive) {
-  for (const auto& p : pods) (IsRunnableOrSucceeded(p) ? active : inactive)->push_back(p);
-}
-
-std::vector<std::string> FinalizerHolders(const std::vector<PodObservation>& pods) {
-  std::vector<std::string> out;
-  for (const auto& p : pods) {
-    if (HasManagedFinalizer(p)) out.push_back(p.name());
-  }
-  return out;
-}
-
-v1::OwnerReference PodOwner(const PodObservation& pod, bool controller) {
-  v1::OwnerReference ref;
-  ref.set_api_version("v1");
-  ref.set_kind("Pod");
-  ref.set_name(pod.name());
-  ref.set_uid(pod.uid());
-  ref.set_controller(controller);
-  return ref;
-}
-
-// Queue, priority class and maximum execution time as jobframework.NewWorkload takes them.
-void FillWorkloadSpec(const PodObservation& pod, absl::string_view queue_name, v1::Workload* wl) {
-  wl->mutable_spec()->set_queue_name(std::string(queue_name));
-  if (std::string wpc = Label(pod, kPriorityClassLabel); !wpc.empty()) {
-    auto* ref = wl->mutable_spec()->mutable_priority_class_ref();
-    ref->set_group("kueue.x-k8s.io");
-    ref->set_kind("WorkloadPriorityClass");
-    ref->set_name(wpc);
-  } else if (!pod.spec().priority_class_name().empty()) {
-    auto* ref = wl->mutable_spec()->mutable_priority_class_ref();
-    ref->set_group("scheduling.k8s.io");
-    ref->set_kind("PriorityClass");
-    ref->set_name(pod.spec().priority_class_name());
-  }
-  if (pod.spec().has_priority()) wl->mutable_spec()->set_priority(pod.spec().priority());
-  if (std::string met = Label(pod, kMaxExecTimeLabel); !met.empty()) {
-    int32_t seconds = 0;
-    if (absl::SimpleAtoi(met, &seconds) && seconds > 0) {
-      wl->mutable_spec()->set_maximum_execution_time_seconds(seconds);
-    }
-  }
-}
-
-std::optional<int32_t> MaxExecTime(const PodObservation& pod) {
-  std::string met = Label(pod, kMaxExecTimeLabel);
-  int32_t seconds = 0;
-  if (met.empty() || !absl::SimpleAtoi(met, &seconds) || seconds <= 0) return std::nullopt;
-  return seconds;
-}
-
-
 
 // Builds the pod sets from the pods' roles (Kueue's constructGroupPodSets).
 absl::StatusOr<std::vector<v1::PodSet>> ConstructGroupPodSets(const std::vector<PodObservation>& pods) {
@@ -288,6 +292,12 @@ void SortInactivePods(std::vector<PodObservation>* pods, absl::Time now) {
 absl::StatusOr<std::vector<v1::PodSet>> GroupPodSets(std::vector<PodObservation> pods,
                                                      const PodOptions& options) {
   SortByName(&pods);
+  for (const auto& pod : pods) {
+    if (!DeclaresSets(pod) || !IsRunnableOrSucceeded(pod)) continue;
+    absl::StatusOr<DeclaredSets> declared = ParseDeclaredSets(pod, options);
+    if (!declared.ok()) return declared.status();
+    return declared->sets;
+  }
   if (!pods.empty() && IsFastAdmission(pods.front())) {
     absl::StatusOr<int64_t> total = GroupTotalCount(pods.front(), options);
     if (!total.ok()) return total.status();
@@ -309,6 +319,10 @@ GroupComposition ComposeGroup(std::vector<PodObservation> pods, const PodOptions
   // Inactive pods are finalized first, whatever happens next.
   out.finalize = FinalizerHolders(inactive);
 
+  if (std::any_of(pods.begin(), pods.end(), DeclaresSets)) {
+    internal::ComposeDeclaredGroup(pods, options, &out);
+    return out;
+  }
   const PodObservation& ref = pods.front();
   const std::string group = GroupName(ref, options);
   const auto invalid = [&](std::string error) {
@@ -316,6 +330,14 @@ GroupComposition ComposeGroup(std::vector<PodObservation> pods, const PodOptions
     out.error = std::move(error);
     return out;
   };
+  if (!HasAnnotation(ref, kGroupTotalCountAnnotation) && !Label(ref, kGroupRoleLabel).empty()) {
+    // A worker of a declared group reported before the pod that declares the sets.
+    out.outcome = GroupComposition::Outcome::kWaiting;
+    out.error = absl::StrCat("'", group, "' group has no runnable pod with the '", kGroupSetsAnnotation,
+                             "' annotation");
+    out.events.push_back({"Warning", "ErrWorkloadCompose", out.error, ref.name()});
+    return out;
+  }
 
   // validatePodGroupMetadata
   absl::StatusOr<int64_t> total = GroupTotalCount(ref, options);
@@ -419,8 +441,18 @@ absl::StatusOr<GroupMatch> MatchGroupWorkload(std::vector<PodObservation> pods, 
                           ref.name()});
     return out;
   }
+  const RoleResolver roles = RoleResolver::ForWorkload(workload);
+  // A declared group's spec comes from the pod declaring the sets.
+  const PodObservation* declaring = nullptr;
+  for (const auto& pod : pods) {
+    if (DeclaresSets(pod) && pod.phase() != v1::POD_PHASE_FAILED) {
+      declaring = &pod;
+      break;
+    }
+  }
+  const PodObservation& spec_pod = roles.declared() && declaring != nullptr ? *declaring : ref;
   // A changed maximum execution time makes the Workload stale.
-  const std::optional<int32_t> met = MaxExecTime(ref);
+  const std::optional<int32_t> met = MaxExecTime(spec_pod);
   const bool wl_has_met = workload.spec().has_maximum_execution_time_seconds();
   if (wl_has_met != met.has_value() ||
       (met.has_value() && *met != workload.spec().maximum_execution_time_seconds())) {
@@ -428,22 +460,31 @@ absl::StatusOr<GroupMatch> MatchGroupWorkload(std::vector<PodObservation> pods, 
   }
 
   const bool fast = IsFastAdmission(ref);
+  // Each pod's role, computed once; "" is a declared group's pod of no declared set.
+  std::map<std::string, std::string> role_of;
+  for (const auto& pod : pods) {
+    absl::StatusOr<std::string> role = roles.RoleOf(pod);
+    if (!role.ok()) return role.status();
+    role_of[pod.name()] = *role;
+    if (role->empty()) {
+      out.undeclared.push_back(pod.name());
+      if (!IsRunnableOrSucceeded(pod) && HasManagedFinalizer(pod)) out.finalize.push_back(pod.name());
+    }
+  }
   std::vector<PodObservation> kept;
   for (const v1::PodSet& ps : workload.spec().pod_sets()) {
     std::vector<PodObservation> role_active, role_inactive;
     for (const auto* list : {&active, &inactive}) {
       for (const auto& pod : *list) {
-        absl::StatusOr<std::string> role = RoleHash(pod);
-        if (!role.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("failed to calculate pod role hash: ", role.status().message()));
-        }
-        if (*role == ps.name()) (list == &active ? role_active : role_inactive).push_back(pod);
+        if (role_of[pod.name()] == ps.name()) (list == &active ? role_active : role_inactive).push_back(pod);
       }
     }
     const int n_active = static_cast<int>(role_active.size());
     if (fast) {
       out.absent_pods += (ps.count() > 0 && n_active == 0) ? 1 : 0;
+    } else if (roles.declared()) {
+      // Pods the driver has not created yet are not missing; failed ones are.
+      out.absent_pods += std::min(static_cast<int>(role_inactive.size()), std::max(0, ps.count() - n_active));
     } else {
       out.absent_pods += std::max(0, ps.count() - n_active);
     }
@@ -469,10 +510,15 @@ absl::StatusOr<GroupMatch> MatchGroupWorkload(std::vector<PodObservation> pods, 
     kept.insert(kept.end(), role_inactive.begin(), role_inactive.end());
   }
 
-  absl::StatusOr<std::vector<v1::PodSet>> job_sets = ConstructGroupPodSets(kept);
+  // equivalentToWorkload; a declared group's Workload is equivalent while its declaration is.
+  absl::StatusOr<std::vector<v1::PodSet>> job_sets =
+      roles.declared() ? std::vector<v1::PodSet>() : ConstructGroupPodSets(kept);
   if (!job_sets.ok()) return job_sets.status();
-  // equivalentToWorkload
   bool equivalent = !kept.empty() && workload.metadata().name() == group;
+  if (roles.declared() && declaring != nullptr &&
+      workload.metadata().annotations().at(kGroupSetsAnnotation) != Annotation(*declaring, kGroupSetsAnnotation)) {
+    equivalent = false;
+  }
   if (equivalent && !workload_finished && workload.spec().pod_sets_size() < static_cast<int>(job_sets->size())) {
     equivalent = false;
   }
@@ -516,11 +562,20 @@ FinishedState SinglePodFinished(const PodObservation& pod) {
   return s;
 }
 
-FinishedState GroupFinished(std::vector<PodObservation> pods, const PodOptions& options) {
+FinishedState GroupFinished(std::vector<PodObservation> pods, const PodOptions& options,
+                            const v1::Workload* workload) {
   FinishedState s;
   SortByName(&pods);
   if (pods.empty() || IsServing(pods.front())) return s;
-  absl::StatusOr<int64_t> total = GroupTotalCount(pods.front(), options);
+  const bool declared = workload != nullptr && RoleResolver::ForWorkload(*workload).declared();
+  absl::StatusOr<int64_t> total = absl::InvalidArgumentError("");
+  if (declared) {
+    int64_t sum = 0;
+    for (const v1::PodSet& ps : workload->spec().pod_sets()) sum += ps.count();
+    total = sum;
+  } else {
+    total = GroupTotalCount(pods.front(), options);
+  }
   if (!total.ok()) {
     s.message = "failed to check if pod group is finished";
     return s;
@@ -528,12 +583,14 @@ FinishedState GroupFinished(std::vector<PodObservation> pods, const PodOptions& 
   int64_t succeeded = 0;
   bool running = false;
   bool unretriable = false;
+  bool declaring_succeeded = false;
   for (const auto& pod : pods) {
     if (pod.phase() == v1::POD_PHASE_SUCCEEDED) ++succeeded;
     if (!IsTerminated(pod)) running = true;
     if (IsUnretriable(pod)) unretriable = true;
+    if (declared && DeclaresSets(pod) && pod.phase() == v1::POD_PHASE_SUCCEEDED) declaring_succeeded = true;
   }
-  if (succeeded == *total || (!running && unretriable)) {
+  if (succeeded == *total || (!running && (unretriable || declaring_succeeded))) {
     s.finished = true;
     s.reason = "Succeeded";
     s.message = absl::StrCat("Pods succeeded: ", succeeded, "/", *total, ".");
@@ -584,14 +641,17 @@ ConditionUpdate WaitingForReplacementPodsCondition(const v1::Workload& workload,
 }
 
 absl::StatusOr<std::vector<v1::ReclaimablePod>> ReclaimablePods(std::vector<PodObservation> pods,
-                                                                const PodOptions& options) {
+                                                                const PodOptions& options,
+                                                                const v1::Workload* workload) {
   std::vector<v1::ReclaimablePod> result;
   SortByName(&pods);
   if (pods.empty() || GroupName(pods.front(), options).empty() || IsServing(pods.front())) return result;
+  const RoleResolver roles = workload != nullptr ? RoleResolver::ForWorkload(*workload) : RoleResolver();
   for (const auto& pod : pods) {
     if (pod.phase() != v1::POD_PHASE_SUCCEEDED) continue;
-    absl::StatusOr<std::string> role = RoleHash(pod);
+    absl::StatusOr<std::string> role = roles.RoleOf(pod);
     if (!role.ok()) return role.status();
+    if (role->empty()) continue;
     auto it = std::find_if(result.begin(), result.end(),
                            [&](const v1::ReclaimablePod& r) { return r.name() == *role; });
     if (it != result.end()) {

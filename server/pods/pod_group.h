@@ -35,6 +35,8 @@ inline constexpr char kGroupNameAnnotation[] = "kueue.x-k8s.io/pod-group-name";
 inline constexpr char kGroupTotalCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
 inline constexpr char kGroupFastAdmissionAnnotation[] = "kueue.x-k8s.io/pod-group-fast-admission";
 inline constexpr char kGroupServingAnnotation[] = "kueue.x-k8s.io/pod-group-serving";
+inline constexpr char kGroupSetsAnnotation[] = "kueue.x-k8s.io/pod-group-sets";
+inline constexpr char kGroupRoleLabel[] = "kueue.x-k8s.io/pod-group-role";
 inline constexpr char kGroupPodIndexLabel[] = "kueue.x-k8s.io/pod-group-pod-index";
 inline constexpr char kRoleHashAnnotation[] = "kueue.x-k8s.io/role-hash";
 inline constexpr char kRetriableInGroupAnnotation[] = "kueue.x-k8s.io/retriable-in-group";
@@ -105,6 +107,63 @@ absl::StatusOr<int64_t> GoAtoi(absl::string_view s);
 // annotation, not an integer (the Atoi error), or < 1.
 absl::StatusOr<int64_t> GroupTotalCount(const v1::PodObservation& pod, const PodOptions& options);
 
+// ---- Declared pod sets (KEP-976 "driver generates workers") -----------------------------------
+//
+// A group whose pod carries kueue.x-k8s.io/pod-group-sets (the driver) declares every pod set up
+// front, as a Workload's spec.podSets in YAML or JSON: [{"name": "driver", "count": 1},
+// {"name": "workers", "count": 10, "template": {"spec": {...}}}]. The one set without a template
+// takes the driver's own spec. The Workload is made from the declaration as soon as the driver
+// is runnable, without waiting for the other pods, which the driver creates once it runs. A pod's
+// set is its kueue.x-k8s.io/pod-group-role label; without one, the driver's is the set without a
+// template, and any other pod's is the first set whose template has the pod's role hash.
+
+struct DeclaredSets {
+  std::vector<v1::PodSet> sets;  // annotation order; the template-less set has the pod's spec
+  std::string own_set;           // the set the declaring pod belongs to
+  std::string untemplated_set;   // the set declared without a template ("" if none)
+  int64_t Total() const;
+};
+
+// The pod carries kueue.x-k8s.io/pod-group-sets.
+bool DeclaresSets(const v1::PodObservation& pod);
+
+// Parses and checks `pod`'s kueue.x-k8s.io/pod-group-sets annotation: a non-empty list of at most
+// max_roles sets with unique DNS-label names and counts >= 1, no minCount, at most one set without
+// a template, the pod's own set found (role label, else the template-less set), and a
+// pod-group-total-count annotation, when present, equal to the sum of the counts. The error
+// message names the offending part.
+absl::StatusOr<DeclaredSets> ParseDeclaredSets(const v1::PodObservation& pod, const PodOptions& options);
+
+// Which pod set (role) a group pod belongs to: its role hash for Kueue's groups, or the declared
+// set for a group made from kueue.x-k8s.io/pod-group-sets.
+class RoleResolver {
+ public:
+  // Roles are role hashes.
+  RoleResolver() = default;
+  // Roles are the names of these declared sets; `untemplated` is the set the declaring pod takes
+  // its spec into, reached only through a role label or the annotation, never by role hash.
+  RoleResolver(const std::vector<v1::PodSet>& sets, const std::string& untemplated);
+  // For a declaration ParseDeclaredSets made.
+  static RoleResolver ForDeclaration(const DeclaredSets& declared);
+  // For a Workload: declared when it was made from kueue.x-k8s.io/pod-group-sets (it keeps the
+  // annotation), by hash otherwise.
+  static RoleResolver ForWorkload(const v1::Workload& workload);
+
+  bool declared() const { return declared_; }
+  // The pod's role; "" when the group is declared and the pod belongs to none of its sets.
+  // Errors only when a role hash cannot be computed.
+  absl::StatusOr<std::string> RoleOf(const v1::PodObservation& pod) const;
+
+ private:
+  bool declared_ = false;
+  std::string untemplated_;
+  std::vector<std::string> names_;
+  std::vector<std::string> template_hashes_;  // "" for a set without a usable template
+};
+
+// The message for a pod that belongs to none of the declared sets.
+std::string UndeclaredRoleMessage(const v1::PodObservation& pod);
+
 // ---- Management and validation (the webhook) --------------------------------------------------
 
 struct ManagementInput {
@@ -165,6 +224,8 @@ struct GroupComposition {
   std::vector<std::string> delete_excess;
   std::vector<PodEvent> events;
   std::optional<v1::Workload> workload;
+  // Declared groups: pods of no declared set (left gated; UndeclaredRoleMessage says why).
+  std::vector<std::string> undeclared;
 };
 
 // Composes the Workload for a group from all pods observed with its name (one namespace), as
@@ -184,9 +245,13 @@ struct GroupMatch {
   std::vector<std::string> finalize;        // inactive pods considered replaced
   std::vector<std::string> owners_to_add;   // kept pods not yet owners of the Workload
   std::vector<PodEvent> events;
+  // Declared groups: pods of no declared set (left gated; inactive ones are also in `finalize`).
+  std::vector<std::string> undeclared;
 };
 
-// Kueue's FindMatchingWorkloads for a group with an existing Workload. `workload_finished` is
+// Kueue's FindMatchingWorkloads for a group with an existing Workload. For a declared group the
+// roles are the Workload's sets, a role waits for replacements only for its failed pods (pods not
+// created yet are not missing), and the Workload stays equivalent while the declaration does. `workload_finished` is
 // whether the Workload has Finished=True; `now` orders inactive pods without timestamps.
 // Errors only when a role hash cannot be computed.
 absl::StatusOr<GroupMatch> MatchGroupWorkload(std::vector<v1::PodObservation> pods,
@@ -210,8 +275,11 @@ struct FinishedState {
 FinishedState SinglePodFinished(const v1::PodObservation& pod);
 // A group (pass the kept pods): Finished when succeeded == total, or when no pod is still
 // running and a pod is retriable-in-group: "false"; reason Succeeded, message
-// "Pods succeeded: <s>/<total>.". Serving groups never finish.
-FinishedState GroupFinished(std::vector<v1::PodObservation> pods, const PodOptions& options);
+// "Pods succeeded: <s>/<total>.". Serving groups never finish. With a `workload` made from
+// declared sets, the total is the sum of its counts, and the group is also finished once a pod
+// declaring the sets has Succeeded and no pod is still running (the workers it created are done).
+FinishedState GroupFinished(std::vector<v1::PodObservation> pods, const PodOptions& options,
+                            const v1::Workload* workload = nullptr);
 
 struct ConditionUpdate {
   std::optional<v1::Condition> condition;  // the condition to have (nullopt: none)
@@ -223,8 +291,10 @@ ConditionUpdate WaitingForReplacementPodsCondition(const v1::Workload& workload,
                                                    absl::Time now);
 
 // Per role, the number of Succeeded pods (non-serving groups only; roles in first-seen order).
+// With a declared `workload`, roles are its sets.
 absl::StatusOr<std::vector<v1::ReclaimablePod>> ReclaimablePods(
-    std::vector<v1::PodObservation> pods, const PodOptions& options);
+    std::vector<v1::PodObservation> pods, const PodOptions& options,
+    const v1::Workload* workload = nullptr);
 
 // ---- Quota release ----------------------------------------------------------------------------
 
@@ -259,7 +329,8 @@ v1::PodDirective RemoveFinalizerDirective(const v1::PodObservation& pod, int64_t
 
 // For an admitted group Workload: each gated pod and the pod set with its role hash (a single
 // pod: pod set "main"). Kueue's error when a role has no pod set:
-// "invalid podset infos: podSetInfo with the name '<hash>' is not found".
+// "invalid podset infos: podSetInfo with the name '<hash>' is not found". A declared group's
+// pods of no declared set stay gated.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
     std::vector<v1::PodObservation> pods, const v1::Workload& workload, bool is_group);
 

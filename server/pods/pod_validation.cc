@@ -58,6 +58,23 @@ std::vector<std::string> ValidatePodCreate(const PodObservation& pod, const PodO
                           kGroupNameAnnotation, "' annotation should be set");
   }
   const std::string group = GroupName(pod, options);
+  // A pod of a group that declares its sets (kueue.x-k8s.io/pod-group-sets, or a role in one)
+  // needs no total count: the declaration gives it.
+  const bool declares = DeclaresSets(pod);
+  const bool has_role = !Label(pod, kGroupRoleLabel).empty();
+  if (group.empty() && (declares || has_role)) {
+    errs.push_back(absl::StrCat(GroupNamePath(pod, options), ": Required value: the '",
+                                declares ? kGroupSetsAnnotation : kGroupRoleLabel, "' ",
+                                declares ? "annotation" : "label", " needs the '", kGroupNameLabel,
+                                "' label"));
+    return errs;
+  }
+  if (declares) {
+    if (absl::StatusOr<DeclaredSets> sets = ParseDeclaredSets(pod, options); !sets.ok()) {
+      errs.push_back(absl::StrCat(AnnotationPath(kGroupSetsAnnotation), ": Invalid value: ",
+                                  sets.status().message()));
+    }
+  }
   if (group.empty()) {
     if (has_total) {
       errs.push_back(absl::StrCat(GroupNamePath(pod, options), ": Required value: ", detail));
@@ -69,7 +86,7 @@ std::vector<std::string> ValidatePodCreate(const PodObservation& pod, const PodO
       errs.push_back(absl::StrCat(GroupNamePath(pod, options), ": Invalid value: ", GoQuote(group),
                                   ": ", absl::StrJoin(name_errs, ",")));
     }
-    if (!has_total) {
+    if (!has_total && !declares && !has_role) {
       errs.push_back(absl::StrCat(AnnotationPath(kGroupTotalCountAnnotation),
                                   ": Required value: ", detail));
       return errs;
@@ -92,6 +109,15 @@ std::vector<std::string> ValidatePodUpdate(const PodObservation& old_pod, const 
   if (!GroupName(new_pod, options).empty() && IsUnretriable(old_pod) && !IsUnretriable(new_pod)) {
     errs.push_back(absl::StrCat(AnnotationPath(kRetriableInGroupAnnotation),
                                 ": Forbidden: unretriable pod group can't be converted to retriable"));
+  }
+  // The declaration and a pod's role are fixed once the pod exists.
+  if (Annotation(new_pod, kGroupSetsAnnotation) != Annotation(old_pod, kGroupSetsAnnotation)) {
+    errs.push_back(absl::StrCat(AnnotationPath(kGroupSetsAnnotation), ": Invalid value: ",
+                                GoQuote(Annotation(new_pod, kGroupSetsAnnotation)), ": field is immutable"));
+  }
+  if (Label(new_pod, kGroupRoleLabel) != Label(old_pod, kGroupRoleLabel)) {
+    errs.push_back(absl::StrCat(LabelPath(kGroupRoleLabel), ": Invalid value: ",
+                                GoQuote(Label(new_pod, kGroupRoleLabel)), ": field is immutable"));
   }
   if (std::string old_group = GroupName(old_pod, options); !old_group.empty()) {
     std::string new_group = GroupName(new_pod, options);
