@@ -1,61 +1,30 @@
 // The public API end to end, in process: a real AdmitdServer on port 0 with its RocksDB store in
 // a temporary directory, called through generated gRPC stubs.
-#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "integration/fixtures.h"
-#include "server/server.h"
+#include "integration/in_process.h"
 
 namespace admitd {
 namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
-using testing::Client;
 
-std::string FreshDir(const std::string& name) {
-  static int counter = 0;
-  std::string dir = absl::StrCat(::testing::TempDir(), "/api_test_", getpid(), "_", counter++, "_",
-                                 name);
-  // A directory left by an earlier run whose process had the same pid would otherwise be
-  // recovered as this test's starting state.
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-class ApiTest : public ::testing::Test {
+class ApiTest : public testing::InProcessTest {
  protected:
   void StartServer(bool manual = false, uint64_t retention = 100000) {
-    config_.listen = "127.0.0.1:0";
-    if (config_.data_dir == "data") config_.data_dir = FreshDir("db");
     config_.manual_scheduling = manual;
     config_.event_retention = retention;
-    auto server = AdmitdServer::Start(config_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ = std::make_unique<Client>(server_->address());
-  }
-  void Restart() {
-    client_.reset();
-    server_->Shutdown(absl::Seconds(2));
-    server_.reset();
-    StartServer(config_.manual_scheduling, config_.event_retention);
-  }
-
-  void ApplyOk(const v1::ApplyRequest& req) {
-    grpc::ClientContext ctx;
-    v1::ApplyResponse resp;
-    grpc::Status s = client_->queues->Apply(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
+    Start();
   }
   void SetUpQueues(const std::string& cpu = "10") {
-    ApplyOk(testing::Flavor("default"));
-    ApplyOk(testing::ClusterQueue("cq", {"default"}, {{"cpu", cpu}}));
-    ApplyOk(testing::LocalQueue("ns", "lq", "cq"));
+    Apply(testing::Flavor("default"));
+    Apply(testing::ClusterQueue("cq", {"default"}, {{"cpu", cpu}}));
+    Apply(testing::LocalQueue("ns", "lq", "cq"));
   }
   grpc::Status Submit(const v1::Workload& wl, v1::SubmitResponse* resp) {
     grpc::ClientContext ctx;
@@ -104,10 +73,6 @@ class ApiTest : public ::testing::Test {
     }
     return "";
   }
-
-  Config config_;
-  std::unique_ptr<AdmitdServer> server_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(ApiTest, SubmitIsAdmittedInTheSameCommitAndReleaseGivesQuotaBack) {

@@ -1,8 +1,6 @@
 // Elastic workloads (KEP-77, §13 of the semantics) through the public API: Resize, workload
 // slices, sticky flavors, replacement in one change set, and the classic path with the gate off.
 // A real AdmitdServer with --manual-scheduling, stepped with RunSchedulingCycles.
-#include <filesystem>
-
 #include <map>
 #include <set>
 #include <string>
@@ -11,13 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/fixtures.h"
-#include "server/server.h"
+#include "integration/in_process.h"
 
 namespace admitd {
 namespace {
 
-using testing::Client;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
@@ -62,41 +58,17 @@ struct JobSpec {
   std::string api_version = "batch/v1";
 };
 
-class ElasticTest : public ::testing::Test {
+class ElasticTest : public testing::InProcessTest {
  protected:
   void SetUp() override { Start({}); }
+  // (Re)starts the server with these feature gates, on a fresh data dir unless `same_data_dir`.
   void Start(const std::map<std::string, bool>& gates, bool same_data_dir = false,
              bool manual_scheduling = true) {
-    if (server_) {
-      client_.reset();
-      server_->Shutdown(absl::Seconds(2));
-      server_.reset();
-    }
-    static int counter = 0;
-    if (!same_data_dir) {
-      data_dir_ = absl::StrCat(::testing::TempDir(), "/elastic_test_", getpid(), "_", counter++);
-      std::filesystem::remove_all(data_dir_);  // a reused pid must not find an old store
-    }
-    Config config;
-    config.listen = "127.0.0.1:0";
-    config.data_dir = data_dir_;
-    config.manual_scheduling = manual_scheduling;
-    config.feature_gates = gates;
-    auto server = AdmitdServer::Start(config);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ = std::make_unique<Client>(server_->address());
-  }
-  void TearDown() override {
-    client_.reset();
-    if (server_) server_->Shutdown(absl::Seconds(2));
-  }
-
-  void Apply(const v1::ApplyRequest& req) {
-    grpc::ClientContext ctx;
-    v1::ApplyResponse resp;
-    grpc::Status s = client_->queues->Apply(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
+    Stop();
+    if (!same_data_dir) FreshDataDir();
+    config_.manual_scheduling = manual_scheduling;
+    config_.feature_gates = gates;
+    InProcessTest::Start();
   }
   // ClusterQueue "cq" over cpu with flavors (name, nominal) in order; LocalQueue ns/lq.
   void Queue(const std::vector<std::pair<std::string, std::string>>& flavors,
@@ -188,16 +160,6 @@ class ElasticTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return resp;
   }
-  v1::Workload Get(const std::string& name) {
-    grpc::ClientContext ctx;
-    v1::GetWorkloadRequest req;
-    req.set_namespace_("ns");
-    req.set_name(name);
-    v1::Workload wl;
-    grpc::Status s = client_->admission->Get(&ctx, req, &wl);
-    EXPECT_TRUE(s.ok()) << name << ": " << s.error_message();
-    return wl;
-  }
   std::vector<v1::Workload> List() {
     grpc::ClientContext ctx;
     v1::ListWorkloadsRequest req;
@@ -253,10 +215,6 @@ class ElasticTest : public ::testing::Test {
     for (const v1::Workload& wl : resp.workloads()) out.push_back(wl.metadata().name());
     return out;
   }
-
-  std::unique_ptr<AdmitdServer> server_;
-  std::unique_ptr<Client> client_;
-  std::string data_dir_;
 };
 
 const JobSpec kDemo{"demo-slice", kJobUid, {{"main", 3}}};

@@ -1,17 +1,12 @@
 // A workload's life after its reservation, through the public API: admission checks,
 // deactivation, requeue backoff and the maximum execution time. A real AdmitdServer with
 // --manual-scheduling and --manual-clock, stepped with RunSchedulingCycles(advance_clock_seconds).
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "integration/fixtures.h"
-#include "server/server.h"
+#include "integration/in_process.h"
 
 namespace admitd {
 namespace {
-
-using testing::Client;
 
 const v1::Condition* FindCondition(const v1::Workload& wl, const std::string& type) {
   for (const v1::Condition& c : wl.status().conditions()) {
@@ -20,41 +15,14 @@ const v1::Condition* FindCondition(const v1::Workload& wl, const std::string& ty
   return nullptr;
 }
 
-class LifecycleTest : public ::testing::Test {
+class LifecycleTest : public testing::InProcessTest {
  protected:
   void SetUp() override {
-    static int counter = 0;
-    config_.listen = "127.0.0.1:0";
-    config_.data_dir =
-        absl::StrCat(::testing::TempDir(), "/lifecycle_test_", getpid(), "_", counter++);
-    std::filesystem::remove_all(config_.data_dir);  // a reused pid must not find an old store
     config_.manual_scheduling = true;
     config_.manual_clock = true;
     Start();
   }
-  void TearDown() override {
-    client_.reset();
-    if (server_) server_->Shutdown(absl::Seconds(2));
-  }
-  void Start() {
-    auto server = AdmitdServer::Start(config_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ = std::make_unique<Client>(server_->address());
-  }
-  void Restart() {
-    client_.reset();
-    server_->Shutdown(absl::Seconds(2));
-    server_.reset();
-    Start();
-  }
 
-  void Apply(const v1::ApplyRequest& req) {
-    grpc::ClientContext ctx;
-    v1::ApplyResponse resp;
-    grpc::Status s = client_->queues->Apply(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
   // Flavor "default", AdmissionCheck "prov" (when `with_check`), ClusterQueue "cq" with 4 cpu
   // requiring it, LocalQueue ns/lq.
   void Setup(bool with_check) {
@@ -101,16 +69,6 @@ class LifecycleTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return resp.admitted();
   }
-  v1::Workload Get(const std::string& name) {
-    grpc::ClientContext ctx;
-    v1::GetWorkloadRequest req;
-    req.set_namespace_("ns");
-    req.set_name(name);
-    v1::Workload wl;
-    grpc::Status s = client_->admission->Get(&ctx, req, &wl);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return wl;
-  }
   grpc::Status SetCheck(const std::string& name, const std::string& check, const std::string& state,
                         v1::Workload* out = nullptr) {
     grpc::ClientContext ctx;
@@ -151,10 +109,6 @@ class LifecycleTest : public ::testing::Test {
     EXPECT_EQ(c->reason(), reason) << type;
     EXPECT_EQ(c->message(), message) << type;
   }
-
-  Config config_;
-  std::unique_ptr<AdmitdServer> server_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(LifecycleTest, ReadyCheckAdmits) {
@@ -246,9 +200,6 @@ TEST_F(LifecycleTest, MaximumExecutionTimeExceeded) {
 }
 
 TEST_F(LifecycleTest, AdvancingTheClockNeedsManualClock) {
-  client_.reset();
-  server_->Shutdown(absl::Seconds(2));
-  server_.reset();
   config_.manual_clock = false;
   Start();
   v1::RunSchedulingCyclesResponse resp;
@@ -258,9 +209,6 @@ TEST_F(LifecycleTest, AdvancingTheClockNeedsManualClock) {
 }
 
 TEST_F(LifecycleTest, TheSequencerWakesForDeadlinesWithoutManualScheduling) {
-  client_.reset();
-  server_->Shutdown(absl::Seconds(2));
-  server_.reset();
   config_.manual_scheduling = false;
   config_.manual_clock = false;
   Start();

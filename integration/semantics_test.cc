@@ -1,43 +1,19 @@
 // Kueue's admission semantics through the public API: a real AdmitdServer with
 // --manual-scheduling, stepped one scheduling cycle at a time with RunSchedulingCycles.
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "integration/fixtures.h"
-#include "server/server.h"
+#include "integration/in_process.h"
 
 namespace admitd {
 namespace {
 
-using testing::Client;
-
-class SemanticsTest : public ::testing::Test {
+class SemanticsTest : public testing::InProcessTest {
  protected:
   void SetUp() override {
-    static int counter = 0;
-    Config config;
-    config.listen = "127.0.0.1:0";
-    config.data_dir =
-        absl::StrCat(::testing::TempDir(), "/semantics_test_", getpid(), "_", counter++);
-    std::filesystem::remove_all(config.data_dir);  // a reused pid must not find an old store
-    config.manual_scheduling = true;
-    auto server = AdmitdServer::Start(config);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ = std::make_unique<Client>(server_->address());
-  }
-  void TearDown() override {
-    client_.reset();
-    if (server_) server_->Shutdown(absl::Seconds(2));
+    config_.manual_scheduling = true;
+    Start();
   }
 
-  void Apply(const v1::ApplyRequest& req) {
-    grpc::ClientContext ctx;
-    v1::ApplyResponse resp;
-    grpc::Status s = client_->queues->Apply(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
   // A ClusterQueue over cpu with the given flavors (name, nominal[, borrowing, lending]).
   v1::ApplyRequest Queue(const std::string& name, const std::string& cohort,
                          const std::vector<std::vector<std::string>>& flavors,
@@ -80,15 +56,6 @@ class SemanticsTest : public ::testing::Test {
     EXPECT_TRUE(client_->queues->RunSchedulingCycles(&ctx, req, &resp).ok());
     return resp.admitted();
   }
-  v1::Workload Get(const std::string& name) {
-    grpc::ClientContext ctx;
-    v1::GetWorkloadRequest req;
-    req.set_namespace_("ns");
-    req.set_name(name);
-    v1::Workload wl;
-    EXPECT_TRUE(client_->admission->Get(&ctx, req, &wl).ok());
-    return wl;
-  }
   std::string Flavor(const std::string& name) {
     const v1::Workload wl = Get(name);
     return wl.status().has_admission()
@@ -116,9 +83,6 @@ class SemanticsTest : public ::testing::Test {
     grpc::Status s = client_->admission->ReleaseQuota(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
-
-  std::unique_ptr<AdmitdServer> server_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(SemanticsTest, SecondFlavorWhenTheFirstIsFull) {

@@ -126,12 +126,12 @@ namespace {
 
 using internal::Annotation;
 using internal::AnnotationPath;
+using internal::FillWorkloadSpec;
+using internal::FinalizerHolders;
 using internal::GoQuote;
 using internal::GroupNamePath;
 using internal::HasAnnotation;
 using internal::Label;
-using internal::FillWorkloadSpec;
-using internal::FinalizerHolders;
 using internal::LabelPath;
 using internal::MaxExecTime;
 using internal::Names;
