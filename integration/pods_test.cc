@@ -14,6 +14,7 @@
 namespace admitd {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 using testing::Client;
 
@@ -155,6 +156,14 @@ class PodsTest : public ::testing::TestWithParam<bool> {
     v1::Workload wl;
     (void)client_->admission->Get(&ctx, req, &wl);
     return wl;
+  }
+  // "<reason> <pod>: <message>" per event of a ReportPods answer.
+  static std::vector<std::string> Events(const v1::ReportPodsResponse& resp) {
+    std::vector<std::string> out;
+    for (const v1::PodEvent& e : resp.events()) {
+      out.push_back(absl::StrCat(e.reason(), " ", e.pod().name(), ": ", e.message()));
+    }
+    return out;
   }
   std::string Condition(const std::string& wl, const std::string& type) {
     const v1::Workload workload = Get(wl);
@@ -405,6 +414,60 @@ TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
   grpc::Status s = pods_stub_->ReportPods(&ctx, req, &out);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(testing::FieldViolations(s), UnorderedElementsAre(::testing::HasSubstr("cluster")));
+}
+
+TEST_F(PodsTest, ReportsAnswerWithKueuesEvents) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  NewMember("c", "g", 2);  // the youngest: one too many
+  v1::ReportPodsResponse first = Report({"a"});
+  EXPECT_THAT(Events(first),
+              ElementsAre("ErrWorkloadCompose a: 'g' group has fewer runnable pods than expected"));
+  EXPECT_EQ(first.events(0).type(), v1::PodEvent::WARNING);
+  v1::ReportPodsResponse rest = Report({"b", "c"});
+  EXPECT_THAT(Events(rest), ElementsAre("ExcessPodDeleted c: Excess pod deleted",
+                                        "CreatedWorkload a: Created Workload: ns/g"));
+  EXPECT_EQ(rest.events(0).type(), v1::PodEvent::NORMAL);
+  EXPECT_EQ(rest.events(0).pod().uid(), "c-uid");
+  EXPECT_EQ(rest.events(1).workload_name(), "g");
+  // Admission happens in the scheduling cycles; each UNGATE carries the pod's Started event.
+  Cycles();
+  int started = 0;
+  for (const v1::PodDirective& d : Directives()) {
+    if (d.action() != v1::PodDirective::UNGATE) continue;
+    EXPECT_EQ(d.event().reason(), "Started");
+    EXPECT_EQ(d.event().message(), "Admitted by clusterQueue cq");
+    ++started;
+  }
+  EXPECT_EQ(started, 2);
+}
+
+TEST_F(PodsTest, AGroupNamedLikeAnotherWorkloadStaysGated) {
+  grpc::ClientContext ctx;
+  v1::SubmitRequest submit;
+  *submit.mutable_workload() = testing::Workload("ns", "g", "lq", 1, {{"cpu", "1"}});
+  v1::SubmitResponse submitted;
+  ASSERT_TRUE(client_->admission->Submit(&ctx, submit, &submitted).ok());
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  v1::ReportPodsResponse resp = Report({"a", "b"});
+  EXPECT_THAT(Events(resp),
+              ElementsAre("WorkloadNameConflict a: A Workload named \"g\" already exists but is "
+                          "not a pod group workload; this pod group cannot be admitted"));
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "workload \"ns/g\" exists and is not a pod workload: the pods stay gated");
+  Cycles();
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");  // the other Workload, as it was
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 1);
+  EXPECT_TRUE(Directives().empty());  // no UNGATE for the pods
+  pods_.at("b").set_phase(v1::POD_PHASE_FAILED);
+  pods_.at("b").set_resource_version(++rv_);
+  resp = Report({"b"});
+  EXPECT_THAT(Events(resp), ElementsAre(::testing::StartsWith("WorkloadNameConflict a: ")));
+  EXPECT_THAT(ApplyDirectives(), ElementsAre("REMOVE_FINALIZER b"));
+  EXPECT_TRUE(Directives().empty());
+  EXPECT_FALSE(pods_.at("a").scheduling_gates().empty());
 }
 
 }  // namespace

@@ -157,8 +157,10 @@ class Engine::Impl {
   std::vector<v1::PodObservation> PodsOf(const std::string& workload_key) const;
   void FinishRestorePods();
   // Creates, finishes, gives reclaimable pods to, or releases after an eviction the Workload of
-  // these pods. Returns the problems to report (Kueue's messages).
-  std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now);
+  // these pods. Returns the problems to report (Kueue's messages); appends the events Kueue
+  // would record to `events` when given.
+  std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now,
+                                                std::vector<v1::PodEvent>* events = nullptr);
   // After an eviction outside a cycle; inside one the Workload waits for the cycle's end.
   void ReconcileEvictedPodWorkload(WorkloadEntry& entry, absl::Time now);
   std::vector<v1::PodDirective> PodDirectivesFor(const std::string& workload_key,

@@ -4,6 +4,7 @@
 // rules of server/pods/. Directives to the shim are derived from the pods and the Workload, never
 // stored: what the shim has not done yet is what its pods still say.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,61 @@ bool IsPodWorkload(const v1::Workload& wl) {
 }
 
 constexpr char kPodTimerPrefix[] = "pod:";
+
+bool IsGroupWorkload(const v1::Workload& wl) {
+  auto it = wl.metadata().annotations().find(pods::kIsGroupWorkloadAnnotation);
+  return it != wl.metadata().annotations().end() && it->second == "true";
+}
+
+// §14.3: a Workload with the pods' Workload name that the pods did not make (not made of reported
+// pods; for a group, not a pod group Workload) is never adopted: the pods stay gated, inactive
+// ones are finalized and a group gets MatchGroupWorkload's WorkloadNameConflict event. nullopt
+// when the Workload is the pods' own.
+std::optional<pods::GroupMatch> ForeignWorkload(const std::vector<v1::PodObservation>& pods,
+                                                const v1::Workload& wl, bool is_group,
+                                                absl::Time now, const pods::PodOptions& options) {
+  if (IsPodWorkload(wl) && (!is_group || IsGroupWorkload(wl))) return std::nullopt;
+  if (!is_group) {
+    pods::GroupMatch conflict;
+    conflict.name_conflict = true;
+    for (const v1::PodObservation& p : pods) {
+      if (!pods::IsRunnableOrSucceeded(p) && pods::HasManagedFinalizer(p)) {
+        conflict.finalize.push_back(p.name());
+      }
+    }
+    return conflict;
+  }
+  // Whatever its annotations say, a Workload no pods made is foreign: match against it as one.
+  v1::Workload probe = wl;
+  probe.mutable_metadata()->mutable_annotations()->erase(pods::kIsGroupWorkloadAnnotation);
+  absl::StatusOr<pods::GroupMatch> match =
+      pods::MatchGroupWorkload(pods, probe, /*workload_finished=*/false, now, options);
+  if (match.ok() && match->name_conflict) return *std::move(match);
+  pods::GroupMatch conflict;
+  conflict.name_conflict = true;
+  return conflict;
+}
+
+// The library's events as the shim receives them: on a pod of `pods`, or on the Workload.
+void AppendEvents(const std::vector<pods::PodEvent>& from, const std::string& workload_key,
+                  const std::vector<v1::PodObservation>& pods, std::vector<v1::PodEvent>* out) {
+  if (out == nullptr) return;
+  const size_t slash = workload_key.find('/');
+  for (const pods::PodEvent& e : from) {
+    v1::PodEvent event;
+    event.set_type(e.type == "Warning" ? v1::PodEvent::WARNING : v1::PodEvent::NORMAL);
+    event.set_reason(e.reason);
+    event.set_message(e.message);
+    event.set_namespace_(workload_key.substr(0, slash));
+    event.set_workload_name(workload_key.substr(slash + 1));
+    if (!e.on_workload) {
+      for (const v1::PodObservation& p : pods) {
+        if (p.name() == e.object) *event.mutable_pod() = pods::RefOf(p);
+      }
+    }
+    out->push_back(std::move(event));
+  }
+}
 
 }  // namespace
 
@@ -178,19 +234,22 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
     }
     for (const std::string& key : gone) remove(key);
   }
+  std::vector<v1::PodEvent> events;
   for (const std::string& workload_key : touched) {
     dirty_pod_workloads_.insert(workload_key);
-    for (const std::string& message : ReconcilePodWorkload(workload_key, now)) {
+    for (const std::string& message : ReconcilePodWorkload(workload_key, now, &events)) {
       const size_t slash = workload_key.find('/');
       error(workload_key.substr(0, slash), workload_key.substr(slash + 1), message);
     }
   }
+  for (v1::PodEvent& e : events) *response.add_events() = std::move(e);
   response.set_revision(revision_);
   return response;
 }
 
 std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& workload_key,
-                                                            absl::Time now) {
+                                                            absl::Time now,
+                                                            std::vector<v1::PodEvent>* events) {
   std::vector<std::string> errors;
   const pods::PodOptions options = PodOptionsNow();
   std::vector<v1::PodObservation> pods = PodsOf(workload_key);
@@ -208,6 +267,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     std::optional<v1::Workload> wl;
     if (is_group) {
       pods::GroupComposition comp = pods::ComposeGroup(pods, options);
+      AppendEvents(comp.events, workload_key, pods, events);
       if (comp.outcome == pods::GroupComposition::Outcome::kInvalid) errors.push_back(comp.error);
       if (comp.outcome == pods::GroupComposition::Outcome::kCreate) wl = std::move(comp.workload);
     } else {
@@ -228,9 +288,11 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   }
   WorkloadEntry& entry = wl_it->second;
   v1::Workload& wl = entry.object;
-  if (!IsPodWorkload(wl)) {
-    errors.push_back(absl::StrCat("workload \"", workload_key,
-                                  "\" exists and is not a pod workload: the pods stay gated"));
+  if (std::optional<pods::GroupMatch> foreign = ForeignWorkload(pods, wl, is_group, now, options)) {
+    AppendEvents(foreign->events, workload_key, pods, events);
+    errors.push_back(absl::StrCat("workload \"", workload_key, "\" exists and is not a pod ",
+                                  IsPodWorkload(wl) ? "group " : "",
+                                  "workload: the pods stay gated"));
     return errors;
   }
   if (IsConditionTrue(wl, kFinished)) return errors;
@@ -242,6 +304,23 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     if (!match.ok()) {
       errors.push_back(std::string(match.status().message()));
       return errors;
+    }
+    AppendEvents(match->events, workload_key, pods, events);
+    if (!match->owners_to_add.empty()) {
+      // Kueue's EnsureWorkloadOwnedByAllMembers: every member owns the Workload.
+      for (const v1::PodObservation& p : pods) {
+        if (std::find(match->owners_to_add.begin(), match->owners_to_add.end(), p.name()) ==
+            match->owners_to_add.end()) {
+          continue;
+        }
+        v1::OwnerReference* ref = wl.mutable_metadata()->add_owner_references();
+        ref->set_api_version("v1");
+        ref->set_kind("Pod");
+        ref->set_name(p.name());
+        ref->set_uid(p.uid());
+      }
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "OwnerReferencesAdded",
+                   absl::StrCat("Added ", match->owners_to_add.size(), " owner reference(s)"));
     }
     kept.clear();
     for (const v1::PodObservation& p : pods) {
@@ -378,13 +457,26 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     return out;
   }
   const v1::Workload& wl = wl_it->second.object;
-  if (!IsPodWorkload(wl)) return out;
+  if (std::optional<pods::GroupMatch> foreign = ForeignWorkload(pods, wl, is_group, now, options)) {
+    finalize(foreign->finalize);  // the pods stay gated; deleted ones must not hang
+    return out;
+  }
   const bool finished = IsConditionTrue(wl, kFinished);
+  // The pods Kueue starts once the Workload is admitted: a group's kept members, not its excess.
+  std::vector<v1::PodObservation> members = pods;
   if (is_group) {
     absl::StatusOr<pods::GroupMatch> match = pods::MatchGroupWorkload(pods, wl, finished, now, options);
     if (match.ok()) {
       finalize(match->finalize);
       remove(match->delete_excess);
+      if (match->equivalent) {
+        members.clear();
+        for (const v1::PodObservation& p : pods) {
+          if (std::find(match->kept.begin(), match->kept.end(), p.name()) != match->kept.end()) {
+            members.push_back(p);
+          }
+        }
+      }
     }
   }
   if (finished) {
@@ -406,7 +498,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
   }
   if (!IsConditionTrue(wl, kAdmitted)) return out;
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ungate =
-      pods::PodsToUngate(pods, wl, is_group);
+      pods::PodsToUngate(members, wl, is_group);
   if (!ungate.ok()) return out;
   for (const auto& [name, pod_set] : *ungate) {
     const v1::PodObservation* p = by_name(name);
@@ -426,7 +518,16 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
         }
       }
     }
-    out.push_back(pods::UngateDirective(*p, info, rev));
+    v1::PodDirective d = pods::UngateDirective(*p, info, rev);
+    // Kueue records `Started` on each pod it ungates; the shim does once it has.
+    v1::PodEvent* started = d.mutable_event();
+    started->set_type(v1::PodEvent::NORMAL);
+    started->set_reason("Started");
+    started->set_message(absl::StrCat("Admitted by clusterQueue ", info.cluster_queue));
+    *started->mutable_pod() = d.pod();
+    started->set_namespace_(wl.metadata().namespace_());
+    started->set_workload_name(wl.metadata().name());
+    out.push_back(std::move(d));
   }
   return out;
 }

@@ -12,6 +12,8 @@
 namespace admitd::engine {
 namespace {
 
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
@@ -121,6 +123,16 @@ class EnginePodsTest : public ::testing::Test {
     return wl.ok() ? *wl : v1::Workload();
   }
   v1::WorkloadState State(const std::string& name) { return StateOf(Get(name)); }
+  // "<Type> <reason> <pod or workload:name>: <message>" per event.
+  static std::vector<std::string> Events(const v1::ReportPodsResponse& resp) {
+    std::vector<std::string> out;
+    for (const v1::PodEvent& e : resp.events()) {
+      out.push_back(absl::StrCat(v1::PodEvent::Type_Name(e.type()), " ", e.reason(), " ",
+                                 e.has_pod() ? e.pod().name() : "workload:" + e.workload_name(),
+                                 ": ", e.message()));
+    }
+    return out;
+  }
 
   std::unique_ptr<Engine> engine_;
   int tick_ = 0;
@@ -243,6 +255,92 @@ TEST_F(EnginePodsTest, PodsOfUnmanagedNamespacesAreNotQueued) {
   req.set_name(pods::SinglePodWorkloadName("sys", "sys-uid"));
   EXPECT_FALSE(engine_->GetWorkload(req).ok());
   EXPECT_TRUE(Directives().empty());
+}
+
+// ---- Events ------------------------------------------------------------------------------------
+
+TEST_F(EnginePodsTest, ReportsAnswerWithTheEventsKueueRecords) {
+  v1::ReportPodsResponse waiting = Report({Member("a", "g", "2")});
+  EXPECT_THAT(Events(waiting),
+              ElementsAre("WARNING ErrWorkloadCompose a: 'g' group has fewer runnable pods than "
+                          "expected"));
+  EXPECT_EQ(waiting.events(0).namespace_(), "ns");
+  EXPECT_EQ(waiting.events(0).workload_name(), "g");
+  EXPECT_EQ(waiting.events(0).pod().uid(), "a-uid");
+  EXPECT_EQ(waiting.events(0).pod().cluster(), "c1");
+  v1::ReportPodsResponse created = Report({Member("b", "g", "2")});
+  EXPECT_THAT(Events(created), ElementsAre("NORMAL CreatedWorkload a: Created Workload: ns/g"));
+  // Each UNGATE carries the Started event the shim records once it has ungated the pod.
+  ASSERT_EQ(created.directives_size(), 2);
+  for (const v1::PodDirective& d : created.directives()) {
+    EXPECT_EQ(d.event().type(), v1::PodEvent::NORMAL);
+    EXPECT_EQ(d.event().reason(), "Started");
+    EXPECT_EQ(d.event().message(), "Admitted by clusterQueue cq");
+    EXPECT_EQ(d.event().pod().name(), d.pod().name());
+  }
+  // Nothing happened with this report: no events (they are not stored or replayed).
+  EXPECT_THAT(Events(Report({Running(Member("a", "g", "2"))})), IsEmpty());
+}
+
+TEST_F(EnginePodsTest, ExcessPodsAreAnnouncedWithTheirDeletion) {
+  v1::PodObservation c = Member("c", "g", "2");
+  *c.mutable_creation_timestamp() = Ts(kT0 + absl::Seconds(5));  // the youngest
+  v1::ReportPodsResponse resp = Report({Member("a", "g", "2"), Member("b", "g", "2"), c});
+  EXPECT_THAT(Events(resp), ElementsAre("NORMAL ExcessPodDeleted c: Excess pod deleted",
+                                        "NORMAL CreatedWorkload a: Created Workload: ns/g"));
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
+              UnorderedElementsAre("UNGATE a", "UNGATE b", "DELETE c"));
+}
+
+TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  v1::PodObservation b = Running(Member("b", "g", "2"));
+  b.set_phase(v1::POD_PHASE_FAILED);
+  Report({Running(Member("a", "g", "2")), b});
+  v1::ReportPodsResponse resp = Report({Member("b2", "g", "2")});
+  EXPECT_THAT(Events(resp), ElementsAre("NORMAL OwnerReferencesAdded workload:g: Added 1 owner "
+                                        "reference(s)"));
+  const v1::Workload wl = Get("g");
+  ASSERT_EQ(wl.metadata().owner_references_size(), 3);
+  EXPECT_EQ(wl.metadata().owner_references(2).name(), "b2");
+  EXPECT_EQ(wl.metadata().owner_references(2).uid(), "b2-uid");
+}
+
+// ---- Another controller's Workload --------------------------------------------------------------
+
+TEST_F(EnginePodsTest, AGroupNeverAdoptsAWorkloadItDidNotMake) {
+  v1::SubmitRequest submit;
+  v1::Workload* other = submit.mutable_workload();
+  other->mutable_metadata()->set_namespace_("ns");
+  other->mutable_metadata()->set_name("g");
+  other->mutable_spec()->set_queue_name("lq");
+  v1::PodSet* ps = other->mutable_spec()->add_pod_sets();
+  ps->set_count(1);
+  v1::Container* c = ps->mutable_template_()->mutable_spec()->add_containers();
+  c->set_name("c");
+  (*c->mutable_resources()->mutable_requests())["cpu"] = "1";
+  ASSERT_TRUE(engine_->Submit(submit, Now()).ok());
+  v1::ReportPodsResponse resp = Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  const std::string conflict =
+      "WARNING WorkloadNameConflict a: A Workload named \"g\" already exists but is not a pod "
+      "group workload; this pod group cannot be admitted";
+  EXPECT_THAT(Events(resp), ElementsAre(conflict));
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "workload \"ns/g\" exists and is not a pod workload: the pods stay gated");
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}), IsEmpty());
+  // The other Workload is untouched: same pod set, no pod owners.
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 1);
+  EXPECT_EQ(Get("g").metadata().owner_references_size(), 0);
+  // A pod that fails (or is deleted) while gated loses its finalizer; the others stay gated.
+  v1::PodObservation b = Member("b", "g", "2");
+  b.set_phase(v1::POD_PHASE_FAILED);
+  b.set_resource_version(2);
+  resp = Report({b});
+  EXPECT_THAT(Events(resp), ElementsAre(conflict));
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
+              ElementsAre("REMOVE_FINALIZER b"));
+  EXPECT_THAT(Actions(Directives()), ElementsAre("REMOVE_FINALIZER b"));
 }
 
 }  // namespace

@@ -67,14 +67,16 @@ struct PodOptions {
 absl::Status ValidateOptions(const PodOptions& options);
 
 // An event Kueue records: type Normal|Warning, reason, message, and the object it is recorded on
-// (a pod name, or the Workload name for Workload events).
+// (a pod name, or with on_workload the Workload name).
 struct PodEvent {
   std::string type;
   std::string reason;
   std::string message;
   std::string object;
+  bool on_workload = false;
   bool operator==(const PodEvent& o) const {
-    return type == o.type && reason == o.reason && message == o.message && object == o.object;
+    return type == o.type && reason == o.reason && message == o.message && object == o.object &&
+           on_workload == o.on_workload;
   }
 };
 
