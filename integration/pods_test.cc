@@ -470,5 +470,65 @@ TEST_F(PodsTest, AGroupNamedLikeAnotherWorkloadStaysGated) {
   EXPECT_FALSE(pods_.at("a").scheduling_gates().empty());
 }
 
+TEST_F(PodsTest, APendingPodMovesWithItsQueueLabel) {
+  Apply(testing::ClusterQueue("cq2", {"default"}, {{"cpu", "4"}}));
+  Apply(testing::LocalQueue("ns", "lq2", "cq2"));
+  NewPod("big", "3");  // does not fit cq's 2 CPUs
+  Report({"big"});
+  Cycles();
+  const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
+  EXPECT_THAT(Condition(wl, "QuotaReserved"), ::testing::StartsWith("False/"));
+  EXPECT_TRUE(Directives().empty());
+  (*pods_.at("big").mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  pods_.at("big").set_resource_version(++rv_);
+  EXPECT_EQ(Report({"big"}).accepted(), 1);
+  EXPECT_EQ(Get(wl).spec().queue_name(), "lq2");
+  Cycles();
+  EXPECT_EQ(Condition(wl, "Admitted"), "True/Admitted");
+  EXPECT_EQ(Get(wl).status().admission().cluster_queue(), "cq2");
+  EXPECT_THAT(ApplyDirectives(), ElementsAre("UNGATE big"));
+  EXPECT_EQ(pods_.at("big").labels().at(pods::kLocalQueueNameLabel), "lq2");
+}
+
+TEST_F(PodsTest, AServingGroupIgnoresQueueLabelChanges) {
+  Apply(testing::ClusterQueue("cq2", {"default"}, {{"cpu", "4"}}));
+  Apply(testing::LocalQueue("ns", "lq2", "cq2"));
+  for (const char* n : {"a", "b", "c"}) {  // 3 CPUs: does not fit cq
+    (*NewMember(n, "g", 3).mutable_annotations())[pods::kGroupServingAnnotation] = "true";
+  }
+  Report({"a", "b", "c"});
+  Cycles();
+  ASSERT_EQ(Get("g").spec().queue_name(), "lq");
+  for (const char* n : {"a", "b", "c"}) {
+    (*pods_.at(n).mutable_labels())[pods::kQueueNameLabel] = "lq2";
+    pods_.at(n).set_resource_version(++rv_);
+  }
+  v1::ReportPodsResponse resp = Report({"a", "b", "c"});
+  EXPECT_EQ(resp.accepted(), 3);
+  EXPECT_THAT(resp.errors(), ::testing::IsEmpty());
+  Cycles();
+  EXPECT_EQ(Get("g").spec().queue_name(), "lq");
+  EXPECT_NE(Condition("g", "Admitted"), "True/Admitted");
+  EXPECT_TRUE(Directives().empty());
+}
+
+TEST_F(PodsTest, AnUngatedPodCannotChangeQueue) {
+  Apply(testing::LocalQueue("ns", "lq2", "cq"));
+  NewPod("p");
+  Report({"p"});
+  Cycles();
+  EXPECT_THAT(ApplyDirectives(), ElementsAre("UNGATE p"));
+  (*pods_.at("p").mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  pods_.at("p").set_resource_version(++rv_);
+  v1::ReportPodsResponse resp = Report({"p"});
+  EXPECT_EQ(resp.accepted(), 0);
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).name(), "p");
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"lq2\": field is "
+            "immutable");
+  EXPECT_EQ(Get(pods::SinglePodWorkloadName("p", "p-uid")).spec().queue_name(), "lq");
+}
+
 }  // namespace
 }  // namespace admitd

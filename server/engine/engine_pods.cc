@@ -195,9 +195,12 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
       continue;
     }
     // What Kueue's pod webhook refuses never becomes a pod, so it is not recorded either.
+    const bool default_queue_exists =
+        local_queues_.count(absl::StrCat(pod.namespace_(), "/", pods::kDefaultLocalQueueName)) != 0;
     std::vector<std::string> invalid =
-        it == pods_.end() || replaces ? pods::ValidatePodCreate(pod, options)
-                                      : pods::ValidatePodUpdate(it->second.obs, pod, options);
+        it == pods_.end() || replaces
+            ? pods::ValidatePodCreate(pod, options)
+            : pods::ValidatePodUpdate(it->second.obs, pod, options, default_queue_exists);
     if (!invalid.empty()) {
       for (const std::string& m : invalid) error(pod.namespace_(), pod.name(), m);
       continue;
@@ -352,6 +355,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     return errors;
   }
   const bool reserved = HoldsReservation(wl);
+  if (!reserved) FollowPodQueueName(entry, pods, is_group, now);
   // Succeeded pods of a running group give their quota back (§14.8).
   if (is_group && reserved && !pods::IsServing(pods.front())) {
     absl::StatusOr<std::vector<v1::ReclaimablePod>> reclaimable =
@@ -402,6 +406,39 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     }
   }
   return errors;
+}
+
+void Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
+                                      const std::vector<v1::PodObservation>& pods, bool is_group,
+                                      absl::Time now) {
+  v1::Workload& wl = entry.object;
+  const v1::PodObservation& ref = pods.front();
+  // Kueue handles an evicted Workload (step 6) before a suspended job's queue (step 7), and a
+  // serving group keeps its queue (the pod integration's CustomQueueNameChange). Kueue's
+  // Workload validation refuses the change while quota is reserved: the caller checks that.
+  if (IsConditionTrue(wl, kAdmitted) || IsConditionTrue(wl, kEvicted)) return;
+  if (is_group && pods::IsServing(ref)) return;
+  // The job is suspended while a pod is gated or terminated.
+  if (std::none_of(pods.begin(), pods.end(), [](const v1::PodObservation& p) {
+        return pods::IsGated(p) || pods::IsTerminated(p);
+      })) {
+    return;
+  }
+  std::string queue = pods::QueueName(ref);
+  const std::string& ns = wl.metadata().namespace_();
+  if (queue.empty() &&
+      local_queues_.count(absl::StrCat(ns, "/", pods::kDefaultLocalQueueName)) != 0) {
+    queue = pods::kDefaultLocalQueueName;  // what the webhook would have labelled it with
+  }
+  if (queue.empty() || queue == wl.spec().queue_name()) return;
+  const std::string message =
+      absl::StrCat("The queue name changed from ", wl.spec().queue_name(), " to ", queue);
+  Dequeue(entry);
+  wl.mutable_spec()->set_queue_name(queue);
+  wl.mutable_metadata()->set_generation(wl.metadata().generation() + 1);
+  RefreshResourceRequests(entry);
+  Enqueue(entry, now, /*emit_reason_change=*/false);
+  EmitWorkload(entry, v1::WatchEvent::MODIFIED, "QueueNameChanged", message);
 }
 
 bool Engine::Impl::TickPodTimer(const std::string& timer_key, absl::Time now) {

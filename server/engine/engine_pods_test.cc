@@ -89,6 +89,25 @@ class EnginePodsTest : public ::testing::Test {
     lq.mutable_object()->mutable_local_queue()->mutable_spec()->set_cluster_queue("cq");
     ASSERT_TRUE(engine_->Apply(lq, Now()).ok());
   }
+  // Another ClusterQueue `cq` with `cpu` of nominal quota, fed by LocalQueue ns/`lq`.
+  void AddQueues(const std::string& cq_name, const std::string& lq_name, const std::string& cpu) {
+    v1::ApplyRequest cq;
+    v1::ClusterQueue* c = cq.mutable_object()->mutable_cluster_queue();
+    c->mutable_metadata()->set_name(cq_name);
+    c->mutable_spec()->mutable_namespace_selector();
+    v1::ResourceGroup* g = c->mutable_spec()->add_resource_groups();
+    g->add_covered_resources("cpu");
+    v1::FlavorQuotas* fq = g->add_flavors();
+    fq->set_name("default");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota(cpu);
+    ASSERT_TRUE(engine_->Apply(cq, Now()).ok());
+    v1::ApplyRequest lq;
+    lq.mutable_object()->mutable_local_queue()->mutable_metadata()->set_namespace_("ns");
+    lq.mutable_object()->mutable_local_queue()->mutable_metadata()->set_name(lq_name);
+    lq.mutable_object()->mutable_local_queue()->mutable_spec()->set_cluster_queue(cq_name);
+    ASSERT_TRUE(engine_->Apply(lq, Now()).ok());
+  }
   absl::Time Now() { return kT0 + absl::Seconds(++tick_); }
   v1::ReportPodsResponse Report(const std::vector<v1::PodObservation>& pods) {
     v1::ReportPodsRequest req;
@@ -341,6 +360,78 @@ TEST_F(EnginePodsTest, AGroupNeverAdoptsAWorkloadItDidNotMake) {
   EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
               ElementsAre("REMOVE_FINALIZER b"));
   EXPECT_THAT(Actions(Directives()), ElementsAre("REMOVE_FINALIZER b"));
+}
+
+// ---- Queue-name changes -------------------------------------------------------------------------
+
+TEST_F(EnginePodsTest, APendingPodFollowsItsQueueLabel) {
+  AddQueues("cq2", "lq2", "4");
+  const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
+  v1::PodObservation big = Pod("big", "3");  // more than cq's 2 CPUs
+  Report({big});
+  ASSERT_EQ(State(wl), v1::WORKLOAD_STATE_PENDING);
+  const int64_t generation = Get(wl).metadata().generation();
+  (*big.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  big.set_resource_version(2);
+  v1::ReportPodsResponse resp = Report({big});
+  EXPECT_THAT(resp.errors(), IsEmpty());
+  EXPECT_EQ(Get(wl).spec().queue_name(), "lq2");
+  EXPECT_EQ(Get(wl).metadata().generation(), generation + 1);
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(Get(wl).status().admission().cluster_queue(), "cq2");
+  ASSERT_EQ(resp.directives_size(), 1);
+  EXPECT_EQ(resp.directives(0).labels().at(pods::kLocalQueueNameLabel), "lq2");
+  EXPECT_EQ(resp.directives(0).event().message(), "Admitted by clusterQueue cq2");
+}
+
+TEST_F(EnginePodsTest, AServingGroupKeepsItsQueue) {
+  AddQueues("cq2", "lq2", "4");
+  std::vector<v1::PodObservation> group;
+  for (const char* n : {"a", "b", "c"}) {
+    v1::PodObservation p = Member(n, "g", "3");
+    (*p.mutable_annotations())[pods::kGroupServingAnnotation] = "true";
+    group.push_back(p);
+  }
+  Report(group);  // 3 CPUs: does not fit cq
+  ASSERT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
+  for (v1::PodObservation& p : group) {
+    (*p.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+    p.set_resource_version(2);
+  }
+  v1::ReportPodsResponse resp = Report(group);
+  EXPECT_EQ(resp.accepted(), 3);
+  EXPECT_EQ(Get("g").spec().queue_name(), "lq");
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
+}
+
+TEST_F(EnginePodsTest, AnUngatedPodsQueueLabelIsImmutable) {
+  Report({Pod("p")});
+  v1::PodObservation running = Running(Pod("p"));
+  Report({running});
+  v1::PodObservation moved = running;
+  (*moved.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  moved.set_resource_version(running.resource_version() + 1);
+  v1::ReportPodsResponse resp = Report({moved});
+  EXPECT_EQ(resp.accepted(), 0);
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).name(), "p");
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"lq2\": field is "
+            "immutable");
+  EXPECT_EQ(Get(pods::SinglePodWorkloadName("p", "p-uid")).spec().queue_name(), "lq");
+}
+
+TEST_F(EnginePodsTest, AQueueLabelIsNotRemovedWhereADefaultQueueExists) {
+  AddQueues("cq2", "default", "4");
+  v1::PodObservation p = Pod("p", "3");
+  Report({p});
+  p.mutable_labels()->erase(pods::kQueueNameLabel);
+  p.set_resource_version(2);
+  v1::ReportPodsResponse resp = Report({p});
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": queue-name must "
+            "not be empty in namespace with default queue");
 }
 
 }  // namespace

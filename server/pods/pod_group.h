@@ -128,11 +128,15 @@ ManagementDecision DecideManagement(const v1::PodObservation& pod, const Managem
 // The validating webhook on create: field errors formatted as Kubernetes prints them, e.g.
 // "metadata.labels[kueue.x-k8s.io/pod-group-name]: Required value: both the ... should be set".
 std::vector<std::string> ValidatePodCreate(const v1::PodObservation& pod, const PodOptions& options);
-// On update: the create checks plus the immutable group name and the one-way
-// retriable-in-group: "false".
+// On update: the queue-name label is immutable once the pod is neither gated nor terminated
+// ("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"<new>\": field is immutable")
+// and cannot be removed while the namespace has a `default` LocalQueue
+// (`default_local_queue_exists`); then the create checks, the one-way retriable-in-group:
+// "false", and the immutable group name.
 std::vector<std::string> ValidatePodUpdate(const v1::PodObservation& old_pod,
                                            const v1::PodObservation& new_pod,
-                                           const PodOptions& options);
+                                           const PodOptions& options,
+                                           bool default_local_queue_exists);
 
 // ---- Single pods ------------------------------------------------------------------------------
 
