@@ -4,6 +4,7 @@
 // rules of server/pods/. Directives to the shim are derived from the pods and the Workload, never
 // stored: what the shim has not done yet is what its pods still say.
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -31,33 +32,50 @@ bool IsGroupWorkload(const v1::Workload& wl) {
   return it != wl.metadata().annotations().end() && it->second == "true";
 }
 
-// §14.3: a Workload with the pods' Workload name that the pods did not make (not made of reported
-// pods; for a group, not a pod group Workload) is never adopted: the pods stay gated, inactive
-// ones are finalized and a group gets MatchGroupWorkload's WorkloadNameConflict event. nullopt
-// when the Workload is the pods' own.
-std::optional<pods::GroupMatch> ForeignWorkload(const std::vector<v1::PodObservation>& pods,
-                                                const v1::Workload& wl, bool is_group,
-                                                absl::Time now, const pods::PodOptions& options) {
-  if (IsPodWorkload(wl) && (!is_group || IsGroupWorkload(wl))) return std::nullopt;
-  if (!is_group) {
-    pods::GroupMatch conflict;
-    conflict.name_conflict = true;
-    for (const v1::PodObservation& p : pods) {
-      if (!pods::IsRunnableOrSucceeded(p) && pods::HasManagedFinalizer(p)) {
-        conflict.finalize.push_back(p.name());
-      }
-    }
-    return conflict;
+// §14.3: whether the pods made this Workload: it is made of reported pods and, for a group, is
+// a pod group Workload. Kueue never adopts another controller's Workload.
+bool OwnsWorkload(const v1::Workload& wl, bool is_group) {
+  return IsPodWorkload(wl) && (!is_group || IsGroupWorkload(wl));
+}
+
+// What pods do with a Workload of their name that is not theirs: they stay gated, inactive ones
+// are finalized, and a group gets MatchGroupWorkload's WorkloadNameConflict event.
+pods::GroupMatch NameConflict(const std::vector<v1::PodObservation>& pods, const v1::Workload& wl,
+                              bool is_group, absl::Time now, const pods::PodOptions& options) {
+  if (is_group) {
+    // Whatever its annotations say, the Workload is foreign to these pods: match it as one.
+    v1::Workload probe = wl;
+    probe.mutable_metadata()->mutable_annotations()->erase(pods::kIsGroupWorkloadAnnotation);
+    absl::StatusOr<pods::GroupMatch> match =
+        pods::MatchGroupWorkload(pods, probe, /*workload_finished=*/false, now, options);
+    if (match.ok() && match->name_conflict) return *std::move(match);
   }
-  // Whatever its annotations say, a Workload no pods made is foreign: match against it as one.
-  v1::Workload probe = wl;
-  probe.mutable_metadata()->mutable_annotations()->erase(pods::kIsGroupWorkloadAnnotation);
-  absl::StatusOr<pods::GroupMatch> match =
-      pods::MatchGroupWorkload(pods, probe, /*workload_finished=*/false, now, options);
-  if (match.ok() && match->name_conflict) return *std::move(match);
   pods::GroupMatch conflict;
   conflict.name_conflict = true;
+  for (const v1::PodObservation& p : pods) {
+    if (!pods::IsRunnableOrSucceeded(p) && pods::HasManagedFinalizer(p)) {
+      conflict.finalize.push_back(p.name());
+    }
+  }
   return conflict;
+}
+
+// The cluster whose pods made a pod Workload.
+const std::string& ClusterOf(const v1::Workload& wl) {
+  return wl.metadata().labels().at(kPodClusterLabel);
+}
+
+// Moves the pods of clusters other than `cluster` out of `pods` and returns them: a Workload is
+// made of one cluster's pods, and another cluster's same-named group does not join it.
+std::vector<v1::PodObservation> TakeOtherClusters(std::vector<v1::PodObservation>* pods,
+                                                  const std::string& cluster) {
+  std::vector<v1::PodObservation> others;
+  auto own_end = std::stable_partition(pods->begin(), pods->end(), [&](const v1::PodObservation& p) {
+    return p.cluster() == cluster;
+  });
+  std::move(own_end, pods->end(), std::back_inserter(others));
+  pods->erase(own_end, pods->end());
+  return others;
 }
 
 // The library's events as the shim receives them: on a pod of `pods`, or on the Workload.
@@ -267,6 +285,8 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   const bool is_group = !pods::GroupName(pods.front(), options).empty();
   const std::string cluster = pods.front().cluster();
   if (wl_it == workloads_.end()) {
+    // Same-named pods of several clusters: the first cluster's make the Workload.
+    TakeOtherClusters(&pods, cluster);
     std::optional<v1::Workload> wl;
     if (is_group) {
       pods::GroupComposition comp = pods::ComposeGroup(pods, options);
@@ -291,12 +311,26 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   }
   WorkloadEntry& entry = wl_it->second;
   v1::Workload& wl = entry.object;
-  if (std::optional<pods::GroupMatch> foreign = ForeignWorkload(pods, wl, is_group, now, options)) {
-    AppendEvents(foreign->events, workload_key, pods, events);
+  if (!OwnsWorkload(wl, is_group)) {
+    AppendEvents(NameConflict(pods, wl, is_group, now, options).events, workload_key, pods, events);
     errors.push_back(absl::StrCat("workload \"", workload_key, "\" exists and is not a pod ",
                                   IsPodWorkload(wl) ? "group " : "",
                                   "workload: the pods stay gated"));
     return errors;
+  }
+  const std::string owner = ClusterOf(wl);
+  std::vector<v1::PodObservation> others = TakeOtherClusters(&pods, owner);
+  if (pods.empty()) {
+    // The Workload's own pods are all gone; a same-named group of another cluster makes its own.
+    DeleteEntry(entry, now, "Deleted", "every pod of the workload is gone");
+    return ReconcilePodWorkload(workload_key, now, events);
+  }
+  if (!others.empty()) {
+    AppendEvents(NameConflict(others, wl, is_group, now, options).events, workload_key, others,
+                 events);
+    errors.push_back(absl::StrCat("workload \"", workload_key, "\" is made of the pods of cluster \"",
+                                  owner, "\": the pods of cluster \"", others.front().cluster(),
+                                  "\" stay gated"));
   }
   if (IsConditionTrue(wl, kFinished)) return errors;
   // Finished: every pod succeeded (groups), or the single pod ended.
@@ -487,6 +521,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
   auto wl_it = workloads_.find(workload_key);
   if (wl_it == workloads_.end()) {
     if (is_group) {
+      TakeOtherClusters(&pods, pods.front().cluster());  // as ReconcilePodWorkload composes
       pods::GroupComposition comp = pods::ComposeGroup(pods, options);
       finalize(comp.finalize);
       remove(comp.delete_excess);
@@ -494,9 +529,23 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     return out;
   }
   const v1::Workload& wl = wl_it->second.object;
-  if (std::optional<pods::GroupMatch> foreign = ForeignWorkload(pods, wl, is_group, now, options)) {
-    finalize(foreign->finalize);  // the pods stay gated; deleted ones must not hang
+  // Pods whose Workload name is taken stay gated; inactive ones lose the finalizer so that a
+  // deleted pod does not hang.
+  auto finalize_refused = [&](const std::vector<v1::PodObservation>& refused) {
+    for (const v1::PodObservation& p : refused) {
+      if (!pods::IsRunnableOrSucceeded(p) && pods::HasManagedFinalizer(p)) {
+        out.push_back(pods::RemoveFinalizerDirective(p, rev));
+      }
+    }
+  };
+  if (!OwnsWorkload(wl, is_group)) {
+    finalize_refused(pods);
     return out;
+  }
+  if (std::vector<v1::PodObservation> others = TakeOtherClusters(&pods, ClusterOf(wl));
+      !others.empty()) {
+    finalize_refused(others);
+    if (pods.empty()) return out;
   }
   const bool finished = IsConditionTrue(wl, kFinished);
   // The pods Kueue starts once the Workload is admitted: a group's kept members, not its excess.

@@ -362,6 +362,50 @@ TEST_F(EnginePodsTest, AGroupNeverAdoptsAWorkloadItDidNotMake) {
   EXPECT_THAT(Actions(Directives()), ElementsAre("REMOVE_FINALIZER b"));
 }
 
+TEST_F(EnginePodsTest, AGroupOfAnotherClusterDoesNotJoinAWorkloadOfTheSameName) {
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  ASSERT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  // Cluster c2 has a group of the same name in the same namespace, with the same pod names.
+  v1::ReportPodsRequest other;
+  other.set_cluster("c2");
+  *other.add_pods() = Member("a", "g", "2");
+  *other.add_pods() = Member("b", "g", "2");
+  absl::StatusOr<v1::ReportPodsResponse> resp = engine_->ReportPods(other, Now());
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_THAT(Events(*resp),
+              ElementsAre("WARNING WorkloadNameConflict a: A Workload named \"g\" already exists "
+                          "but is not a pod group workload; this pod group cannot be admitted"));
+  EXPECT_EQ(resp->events(0).pod().cluster(), "c2");
+  ASSERT_EQ(resp->errors_size(), 1);
+  EXPECT_EQ(resp->errors(0).message(),
+            "workload \"ns/g\" is made of the pods of cluster \"c1\": the pods of cluster \"c2\" "
+            "stay gated");
+  EXPECT_EQ(Get("g").metadata().owner_references_size(), 2);
+  v1::ListDirectivesRequest list;
+  list.set_cluster("c2");
+  EXPECT_THAT(engine_->ListDirectives(list, Now()).directives(), IsEmpty());
+  // c1's pods are gone: its Workload goes, and c2's group makes its own.
+  v1::ReportPodsRequest gone;
+  gone.set_cluster("c1");
+  for (const char* n : {"a", "b"}) {
+    v1::PodDeletion* d = gone.add_deleted();
+    d->set_namespace_("ns");
+    d->set_name(n);
+  }
+  ASSERT_TRUE(engine_->ReportPods(gone, Now()).ok());
+  while (engine_->RunCycle(Now()).more) {
+  }
+  EXPECT_EQ(Get("g").metadata().labels().at("admitd.io/pod-cluster"), "c2");
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  std::vector<std::string> ungated;
+  const v1::ListDirectivesResponse listed = engine_->ListDirectives(list, Now());
+  for (const v1::PodDirective& d : listed.directives()) {
+    ungated.push_back(absl::StrCat(v1::PodDirective::Action_Name(d.action()), " ",
+                                   d.pod().cluster(), "/", d.pod().name()));
+  }
+  EXPECT_THAT(ungated, UnorderedElementsAre("UNGATE c2/a", "UNGATE c2/b"));
+}
+
 // ---- Queue-name changes -------------------------------------------------------------------------
 
 TEST_F(EnginePodsTest, APendingPodFollowsItsQueueLabel) {
