@@ -1,21 +1,18 @@
 // Plain pods and pod groups through the public API (KEP-976's test plan, KEP-6143's): a real
 // AdmitdServer with --manual-scheduling, a "shim" that reports pods with PodService.ReportPods
 // and applies the directives it gets back.
-#include <filesystem>
-
 #include "absl/strings/str_cat.h"
 #include "admitd/v1/pod_service.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/fixtures.h"
+#include "integration/in_process.h"
 #include "server/pods/pod_group.h"
-#include "server/server.h"
 
 namespace admitd {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
-using testing::Client;
 
 google::protobuf::Timestamp Ts(absl::Time t) {
   google::protobuf::Timestamp ts;
@@ -23,13 +20,9 @@ google::protobuf::Timestamp Ts(absl::Time t) {
   return ts;
 }
 
-class PodsTest : public ::testing::TestWithParam<bool> {
+class PodsTest : public testing::InProcessTest, public ::testing::WithParamInterface<bool> {
  protected:
   void SetUp() override {
-    static int counter = 0;
-    config_.listen = "127.0.0.1:0";
-    config_.data_dir = absl::StrCat(::testing::TempDir(), "/pods_test_", getpid(), "_", counter++);
-    std::filesystem::remove_all(config_.data_dir);  // a reused pid must not find an old store
     config_.manual_scheduling = true;
     Start();
     Apply(testing::Flavor("default"));
@@ -41,28 +34,14 @@ class PodsTest : public ::testing::TestWithParam<bool> {
   }
   void TearDown() override {
     pods_stub_.reset();
-    client_.reset();
-    if (server_) server_->Shutdown(absl::Seconds(2));
+    InProcessTest::TearDown();
   }
   void Start() {
-    auto server = AdmitdServer::Start(config_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    client_ = std::make_unique<Client>(server_->address());
+    pods_stub_.reset();
+    InProcessTest::Start();
     pods_stub_ = v1::PodService::NewStub(client_->channel);
   }
-  void Restart() {
-    pods_stub_.reset();
-    client_.reset();
-    server_->Shutdown(absl::Seconds(2));
-    server_.reset();
-    Start();
-  }
-  void Apply(const v1::ApplyRequest& req) {
-    grpc::ClientContext ctx;
-    v1::ApplyResponse resp;
-    ASSERT_TRUE(client_->queues->Apply(&ctx, req, &resp).ok());
-  }
+  void Restart() { Start(); }
   void Cycles() {
     grpc::ClientContext ctx;
     v1::RunSchedulingCyclesRequest req;
@@ -147,6 +126,7 @@ class PodsTest : public ::testing::TestWithParam<bool> {
     if (!touched.empty()) Report(touched);
     return done;
   }
+  // The Workload, or an empty one when there is none (tests check that none was made).
   v1::Workload Get(const std::string& name) {
     grpc::ClientContext ctx;
     v1::GetWorkloadRequest req;
@@ -156,6 +136,14 @@ class PodsTest : public ::testing::TestWithParam<bool> {
     (void)client_->admission->Get(&ctx, req, &wl);
     return wl;
   }
+  // "<reason> <pod>: <message>" per event of a ReportPods answer.
+  static std::vector<std::string> Events(const v1::ReportPodsResponse& resp) {
+    std::vector<std::string> out;
+    for (const v1::PodEvent& e : resp.events()) {
+      out.push_back(absl::StrCat(e.reason(), " ", e.pod().name(), ": ", e.message()));
+    }
+    return out;
+  }
   std::string Condition(const std::string& wl, const std::string& type) {
     const v1::Workload workload = Get(wl);
     for (const v1::Condition& c : workload.status().conditions()) {
@@ -164,9 +152,6 @@ class PodsTest : public ::testing::TestWithParam<bool> {
     return "";
   }
 
-  Config config_;
-  std::unique_ptr<AdmitdServer> server_;
-  std::unique_ptr<Client> client_;
   std::unique_ptr<v1::PodService::Stub> pods_stub_;
   std::map<std::string, v1::PodObservation> pods_;
   int64_t rv_ = 0;
@@ -481,6 +466,120 @@ TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
   grpc::Status s = pods_stub_->ReportPods(&ctx, req, &out);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(testing::FieldViolations(s), UnorderedElementsAre(::testing::HasSubstr("cluster")));
+}
+
+TEST_F(PodsTest, ReportsAnswerWithKueuesEvents) {
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  NewMember("c", "g", 2);  // the youngest: one too many
+  v1::ReportPodsResponse first = Report({"a"});
+  EXPECT_THAT(Events(first),
+              ElementsAre("ErrWorkloadCompose a: 'g' group has fewer runnable pods than expected"));
+  EXPECT_EQ(first.events(0).type(), v1::PodEvent::WARNING);
+  v1::ReportPodsResponse rest = Report({"b", "c"});
+  EXPECT_THAT(Events(rest), ElementsAre("ExcessPodDeleted c: Excess pod deleted",
+                                        "CreatedWorkload a: Created Workload: ns/g"));
+  EXPECT_EQ(rest.events(0).type(), v1::PodEvent::NORMAL);
+  EXPECT_EQ(rest.events(0).pod().uid(), "c-uid");
+  EXPECT_EQ(rest.events(1).workload_name(), "g");
+  // Admission happens in the scheduling cycles; each UNGATE carries the pod's Started event.
+  Cycles();
+  int started = 0;
+  for (const v1::PodDirective& d : Directives()) {
+    if (d.action() != v1::PodDirective::UNGATE) continue;
+    EXPECT_EQ(d.event().reason(), "Started");
+    EXPECT_EQ(d.event().message(), "Admitted by clusterQueue cq");
+    ++started;
+  }
+  EXPECT_EQ(started, 2);
+}
+
+TEST_F(PodsTest, AGroupNamedLikeAnotherWorkloadStaysGated) {
+  grpc::ClientContext ctx;
+  v1::SubmitRequest submit;
+  *submit.mutable_workload() = testing::Workload("ns", "g", "lq", 1, {{"cpu", "1"}});
+  v1::SubmitResponse submitted;
+  ASSERT_TRUE(client_->admission->Submit(&ctx, submit, &submitted).ok());
+  NewMember("a", "g", 2);
+  NewMember("b", "g", 2);
+  v1::ReportPodsResponse resp = Report({"a", "b"});
+  EXPECT_THAT(Events(resp),
+              ElementsAre("WorkloadNameConflict a: A Workload named \"g\" already exists but is "
+                          "not a pod group workload; this pod group cannot be admitted"));
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "workload \"ns/g\" exists and is not a pod workload: the pods stay gated");
+  Cycles();
+  EXPECT_EQ(Condition("g", "Admitted"), "True/Admitted");  // the other Workload, as it was
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 1);
+  EXPECT_TRUE(Directives().empty());  // no UNGATE for the pods
+  pods_.at("b").set_phase(v1::POD_PHASE_FAILED);
+  pods_.at("b").set_resource_version(++rv_);
+  resp = Report({"b"});
+  EXPECT_THAT(Events(resp), ElementsAre(::testing::StartsWith("WorkloadNameConflict a: ")));
+  EXPECT_THAT(ApplyDirectives(), ElementsAre("REMOVE_FINALIZER b"));
+  EXPECT_TRUE(Directives().empty());
+  EXPECT_FALSE(pods_.at("a").scheduling_gates().empty());
+}
+
+TEST_F(PodsTest, APendingPodMovesWithItsQueueLabel) {
+  Apply(testing::ClusterQueue("cq2", {"default"}, {{"cpu", "4"}}));
+  Apply(testing::LocalQueue("ns", "lq2", "cq2"));
+  NewPod("big", "3");  // does not fit cq's 2 CPUs
+  Report({"big"});
+  Cycles();
+  const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
+  EXPECT_THAT(Condition(wl, "QuotaReserved"), ::testing::StartsWith("False/"));
+  EXPECT_TRUE(Directives().empty());
+  (*pods_.at("big").mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  pods_.at("big").set_resource_version(++rv_);
+  EXPECT_EQ(Report({"big"}).accepted(), 1);
+  EXPECT_EQ(Get(wl).spec().queue_name(), "lq2");
+  Cycles();
+  EXPECT_EQ(Condition(wl, "Admitted"), "True/Admitted");
+  EXPECT_EQ(Get(wl).status().admission().cluster_queue(), "cq2");
+  EXPECT_THAT(ApplyDirectives(), ElementsAre("UNGATE big"));
+  EXPECT_EQ(pods_.at("big").labels().at(pods::kLocalQueueNameLabel), "lq2");
+}
+
+TEST_F(PodsTest, AServingGroupIgnoresQueueLabelChanges) {
+  Apply(testing::ClusterQueue("cq2", {"default"}, {{"cpu", "4"}}));
+  Apply(testing::LocalQueue("ns", "lq2", "cq2"));
+  for (const char* n : {"a", "b", "c"}) {  // 3 CPUs: does not fit cq
+    (*NewMember(n, "g", 3).mutable_annotations())[pods::kGroupServingAnnotation] = "true";
+  }
+  Report({"a", "b", "c"});
+  Cycles();
+  ASSERT_EQ(Get("g").spec().queue_name(), "lq");
+  for (const char* n : {"a", "b", "c"}) {
+    (*pods_.at(n).mutable_labels())[pods::kQueueNameLabel] = "lq2";
+    pods_.at(n).set_resource_version(++rv_);
+  }
+  v1::ReportPodsResponse resp = Report({"a", "b", "c"});
+  EXPECT_EQ(resp.accepted(), 3);
+  EXPECT_THAT(resp.errors(), ::testing::IsEmpty());
+  Cycles();
+  EXPECT_EQ(Get("g").spec().queue_name(), "lq");
+  EXPECT_NE(Condition("g", "Admitted"), "True/Admitted");
+  EXPECT_TRUE(Directives().empty());
+}
+
+TEST_F(PodsTest, AnUngatedPodCannotChangeQueue) {
+  Apply(testing::LocalQueue("ns", "lq2", "cq"));
+  NewPod("p");
+  Report({"p"});
+  Cycles();
+  EXPECT_THAT(ApplyDirectives(), ElementsAre("UNGATE p"));
+  (*pods_.at("p").mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  pods_.at("p").set_resource_version(++rv_);
+  v1::ReportPodsResponse resp = Report({"p"});
+  EXPECT_EQ(resp.accepted(), 0);
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).name(), "p");
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"lq2\": field is "
+            "immutable");
+  EXPECT_EQ(Get(pods::SinglePodWorkloadName("p", "p-uid")).spec().queue_name(), "lq");
 }
 
 }  // namespace

@@ -157,8 +157,13 @@ class Engine::Impl {
   std::vector<v1::PodObservation> PodsOf(const std::string& workload_key) const;
   void FinishRestorePods();
   // Creates, finishes, gives reclaimable pods to, or releases after an eviction the Workload of
-  // these pods. Returns the problems to report (Kueue's messages).
-  std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now);
+  // these pods, and moves a pending one to the queue its pods name. Returns the problems to
+  // report (Kueue's messages); appends the events Kueue would record to `events` when given.
+  std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now,
+                                                std::vector<v1::PodEvent>* events = nullptr);
+  // jobframework's QueueNameChange for a pod Workload that holds no quota (§14.3).
+  void FollowPodQueueName(WorkloadEntry& entry, const std::vector<v1::PodObservation>& pods,
+                          bool is_group, absl::Time now);
   // After an eviction outside a cycle; inside one the Workload waits for the cycle's end.
   void ReconcileEvictedPodWorkload(WorkloadEntry& entry, absl::Time now);
   std::vector<v1::PodDirective> PodDirectivesFor(const std::string& workload_key,

@@ -4,6 +4,8 @@
 // rules of server/pods/. Directives to the shim are derived from the pods and the Workload, never
 // stored: what the shim has not done yet is what its pods still say.
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,10 +27,9 @@ bool IsPodWorkload(const v1::Workload& wl) {
 
 constexpr char kPodTimerPrefix[] = "pod:";
 
-
 // Why each named pod of a declared group stays gated.
 std::vector<std::string> UndeclaredMessages(const std::vector<v1::PodObservation>& pods,
-                                                const std::vector<std::string>& names) {
+                                            const std::vector<std::string>& names) {
   std::vector<std::string> out;
   for (const v1::PodObservation& p : pods) {
     if (std::find(names.begin(), names.end(), p.name()) != names.end()) {
@@ -36,6 +37,78 @@ std::vector<std::string> UndeclaredMessages(const std::vector<v1::PodObservation
     }
   }
   return out;
+}
+
+bool IsGroupWorkload(const v1::Workload& wl) {
+  auto it = wl.metadata().annotations().find(pods::kIsGroupWorkloadAnnotation);
+  return it != wl.metadata().annotations().end() && it->second == "true";
+}
+
+// §14.3: whether the pods made this Workload: it is made of reported pods and, for a group, is
+// a pod group Workload. Kueue never adopts another controller's Workload.
+bool OwnsWorkload(const v1::Workload& wl, bool is_group) {
+  return IsPodWorkload(wl) && (!is_group || IsGroupWorkload(wl));
+}
+
+// What pods do with a Workload of their name that is not theirs: they stay gated, inactive ones
+// are finalized, and a group gets MatchGroupWorkload's WorkloadNameConflict event.
+pods::GroupMatch NameConflict(const std::vector<v1::PodObservation>& pods, const v1::Workload& wl,
+                              bool is_group, absl::Time now, const pods::PodOptions& options) {
+  if (is_group) {
+    // Whatever its annotations say, the Workload is foreign to these pods: match it as one.
+    v1::Workload probe = wl;
+    probe.mutable_metadata()->mutable_annotations()->erase(pods::kIsGroupWorkloadAnnotation);
+    absl::StatusOr<pods::GroupMatch> match =
+        pods::MatchGroupWorkload(pods, probe, /*workload_finished=*/false, now, options);
+    if (match.ok() && match->name_conflict) return *std::move(match);
+  }
+  pods::GroupMatch conflict;
+  conflict.name_conflict = true;
+  for (const v1::PodObservation& p : pods) {
+    if (!pods::IsRunnableOrSucceeded(p) && pods::HasManagedFinalizer(p)) {
+      conflict.finalize.push_back(p.name());
+    }
+  }
+  return conflict;
+}
+
+// The cluster whose pods made a pod Workload.
+const std::string& ClusterOf(const v1::Workload& wl) {
+  return wl.metadata().labels().at(kPodClusterLabel);
+}
+
+// Moves the pods of clusters other than `cluster` out of `pods` and returns them: a Workload is
+// made of one cluster's pods, and another cluster's same-named group does not join it.
+std::vector<v1::PodObservation> TakeOtherClusters(std::vector<v1::PodObservation>* pods,
+                                                  const std::string& cluster) {
+  std::vector<v1::PodObservation> others;
+  auto own_end = std::stable_partition(pods->begin(), pods->end(), [&](const v1::PodObservation& p) {
+    return p.cluster() == cluster;
+  });
+  std::move(own_end, pods->end(), std::back_inserter(others));
+  pods->erase(own_end, pods->end());
+  return others;
+}
+
+// The library's events as the shim receives them: on a pod of `pods`, or on the Workload.
+void AppendEvents(const std::vector<pods::PodEvent>& from, const std::string& workload_key,
+                  const std::vector<v1::PodObservation>& pods, std::vector<v1::PodEvent>* out) {
+  if (out == nullptr) return;
+  const size_t slash = workload_key.find('/');
+  for (const pods::PodEvent& e : from) {
+    v1::PodEvent event;
+    event.set_type(e.type == "Warning" ? v1::PodEvent::WARNING : v1::PodEvent::NORMAL);
+    event.set_reason(e.reason);
+    event.set_message(e.message);
+    event.set_namespace_(workload_key.substr(0, slash));
+    event.set_workload_name(workload_key.substr(slash + 1));
+    if (!e.on_workload) {
+      for (const v1::PodObservation& p : pods) {
+        if (p.name() == e.object) *event.mutable_pod() = pods::RefOf(p);
+      }
+    }
+    out->push_back(std::move(event));
+  }
 }
 
 }  // namespace
@@ -152,9 +225,12 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
       continue;
     }
     // What Kueue's pod webhook refuses never becomes a pod, so it is not recorded either.
+    const bool default_queue_exists =
+        local_queues_.count(absl::StrCat(pod.namespace_(), "/", pods::kDefaultLocalQueueName)) != 0;
     std::vector<std::string> invalid =
-        it == pods_.end() || replaces ? pods::ValidatePodCreate(pod, options)
-                                      : pods::ValidatePodUpdate(it->second.obs, pod, options);
+        it == pods_.end() || replaces
+            ? pods::ValidatePodCreate(pod, options)
+            : pods::ValidatePodUpdate(it->second.obs, pod, options, default_queue_exists);
     if (!invalid.empty()) {
       for (const std::string& m : invalid) error(pod.namespace_(), pod.name(), m);
       continue;
@@ -191,19 +267,22 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
     }
     for (const std::string& key : gone) remove(key);
   }
+  std::vector<v1::PodEvent> events;
   for (const std::string& workload_key : touched) {
     dirty_pod_workloads_.insert(workload_key);
-    for (const std::string& message : ReconcilePodWorkload(workload_key, now)) {
+    for (const std::string& message : ReconcilePodWorkload(workload_key, now, &events)) {
       const size_t slash = workload_key.find('/');
       error(workload_key.substr(0, slash), workload_key.substr(slash + 1), message);
     }
   }
+  for (v1::PodEvent& e : events) *response.add_events() = std::move(e);
   response.set_revision(revision_);
   return response;
 }
 
 std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& workload_key,
-                                                            absl::Time now) {
+                                                            absl::Time now,
+                                                            std::vector<v1::PodEvent>* events) {
   std::vector<std::string> errors;
   const pods::PodOptions options = PodOptionsNow();
   std::vector<v1::PodObservation> pods = PodsOf(workload_key);
@@ -218,9 +297,12 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   const bool is_group = !pods::GroupName(pods.front(), options).empty();
   const std::string cluster = pods.front().cluster();
   if (wl_it == workloads_.end()) {
+    // Same-named pods of several clusters: the first cluster's make the Workload.
+    TakeOtherClusters(&pods, cluster);
     std::optional<v1::Workload> wl;
     if (is_group) {
       pods::GroupComposition comp = pods::ComposeGroup(pods, options);
+      AppendEvents(comp.events, workload_key, pods, events);
       if (comp.outcome == pods::GroupComposition::Outcome::kInvalid) errors.push_back(comp.error);
       for (const std::string& m : UndeclaredMessages(pods, comp.undeclared)) errors.push_back(m);
       if (comp.outcome == pods::GroupComposition::Outcome::kCreate) wl = std::move(comp.workload);
@@ -242,10 +324,26 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   }
   WorkloadEntry& entry = wl_it->second;
   v1::Workload& wl = entry.object;
-  if (!IsPodWorkload(wl)) {
-    errors.push_back(absl::StrCat("workload \"", workload_key,
-                                  "\" exists and is not a pod workload: the pods stay gated"));
+  if (!OwnsWorkload(wl, is_group)) {
+    AppendEvents(NameConflict(pods, wl, is_group, now, options).events, workload_key, pods, events);
+    errors.push_back(absl::StrCat("workload \"", workload_key, "\" exists and is not a pod ",
+                                  IsPodWorkload(wl) ? "group " : "",
+                                  "workload: the pods stay gated"));
     return errors;
+  }
+  const std::string owner = ClusterOf(wl);
+  std::vector<v1::PodObservation> others = TakeOtherClusters(&pods, owner);
+  if (pods.empty()) {
+    // The Workload's own pods are all gone; a same-named group of another cluster makes its own.
+    DeleteEntry(entry, now, "Deleted", "every pod of the workload is gone");
+    return ReconcilePodWorkload(workload_key, now, events);
+  }
+  if (!others.empty()) {
+    AppendEvents(NameConflict(others, wl, is_group, now, options).events, workload_key, others,
+                 events);
+    errors.push_back(absl::StrCat("workload \"", workload_key, "\" is made of the pods of cluster \"",
+                                  owner, "\": the pods of cluster \"", others.front().cluster(),
+                                  "\" stay gated"));
   }
   if (IsConditionTrue(wl, kFinished)) return errors;
   // Finished: every pod succeeded (groups), or the single pod ended.
@@ -258,6 +356,23 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
       return errors;
     }
     for (const std::string& m : UndeclaredMessages(pods, match->undeclared)) errors.push_back(m);
+    AppendEvents(match->events, workload_key, pods, events);
+    if (!match->owners_to_add.empty()) {
+      // Kueue's EnsureWorkloadOwnedByAllMembers: every member owns the Workload.
+      for (const v1::PodObservation& p : pods) {
+        if (std::find(match->owners_to_add.begin(), match->owners_to_add.end(), p.name()) ==
+            match->owners_to_add.end()) {
+          continue;
+        }
+        v1::OwnerReference* ref = wl.mutable_metadata()->add_owner_references();
+        ref->set_api_version("v1");
+        ref->set_kind("Pod");
+        ref->set_name(p.name());
+        ref->set_uid(p.uid());
+      }
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "OwnerReferencesAdded",
+                   absl::StrCat("Added ", match->owners_to_add.size(), " owner reference(s)"));
+    }
     kept.clear();
     for (const v1::PodObservation& p : pods) {
       if (std::find(match->kept.begin(), match->kept.end(), p.name()) != match->kept.end()) {
@@ -288,6 +403,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     return errors;
   }
   const bool reserved = HoldsReservation(wl);
+  if (!reserved) FollowPodQueueName(entry, pods, is_group, now);
   // Succeeded pods of a running group give their quota back (§14.8).
   if (is_group && reserved && !pods::IsServing(pods.front())) {
     absl::StatusOr<std::vector<v1::ReclaimablePod>> reclaimable =
@@ -340,6 +456,39 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   return errors;
 }
 
+void Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
+                                      const std::vector<v1::PodObservation>& pods, bool is_group,
+                                      absl::Time now) {
+  v1::Workload& wl = entry.object;
+  const v1::PodObservation& ref = pods.front();
+  // Kueue handles an evicted Workload (step 6) before a suspended job's queue (step 7), and a
+  // serving group keeps its queue (the pod integration's CustomQueueNameChange). Kueue's
+  // Workload validation refuses the change while quota is reserved: the caller checks that.
+  if (IsConditionTrue(wl, kAdmitted) || IsConditionTrue(wl, kEvicted)) return;
+  if (is_group && pods::IsServing(ref)) return;
+  // The job is suspended while a pod is gated or terminated.
+  if (std::none_of(pods.begin(), pods.end(), [](const v1::PodObservation& p) {
+        return pods::IsGated(p) || pods::IsTerminated(p);
+      })) {
+    return;
+  }
+  std::string queue = pods::QueueName(ref);
+  const std::string& ns = wl.metadata().namespace_();
+  if (queue.empty() &&
+      local_queues_.count(absl::StrCat(ns, "/", pods::kDefaultLocalQueueName)) != 0) {
+    queue = pods::kDefaultLocalQueueName;  // what the webhook would have labelled it with
+  }
+  if (queue.empty() || queue == wl.spec().queue_name()) return;
+  const std::string message =
+      absl::StrCat("The queue name changed from ", wl.spec().queue_name(), " to ", queue);
+  Dequeue(entry);
+  wl.mutable_spec()->set_queue_name(queue);
+  wl.mutable_metadata()->set_generation(wl.metadata().generation() + 1);
+  RefreshResourceRequests(entry);
+  Enqueue(entry, now, /*emit_reason_change=*/false);
+  EmitWorkload(entry, v1::WatchEvent::MODIFIED, "QueueNameChanged", message);
+}
+
 bool Engine::Impl::TickPodTimer(const std::string& timer_key, absl::Time now) {
   if (timer_key.rfind(kPodTimerPrefix, 0) != 0) return false;
   ReconcilePodWorkload(timer_key.substr(sizeof(kPodTimerPrefix) - 1), now);
@@ -386,6 +535,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
   auto wl_it = workloads_.find(workload_key);
   if (wl_it == workloads_.end()) {
     if (is_group) {
+      TakeOtherClusters(&pods, pods.front().cluster());  // as ReconcilePodWorkload composes
       pods::GroupComposition comp = pods::ComposeGroup(pods, options);
       finalize(comp.finalize);
       remove(comp.delete_excess);
@@ -393,13 +543,40 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     return out;
   }
   const v1::Workload& wl = wl_it->second.object;
-  if (!IsPodWorkload(wl)) return out;
+  // Pods whose Workload name is taken stay gated; inactive ones lose the finalizer so that a
+  // deleted pod does not hang.
+  auto finalize_refused = [&](const std::vector<v1::PodObservation>& refused) {
+    for (const v1::PodObservation& p : refused) {
+      if (!pods::IsRunnableOrSucceeded(p) && pods::HasManagedFinalizer(p)) {
+        out.push_back(pods::RemoveFinalizerDirective(p, rev));
+      }
+    }
+  };
+  if (!OwnsWorkload(wl, is_group)) {
+    finalize_refused(pods);
+    return out;
+  }
+  if (std::vector<v1::PodObservation> others = TakeOtherClusters(&pods, ClusterOf(wl));
+      !others.empty()) {
+    finalize_refused(others);
+    if (pods.empty()) return out;
+  }
   const bool finished = IsConditionTrue(wl, kFinished);
+  // The pods Kueue starts once the Workload is admitted: a group's kept members, not its excess.
+  std::vector<v1::PodObservation> members = pods;
   if (is_group) {
     absl::StatusOr<pods::GroupMatch> match = pods::MatchGroupWorkload(pods, wl, finished, now, options);
     if (match.ok()) {
       finalize(match->finalize);
       remove(match->delete_excess);
+      if (match->equivalent) {
+        members.clear();
+        for (const v1::PodObservation& p : pods) {
+          if (std::find(match->kept.begin(), match->kept.end(), p.name()) != match->kept.end()) {
+            members.push_back(p);
+          }
+        }
+      }
     }
   }
   if (finished) {
@@ -421,7 +598,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
   }
   if (!IsConditionTrue(wl, kAdmitted)) return out;
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ungate =
-      pods::PodsToUngate(pods, wl, is_group);
+      pods::PodsToUngate(members, wl, is_group);
   if (!ungate.ok()) return out;
   for (const auto& [name, pod_set] : *ungate) {
     const v1::PodObservation* p = by_name(name);
@@ -441,7 +618,16 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
         }
       }
     }
-    out.push_back(pods::UngateDirective(*p, info, rev));
+    v1::PodDirective d = pods::UngateDirective(*p, info, rev);
+    // Kueue records `Started` on each pod it ungates; the shim does once it has.
+    v1::PodEvent* started = d.mutable_event();
+    started->set_type(v1::PodEvent::NORMAL);
+    started->set_reason("Started");
+    started->set_message(absl::StrCat("Admitted by clusterQueue ", info.cluster_queue));
+    *started->mutable_pod() = d.pod();
+    started->set_namespace_(wl.metadata().namespace_());
+    started->set_workload_name(wl.metadata().name());
+    out.push_back(std::move(d));
   }
   return out;
 }

@@ -12,6 +12,8 @@
 namespace admitd::engine {
 namespace {
 
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
@@ -87,6 +89,25 @@ class EnginePodsTest : public ::testing::Test {
     lq.mutable_object()->mutable_local_queue()->mutable_spec()->set_cluster_queue("cq");
     ASSERT_TRUE(engine_->Apply(lq, Now()).ok());
   }
+  // Another ClusterQueue `cq` with `cpu` of nominal quota, fed by LocalQueue ns/`lq`.
+  void AddQueues(const std::string& cq_name, const std::string& lq_name, const std::string& cpu) {
+    v1::ApplyRequest cq;
+    v1::ClusterQueue* c = cq.mutable_object()->mutable_cluster_queue();
+    c->mutable_metadata()->set_name(cq_name);
+    c->mutable_spec()->mutable_namespace_selector();
+    v1::ResourceGroup* g = c->mutable_spec()->add_resource_groups();
+    g->add_covered_resources("cpu");
+    v1::FlavorQuotas* fq = g->add_flavors();
+    fq->set_name("default");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota(cpu);
+    ASSERT_TRUE(engine_->Apply(cq, Now()).ok());
+    v1::ApplyRequest lq;
+    lq.mutable_object()->mutable_local_queue()->mutable_metadata()->set_namespace_("ns");
+    lq.mutable_object()->mutable_local_queue()->mutable_metadata()->set_name(lq_name);
+    lq.mutable_object()->mutable_local_queue()->mutable_spec()->set_cluster_queue(cq_name);
+    ASSERT_TRUE(engine_->Apply(lq, Now()).ok());
+  }
   absl::Time Now() { return kT0 + absl::Seconds(++tick_); }
   v1::ReportPodsResponse Report(const std::vector<v1::PodObservation>& pods) {
     v1::ReportPodsRequest req;
@@ -121,6 +142,16 @@ class EnginePodsTest : public ::testing::Test {
     return wl.ok() ? *wl : v1::Workload();
   }
   v1::WorkloadState State(const std::string& name) { return StateOf(Get(name)); }
+  // "<Type> <reason> <pod or workload:name>: <message>" per event.
+  static std::vector<std::string> Events(const v1::ReportPodsResponse& resp) {
+    std::vector<std::string> out;
+    for (const v1::PodEvent& e : resp.events()) {
+      out.push_back(absl::StrCat(v1::PodEvent::Type_Name(e.type()), " ", e.reason(), " ",
+                                 e.has_pod() ? e.pod().name() : "workload:" + e.workload_name(),
+                                 ": ", e.message()));
+    }
+    return out;
+  }
 
   std::unique_ptr<Engine> engine_;
   int tick_ = 0;
@@ -243,6 +274,208 @@ TEST_F(EnginePodsTest, PodsOfUnmanagedNamespacesAreNotQueued) {
   req.set_name(pods::SinglePodWorkloadName("sys", "sys-uid"));
   EXPECT_FALSE(engine_->GetWorkload(req).ok());
   EXPECT_TRUE(Directives().empty());
+}
+
+// ---- Events ------------------------------------------------------------------------------------
+
+TEST_F(EnginePodsTest, ReportsAnswerWithTheEventsKueueRecords) {
+  v1::ReportPodsResponse waiting = Report({Member("a", "g", "2")});
+  EXPECT_THAT(Events(waiting),
+              ElementsAre("WARNING ErrWorkloadCompose a: 'g' group has fewer runnable pods than "
+                          "expected"));
+  EXPECT_EQ(waiting.events(0).namespace_(), "ns");
+  EXPECT_EQ(waiting.events(0).workload_name(), "g");
+  EXPECT_EQ(waiting.events(0).pod().uid(), "a-uid");
+  EXPECT_EQ(waiting.events(0).pod().cluster(), "c1");
+  v1::ReportPodsResponse created = Report({Member("b", "g", "2")});
+  EXPECT_THAT(Events(created), ElementsAre("NORMAL CreatedWorkload a: Created Workload: ns/g"));
+  // Each UNGATE carries the Started event the shim records once it has ungated the pod.
+  ASSERT_EQ(created.directives_size(), 2);
+  for (const v1::PodDirective& d : created.directives()) {
+    EXPECT_EQ(d.event().type(), v1::PodEvent::NORMAL);
+    EXPECT_EQ(d.event().reason(), "Started");
+    EXPECT_EQ(d.event().message(), "Admitted by clusterQueue cq");
+    EXPECT_EQ(d.event().pod().name(), d.pod().name());
+  }
+  // Nothing happened with this report: no events (they are not stored or replayed).
+  EXPECT_THAT(Events(Report({Running(Member("a", "g", "2"))})), IsEmpty());
+}
+
+TEST_F(EnginePodsTest, ExcessPodsAreAnnouncedWithTheirDeletion) {
+  v1::PodObservation c = Member("c", "g", "2");
+  *c.mutable_creation_timestamp() = Ts(kT0 + absl::Seconds(5));  // the youngest
+  v1::ReportPodsResponse resp = Report({Member("a", "g", "2"), Member("b", "g", "2"), c});
+  EXPECT_THAT(Events(resp), ElementsAre("NORMAL ExcessPodDeleted c: Excess pod deleted",
+                                        "NORMAL CreatedWorkload a: Created Workload: ns/g"));
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
+              UnorderedElementsAre("UNGATE a", "UNGATE b", "DELETE c"));
+}
+
+TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  v1::PodObservation b = Running(Member("b", "g", "2"));
+  b.set_phase(v1::POD_PHASE_FAILED);
+  Report({Running(Member("a", "g", "2")), b});
+  v1::ReportPodsResponse resp = Report({Member("b2", "g", "2")});
+  EXPECT_THAT(Events(resp), ElementsAre("NORMAL OwnerReferencesAdded workload:g: Added 1 owner "
+                                        "reference(s)"));
+  const v1::Workload wl = Get("g");
+  ASSERT_EQ(wl.metadata().owner_references_size(), 3);
+  EXPECT_EQ(wl.metadata().owner_references(2).name(), "b2");
+  EXPECT_EQ(wl.metadata().owner_references(2).uid(), "b2-uid");
+}
+
+// ---- Another controller's Workload --------------------------------------------------------------
+
+TEST_F(EnginePodsTest, AGroupNeverAdoptsAWorkloadItDidNotMake) {
+  v1::SubmitRequest submit;
+  v1::Workload* other = submit.mutable_workload();
+  other->mutable_metadata()->set_namespace_("ns");
+  other->mutable_metadata()->set_name("g");
+  other->mutable_spec()->set_queue_name("lq");
+  v1::PodSet* ps = other->mutable_spec()->add_pod_sets();
+  ps->set_count(1);
+  v1::Container* c = ps->mutable_template_()->mutable_spec()->add_containers();
+  c->set_name("c");
+  (*c->mutable_resources()->mutable_requests())["cpu"] = "1";
+  ASSERT_TRUE(engine_->Submit(submit, Now()).ok());
+  v1::ReportPodsResponse resp = Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  const std::string conflict =
+      "WARNING WorkloadNameConflict a: A Workload named \"g\" already exists but is not a pod "
+      "group workload; this pod group cannot be admitted";
+  EXPECT_THAT(Events(resp), ElementsAre(conflict));
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "workload \"ns/g\" exists and is not a pod workload: the pods stay gated");
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}), IsEmpty());
+  // The other Workload is untouched: same pod set, no pod owners.
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 1);
+  EXPECT_EQ(Get("g").metadata().owner_references_size(), 0);
+  // A pod that fails (or is deleted) while gated loses its finalizer; the others stay gated.
+  v1::PodObservation b = Member("b", "g", "2");
+  b.set_phase(v1::POD_PHASE_FAILED);
+  b.set_resource_version(2);
+  resp = Report({b});
+  EXPECT_THAT(Events(resp), ElementsAre(conflict));
+  EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
+              ElementsAre("REMOVE_FINALIZER b"));
+  EXPECT_THAT(Actions(Directives()), ElementsAre("REMOVE_FINALIZER b"));
+}
+
+TEST_F(EnginePodsTest, AGroupOfAnotherClusterDoesNotJoinAWorkloadOfTheSameName) {
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  ASSERT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  // Cluster c2 has a group of the same name in the same namespace, with the same pod names.
+  v1::ReportPodsRequest other;
+  other.set_cluster("c2");
+  *other.add_pods() = Member("a", "g", "2");
+  *other.add_pods() = Member("b", "g", "2");
+  absl::StatusOr<v1::ReportPodsResponse> resp = engine_->ReportPods(other, Now());
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_THAT(Events(*resp),
+              ElementsAre("WARNING WorkloadNameConflict a: A Workload named \"g\" already exists "
+                          "but is not a pod group workload; this pod group cannot be admitted"));
+  EXPECT_EQ(resp->events(0).pod().cluster(), "c2");
+  ASSERT_EQ(resp->errors_size(), 1);
+  EXPECT_EQ(resp->errors(0).message(),
+            "workload \"ns/g\" is made of the pods of cluster \"c1\": the pods of cluster \"c2\" "
+            "stay gated");
+  EXPECT_EQ(Get("g").metadata().owner_references_size(), 2);
+  v1::ListDirectivesRequest list;
+  list.set_cluster("c2");
+  EXPECT_THAT(engine_->ListDirectives(list, Now()).directives(), IsEmpty());
+  // c1's pods are gone: its Workload goes, and c2's group makes its own.
+  v1::ReportPodsRequest gone;
+  gone.set_cluster("c1");
+  for (const char* n : {"a", "b"}) {
+    v1::PodDeletion* d = gone.add_deleted();
+    d->set_namespace_("ns");
+    d->set_name(n);
+  }
+  ASSERT_TRUE(engine_->ReportPods(gone, Now()).ok());
+  while (engine_->RunCycle(Now()).more) {
+  }
+  EXPECT_EQ(Get("g").metadata().labels().at("admitd.io/pod-cluster"), "c2");
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  std::vector<std::string> ungated;
+  const v1::ListDirectivesResponse listed = engine_->ListDirectives(list, Now());
+  for (const v1::PodDirective& d : listed.directives()) {
+    ungated.push_back(absl::StrCat(v1::PodDirective::Action_Name(d.action()), " ",
+                                   d.pod().cluster(), "/", d.pod().name()));
+  }
+  EXPECT_THAT(ungated, UnorderedElementsAre("UNGATE c2/a", "UNGATE c2/b"));
+}
+
+// ---- Queue-name changes -------------------------------------------------------------------------
+
+TEST_F(EnginePodsTest, APendingPodFollowsItsQueueLabel) {
+  AddQueues("cq2", "lq2", "4");
+  const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
+  v1::PodObservation big = Pod("big", "3");  // more than cq's 2 CPUs
+  Report({big});
+  ASSERT_EQ(State(wl), v1::WORKLOAD_STATE_PENDING);
+  const int64_t generation = Get(wl).metadata().generation();
+  (*big.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  big.set_resource_version(2);
+  v1::ReportPodsResponse resp = Report({big});
+  EXPECT_THAT(resp.errors(), IsEmpty());
+  EXPECT_EQ(Get(wl).spec().queue_name(), "lq2");
+  EXPECT_EQ(Get(wl).metadata().generation(), generation + 1);
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(Get(wl).status().admission().cluster_queue(), "cq2");
+  ASSERT_EQ(resp.directives_size(), 1);
+  EXPECT_EQ(resp.directives(0).labels().at(pods::kLocalQueueNameLabel), "lq2");
+  EXPECT_EQ(resp.directives(0).event().message(), "Admitted by clusterQueue cq2");
+}
+
+TEST_F(EnginePodsTest, AServingGroupKeepsItsQueue) {
+  AddQueues("cq2", "lq2", "4");
+  std::vector<v1::PodObservation> group;
+  for (const char* n : {"a", "b", "c"}) {
+    v1::PodObservation p = Member(n, "g", "3");
+    (*p.mutable_annotations())[pods::kGroupServingAnnotation] = "true";
+    group.push_back(p);
+  }
+  Report(group);  // 3 CPUs: does not fit cq
+  ASSERT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
+  for (v1::PodObservation& p : group) {
+    (*p.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+    p.set_resource_version(2);
+  }
+  v1::ReportPodsResponse resp = Report(group);
+  EXPECT_EQ(resp.accepted(), 3);
+  EXPECT_EQ(Get("g").spec().queue_name(), "lq");
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
+}
+
+TEST_F(EnginePodsTest, AnUngatedPodsQueueLabelIsImmutable) {
+  Report({Pod("p")});
+  v1::PodObservation running = Running(Pod("p"));
+  Report({running});
+  v1::PodObservation moved = running;
+  (*moved.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  moved.set_resource_version(running.resource_version() + 1);
+  v1::ReportPodsResponse resp = Report({moved});
+  EXPECT_EQ(resp.accepted(), 0);
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).name(), "p");
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"lq2\": field is "
+            "immutable");
+  EXPECT_EQ(Get(pods::SinglePodWorkloadName("p", "p-uid")).spec().queue_name(), "lq");
+}
+
+TEST_F(EnginePodsTest, AQueueLabelIsNotRemovedWhereADefaultQueueExists) {
+  AddQueues("cq2", "default", "4");
+  v1::PodObservation p = Pod("p", "3");
+  Report({p});
+  p.mutable_labels()->erase(pods::kQueueNameLabel);
+  p.set_resource_version(2);
+  v1::ReportPodsResponse resp = Report({p});
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": queue-name must "
+            "not be empty in namespace with default queue");
 }
 
 }  // namespace

@@ -124,9 +124,9 @@ TEST(DeclaredSetsTest, WebhookValidation) {
   EXPECT_THAT(ValidatePodCreate(PodBuilder("m").Queue("q").Label(kGroupNameLabel, "g"), opts),
               ElementsAre(HasSubstr("kueue.x-k8s.io/pod-group-total-count]: Required value")));
   // The declaration and the role are immutable.
-  EXPECT_THAT(ValidatePodUpdate(Driver(), Driver("driver", R"([{"name": "driver"}])"), opts),
+  EXPECT_THAT(ValidatePodUpdate(Driver(), Driver("driver", R"([{"name": "driver"}])"), opts, /*default_local_queue_exists=*/false),
               ElementsAre(HasSubstr("metadata.annotations[kueue.x-k8s.io/pod-group-sets]: Invalid value:")));
-  EXPECT_THAT(ValidatePodUpdate(Worker("w0"), Worker("w0", "driver"), opts),
+  EXPECT_THAT(ValidatePodUpdate(Worker("w0"), Worker("w0", "driver"), opts, /*default_local_queue_exists=*/false),
               ElementsAre("metadata.labels[kueue.x-k8s.io/pod-group-role]: Invalid value: \"driver\": field "
                           "is immutable"));
 }

@@ -547,7 +547,7 @@ absl::StatusOr<GroupMatch> MatchGroupWorkload(std::vector<PodObservation> pods, 
     out.events.insert(out.events.begin(),
                       {"Normal", "OwnerReferencesAdded",
                        absl::StrCat("Added ", out.owners_to_add.size(), " owner reference(s)"),
-                       workload.metadata().name()});
+                       workload.metadata().name(), /*on_workload=*/true});
   }
   return out;
 }

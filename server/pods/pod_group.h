@@ -69,14 +69,16 @@ struct PodOptions {
 absl::Status ValidateOptions(const PodOptions& options);
 
 // An event Kueue records: type Normal|Warning, reason, message, and the object it is recorded on
-// (a pod name, or the Workload name for Workload events).
+// (a pod name, or with on_workload the Workload name).
 struct PodEvent {
   std::string type;
   std::string reason;
   std::string message;
   std::string object;
+  bool on_workload = false;
   bool operator==(const PodEvent& o) const {
-    return type == o.type && reason == o.reason && message == o.message && object == o.object;
+    return type == o.type && reason == o.reason && message == o.message && object == o.object &&
+           on_workload == o.on_workload;
   }
 };
 
@@ -185,11 +187,15 @@ ManagementDecision DecideManagement(const v1::PodObservation& pod, const Managem
 // The validating webhook on create: field errors formatted as Kubernetes prints them, e.g.
 // "metadata.labels[kueue.x-k8s.io/pod-group-name]: Required value: both the ... should be set".
 std::vector<std::string> ValidatePodCreate(const v1::PodObservation& pod, const PodOptions& options);
-// On update: the create checks plus the immutable group name and the one-way
-// retriable-in-group: "false".
+// On update: the queue-name label is immutable once the pod is neither gated nor terminated
+// ("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"<new>\": field is immutable")
+// and cannot be removed while the namespace has a `default` LocalQueue
+// (`default_local_queue_exists`); then the create checks, the one-way retriable-in-group:
+// "false", and the immutable group name.
 std::vector<std::string> ValidatePodUpdate(const v1::PodObservation& old_pod,
                                            const v1::PodObservation& new_pod,
-                                           const PodOptions& options);
+                                           const PodOptions& options,
+                                           bool default_local_queue_exists);
 
 // ---- Single pods ------------------------------------------------------------------------------
 

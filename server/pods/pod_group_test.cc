@@ -149,14 +149,41 @@ TEST(PodValidationTest, CreateMessages) {
 TEST(PodValidationTest, UpdateMessages) {
   v1::PodObservation old_pod = PodBuilder("p").Group("g", "2").Annotation(kRetriableInGroupAnnotation, "false");
   v1::PodObservation flipped = PodBuilder("p").Group("g", "2").Annotation(kRetriableInGroupAnnotation, "true");
-  EXPECT_THAT(ValidatePodUpdate(old_pod, flipped, PodOptions{}),
+  EXPECT_THAT(ValidatePodUpdate(old_pod, flipped, PodOptions{}, false),
               ElementsAre("metadata.annotations[kueue.x-k8s.io/retriable-in-group]: Forbidden: "
                           "unretriable pod group can't be converted to retriable"));
   v1::PodObservation renamed = PodBuilder("p").Group("h", "2").Annotation(kRetriableInGroupAnnotation, "false");
-  EXPECT_THAT(ValidatePodUpdate(old_pod, renamed, PodOptions{}),
+  EXPECT_THAT(ValidatePodUpdate(old_pod, renamed, PodOptions{}, false),
               ElementsAre("metadata.labels[kueue.x-k8s.io/pod-group-name]: Invalid value: \"h\": "
                           "field is immutable"));
-  EXPECT_THAT(ValidatePodUpdate(old_pod, old_pod, PodOptions{}), IsEmpty());
+  EXPECT_THAT(ValidatePodUpdate(old_pod, old_pod, PodOptions{}, false), IsEmpty());
+}
+
+// jobframework's validateUpdateForQueueName: the queue may change while the pod is gated (or
+// terminated), never once it runs, and is never emptied where a `default` LocalQueue exists.
+TEST(PodValidationTest, QueueNameUpdates) {
+  const v1::PodObservation gated = PodBuilder("p").Queue("lq").Gated();
+  const v1::PodObservation running = PodBuilder("p").Queue("lq").Phase(v1::POD_PHASE_RUNNING);
+  EXPECT_THAT(ValidatePodUpdate(gated, PodBuilder("p").Queue("other").Gated(), PodOptions{}, true),
+              IsEmpty());
+  EXPECT_THAT(ValidatePodUpdate(running, PodBuilder("p").Queue("other").Phase(v1::POD_PHASE_RUNNING),
+                                PodOptions{}, false),
+              ElementsAre("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"other\": "
+                          "field is immutable"));
+  EXPECT_THAT(ValidatePodUpdate(running, PodBuilder("p").Queue("other").Phase(v1::POD_PHASE_FAILED),
+                                PodOptions{}, false),
+              IsEmpty());
+  EXPECT_THAT(ValidatePodUpdate(gated, PodBuilder("p").Gated(), PodOptions{}, true),
+              ElementsAre("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": "
+                          "queue-name must not be empty in namespace with default queue"));
+  EXPECT_THAT(ValidatePodUpdate(gated, PodBuilder("p").Gated(), PodOptions{}, false), IsEmpty());
+  // Removing it from a running pod: both errors, in Kueue's order.
+  EXPECT_THAT(ValidatePodUpdate(running, PodBuilder("p").Phase(v1::POD_PHASE_RUNNING),
+                                PodOptions{}, true),
+              ElementsAre("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": "
+                          "field is immutable",
+                          "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": "
+                          "queue-name must not be empty in namespace with default queue"));
 }
 
 // ---- Single pods ------------------------------------------------------------------------------

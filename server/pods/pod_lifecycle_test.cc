@@ -43,7 +43,7 @@ TEST(MatchGroupTest, ExcessAfterAdmission) {
   EXPECT_EQ(m->absent_pods, 0);
   EXPECT_THAT(m->owners_to_add, ElementsAre("a", "b"));
   EXPECT_THAT(m->events,
-              ElementsAre(PodEvent{"Normal", "OwnerReferencesAdded", "Added 2 owner reference(s)", "test-group"},
+              ElementsAre(PodEvent{"Normal", "OwnerReferencesAdded", "Added 2 owner reference(s)", "test-group", true},
                           PodEvent{"Normal", "ExcessPodDeleted", "Excess pod deleted", "c"}));
 }
 

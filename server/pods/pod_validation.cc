@@ -104,8 +104,22 @@ std::vector<std::string> ValidatePodCreate(const PodObservation& pod, const PodO
 }
 
 std::vector<std::string> ValidatePodUpdate(const PodObservation& old_pod, const PodObservation& new_pod,
-                                           const PodOptions& options) {
-  std::vector<std::string> errs = ValidatePodCreate(new_pod, options);
+                                           const PodOptions& options,
+                                           bool default_local_queue_exists) {
+  // jobframework's validateUpdateForQueueName: a pod is "suspended" while gated or terminated.
+  std::vector<std::string> errs;
+  const std::string old_queue = QueueName(old_pod);
+  const std::string new_queue = QueueName(new_pod);
+  if (!IsGated(new_pod) && !IsTerminated(new_pod) && new_queue != old_queue) {
+    errs.push_back(absl::StrCat(LabelPath(kQueueNameLabel), ": Invalid value: ", GoQuote(new_queue),
+                                ": field is immutable"));
+  }
+  if (new_queue.empty() && !old_queue.empty() && default_local_queue_exists) {
+    errs.push_back(absl::StrCat(LabelPath(kQueueNameLabel),
+                                ": Invalid value: \"\": queue-name must not be empty in namespace "
+                                "with default queue"));
+  }
+  for (std::string& e : ValidatePodCreate(new_pod, options)) errs.push_back(std::move(e));
   if (!GroupName(new_pod, options).empty() && IsUnretriable(old_pod) && !IsUnretriable(new_pod)) {
     errs.push_back(absl::StrCat(AnnotationPath(kRetriableInGroupAnnotation),
                                 ": Forbidden: unretriable pod group can't be converted to retriable"));
