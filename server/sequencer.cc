@@ -215,6 +215,10 @@ void Sequencer::Run() {
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
       if (in_flight_ < kMaxInFlight) {
+        // ProcessBatch moves the vector on to the committer, so it starts empty each time:
+        // one allocation of the right size instead of a regrowth per doubling (each of which
+        // also made glibc consolidate its free lists).
+        batch.reserve(std::min(queue_.size(), options_.max_batch_commands));
         while (!queue_.empty() && batch.size() < options_.max_batch_commands) {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();

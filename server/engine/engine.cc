@@ -118,6 +118,8 @@ std::vector<Change> Engine::Impl::TakeChanges() {
   }
   std::vector<Change> out;
   out.swap(changes_);
+  // The next batch is likely about as large: grow once instead of once per doubling.
+  changes_.reserve(out.size());
   return out;
 }
 
