@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -250,7 +251,10 @@ absl::StatusOr<v1::ResizeResponse> Engine::Resize(const v1::ResizeRequest& reque
 
 absl::StatusOr<v1::SubmitResponse> Engine::Submit(const v1::SubmitRequest& request,
                                                   absl::Time now) {
-  return impl_->Submit(request, now);
+  return impl_->Submit(request.workload(), now);
+}
+absl::StatusOr<v1::SubmitResponse> Engine::Submit(v1::SubmitRequest&& request, absl::Time now) {
+  return impl_->Submit(std::move(*request.mutable_workload()), now);
 }
 absl::StatusOr<v1::ReleaseQuotaResponse> Engine::ReleaseQuota(
     const v1::ReleaseQuotaRequest& request, absl::Time now) {

@@ -112,6 +112,8 @@ class Engine {
   // Queues a workload (see the proto for semantics). Unknown LocalQueue: NOT_FOUND naming
   // spec.queueName; invalid fields: INVALID_ARGUMENT. Nothing changes on error.
   absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
+  // The same, but takes the request's workload instead of copying it; `request` is left empty.
+  absl::StatusOr<v1::SubmitResponse> Submit(v1::SubmitRequest&& request, absl::Time now);
   absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
                                                         absl::Time now);
   // Deletes a workload; for an elastic workload, every workload of its job.

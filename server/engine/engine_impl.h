@@ -88,7 +88,7 @@ class Engine::Impl {
   absl::StatusOr<v1::QueueObject> Get(const v1::GetObjectRequest& request) const;
   absl::StatusOr<v1::ListObjectsResponse> List(const v1::ListObjectsRequest& request) const;
   absl::Status Delete(const v1::DeleteObjectRequest& request, absl::Time now);
-  absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
+  absl::StatusOr<v1::SubmitResponse> Submit(v1::Workload wl, absl::Time now);
   absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
                                                         absl::Time now);
   absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);

@@ -291,9 +291,7 @@ void Engine::Impl::MarkPending(WorkloadEntry& entry, const std::string& reason,
   }
 }
 
-absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest& request,
-                                                        absl::Time now) {
-  v1::Workload wl = request.workload();
+absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::Time now) {
   for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) {
     if (ps.name().empty()) ps.set_name("main");
   }
