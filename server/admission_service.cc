@@ -195,8 +195,8 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
       Refresh<v1::SetAdmissionCheckStateResponse>);
 }
 
-grpc::ServerWriteReactor<v1::WatchEvent>* AdmissionServiceImpl::Watch(
-    grpc::CallbackServerContext* rpc, const v1::WatchRequest* req) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* AdmissionServiceImpl::Watch(
+    grpc::CallbackServerContext* rpc, const grpc::ByteBuffer* req) {
   return WatchReactor::Start(ctx_, *req);
 }
 
