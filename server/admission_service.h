@@ -8,9 +8,8 @@
 namespace admitd {
 
 // Watch is a raw method: its stream writes events already encoded (see WatchReactor).
-class AdmissionServiceImpl final
-    : public v1::AdmissionService::WithRawCallbackMethod_Watch<
-          v1::AdmissionService::CallbackService> {
+class AdmissionServiceImpl final : public v1::AdmissionService::WithRawCallbackMethod_Watch<
+                                       v1::AdmissionService::CallbackService> {
  public:
   explicit AdmissionServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
 

@@ -10,6 +10,8 @@
 #ifndef ADMITD_SERVER_WATCH_HUB_H_
 #define ADMITD_SERVER_WATCH_HUB_H_
 
+#include <grpcpp/support/slice.h>
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -17,8 +19,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <grpcpp/support/slice.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
