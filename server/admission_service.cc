@@ -1,6 +1,7 @@
 #include "server/admission_service.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -26,6 +27,16 @@ absl::Status CheckName(const std::string& ns, const std::string& name) {
   return violations.empty() ? absl::OkStatus() : InvalidArgument(violations);
 }
 
+// Answers with the workload's state after the batch's scheduling cycles, lent from the engine's
+// snapshot (shared with the batch's watch events) instead of copied. The engine call answered
+// with Answer::kReference, so the response names the workload and holds nothing else.
+template <typename Response>
+void LendSnapshot(engine::Engine& e, LendingReactor* reactor, Response* resp) {
+  const v1::ObjectMeta& meta = resp->workload().metadata();
+  std::shared_ptr<const v1::Workload> now = e.WorkloadSnapshot(meta.namespace_(), meta.name());
+  if (now != nullptr) reactor->Lend(std::move(now), resp);
+}
+
 // Replaces the workload in a response with its state after the batch's scheduling cycles.
 // A workload the cycles did not touch (same resource_version) is left as it is: copying it again
 // would only cost time.
@@ -44,9 +55,17 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Submit(grpc::CallbackServerConte
                                                        const v1::SubmitRequest* req,
                                                        v1::SubmitResponse* resp) {
   if (!req->has_workload()) return Refuse(rpc, InvalidArgument({{"workload", "is required"}}));
+  // The workload is moved out of the request rather than copied: gRPC allocated the request
+  // as a mutable message, and nothing reads it after the engine took it.
+  auto* request = const_cast<v1::SubmitRequest*>(req);
+  auto* reactor = new LendingReactor();
   return Dispatch(
-      ctx_, rpc, resp, [req](engine::Engine& e, absl::Time now) { return e.Submit(*req, now); },
-      Refresh<v1::SubmitResponse>);
+      ctx_, rpc, resp,
+      [request](engine::Engine& e, absl::Time now) {
+        return e.Submit(std::move(*request), now, engine::Engine::Answer::kReference);
+      },
+      [reactor](engine::Engine& e, v1::SubmitResponse* r) { LendSnapshot(e, reactor, r); },
+      reactor);
 }
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContext* rpc,
@@ -112,10 +131,14 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReleaseQuota(grpc::CallbackServe
     return Refuse(rpc, InvalidArgument({{"release", "must be one of finished, stopped or "
                                                     "reclaimable"}}));
   }
+  auto* reactor = new LendingReactor();
   return Dispatch(
       ctx_, rpc, resp,
-      [req](engine::Engine& e, absl::Time now) { return e.ReleaseQuota(*req, now); },
-      Refresh<v1::ReleaseQuotaResponse>);
+      [req](engine::Engine& e, absl::Time now) {
+        return e.ReleaseQuota(*req, now, engine::Engine::Answer::kReference);
+      },
+      [reactor](engine::Engine& e, v1::ReleaseQuotaResponse* r) { LendSnapshot(e, reactor, r); },
+      reactor);
 }
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Get(grpc::CallbackServerContext* rpc,
@@ -190,8 +213,8 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
       Refresh<v1::SetAdmissionCheckStateResponse>);
 }
 
-grpc::ServerWriteReactor<v1::WatchEvent>* AdmissionServiceImpl::Watch(
-    grpc::CallbackServerContext* rpc, const v1::WatchRequest* req) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* AdmissionServiceImpl::Watch(
+    grpc::CallbackServerContext* rpc, const grpc::ByteBuffer* req) {
   return WatchReactor::Start(ctx_, *req);
 }
 

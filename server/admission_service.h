@@ -7,7 +7,9 @@
 
 namespace admitd {
 
-class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService {
+// Watch is a raw method: its stream writes events already encoded (see WatchReactor).
+class AdmissionServiceImpl final : public v1::AdmissionService::WithRawCallbackMethod_Watch<
+                                       v1::AdmissionService::CallbackService> {
  public:
   explicit AdmissionServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
 
@@ -26,8 +28,8 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* rpc,
                                    const v1::DeleteWorkloadRequest* req,
                                    v1::DeleteWorkloadResponse* resp) override;
-  grpc::ServerWriteReactor<v1::WatchEvent>* Watch(grpc::CallbackServerContext* rpc,
-                                                  const v1::WatchRequest* req) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(grpc::CallbackServerContext* rpc,
+                                                    const grpc::ByteBuffer* req) override;
   grpc::ServerUnaryReactor* Resize(grpc::CallbackServerContext* rpc,
                                    const v1::ResizeRequest* req,
                                    v1::ResizeResponse* resp) override;

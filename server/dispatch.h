@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -30,13 +31,39 @@ inline absl::Status NotReady() {
   return absl::UnavailableError("admitd is recovering its state; retry shortly");
 }
 
+// A unary reactor whose response may point at a workload snapshot instead of owning a copy:
+// the response borrows the immutable snapshot, which the reactor keeps alive and takes back from
+// the response in OnDone, before gRPC destroys the response. It deletes itself then.
+class LendingReactor final : public grpc::ServerUnaryReactor {
+ public:
+  // Makes `*response`'s workload field point at `workload` (dropping what it held). Call at most
+  // once, before the call is finished.
+  template <typename Response>
+  void Lend(std::shared_ptr<const v1::Workload> workload, Response* response) {
+    response->unsafe_arena_set_allocated_workload(const_cast<v1::Workload*>(workload.get()));
+    lent_ = std::move(workload);
+    take_back_ = [response] { response->unsafe_arena_release_workload(); };
+  }
+
+  void OnDone() override {
+    if (take_back_) take_back_();
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<const v1::Workload> lent_;
+  std::function<void()> take_back_;
+};
+
 // Runs `call(engine, now) -> absl::StatusOr<Response>` in the sequencer and answers with its
 // result once the batch is durable. `refine(engine, &response)` (optional) runs after the
-// batch's scheduling cycles, to answer with the freshest state.
+// batch's scheduling cycles, to answer with the freshest state. The call is answered through
+// `reactor`, or through the context's default reactor when it is null.
 template <typename Response, typename Call, typename Refine>
 grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerContext* rpc,
-                                   Response* response, Call call, Refine refine) {
-  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+                                   Response* response, Call call, Refine refine,
+                                   grpc::ServerUnaryReactor* reactor = nullptr) {
+  if (reactor == nullptr) reactor = rpc->DefaultReactor();
   if (!ctx->ready.load(std::memory_order_acquire)) {
     reactor->Finish(ToGrpcStatus(NotReady()));
     return reactor;

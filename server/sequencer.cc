@@ -215,6 +215,10 @@ void Sequencer::Run() {
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
       if (in_flight_ < kMaxInFlight) {
+        // ProcessBatch moves the vector on to the committer, so it starts empty each time:
+        // one allocation of the right size instead of a regrowth per doubling (each of which
+        // also made glibc consolidate its free lists).
+        batch.reserve(std::min(queue_.size(), options_.max_batch_commands));
         while (!queue_.empty() && batch.size() < options_.max_batch_commands) {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
@@ -425,10 +429,12 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
   absl::Status status = store_->Commit(batch);
   if (status.ok() && hub_ != nullptr) {
     hub_->Publish(batch.revision, [&] {
-      std::vector<EventPtr> events;
-      events.reserve(kept.size());
+      std::vector<HubEvent> events;
+      events.reserve(kept.size() + directives.size());
+      // A Watch stream sends the logged encoding as it is: the event is not serialized again.
       for (size_t i = 0; i < headers.size(); ++i) {
-        events.push_back(MakeEvent(changes[evented[i]], std::move(headers[i])));
+        events.push_back(HubEvent{MakeEvent(changes[evented[i]], std::move(headers[i])),
+                                  grpc::Slice(batch.events[i].value)});
       }
       // Directives are live only: they carry the commit's revision and are not logged.
       for (const v1::PodDirective& d : directives) {
@@ -439,7 +445,7 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
         event->set_kind(v1::OBJECT_KIND_POD_DIRECTIVE);
         event->set_reason(v1::PodDirective::Action_Name(d.action()));
         *event->mutable_directive() = d;
-        events.push_back(std::move(event));
+        events.push_back(HubEvent::Encode(std::move(event)));
       }
       return events;
     });

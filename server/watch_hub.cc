@@ -49,7 +49,16 @@ bool WatchFilter::Matches(const v1::WatchEvent& event) const {
   return true;
 }
 
-bool WatchSubscription::Take(std::deque<EventPtr>* out, absl::Status* closed) {
+HubEvent HubEvent::Encode(EventPtr message) {
+  HubEvent event;
+  grpc::Slice bytes(message->ByteSizeLong());
+  message->SerializeWithCachedSizesToArray(const_cast<uint8_t*>(bytes.begin()));
+  event.message = std::move(message);
+  event.encoded = std::move(bytes);
+  return event;
+}
+
+bool WatchSubscription::Take(std::deque<HubEvent>* out, absl::Status* closed) {
   absl::MutexLock lock(&mu_);
   if (!closed_.ok()) {
     *closed = closed_;
@@ -59,6 +68,13 @@ bool WatchSubscription::Take(std::deque<EventPtr>* out, absl::Status* closed) {
     out->push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
+  return true;
+}
+
+bool WatchSubscription::Take(std::deque<EventPtr>* out, absl::Status* closed) {
+  std::deque<HubEvent> events;
+  if (!Take(&events, closed)) return false;
+  for (HubEvent& event : events) out->push_back(std::move(event.message));
   return true;
 }
 
@@ -85,22 +101,27 @@ void WatchHub::Unsubscribe(const std::shared_ptr<WatchSubscription>& subscriptio
 }
 
 void WatchHub::Publish(std::vector<EventPtr> events, uint64_t revision) {
-  Publish(revision, [&events] { return std::move(events); });
+  Publish(revision, [&events] {
+    std::vector<HubEvent> encoded;
+    encoded.reserve(events.size());
+    for (EventPtr& event : events) encoded.push_back(HubEvent::Encode(std::move(event)));
+    return encoded;
+  });
 }
 
-void WatchHub::Publish(uint64_t revision, const std::function<std::vector<EventPtr>()>& make) {
+void WatchHub::Publish(uint64_t revision, const std::function<std::vector<HubEvent>()>& make) {
   std::vector<std::shared_ptr<WatchSubscription>> to_wake;
   {
     absl::MutexLock lock(&mu_);
     revision_ = std::max(revision_, revision);
     if (subscribers_.empty()) return;
-    const std::vector<EventPtr> events = make();
+    const std::vector<HubEvent> events = make();
     for (const auto& sub : subscribers_) {
       bool queued = false;
       absl::MutexLock sub_lock(&sub->mu_);
       if (!sub->closed_.ok()) continue;
-      for (const EventPtr& event : events) {
-        if (!sub->filter_.Matches(*event)) continue;
+      for (const HubEvent& event : events) {
+        if (!sub->filter_.Matches(*event.message)) continue;
         if (sub->queue_.size() >= sub->max_buffered_) {
           sub->closed_ = absl::ResourceExhaustedError(absl::StrCat(
               "watcher fell behind: more than ", sub->max_buffered_,

@@ -10,6 +10,8 @@
 #ifndef ADMITD_SERVER_WATCH_HUB_H_
 #define ADMITD_SERVER_WATCH_HUB_H_
 
+#include <grpcpp/support/slice.h>
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -38,10 +40,23 @@ struct WatchFilter {
 
 using EventPtr = std::shared_ptr<const v1::WatchEvent>;
 
+// An event as the hub hands it on: the message, which filters read, and its wire encoding, which
+// a Watch stream sends as it is. The encoding is made once per event, however many streams send
+// it (a grpc::Slice is reference counted, so every copy shares the same bytes).
+struct HubEvent {
+  EventPtr message;
+  grpc::Slice encoded;
+
+  // Serializes `message` once.
+  static HubEvent Encode(EventPtr message);
+};
+
 class WatchSubscription {
  public:
   // Moves every queued event into `out`. False when the subscriber overflowed
   // (RESOURCE_EXHAUSTED) or the hub closed (UNAVAILABLE); `closed` then says which.
+  bool Take(std::deque<HubEvent>* out, absl::Status* closed);
+  // The same, keeping only the messages.
   bool Take(std::deque<EventPtr>* out, absl::Status* closed);
 
  private:
@@ -55,7 +70,7 @@ class WatchSubscription {
   const size_t max_buffered_;
 
   absl::Mutex mu_;
-  std::deque<EventPtr> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<HubEvent> queue_ ABSL_GUARDED_BY(mu_);
   absl::Status closed_ ABSL_GUARDED_BY(mu_);  // not OK: overflowed or closed
 };
 
@@ -73,9 +88,9 @@ class WatchHub {
 
   // Queues `events` (increasing revisions, all committed) for each matching subscriber.
   void Publish(std::vector<EventPtr> events, uint64_t revision);
-  // The same, but the events are built by `make` only when someone is subscribed (it runs under
-  // the hub's lock, so no subscriber can arrive unseen in between).
-  void Publish(uint64_t revision, const std::function<std::vector<EventPtr>()>& make);
+  // The same, but the events (with their encodings) are built by `make` only when someone is
+  // subscribed (it runs under the hub's lock, so no subscriber can arrive unseen in between).
+  void Publish(uint64_t revision, const std::function<std::vector<HubEvent>()>& make);
   // The last published revision; set once after recovery.
   uint64_t revision() const;
   void SetRevision(uint64_t revision);

@@ -1,5 +1,7 @@
 #include "server/watch_reactor.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,23 @@ WatchReactor* WatchReactor::Start(ServiceContext* ctx, const v1::WatchRequest& r
   reactor->Init(request);
   reactor->Pump();
   return reactor;
+}
+
+WatchReactor* WatchReactor::Start(ServiceContext* ctx, const grpc::ByteBuffer& request) {
+  v1::WatchRequest parsed;
+  grpc::ByteBuffer copy(request);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<v1::WatchRequest>::Deserialize(&copy, &parsed).ok()) {
+    auto* reactor = new WatchReactor(ctx, parsed);
+    reactor->self_.reset(reactor);
+    {
+      absl::MutexLock lock(&reactor->mu_);
+      reactor->MarkFinished(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the WatchRequest cannot be parsed"));
+    }
+    reactor->Pump();
+    return reactor;
+  }
+  return Start(ctx, parsed);
 }
 
 WatchReactor::WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request)
@@ -53,7 +72,7 @@ void WatchReactor::Init(const v1::WatchRequest& request) {
     auto synced = std::make_shared<v1::WatchEvent>();
     synced->set_type(v1::WatchEvent::SYNCED);
     synced->set_revision(published);
-    pending_.push_back(std::move(synced));
+    pending_.push_back(HubEvent::Encode(std::move(synced)));
   }
 }
 
@@ -72,21 +91,24 @@ bool WatchReactor::LoadReplay(absl::Status* error) {
       return false;
     }
     replay_next_ = entry.revision;
-    if (filter_.Matches(*event)) pending_.push_back(std::move(event));
+    // The logged bytes are the event's encoding: sent as they are.
+    if (filter_.Matches(*event)) {
+      pending_.push_back(HubEvent{std::move(event), grpc::Slice(entry.value)});
+    }
   }
   if (logged.empty() || replay_next_ >= live_floor_ || logged.back().revision > live_floor_) {
     replay_done_ = true;
     auto synced = std::make_shared<v1::WatchEvent>();
     synced->set_type(v1::WatchEvent::SYNCED);
     synced->set_revision(live_floor_);
-    pending_.push_back(std::move(synced));
+    pending_.push_back(HubEvent::Encode(std::move(synced)));
   }
   return true;
 }
 
 void WatchReactor::Pump() {
   // Decide under the lock, act outside it: gRPC may run OnWriteDone inline from StartWrite.
-  const v1::WatchEvent* to_write = nullptr;
+  const grpc::ByteBuffer* to_write = nullptr;
   // More events already queued behind this one: let gRPC buffer it instead of flushing it to
   // the socket on its own, so a commit's events leave in one write rather than one each. The
   // last queued event is written without the hint, which flushes everything before it.
@@ -109,13 +131,13 @@ void WatchReactor::Pump() {
           }
           continue;
         }
-        std::deque<EventPtr> live;
+        std::deque<HubEvent> live;
         if (!subscription_->Take(&live, &error)) {
           MarkFinished(ToGrpcStatus(error));
           break;
         }
-        for (EventPtr& event : live) {
-          if (event->revision() > live_floor_) pending_.push_back(std::move(event));
+        for (HubEvent& event : live) {
+          if (event.message->revision() > live_floor_) pending_.push_back(std::move(event));
         }
         if (pending_.empty()) break;  // idle until the hub wakes us
       }
@@ -125,10 +147,12 @@ void WatchReactor::Pump() {
           to_finish = final_status_;
         }
       } else if (!pending_.empty()) {
-        in_flight_ = std::move(pending_.front());
+        // The buffer shares the event's slice: nothing is copied or serialized here.
+        grpc::ByteBuffer buffer(&pending_.front().encoded, 1);
+        in_flight_.Swap(&buffer);
         pending_.pop_front();
         writing_ = true;
-        to_write = in_flight_.get();
+        to_write = &in_flight_;
         more_queued = !pending_.empty();
       }
     }
@@ -145,7 +169,7 @@ void WatchReactor::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     writing_ = false;
-    in_flight_.reset();
+    in_flight_.Clear();
     if (!ok) MarkFinished(grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed"));
   }
   Pump();

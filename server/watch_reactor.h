@@ -1,6 +1,8 @@
 // WatchReactor: one Watch stream. It replays the store's event log after since_revision, sends
 // a SYNCED marker, then streams live events from its WatchHub subscription, one write in flight
-// at a time. The replay reads the store on gRPC's threads, never on the sequencer's.
+// at a time. The replay reads the store on gRPC's threads, never on the sequencer's. The stream
+// is raw: it writes each event's ready encoding (the logged bytes, or the hub's), so an event is
+// never serialized per stream.
 //
 // Thread safety: internal; callbacks arrive from gRPC threads and the publishing thread.
 #ifndef ADMITD_SERVER_WATCH_REACTOR_H_
@@ -19,10 +21,13 @@
 
 namespace admitd {
 
-class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchEvent> {
+class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // Creates the reactor and starts sending; it deletes itself when the stream ends.
   static WatchReactor* Start(ServiceContext* ctx, const v1::WatchRequest& request);
+  // The same for an encoded WatchRequest; one that does not parse ends the stream with
+  // INVALID_ARGUMENT.
+  static WatchReactor* Start(ServiceContext* ctx, const grpc::ByteBuffer& request);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -53,8 +58,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::WatchEvent> {
   bool replay_done_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t replay_next_ ABSL_GUARDED_BY(mu_) = 0;  // replay events with revision > this
   uint64_t live_floor_ ABSL_GUARDED_BY(mu_) = 0;   // live events at or below are replayed
-  std::deque<EventPtr> pending_ ABSL_GUARDED_BY(mu_);
-  EventPtr in_flight_ ABSL_GUARDED_BY(mu_);
+  std::deque<HubEvent> pending_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer in_flight_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace admitd

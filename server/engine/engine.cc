@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -116,8 +117,11 @@ std::vector<Change> Engine::Impl::TakeChanges() {
     }
     c.workload = snapshot;
   }
+  last_snapshots_.swap(snapshots);
   std::vector<Change> out;
   out.swap(changes_);
+  // The next batch is likely about as large: grow once instead of once per doubling.
+  changes_.reserve(out.size());
   return out;
 }
 
@@ -248,11 +252,15 @@ absl::StatusOr<v1::ResizeResponse> Engine::Resize(const v1::ResizeRequest& reque
 
 absl::StatusOr<v1::SubmitResponse> Engine::Submit(const v1::SubmitRequest& request,
                                                   absl::Time now) {
-  return impl_->Submit(request, now);
+  return impl_->Submit(request.workload(), now);
+}
+absl::StatusOr<v1::SubmitResponse> Engine::Submit(v1::SubmitRequest&& request, absl::Time now,
+                                                  Answer answer) {
+  return impl_->Submit(std::move(*request.mutable_workload()), now, answer);
 }
 absl::StatusOr<v1::ReleaseQuotaResponse> Engine::ReleaseQuota(
-    const v1::ReleaseQuotaRequest& request, absl::Time now) {
-  return impl_->ReleaseQuota(request, now);
+    const v1::ReleaseQuotaRequest& request, absl::Time now, Answer answer) {
+  return impl_->ReleaseQuota(request, now, answer);
 }
 absl::Status Engine::DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now) {
   return impl_->DeleteWorkload(request, now);
@@ -262,6 +270,10 @@ absl::StatusOr<v1::Workload> Engine::GetWorkload(const v1::GetWorkloadRequest& r
 }
 const v1::Workload* Engine::FindWorkload(const std::string& ns, const std::string& name) const {
   return impl_->PeekWorkload(ns, name);
+}
+std::shared_ptr<const v1::Workload> Engine::WorkloadSnapshot(const std::string& ns,
+                                                             const std::string& name) const {
+  return impl_->WorkloadSnapshot(ns, name);
 }
 absl::StatusOr<v1::ListWorkloadsResponse> Engine::ListWorkloads(
     const v1::ListWorkloadsRequest& request) const {

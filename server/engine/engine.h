@@ -112,8 +112,16 @@ class Engine {
   // Queues a workload (see the proto for semantics). Unknown LocalQueue: NOT_FOUND naming
   // spec.queueName; invalid fields: INVALID_ARGUMENT. Nothing changes on error.
   absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
+  // What Submit and ReleaseQuota put in their answer's workload: a copy of it, or only its
+  // namespace, name and resource_version, for a caller that answers with WorkloadSnapshot after
+  // the batch's scheduling cycles (and so copies nothing).
+  enum class Answer { kCopy, kReference };
+  // The same, but takes the request's workload instead of copying it; `request` is left empty.
+  absl::StatusOr<v1::SubmitResponse> Submit(v1::SubmitRequest&& request, absl::Time now,
+                                            Answer answer = Answer::kCopy);
   absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
-                                                        absl::Time now);
+                                                        absl::Time now,
+                                                        Answer answer = Answer::kCopy);
   // Deletes a workload; for an elastic workload, every workload of its job.
   absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
   // Records a shim's pod observations and reconciles the Workloads they make up (see
@@ -135,6 +143,12 @@ class Engine {
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
   // The workload itself without a copy, or null; valid until the engine next changes.
   const v1::Workload* FindWorkload(const std::string& ns, const std::string& name) const;
+  // The workload as it stands, as an immutable object the caller may keep and read from any
+  // thread. When the last TakeChanges included it and it has not changed since, this is that
+  // call's snapshot, shared, not copied; otherwise a new copy. A workload that the last
+  // TakeChanges saw deleted is returned as it was deleted. Null for an unknown workload.
+  std::shared_ptr<const v1::Workload> WorkloadSnapshot(const std::string& ns,
+                                                       const std::string& name) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;
   // Where a workload stands (AdmitResponse without waiting). With dry_run, also what the next

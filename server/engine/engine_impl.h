@@ -88,12 +88,16 @@ class Engine::Impl {
   absl::StatusOr<v1::QueueObject> Get(const v1::GetObjectRequest& request) const;
   absl::StatusOr<v1::ListObjectsResponse> List(const v1::ListObjectsRequest& request) const;
   absl::Status Delete(const v1::DeleteObjectRequest& request, absl::Time now);
-  absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request, absl::Time now);
-  absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(const v1::ReleaseQuotaRequest& request,
-                                                        absl::Time now);
+  absl::StatusOr<v1::SubmitResponse> Submit(v1::Workload wl, absl::Time now,
+                                            Engine::Answer answer = Engine::Answer::kCopy);
+  absl::StatusOr<v1::ReleaseQuotaResponse> ReleaseQuota(
+      const v1::ReleaseQuotaRequest& request, absl::Time now,
+      Engine::Answer answer = Engine::Answer::kCopy);
   absl::Status DeleteWorkload(const v1::DeleteWorkloadRequest& request, absl::Time now);
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
   const v1::Workload* PeekWorkload(const std::string& ns, const std::string& name) const;
+  std::shared_ptr<const v1::Workload> WorkloadSnapshot(const std::string& ns,
+                                                       const std::string& name) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
       const v1::ListWorkloadsRequest& request) const;
   absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);
@@ -286,6 +290,8 @@ class Engine::Impl {
   uint64_t revision_ = 0;
   uint64_t cycle_ = 0;  // scheduling cycles run so far
   std::vector<Change> changes_;
+  // The snapshots the last TakeChanges made (or took from deleting changes), by key.
+  std::map<std::string, std::shared_ptr<const v1::Workload>> last_snapshots_;
 
   std::map<std::string, v1::QueueObject> flavors_;
   std::map<std::string, v1::QueueObject> cohorts_;

@@ -316,9 +316,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     }
     if (!wl.has_value()) return errors;
     (*wl->mutable_metadata()->mutable_labels())[kPodClusterLabel] = cluster;
-    v1::SubmitRequest submit;
-    *submit.mutable_workload() = *std::move(wl);
-    absl::StatusOr<v1::SubmitResponse> created = Submit(submit, now);
+    absl::StatusOr<v1::SubmitResponse> created = Submit(*std::move(wl), now);
     if (!created.ok()) errors.push_back(std::string(created.status().message()));
     return errors;
   }

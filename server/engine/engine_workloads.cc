@@ -291,9 +291,23 @@ void Engine::Impl::MarkPending(WorkloadEntry& entry, const std::string& reason,
   }
 }
 
-absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest& request,
-                                                        absl::Time now) {
-  v1::Workload wl = request.workload();
+namespace {
+
+// The workload in an answer, as `answer` asks.
+void SetAnswer(const v1::Workload& wl, Engine::Answer answer, v1::Workload* out) {
+  if (answer == Engine::Answer::kCopy) {
+    *out = wl;
+    return;
+  }
+  out->mutable_metadata()->set_namespace_(wl.metadata().namespace_());
+  out->mutable_metadata()->set_name(wl.metadata().name());
+  out->mutable_metadata()->set_resource_version(wl.metadata().resource_version());
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::Time now,
+                                                        Answer answer) {
   for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) {
     if (ps.name().empty()) ps.set_name("main");
   }
@@ -320,7 +334,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest&
     const std::string& uid = wl.metadata().uid();
     if (uid.empty() || uid == it->second.object.metadata().uid()) {
       v1::SubmitResponse response;
-      *response.mutable_workload() = it->second.object;
+      SetAnswer(it->second.object, answer, response.mutable_workload());
       response.set_created(false);
       return response;
     }
@@ -365,7 +379,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(const v1::SubmitRequest&
   Enqueue(entry, now, /*emit_reason_change=*/false);
   EmitWorkload(entry, v1::WatchEvent::ADDED, "Submitted", "");
   v1::SubmitResponse response;
-  *response.mutable_workload() = entry.object;
+  SetAnswer(entry.object, answer, response.mutable_workload());
   response.set_created(true);
   return response;
 }
@@ -388,7 +402,7 @@ absl::StatusOr<WorkloadEntry*> Engine::Impl::FindGuarded(const std::string& key,
 }
 
 absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
-    const v1::ReleaseQuotaRequest& request, absl::Time now) {
+    const v1::ReleaseQuotaRequest& request, absl::Time now, Answer answer) {
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
   v1::Workload& wl = entry->object;
@@ -503,7 +517,7 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
     }
     default: return InvalidArgument({{"release", "must be one of finished, stopped, reclaimable"}});
   }
-  *response.mutable_workload() = wl;
+  SetAnswer(wl, answer, response.mutable_workload());
   return response;
 }
 
@@ -528,6 +542,22 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
     return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
   }
   return entry->object;
+}
+
+std::shared_ptr<const v1::Workload> Engine::Impl::WorkloadSnapshot(const std::string& ns,
+                                                                   const std::string& name) const {
+  const std::string key = absl::StrCat(ns, "/", name);
+  auto snapshot = last_snapshots_.find(key);
+  auto it = workloads_.find(key);
+  if (it == workloads_.end()) {
+    return snapshot != last_snapshots_.end() ? snapshot->second : nullptr;
+  }
+  if (snapshot != last_snapshots_.end() && snapshot->second != nullptr &&
+      snapshot->second->metadata().resource_version() ==
+          it->second.object.metadata().resource_version()) {
+    return snapshot->second;
+  }
+  return std::make_shared<const v1::Workload>(it->second.object);
 }
 
 const v1::Workload* Engine::Impl::PeekWorkload(const std::string& ns,
