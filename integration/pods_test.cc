@@ -394,6 +394,7 @@ TEST_F(PodsTest, ADriverIsAdmittedWithTheWorkersItWillCreate) {
   EXPECT_EQ(wl.status().admission().pod_set_assignments(1).resource_usage().at("cpu"), "1");
   EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE driver"));
   EXPECT_EQ(pods_.at("driver").labels().at(pods::kPodSetLabel), "driver");
+  Restart();  // the declaration is read back from the stored Workload
 
   // The running driver creates its workers, one too many.
   for (const char* n : {"w0", "w1", "w2"}) {
