@@ -302,7 +302,9 @@ TEST_F(PodsTest, AnUnretriableGroupFinishesWhenItsPodsStop) {
   EXPECT_EQ(Condition("g", "Finished"), "True/Succeeded");
   const v1::Workload g = Get("g");
   for (const v1::Condition& c : g.status().conditions()) {
-    if (c.type() == "Finished") EXPECT_EQ(c.message(), "Pods succeeded: 1/2.");
+    if (c.type() == "Finished") {
+      EXPECT_EQ(c.message(), "Pods succeeded: 1/2.");
+    }
   }
 }
 
@@ -414,7 +416,9 @@ TEST_F(PodsTest, ADriverIsAdmittedWithTheWorkersItWillCreate) {
   EXPECT_EQ(Condition("spark", "Finished"), "True/Succeeded");
   const v1::Workload finished = Get("spark");
   for (const v1::Condition& c : finished.status().conditions()) {
-    if (c.type() == "Finished") EXPECT_EQ(c.message(), "Pods succeeded: 1/3.");
+    if (c.type() == "Finished") {
+      EXPECT_EQ(c.message(), "Pods succeeded: 1/3.");
+    }
   }
   EXPECT_THAT(ApplyDirectives(), ::testing::IsSupersetOf({"REMOVE_FINALIZER driver", "REMOVE_FINALIZER w0",
                                                           "REMOVE_FINALIZER w1"}));
