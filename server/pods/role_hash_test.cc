@@ -103,7 +103,9 @@ TEST(RoleHashTest, FieldsThatChangeTheHash) {
     c.mutate(&spec);
     const std::string h = Hash(spec);
     EXPECT_NE(h, "dc85db45") << c.name;
-    if (*c.want != '\0') EXPECT_EQ(h, c.want) << c.name;
+    if (*c.want != '\0') {
+      EXPECT_EQ(h, c.want) << c.name;
+    }
   }
 }
 
