@@ -231,6 +231,16 @@ TEST_P(PodsTest, APreemptedGroupGivesItsQuotaBack) {
   Report({"urgent"});
   Cycles();
   EXPECT_EQ(Condition("g", "Evicted"), "True/Preempted");
+  // Each stopped pod gets Kueue's Stopped event with the eviction's message.
+  std::string evicted_message;
+  const v1::Workload g = Get("g");
+  for (const v1::Condition& c : g.status().conditions()) {
+    if (c.type() == "Evicted") evicted_message = c.message();
+  }
+  for (const v1::PodDirective& d : Directives()) {
+    EXPECT_EQ(d.event().reason(), "Stopped") << d.pod().name();
+    EXPECT_EQ(d.event().message(), evicted_message) << d.pod().name();
+  }
   EXPECT_THAT(ApplyDirectives(),
               UnorderedElementsAre("DELETE a WorkloadEvictedDueToPreempted",
                                    "DELETE b WorkloadEvictedDueToPreempted"));
@@ -412,7 +422,9 @@ TEST_F(PodsTest, ADriverIsAdmittedWithTheWorkersItWillCreate) {
   pods_.at("driver").set_phase(v1::POD_PHASE_SUCCEEDED);
   for (const char* n : {"w0", "w1", "w2"}) pods_.at(n).set_phase(v1::POD_PHASE_FAILED);
   for (const char* n : {"driver", "w0", "w1", "w2"}) pods_.at(n).set_resource_version(++rv_);
-  Report({"driver", "w0", "w1", "w2"});
+  EXPECT_THAT(Events(Report({"driver", "w0", "w1", "w2"})),
+              ::testing::IsSupersetOf({"FinishedWorkload driver: Workload 'ns/spark' is declared finished",
+                                       "FinishedWorkload w0: Workload 'ns/spark' is declared finished"}));
   EXPECT_EQ(Condition("spark", "Finished"), "True/Succeeded");
   const v1::Workload finished = Get("spark");
   for (const v1::Condition& c : finished.status().conditions()) {

@@ -397,6 +397,17 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     release.mutable_finished()->set_message(finished.message);
     if (absl::StatusOr<v1::ReleaseQuotaResponse> r = ReleaseQuota(release, now); !r.ok()) {
       errors.push_back(std::string(r.status().message()));
+    } else if (events != nullptr) {
+      // Kueue records FinishedWorkload on each pod it reconciles once the Workload is finished.
+      for (const v1::PodObservation& p : kept) {
+        v1::PodEvent& e = events->emplace_back();
+        e.set_type(v1::PodEvent::NORMAL);
+        e.set_reason("FinishedWorkload");
+        e.set_message(absl::StrCat("Workload '", workload_key, "' is declared finished"));
+        *e.mutable_pod() = pods::RefOf(p);
+        e.set_namespace_(wl.metadata().namespace_());
+        e.set_workload_name(wl.metadata().name());
+      }
     }
     return errors;
   }
@@ -590,6 +601,16 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     for (v1::PodDirective& d :
          pods::StopDirectives(pods, pods::EvictionStopReason(evicted->reason()),
                               evicted->message(), /*workload_deleted=*/false, is_group, rev)) {
+      if (d.action() == v1::PodDirective::DELETE) {
+        // Kueue records `Stopped` with the eviction's message on each pod it stops.
+        v1::PodEvent* stopped = d.mutable_event();
+        stopped->set_type(v1::PodEvent::NORMAL);
+        stopped->set_reason("Stopped");
+        stopped->set_message(pods::TruncateEventMessage(evicted->message()));
+        *stopped->mutable_pod() = d.pod();
+        stopped->set_namespace_(wl.metadata().namespace_());
+        stopped->set_workload_name(wl.metadata().name());
+      }
       out.push_back(std::move(d));
     }
     return out;

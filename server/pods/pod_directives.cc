@@ -110,6 +110,13 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
   return out;
 }
 
+std::string TruncateEventMessage(absl::string_view message) {
+  constexpr size_t kMax = 1024;
+  constexpr absl::string_view kSuffix = " ...";
+  if (message.size() <= kMax) return std::string(message);
+  return absl::StrCat(message.substr(0, kMax - kSuffix.size()), kSuffix);
+}
+
 std::string EvictionStopReason(absl::string_view evicted_reason) {
   return absl::StrCat("WorkloadEvictedDueTo", evicted_reason);
 }

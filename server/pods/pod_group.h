@@ -340,6 +340,9 @@ v1::PodDirective RemoveFinalizerDirective(const v1::PodObservation& pod, int64_t
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
     std::vector<v1::PodObservation> pods, const v1::Workload& workload, bool is_group);
 
+// An event message as Kueue records it: at most 1,024 bytes, a longer one cut to 1,020 and " ...".
+std::string TruncateEventMessage(absl::string_view message);
+
 // The stop reason for an evicted Workload: "WorkloadEvictedDueTo<evicted reason>".
 std::string EvictionStopReason(absl::string_view evicted_reason);
 

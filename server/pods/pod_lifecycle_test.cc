@@ -303,6 +303,15 @@ TEST(DirectivesTest, PodsToUngate) {
   EXPECT_THAT(*one, ElementsAre(std::make_pair(std::string("p"), std::string("main"))));
 }
 
+TEST(DirectivesTest, EventMessagesAreCutAsKueueCutsThem) {
+  EXPECT_EQ(TruncateEventMessage("short"), "short");
+  const std::string exact(1024, 'x');
+  EXPECT_EQ(TruncateEventMessage(exact), exact);
+  const std::string cut = TruncateEventMessage(std::string(1025, 'y'));
+  EXPECT_EQ(cut.size(), 1024u);
+  EXPECT_EQ(cut, std::string(1020, 'y') + " ...");
+}
+
 TEST(DirectivesTest, StopEvictedGroup) {
   std::vector<v1::PodObservation> pods = {
       Member("a").Phase(v1::POD_PHASE_RUNNING),
