@@ -144,6 +144,22 @@ class PodsTest : public testing::InProcessTest, public ::testing::WithParamInter
     }
     return out;
   }
+  // Group "g" of pods a and b (1 CPU each, the whole ClusterQueue), admitted and running.
+  void RunGroup() {
+    NewMember("a", "g", 2);
+    NewMember("b", "g", 2);
+    Report({"a", "b"});
+    Cycles();
+    ApplyDirectives();
+  }
+  // A single pod "urgent" that needs the whole ClusterQueue at a higher priority, reported and
+  // scheduled (it preempts what runs).
+  void ReportUrgentPod() {
+    v1::PodObservation& urgent = NewPod("urgent", "2");
+    urgent.mutable_spec()->set_priority(100);
+    Report({"urgent"});
+    Cycles();
+  }
   std::string Condition(const std::string& wl, const std::string& type) {
     const v1::Workload workload = Get(wl);
     for (const v1::Condition& c : workload.status().conditions()) {
@@ -221,15 +237,8 @@ TEST_P(PodsTest, APreemptedGroupGivesItsQuotaBack) {
     config_.feature_gates["PodIntegrationFastQuotaRelease"] = true;
     Restart();
   }
-  NewMember("a", "g", 2);
-  NewMember("b", "g", 2);
-  Report({"a", "b"});
-  Cycles();
-  ApplyDirectives();
-  v1::PodObservation& urgent = NewPod("urgent", "2");
-  urgent.mutable_spec()->set_priority(100);
-  Report({"urgent"});
-  Cycles();
+  RunGroup();
+  ReportUrgentPod();
   EXPECT_EQ(Condition("g", "Evicted"), "True/Preempted");
   // Each stopped pod gets Kueue's Stopped event with the eviction's message.
   std::string evicted_message;
@@ -277,11 +286,7 @@ TEST_F(PodsTest, ExcessPodsBeforeAdmissionAreDeletedYoungestFirst) {
 }
 
 TEST_F(PodsTest, AFailedPodIsReplacedWithinTheSameQuota) {
-  NewMember("a", "g", 2);
-  NewMember("b", "g", 2);
-  Report({"a", "b"});
-  Cycles();
-  ApplyDirectives();
+  RunGroup();
   pods_.at("b").set_phase(v1::POD_PHASE_FAILED);
   pods_.at("b").set_resource_version(++rv_);
   Report({"b"});
@@ -319,15 +324,8 @@ TEST_F(PodsTest, AnUnretriableGroupFinishesWhenItsPodsStop) {
 }
 
 TEST_F(PodsTest, APreemptedGroupResumesWithReplacementPods) {
-  NewMember("a", "g", 2);
-  NewMember("b", "g", 2);
-  Report({"a", "b"});
-  Cycles();
-  ApplyDirectives();
-  v1::PodObservation& urgent = NewPod("urgent", "2");
-  urgent.mutable_spec()->set_priority(100);
-  Report({"urgent"});
-  Cycles();
+  RunGroup();
+  ReportUrgentPod();
   ApplyDirectives();  // DELETE a, b
   // The pods are gone from the cluster; the urgent pod runs and ends.
   v1::ReportPodsRequest gone;
@@ -373,11 +371,7 @@ TEST_F(PodsTest, AFastAdmissionGroupIsAdmittedFromItsFirstPod) {
 }
 
 TEST_F(PodsTest, AnExcessPodAfterAdmissionIsDeleted) {
-  NewMember("a", "g", 2);
-  NewMember("b", "g", 2);
-  Report({"a", "b"});
-  Cycles();
-  ApplyDirectives();
+  RunGroup();
   NewMember("c", "g", 2);  // one pod too many for the admitted group
   Report({"c"});
   EXPECT_THAT(ApplyDirectives(), ::testing::Contains("DELETE c "));
