@@ -567,7 +567,8 @@ FinishedState GroupFinished(std::vector<PodObservation> pods, const PodOptions& 
   FinishedState s;
   SortByName(&pods);
   if (pods.empty() || IsServing(pods.front())) return s;
-  const bool declared = workload != nullptr && RoleResolver::ForWorkload(*workload).declared();
+  const bool declared =
+      workload != nullptr && workload->metadata().annotations().count(kGroupSetsAnnotation) != 0;
   absl::StatusOr<int64_t> total = absl::InvalidArgumentError("");
   if (declared) {
     int64_t sum = 0;
