@@ -165,9 +165,10 @@ class Engine::Impl {
   // report (Kueue's messages); appends the events Kueue would record to `events` when given.
   std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now,
                                                 std::vector<v1::PodEvent>* events = nullptr);
-  // jobframework's QueueNameChange for a pod Workload that holds no quota (§14.3).
-  void FollowPodQueueName(WorkloadEntry& entry, const std::vector<v1::PodObservation>& pods,
-                          bool is_group, absl::Time now);
+  // jobframework's QueueNameChange for a pod Workload that holds no quota (§14.3). A new queue
+  // that does not exist leaves the Workload where it is; the answer says why ("" otherwise).
+  std::string FollowPodQueueName(WorkloadEntry& entry, const std::vector<v1::PodObservation>& pods,
+                                 bool is_group, absl::Time now);
   // After an eviction outside a cycle; inside one the Workload waits for the cycle's end.
   void ReconcileEvictedPodWorkload(WorkloadEntry& entry, absl::Time now);
   std::vector<v1::PodDirective> PodDirectivesFor(const std::string& workload_key,

@@ -424,7 +424,11 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     return errors;
   }
   const bool reserved = HoldsReservation(wl);
-  if (!reserved) FollowPodQueueName(entry, pods, is_group, now);
+  if (!reserved) {
+    if (std::string refused = FollowPodQueueName(entry, pods, is_group, now); !refused.empty()) {
+      errors.push_back(std::move(refused));
+    }
+  }
   // Succeeded pods of a running group give their quota back (§14.8).
   if (is_group && reserved && !pods::IsServing(pods.front())) {
     absl::StatusOr<std::vector<v1::ReclaimablePod>> reclaimable =
@@ -477,21 +481,21 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   return errors;
 }
 
-void Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
-                                      const std::vector<v1::PodObservation>& pods, bool is_group,
-                                      absl::Time now) {
+std::string Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
+                                             const std::vector<v1::PodObservation>& pods,
+                                             bool is_group, absl::Time now) {
   v1::Workload& wl = entry.object;
   const v1::PodObservation& ref = pods.front();
   // Kueue handles an evicted Workload (step 6) before a suspended job's queue (step 7), and a
   // serving group keeps its queue (the pod integration's CustomQueueNameChange). Kueue's
   // Workload validation refuses the change while quota is reserved: the caller checks that.
-  if (IsConditionTrue(wl, kAdmitted) || IsConditionTrue(wl, kEvicted)) return;
-  if (is_group && pods::IsServing(ref)) return;
+  if (IsConditionTrue(wl, kAdmitted) || IsConditionTrue(wl, kEvicted)) return "";
+  if (is_group && pods::IsServing(ref)) return "";
   // The job is suspended while a pod is gated or terminated.
   if (std::none_of(pods.begin(), pods.end(), [](const v1::PodObservation& p) {
         return pods::IsGated(p) || pods::IsTerminated(p);
       })) {
-    return;
+    return "";
   }
   std::string queue = pods::QueueName(ref);
   const std::string& ns = wl.metadata().namespace_();
@@ -499,7 +503,13 @@ void Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
       local_queues_.count(absl::StrCat(ns, "/", pods::kDefaultLocalQueueName)) != 0) {
     queue = pods::kDefaultLocalQueueName;  // what the webhook would have labelled it with
   }
-  if (queue.empty() || queue == wl.spec().queue_name()) return;
+  if (queue.empty() || queue == wl.spec().queue_name()) return "";
+  if (local_queues_.count(absl::StrCat(ns, "/", queue)) == 0) {
+    // As Submit refuses a LocalQueue that does not exist, the Workload stays in its queue until
+    // the new one exists (the next report after that moves it).
+    return absl::StrCat("LocalQueue ", queue, " doesn't exist: workload \"", ns, "/",
+                        wl.metadata().name(), "\" stays in LocalQueue ", wl.spec().queue_name());
+  }
   const std::string message =
       absl::StrCat("The queue name changed from ", wl.spec().queue_name(), " to ", queue);
   Dequeue(entry);
@@ -508,6 +518,7 @@ void Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
   RefreshResourceRequests(entry);
   Enqueue(entry, now, /*emit_reason_change=*/false);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "QueueNameChanged", message);
+  return "";
 }
 
 bool Engine::Impl::TickPodTimer(const std::string& timer_key, absl::Time now) {

@@ -428,6 +428,26 @@ TEST_F(EnginePodsTest, APendingPodFollowsItsQueueLabel) {
   EXPECT_EQ(resp.directives(0).event().message(), "Admitted by clusterQueue cq2");
 }
 
+TEST_F(EnginePodsTest, APodMovesOnlyToALocalQueueThatExists) {
+  const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
+  v1::PodObservation big = Pod("big", "3");
+  Report({big});
+  (*big.mutable_labels())[pods::kQueueNameLabel] = "lq2";  // not created yet
+  big.set_resource_version(2);
+  v1::ReportPodsResponse resp = Report({big});
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).message(),
+            "LocalQueue lq2 doesn't exist: workload \"ns/" + wl + "\" stays in LocalQueue lq");
+  EXPECT_EQ(Get(wl).spec().queue_name(), "lq");
+  // Once it exists, the next report moves the Workload there.
+  AddQueues("cq2", "lq2", "4");
+  big.set_resource_version(3);
+  resp = Report({big});
+  EXPECT_THAT(resp.errors(), IsEmpty());
+  EXPECT_EQ(Get(wl).spec().queue_name(), "lq2");
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+}
+
 TEST_F(EnginePodsTest, AServingGroupKeepsItsQueue) {
   AddQueues("cq2", "lq2", "4");
   std::vector<v1::PodObservation> group;
