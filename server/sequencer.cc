@@ -279,7 +279,8 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
     cycles_wanted_ = cycle.more;
   }
   Pending pending;
-  pending.changes = engine_->TakeChanges();
+  // The snapshots stay in the engine while the commands prepare their answers, which borrow them.
+  pending.changes = engine_->TakeChanges(/*keep_snapshots=*/true);
   pending.directives = engine_->TakeDirectiveUpdates(now);
   const absl::Time t2 = absl::Now();
   if (health_now.ok()) {
@@ -287,6 +288,7 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
       if (cmd.prepare) cmd.prepare(*engine_);
     }
   }
+  engine_->ForgetSnapshots();
   pending.refused = health_now;
   pending.commands = std::move(batch);
   const absl::Time t3 = absl::Now();

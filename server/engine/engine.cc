@@ -103,7 +103,7 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
   changes_.push_back(std::move(c));
 }
 
-std::vector<Change> Engine::Impl::TakeChanges() {
+std::vector<Change> Engine::Impl::TakeChanges(bool keep_snapshots) {
   std::map<std::string, std::shared_ptr<const v1::Workload>> snapshots;
   for (const Change& c : changes_) {
     if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) snapshots[c.key] = c.workload;
@@ -117,7 +117,11 @@ std::vector<Change> Engine::Impl::TakeChanges() {
     }
     c.workload = snapshot;
   }
-  last_snapshots_.swap(snapshots);
+  if (keep_snapshots) {
+    last_snapshots_.swap(snapshots);
+  } else {
+    last_snapshots_.clear();
+  }
   std::vector<Change> out;
   out.swap(changes_);
   // The next batch is likely about as large: grow once instead of once per doubling.
@@ -296,7 +300,10 @@ void Engine::Tick(absl::Time now) { impl_->Tick(now); }
 CycleStats Engine::RunCycle(absl::Time now) { return impl_->RunCycle(now); }
 bool Engine::HasPendingHeads() const { return impl_->HasPendingHeads(); }
 uint64_t Engine::revision() const { return impl_->revision(); }
-std::vector<Change> Engine::TakeChanges() { return impl_->TakeChanges(); }
+std::vector<Change> Engine::TakeChanges(bool keep_snapshots) {
+  return impl_->TakeChanges(keep_snapshots);
+}
+void Engine::ForgetSnapshots() { impl_->ForgetSnapshots(); }
 
 v1::WorkloadState StateOf(const v1::Workload& wl) {
   if (IsConditionTrue(wl, kFinished)) return v1::WORKLOAD_STATE_FINISHED;

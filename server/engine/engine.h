@@ -144,9 +144,9 @@ class Engine {
   // The workload itself without a copy, or null; valid until the engine next changes.
   const v1::Workload* FindWorkload(const std::string& ns, const std::string& name) const;
   // The workload as it stands, as an immutable object the caller may keep and read from any
-  // thread. When the last TakeChanges included it and it has not changed since, this is that
-  // call's snapshot, shared, not copied; otherwise a new copy. A workload that the last
-  // TakeChanges saw deleted is returned as it was deleted. Null for an unknown workload.
+  // thread. When the last TakeChanges(/*keep_snapshots=*/true) included it and it has not
+  // changed since, this is that call's snapshot, shared, not copied; otherwise a new copy. A
+  // workload that call saw deleted is returned as it was deleted. Null for an unknown workload.
   std::shared_ptr<const v1::Workload> WorkloadSnapshot(const std::string& ns,
                                                        const std::string& name) const;
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(
@@ -186,7 +186,11 @@ class Engine {
   // Every Change since the last call, in revision order. The Changes of one workload within a
   // call share one snapshot: the workload as it stands at this call (as it last stood, when the
   // call's changes deleted it), with the resource_version of its latest Change.
-  std::vector<Change> TakeChanges();
+  // With `keep_snapshots`, the engine also keeps the snapshots for WorkloadSnapshot until
+  // ForgetSnapshots or the next TakeChanges; without, it holds none of them afterwards.
+  std::vector<Change> TakeChanges(bool keep_snapshots = false);
+  // Drops the snapshots TakeChanges kept (the Changes and whoever was lent one keep theirs).
+  void ForgetSnapshots();
   // There is no rollback: a caller whose commit of these Changes fails must stop.
 
  private:

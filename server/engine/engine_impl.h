@@ -131,7 +131,8 @@ class Engine::Impl {
 
   bool HasPendingHeads() const { return !cqs_with_heads_.empty(); }
   uint64_t revision() const { return revision_; }
-  std::vector<Change> TakeChanges();
+  std::vector<Change> TakeChanges(bool keep_snapshots);
+  void ForgetSnapshots() { last_snapshots_.clear(); }
 
  private:
   // Records a Change for a workload (bumping its resource_version).

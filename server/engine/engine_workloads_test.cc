@@ -38,6 +38,28 @@ TEST_F(EngineApiTest, SubmitIsIdempotentForTheSameUid) {
   EXPECT_EQ(ErrorReasonOf(clash.status()), "WORKLOAD_EXISTS");
 }
 
+TEST_F(EngineApiTest, SnapshotsAreLentOnlyUntilForgotten) {
+  Basic();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
+  std::vector<Change> kept = engine_.TakeChanges(/*keep_snapshots=*/true);
+  ASSERT_FALSE(kept.empty());
+  // The batch's snapshot itself, shared rather than copied.
+  std::shared_ptr<const v1::Workload> lent = engine_.WorkloadSnapshot("ns", "a");
+  EXPECT_EQ(lent.get(), kept.back().workload.get());
+  // Once forgotten, the engine holds none: a new copy, equal to it.
+  engine_.ForgetSnapshots();
+  std::shared_ptr<const v1::Workload> copy = engine_.WorkloadSnapshot("ns", "a");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_NE(copy.get(), lent.get());
+  EXPECT_EQ(copy->metadata().resource_version(), lent->metadata().resource_version());
+  // Without keep_snapshots the engine keeps none after the call.
+  ASSERT_TRUE(Submit(MakeWorkload("b", 1, "1")).ok());
+  std::vector<Change> plain = engine_.TakeChanges();
+  ASSERT_FALSE(plain.empty());
+  EXPECT_NE(engine_.WorkloadSnapshot("ns", "b").get(), plain.back().workload.get());
+  EXPECT_EQ(engine_.WorkloadSnapshot("ns", "missing"), nullptr);
+}
+
 TEST_F(EngineApiTest, SubmitResolvesPriorityAndTheDefaultQueue) {
   Basic();
   ASSERT_TRUE(Apply(LocalQueueObject("ns", "default", "cq")).ok());
