@@ -235,16 +235,7 @@ TEST(CrashTest, ResizesRacingWithSigkillKeepOneAdmittedSlicePerJob) {
     Apply(client, testing::LocalQueue("ns", "lq", "cq"));
     for (int j = 0; j < kJobs; ++j) {
       v1::SubmitRequest req;
-      *req.mutable_workload() = testing::Workload("ns", absl::StrCat("job-", j), "lq", 2, {{"cpu", "1"}});
-      v1::ObjectMeta* meta = req.mutable_workload()->mutable_metadata();
-      (*meta->mutable_annotations())["kueue.x-k8s.io/elastic-job"] = "true";
-      (*meta->mutable_labels())["kueue.x-k8s.io/job-uid"] = absl::StrCat("uid-", j);
-      v1::OwnerReference* owner = meta->add_owner_references();
-      owner->set_api_version("batch/v1");
-      owner->set_kind("Job");
-      owner->set_name(absl::StrCat("job-", j));
-      owner->set_uid(absl::StrCat("uid-", j));
-      owner->set_controller(true);
+      *req.mutable_workload() = testing::ElasticJobWorkload("ns", j, 2);
       grpc::ClientContext ctx;
       v1::SubmitResponse resp;
       grpc::Status s = client.admission->Submit(&ctx, req, &resp);

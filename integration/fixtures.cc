@@ -71,6 +71,20 @@ v1::Workload Workload(const std::string& ns, const std::string& name, const std:
   return wl;
 }
 
+v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count) {
+  v1::Workload wl = Workload(ns, absl::StrCat("job-", j), "lq", count, {{"cpu", "1"}});
+  v1::ObjectMeta* meta = wl.mutable_metadata();
+  (*meta->mutable_annotations())["kueue.x-k8s.io/elastic-job"] = "true";
+  (*meta->mutable_labels())["kueue.x-k8s.io/job-uid"] = absl::StrCat("uid-", j);
+  v1::OwnerReference* owner = meta->add_owner_references();
+  owner->set_api_version("batch/v1");
+  owner->set_kind("Job");
+  owner->set_name(absl::StrCat("job-", j));
+  owner->set_uid(absl::StrCat("uid-", j));
+  owner->set_controller(true);
+  return wl;
+}
+
 Client::Client(const std::string& address)
     : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
       queues(v1::QueueService::NewStub(channel)),

@@ -30,6 +30,10 @@ v1::ApplyRequest LocalQueue(const std::string& ns, const std::string& name,
 v1::Workload Workload(const std::string& ns, const std::string& name, const std::string& queue,
                       int count, const std::map<std::string, std::string>& requests,
                       int priority = 0);
+// The workload of elastic Job "job-<j>" (KEP-77): `count` pods of 1 CPU in LocalQueue "lq", the
+// kueue.x-k8s.io/elastic-job annotation, the job-uid label "uid-<j>" and the Job as its
+// controller owner.
+v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count);
 
 struct Client {
   explicit Client(const std::string& address);

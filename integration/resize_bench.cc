@@ -86,20 +86,6 @@ class AdmissionTimes {
   std::map<std::string, absl::Time> admitted_;
 };
 
-v1::Workload ElasticJob(int j) {
-  v1::Workload wl = testing::Workload("bench", absl::StrCat("job-", j), "lq", 1, {{"cpu", "1"}});
-  v1::ObjectMeta* meta = wl.mutable_metadata();
-  (*meta->mutable_annotations())["kueue.x-k8s.io/elastic-job"] = "true";
-  (*meta->mutable_labels())["kueue.x-k8s.io/job-uid"] = absl::StrCat("uid-", j);
-  v1::OwnerReference* owner = meta->add_owner_references();
-  owner->set_api_version("batch/v1");
-  owner->set_kind("Job");
-  owner->set_name(absl::StrCat("job-", j));
-  owner->set_uid(absl::StrCat("uid-", j));
-  owner->set_controller(true);
-  return wl;
-}
-
 struct Stats {
   double p50_ms = 0, p99_ms = 0, max_ms = 0;
   size_t n = 0;
@@ -170,7 +156,7 @@ void Run(const Args& args) {
     Stats fill = Measure(args.running, 32, [&](int j) {
       grpc::ClientContext ctx;
       v1::SubmitRequest req;
-      *req.mutable_workload() = ElasticJob(j);
+      *req.mutable_workload() = testing::ElasticJobWorkload("bench", j, 1);
       v1::SubmitResponse resp;
       return client.admission->Submit(&ctx, req, &resp).ok() ? 0.0 : -1.0;
     });
