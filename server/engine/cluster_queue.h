@@ -52,7 +52,7 @@ struct ClusterQueueState {
 
   // Usage of the workloads holding a reservation here (what lands in the cohort is in the
   // QuotaTree).
-  FlavorResourceQuantities usage;
+  FlavorResourceAmounts usage;
   int reserving = 0;
   int admitted = 0;
   std::set<std::string> reserved_keys;  // workloads holding a reservation here

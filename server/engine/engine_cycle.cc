@@ -295,13 +295,16 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       if (cq.spec_object().spec().preemption().reclaim_within_cohort() != "Any") {
         FlavorResourceQuantities reserve;
         for (const auto& [fr, v] : assignment.usage) {
-          const int64_t used = quota_tree_.Usage(cq.name(), fr);
-          const int64_t nominal = quota_tree_.Nominal(cq.name(), fr);
+          const Amount used = quota_tree_.Usage(cq.name(), fr);
+          const Amount nominal = quota_tree_.Nominal(cq.name(), fr);
+          // Each bound is at most v, so it is a quantity again.
           if (assignment.borrowing_level > 0) {
             const auto limit = quota_tree_.BorrowingLimit(cq.name(), fr);
-            reserve[fr] = limit.has_value() ? std::min(v, nominal + *limit - used) : v;
+            reserve[fr] = limit.has_value()
+                              ? static_cast<int64_t>(std::min<Amount>(v, nominal + *limit - used))
+                              : v;
           } else {
-            reserve[fr] = std::max<int64_t>(0, std::min(v, nominal - used));
+            reserve[fr] = static_cast<int64_t>(std::max<Amount>(0, std::min<Amount>(v, nominal - used)));
           }
         }
         add_cycle_usage(cq.name(), reserve);

@@ -269,8 +269,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
               request -= held->total;
             }
           }
-          const int64_t val = SaturatingAdd(assumed, request);
-          const int64_t max_cap = tree.PotentialAvailable(cq_name, fr);
+          const Amount val = Amount(assumed) + request;
+          const Amount max_cap = tree.PotentialAvailable(cq_name, fr);
           Granular m;
           if (val > max_cap) {
             const std::string why = absl::StrCat(
@@ -284,7 +284,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             m = {Mode::kNoFit, 0};
           } else {
             const auto [borrow, may_reclaim] = tree.BorrowingLevelAndReclaim(cq_name, fr, val);
-            const int64_t available = tree.Available(cq_name, fr);
+            const Amount available = tree.Available(cq_name, fr);
             if (val <= available) {
               m = {Mode::kFit, borrow};
               attempt({ps.name, r, flavor_name, "Fit",
@@ -294,9 +294,10 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                   absl::StrCat("insufficient unused quota for ", r, " in flavor ", flavor_name,
                                ", ", FormatQuantity(r, val - available), " more needed");
               status.push_back(why);
-              if (oracle != nullptr &&
+              // val is this workload's own request so far, a quantity since validation.
+              if (oracle != nullptr && IsQuantity(val) &&
                   (tree.Nominal(cq_name, fr) >= val || may_reclaim || can_preempt_while_borrowing)) {
-                const OracleAnswer answer = (*oracle)(fr, val);
+                const OracleAnswer answer = (*oracle)(fr, static_cast<int64_t>(val));
                 switch (answer.possibility) {
                   case OracleAnswer::Possibility::kNoCandidates: m.mode = Mode::kNoCandidates; break;
                   case OracleAnswer::Possibility::kPreempt: m.mode = Mode::kPreempt; break;
@@ -360,7 +361,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       }
       out.borrowing_level = std::max(out.borrowing_level, c.borrow);
       if (!podset_failed) {
-        out.usage[{c.flavor, r}] = SaturatingAdd(out.usage[{c.flavor, r}], c.request);
+        out.usage[{c.flavor, r}] += c.request;  // the workload's total: validated to fit
       }
     }
     out.flavors.push_back(std::move(names));

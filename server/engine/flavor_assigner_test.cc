@@ -65,7 +65,7 @@ class FlavorAssignerTest : public ::testing::Test {
 
   ClusterQueueState cq_;
   QuotaTree tree_;
-  FlavorResourceQuantities usage_;
+  FlavorResourceAmounts usage_;
   std::map<std::string, v1::ResourceFlavor> flavor_objects_;
   std::map<std::string, const v1::ResourceFlavor*> flavors_;
   std::vector<std::unique_ptr<v1::PodSpec>> pods_;

@@ -136,7 +136,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   auto fits = [&](bool allow_borrowing) {
     for (const auto& [fr, v] : requests) {
       if (!allow_borrowing &&
-          SaturatingAdd(quota_tree_.Usage(own, fr), v) > quota_tree_.Nominal(own, fr)) {
+          quota_tree_.Usage(own, fr) + v > quota_tree_.Nominal(own, fr)) {
         return false;
       }
       if (v > quota_tree_.Available(own, fr)) return false;

@@ -117,11 +117,16 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_v
 }
 
 std::string FormatQuantity(absl::string_view resource, int64_t value) {
-  if (value == kUnlimited) return "unlimited";
+  return FormatQuantity(resource, Amount(value));
+}
+
+std::string FormatQuantity(absl::string_view resource, Amount value) {
   if (value == 0) return "0";
   const bool negative = value < 0;
-  uint64_t magnitude = negative ? -static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  absl::uint128 magnitude =
+      negative ? absl::uint128(-value) : absl::uint128(value);
   const char* sign = negative ? "-" : "";
+  const char* suffix = "";
   if (IsBinaryResource(resource) && magnitude >= 1024) {
     static const char* const kBinary[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
     int exp = 0;
@@ -129,26 +134,32 @@ std::string FormatQuantity(absl::string_view resource, int64_t value) {
       magnitude /= 1024;
       ++exp;
     }
-    return absl::StrCat(sign, magnitude, kBinary[exp]);
+    suffix = kBinary[exp];
+  } else {
+    // DecimalSI: the largest exponent (a multiple of 3) that keeps an integer mantissa.
+    int exp = resource == "cpu" ? -3 : 0;
+    while (magnitude % 1000 == 0 && exp < 18) {
+      magnitude /= 1000;
+      exp += 3;
+    }
+    switch (exp) {
+      case -3: suffix = "m"; break;
+      case 3: suffix = "k"; break;
+      case 6: suffix = "M"; break;
+      case 9: suffix = "G"; break;
+      case 12: suffix = "T"; break;
+      case 15: suffix = "P"; break;
+      case 18: suffix = "E"; break;
+      default: break;
+    }
   }
-  // DecimalSI: the largest exponent (a multiple of 3) that keeps an integer mantissa.
-  int exp = resource == "cpu" ? -3 : 0;
-  while (magnitude % 1000 == 0 && exp < 18) {
-    magnitude /= 1000;
-    exp += 3;
-  }
-  const char* suffix = "";
-  switch (exp) {
-    case -3: suffix = "m"; break;
-    case 3: suffix = "k"; break;
-    case 6: suffix = "M"; break;
-    case 9: suffix = "G"; break;
-    case 12: suffix = "T"; break;
-    case 15: suffix = "P"; break;
-    case 18: suffix = "E"; break;
-    default: break;
-  }
-  return absl::StrCat(sign, magnitude, suffix);
+  // Decimal digits of a 128-bit magnitude, least significant first.
+  std::string digits;
+  do {
+    digits.push_back(static_cast<char>('0' + static_cast<int>(magnitude % 10)));
+    magnitude /= 10;
+  } while (magnitude != 0);
+  return absl::StrCat(sign, std::string(digits.rbegin(), digits.rend()), suffix);
 }
 
 }  // namespace admitd::engine

@@ -1,6 +1,9 @@
 // Kubernetes resource quantities as int64 in canonical units: CPU in millicores, everything else
 // in whole units (bytes for memory), fractional values rounded up as Kubernetes' Value() and
-// MilliValue() do. Quota arithmetic saturates at kUnlimited instead of overflowing.
+// MilliValue() do. One quantity is an int64; sums of quantities over workloads and queues (usage,
+// cohort quota) are Amounts, 128 bits wide, so no sequence of admissions, imports and releases
+// can saturate or wrap them. A workload whose own total does not fit an int64 is refused by
+// validation.
 //
 //   ParseQuantity("cpu", "1500m")     -> 1500
 //   ParseQuantity("memory", "1Gi")    -> 1073741824
@@ -15,12 +18,17 @@
 #include <limits>
 #include <string>
 
+#include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace admitd::engine {
 
-inline constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+// The largest quantity: 2^63-1 canonical units (millicores for CPU).
+inline constexpr int64_t kMaxQuantity = std::numeric_limits<int64_t>::max();
+
+// A sum of quantities, exact: 2^64 quantities of kMaxQuantity still fit.
+using Amount = absl::int128;
 
 // INVALID_ARGUMENT (with Kubernetes' wording) when `text` is not a quantity or does not fit.
 absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_view text);
@@ -28,21 +36,13 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_v
 // The canonical string: CPU as a milli quantity, memory-like resources as BinarySI
 // (1Gi, 10Mi, falling back to a plain number), everything else DecimalSI (1k, 2M).
 std::string FormatQuantity(absl::string_view resource, int64_t value);
+std::string FormatQuantity(absl::string_view resource, Amount value);
 
 // True for resources Kubernetes renders in BinarySI.
 bool IsBinaryResource(absl::string_view resource);
 
-inline int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? kUnlimited : -kUnlimited;
-  return out;
-}
-
-inline int64_t SaturatingMul(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_mul_overflow(a, b, &out)) return (a > 0) == (b > 0) ? kUnlimited : -kUnlimited;
-  return out;
-}
+// Whether `v` is a quantity (fits an int64).
+inline bool IsQuantity(Amount v) { return v <= kMaxQuantity && v >= -kMaxQuantity; }
 
 }  // namespace admitd::engine
 

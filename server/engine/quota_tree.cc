@@ -4,7 +4,6 @@
 #include <functional>
 #include <set>
 
-#include "server/engine/quantity.h"
 
 namespace admitd::engine {
 
@@ -30,11 +29,6 @@ void ReadQuotas(const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& gro
   }
 }
 
-int64_t QuotaTree::Get(const FlavorResourceQuantities& m, const FlavorResource& fr) {
-  auto it = m.find(fr);
-  return it == m.end() ? 0 : it->second;
-}
-
 QuotaTree::Node* QuotaTree::Cohort(const std::string& name) {
   std::unique_ptr<Node>& slot = cohorts_[name];
   if (!slot) {
@@ -46,7 +40,7 @@ QuotaTree::Node* QuotaTree::Cohort(const std::string& name) {
 
 void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>& cluster_queues,
                         const std::map<std::string, const v1::CohortSpec*>& cohorts,
-                        const std::map<std::string, FlavorResourceQuantities>& usage) {
+                        const std::map<std::string, FlavorResourceAmounts>& usage) {
   cluster_queues_.clear();
   cohorts_.clear();
   // Cohort objects first: their quota, limits and parents.
@@ -105,22 +99,23 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
 // Post-order: heights, subtree and local quotas, and the usage that lands in each cohort.
 void QuotaTree::Derive(Node* n) {
   n->height = 0;
-  n->subtree_quota = n->nominal;
+  n->subtree_quota.clear();
+  for (const auto& [fr, q] : n->nominal) n->subtree_quota[fr] = q;
   if (!n->is_cluster_queue) n->usage.clear();
   for (Node* child : n->children) {
     Derive(child);
     n->height = std::max(n->height, child->height + 1);
     for (const auto& [fr, q] : child->subtree_quota) {
-      n->subtree_quota[fr] = SaturatingAdd(Get(n->subtree_quota, fr), q - Get(child->local_quota, fr));
+      n->subtree_quota[fr] += q - Get(child->local_quota, fr);
     }
     for (const auto& [fr, u] : child->usage) {
-      const int64_t lands = std::max<int64_t>(0, u - Get(child->local_quota, fr));
-      if (lands > 0) n->usage[fr] = SaturatingAdd(Get(n->usage, fr), lands);
+      const Amount lands = std::max<Amount>(0, u - Get(child->local_quota, fr));
+      if (lands > 0) n->usage[fr] += lands;
     }
   }
   n->local_quota.clear();
   for (const auto& [fr, limit] : n->lending_limit) {
-    n->local_quota[fr] = std::max<int64_t>(0, Get(n->subtree_quota, fr) - limit);
+    n->local_quota[fr] = std::max<Amount>(0, Get(n->subtree_quota, fr) - limit);
   }
 }
 
@@ -129,52 +124,52 @@ const QuotaTree::Node* QuotaTree::Find(const std::string& cq) const {
   return it == cluster_queues_.end() ? nullptr : it->second.get();
 }
 
-int64_t QuotaTree::LocalAvailable(const Node& n, const FlavorResource& fr) const {
-  return std::max<int64_t>(0, Get(n.local_quota, fr) - Get(n.usage, fr));
+Amount QuotaTree::LocalAvailable(const Node& n, const FlavorResource& fr) const {
+  return std::max<Amount>(0, Get(n.local_quota, fr) - Get(n.usage, fr));
 }
 
-int64_t QuotaTree::AvailableAt(const Node& n, const FlavorResource& fr) const {
+Amount QuotaTree::AvailableAt(const Node& n, const FlavorResource& fr) const {
   if (n.parent == nullptr) return Get(n.subtree_quota, fr) - Get(n.usage, fr);
-  int64_t from_parent = AvailableAt(*n.parent, fr);
+  Amount from_parent = AvailableAt(*n.parent, fr);
   auto limit = n.borrowing_limit.find(fr);
   if (limit != n.borrowing_limit.end()) {
-    const int64_t local = Get(n.local_quota, fr);
-    const int64_t cap = (Get(n.subtree_quota, fr) - local) -
-                        std::max<int64_t>(0, Get(n.usage, fr) - local) + limit->second;
+    const Amount local = Get(n.local_quota, fr);
+    const Amount cap = (Get(n.subtree_quota, fr) - local) -
+                       std::max<Amount>(0, Get(n.usage, fr) - local) + limit->second;
     from_parent = std::min(from_parent, cap);
   }
-  return SaturatingAdd(LocalAvailable(n, fr), from_parent);
+  return LocalAvailable(n, fr) + from_parent;
 }
 
-int64_t QuotaTree::PotentialAt(const Node& n, const FlavorResource& fr) const {
+Amount QuotaTree::PotentialAt(const Node& n, const FlavorResource& fr) const {
   if (n.parent == nullptr) return Get(n.subtree_quota, fr);
-  int64_t potential = SaturatingAdd(Get(n.local_quota, fr), PotentialAt(*n.parent, fr));
+  Amount potential = Get(n.local_quota, fr) + PotentialAt(*n.parent, fr);
   auto limit = n.borrowing_limit.find(fr);
   if (limit != n.borrowing_limit.end()) {
-    potential = std::min(potential, SaturatingAdd(Get(n.subtree_quota, fr), limit->second));
+    potential = std::min(potential, Get(n.subtree_quota, fr) + limit->second);
   }
   return potential;
 }
 
-int64_t QuotaTree::Available(const std::string& cq, const FlavorResource& fr) const {
+Amount QuotaTree::Available(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
-  return n == nullptr ? 0 : std::max<int64_t>(0, AvailableAt(*n, fr));
+  return n == nullptr ? 0 : std::max<Amount>(0, AvailableAt(*n, fr));
 }
 
-int64_t QuotaTree::PotentialAvailable(const std::string& cq, const FlavorResource& fr) const {
+Amount QuotaTree::PotentialAvailable(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
   return n == nullptr ? 0 : PotentialAt(*n, fr);
 }
 
 int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
-                              int64_t value) const {
+                              Amount value) const {
   const Node* n = Find(cq);
   if (n == nullptr || n->parent == nullptr) return 0;
-  if (Get(n->nominal, fr) >= SaturatingAdd(Get(n->usage, fr), value)) return 0;
-  int64_t remaining = value - LocalAvailable(*n, fr);
+  if (Get(n->nominal, fr) >= Get(n->usage, fr) + value) return 0;
+  Amount remaining = value - LocalAvailable(*n, fr);
   const Node* a = n->parent;
   while (true) {
-    if (Get(a->subtree_quota, fr) >= SaturatingAdd(Get(a->usage, fr), remaining)) return a->height;
+    if (Get(a->subtree_quota, fr) >= Get(a->usage, fr) + remaining) return a->height;
     if (a->parent == nullptr) return a->height;
     remaining -= LocalAvailable(*a, fr);
     a = a->parent;
@@ -183,14 +178,14 @@ int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
 
 std::pair<int, bool> QuotaTree::BorrowingLevelAndReclaim(const std::string& cq,
                                                          const FlavorResource& fr,
-                                                         int64_t value) const {
+                                                         Amount value) const {
   const Node* n = Find(cq);
   if (n == nullptr) return {0, false};
   if (n->parent == nullptr) return {0, false};
-  if (Get(n->nominal, fr) >= SaturatingAdd(Get(n->usage, fr), value)) return {0, true};
-  int64_t remaining = value - LocalAvailable(*n, fr);
+  if (Get(n->nominal, fr) >= Get(n->usage, fr) + value) return {0, true};
+  Amount remaining = value - LocalAvailable(*n, fr);
   for (const Node* a = n->parent; a != nullptr; a = a->parent) {
-    if (Get(a->subtree_quota, fr) >= SaturatingAdd(Get(a->usage, fr), remaining)) {
+    if (Get(a->subtree_quota, fr) >= Get(a->usage, fr) + remaining) {
       return {a->height, a->parent != nullptr};
     }
     if (a->parent == nullptr) return {a->height, false};
@@ -204,7 +199,7 @@ int64_t QuotaTree::Nominal(const std::string& cq, const FlavorResource& fr) cons
   return n == nullptr ? 0 : Get(n->nominal, fr);
 }
 
-int64_t QuotaTree::Usage(const std::string& cq, const FlavorResource& fr) const {
+Amount QuotaTree::Usage(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
   return n == nullptr ? 0 : Get(n->usage, fr);
 }
@@ -257,22 +252,22 @@ std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
   const Node* self = Find(cq);
   if (self == nullptr || self->parent == nullptr) return out;
   // Whether the request fits in a node's subtree quota, and what remains for its parent.
-  FlavorResourceQuantities remaining;
-  auto fits_in = [&](const Node& n, const FlavorResourceQuantities& want) {
+  FlavorResourceAmounts remaining;
+  auto fits_in = [&](const Node& n, const FlavorResourceAmounts& want) {
     bool fits = true;
-    FlavorResourceQuantities rest;
+    FlavorResourceAmounts rest;
     for (const auto& [fr, v] : want) {
-      if (Get(n.subtree_quota, fr) < SaturatingAdd(Get(n.usage, fr), v)) fits = false;
-      rest[fr] = std::max<int64_t>(0, v - LocalAvailable(n, fr));
+      if (Get(n.subtree_quota, fr) < Get(n.usage, fr) + v) fits = false;
+      rest[fr] = std::max<Amount>(0, v - LocalAvailable(n, fr));
     }
     remaining = std::move(rest);
     return fits;
   };
-  bool advantage = fits_in(*self, requests);
+  bool advantage = fits_in(*self, FlavorResourceAmounts(requests.begin(), requests.end()));
   const Node* previous = nullptr;
   for (const Node* a = self->parent; a != nullptr; a = a->parent) {
     CollectReclaimable(*a, previous, *self, a->name, advantage, needed, &out);
-    const FlavorResourceQuantities want = remaining;
+    const FlavorResourceAmounts want = remaining;
     advantage = fits_in(*a, want) || advantage;
     previous = a;
   }
@@ -335,18 +330,18 @@ void QuotaTree::AddUsage(const std::string& cq, const FlavorResourceQuantities& 
   auto it = cluster_queues_.find(cq);
   if (it == cluster_queues_.end()) return;
   for (const auto& [fr, v] : usage) {
-    int64_t delta = sign * v;
+    Amount delta = sign * Amount(v);
     for (Node* n = it->second.get(); n != nullptr && delta != 0; n = n->parent) {
-      const int64_t local = Get(n->local_quota, fr);
-      const int64_t before = Get(n->usage, fr);
-      const int64_t after = SaturatingAdd(before, delta);
+      const Amount local = Get(n->local_quota, fr);
+      const Amount before = Get(n->usage, fr);
+      const Amount after = before + delta;
       if (after == 0) {
         n->usage.erase(fr);
       } else {
         n->usage[fr] = after;
       }
       // Only what lies beyond the node's local quota lands in its parent.
-      delta = std::max<int64_t>(0, after - local) - std::max<int64_t>(0, before - local);
+      delta = std::max<Amount>(0, after - local) - std::max<Amount>(0, before - local);
     }
   }
 }

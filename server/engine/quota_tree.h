@@ -9,7 +9,7 @@
 // quotas when ClusterQueues or Cohorts change.
 //
 //   tree.Rebuild(cluster_queues, cohorts);
-//   int64_t free = tree.Available("team-a", {"default", "cpu"});
+//   Amount free = tree.Available("team-a", {"default", "cpu"});
 //   tree.AddUsage("team-a", usage, +1);
 //
 // Thread safety: none; owned by the Engine.
@@ -35,22 +35,22 @@ class QuotaTree {
   // keeping each ClusterQueue's usage (`usage` by ClusterQueue name).
   void Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>& cluster_queues,
                const std::map<std::string, const v1::CohortSpec*>& cohorts,
-               const std::map<std::string, FlavorResourceQuantities>& usage);
+               const std::map<std::string, FlavorResourceAmounts>& usage);
 
   // Quota the ClusterQueue can still use for `fr`, borrowing included; never below 0.
-  int64_t Available(const std::string& cq, const FlavorResource& fr) const;
+  Amount Available(const std::string& cq, const FlavorResource& fr) const;
   // The most the ClusterQueue could use for `fr` if nothing else used anything.
-  int64_t PotentialAvailable(const std::string& cq, const FlavorResource& fr) const;
+  Amount PotentialAvailable(const std::string& cq, const FlavorResource& fr) const;
   // 0 when `value` more of `fr` fits in the ClusterQueue's nominal quota (or it has no cohort);
   // otherwise the height of the lowest subtree above it where it fits (§3).
-  int BorrowingLevel(const std::string& cq, const FlavorResource& fr, int64_t value) const;
+  int BorrowingLevel(const std::string& cq, const FlavorResource& fr, Amount value) const;
   // BorrowingLevel, and whether preempting could free the quota inside a strict subtree of the
   // cohort tree ("may reclaim in hierarchy", §3): true when the lowest subtree that fits has a
   // parent, or, when the request fits in the queue's nominal quota, when the queue has a parent.
   std::pair<int, bool> BorrowingLevelAndReclaim(const std::string& cq, const FlavorResource& fr,
-                                                int64_t value) const;
+                                                Amount value) const;
   int64_t Nominal(const std::string& cq, const FlavorResource& fr) const;
-  int64_t Usage(const std::string& cq, const FlavorResource& fr) const;
+  Amount Usage(const std::string& cq, const FlavorResource& fr) const;
   // The ClusterQueue's borrowing limit for `fr`, when it has one.
   std::optional<int64_t> BorrowingLimit(const std::string& cq, const FlavorResource& fr) const;
 
@@ -99,9 +99,9 @@ class QuotaTree {
     FlavorResourceQuantities nominal;
     std::map<FlavorResource, int64_t> borrowing_limit;  // absent: unlimited
     std::map<FlavorResource, int64_t> lending_limit;    // absent: lend everything
-    FlavorResourceQuantities subtree_quota;
-    FlavorResourceQuantities local_quota;
-    FlavorResourceQuantities usage;
+    FlavorResourceAmounts subtree_quota;
+    FlavorResourceAmounts local_quota;
+    FlavorResourceAmounts usage;
     uint64_t generation = 0;  // on roots only
   };
 
@@ -111,10 +111,14 @@ class QuotaTree {
                           const std::set<FlavorResource>& needed,
                           std::vector<ReclaimScope>* out) const;
 
-  static int64_t Get(const FlavorResourceQuantities& m, const FlavorResource& fr);
-  int64_t LocalAvailable(const Node& n, const FlavorResource& fr) const;
-  int64_t AvailableAt(const Node& n, const FlavorResource& fr) const;
-  int64_t PotentialAt(const Node& n, const FlavorResource& fr) const;
+  template <typename Map>
+  static typename Map::mapped_type Get(const Map& m, const FlavorResource& fr) {
+    auto it = m.find(fr);
+    return it == m.end() ? 0 : it->second;
+  }
+  Amount LocalAvailable(const Node& n, const FlavorResource& fr) const;
+  Amount AvailableAt(const Node& n, const FlavorResource& fr) const;
+  Amount PotentialAt(const Node& n, const FlavorResource& fr) const;
   Node* Cohort(const std::string& name);
   void Derive(Node* n);
   const Node* Find(const std::string& cq) const;

@@ -25,6 +25,7 @@ v1::ClusterQueueSpec Queue(const std::string& cohort, const std::string& nominal
 const FlavorResource kCpu{"f", "cpu"};
 
 FlavorResourceQuantities Cpu(int64_t cores) { return {{kCpu, cores * 1000}}; }
+FlavorResourceAmounts Amounts(const FlavorResourceQuantities& q) { return {q.begin(), q.end()}; }
 
 TEST(QuotaTreeTest, LendingLimitWorkedExample) {
   // §3: cohort `lend` with lend-a (nominal 3, lendingLimit 2) and lend-b (nominal 2,
@@ -86,12 +87,33 @@ TEST(QuotaTreeTest, CohortObjectsAddQuotaAndNest) {
 TEST(QuotaTreeTest, RebuildKeepsUsage) {
   const v1::ClusterQueueSpec a = Queue("c", "2"), b = Queue("c", "2");
   QuotaTree tree;
-  tree.Rebuild({{"a", &a}, {"b", &b}}, {}, {{"a", Cpu(3)}});
+  tree.Rebuild({{"a", &a}, {"b", &b}}, {}, {{"a", Amounts(Cpu(3))}});
   EXPECT_EQ(tree.Available("b", kCpu), 1000);
   const v1::ClusterQueueSpec lone = Queue("", "2");
-  tree.Rebuild({{"lone", &lone}}, {}, {{"lone", Cpu(1)}});
+  tree.Rebuild({{"lone", &lone}}, {}, {{"lone", Amounts(Cpu(1))}});
   EXPECT_EQ(tree.Available("lone", kCpu), 1000);
   EXPECT_EQ(tree.BorrowingLevel("lone", kCpu, 5000), 0);  // no cohort: never borrows
+}
+
+TEST(QuotaTreeTest, SumsPastTheLargestQuantityStayExact) {
+  const std::string max = "9223372036854775807m";  // the largest CPU quantity, in millicores
+  const v1::ClusterQueueSpec a = Queue("c", max), b = Queue("c", max), d = Queue("c", max);
+  QuotaTree tree;
+  tree.Rebuild({{"a", &a}, {"b", &b}, {"d", &d}}, {}, {});
+  const Amount one = kMaxQuantity;
+  EXPECT_EQ(tree.Available("a", kCpu), 3 * one);
+  EXPECT_EQ(tree.PotentialAvailable("a", kCpu), 3 * one);
+  // Each queue uses all of its own quota and then some of the cohort's: 2.5 quotas in use.
+  tree.AddUsage("a", {{kCpu, kMaxQuantity}}, +1);
+  tree.AddUsage("b", {{kCpu, kMaxQuantity}}, +1);
+  tree.AddUsage("d", {{kCpu, kMaxQuantity / 2}}, +1);
+  EXPECT_EQ(tree.Available("a", kCpu), 3 * one - 2 * one - one / 2);
+  EXPECT_EQ(tree.BorrowingLevel("a", kCpu, kMaxQuantity), 1);
+  tree.AddUsage("a", {{kCpu, kMaxQuantity}}, -1);
+  tree.AddUsage("b", {{kCpu, kMaxQuantity}}, -1);
+  tree.AddUsage("d", {{kCpu, kMaxQuantity / 2}}, -1);
+  EXPECT_EQ(tree.Usage("a", kCpu), 0);
+  EXPECT_EQ(tree.Available("a", kCpu), 3 * one);
 }
 
 }  // namespace

@@ -9,8 +9,8 @@ namespace admitd::engine {
 namespace {
 
 // A container's requests, defaulted from its limits where only the limit is given.
-ResourceList ContainerRequests(const v1::ResourceRequirements& resources) {
-  ResourceList out;
+ResourceAmounts ContainerRequests(const v1::ResourceRequirements& resources) {
+  ResourceAmounts out;
   for (const auto& [name, text] : resources.limits()) {
     if (auto v = ParseQuantity(name, text); v.ok()) out[name] = *v;
   }
@@ -20,11 +20,16 @@ ResourceList ContainerRequests(const v1::ResourceRequirements& resources) {
   return out;
 }
 
-void AddList(ResourceList* into, const ResourceList& add) {
-  for (const auto& [name, v] : add) (*into)[name] = SaturatingAdd((*into)[name], v);
+// A total validation has found to fit; see PodRequests.
+int64_t Narrow(Amount v) {
+  return IsQuantity(v) ? static_cast<int64_t>(v) : (v > 0 ? kMaxQuantity : -kMaxQuantity);
 }
 
-void MaxList(ResourceList* into, const ResourceList& other) {
+void AddList(ResourceAmounts* into, const ResourceAmounts& add) {
+  for (const auto& [name, v] : add) (*into)[name] += v;
+}
+
+void MaxList(ResourceAmounts* into, const ResourceAmounts& other) {
   for (const auto& [name, v] : other) (*into)[name] = std::max((*into)[name], v);
 }
 
@@ -43,41 +48,47 @@ absl::StatusOr<ResourceList> ParseResourceList(
   return out;
 }
 
-ResourceList PodRequests(const v1::PodSpec& spec) {
+ResourceAmounts PodRequestsExact(const v1::PodSpec& spec) {
   const bool pod_level = !spec.resources().requests().empty() || !spec.resources().limits().empty();
-  ResourceList total;
+  ResourceAmounts total;
   if (pod_level) {
     total = ContainerRequests(spec.resources());
   } else {
     // Regular init containers run one at a time before the main containers; sidecars (restart
     // policy Always) keep running, so each init container also sees the sidecars started before
     // it, and the main containers run beside every sidecar.
-    ResourceList sidecars, init_peak;
+    ResourceAmounts sidecars, init_peak;
     for (const v1::Container& c : spec.init_containers()) {
-      ResourceList req = ContainerRequests(c.resources());
+      ResourceAmounts req = ContainerRequests(c.resources());
       if (c.restart_policy() == "Always") {
         AddList(&sidecars, req);
         MaxList(&init_peak, sidecars);
       } else {
-        ResourceList with_sidecars = sidecars;
+        ResourceAmounts with_sidecars = sidecars;
         AddList(&with_sidecars, req);
         MaxList(&init_peak, with_sidecars);
       }
     }
-    ResourceList main = sidecars;
+    ResourceAmounts main = sidecars;
     for (const v1::Container& c : spec.containers()) AddList(&main, ContainerRequests(c.resources()));
     total = main;
     MaxList(&total, init_peak);
   }
   for (const auto& [name, text] : spec.overhead()) {
-    if (auto v = ParseQuantity(name, text); v.ok()) total[name] = SaturatingAdd(total[name], *v);
+    if (auto v = ParseQuantity(name, text); v.ok()) total[name] += *v;
   }
   return total;
 }
 
+ResourceList PodRequests(const v1::PodSpec& spec) {
+  ResourceList out;
+  for (const auto& [name, v] : PodRequestsExact(spec)) out[name] = Narrow(v);
+  return out;
+}
+
 ResourceList Scale(const ResourceList& per_pod, int64_t count) {
   ResourceList out;
-  for (const auto& [name, v] : per_pod) out[name] = SaturatingMul(v, count);
+  for (const auto& [name, v] : per_pod) out[name] = Narrow(Amount(v) * count);
   return out;
 }
 
@@ -87,10 +98,10 @@ void RenderResourceList(const ResourceList& list,
   for (const auto& [name, v] : list) (*out)[name] = FormatQuantity(name, v);
 }
 
-void AddTo(FlavorResourceQuantities* into, const FlavorResourceQuantities& add, int64_t sign) {
+void AddTo(FlavorResourceAmounts* into, const FlavorResourceQuantities& add, int sign) {
   for (const auto& [fr, v] : add) {
-    int64_t& slot = (*into)[fr];
-    slot = SaturatingAdd(slot, sign * v);
+    Amount& slot = (*into)[fr];
+    slot += sign * Amount(v);
     if (slot == 0) into->erase(fr);
   }
 }

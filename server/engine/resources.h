@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "admitd/v1/objects.pb.h"
+#include "server/engine/quantity.h"
 
 namespace admitd::engine {
 
@@ -22,23 +23,34 @@ using ResourceList = std::map<std::string, int64_t>;
 
 // (flavor, resource): the unit of quota.
 using FlavorResource = std::pair<std::string, std::string>;
+// One workload's quantities per (flavor, resource).
 using FlavorResourceQuantities = std::map<FlavorResource, int64_t>;
+// Sums over workloads or queues: usage of a ClusterQueue or cohort, quota of a cohort.
+using FlavorResourceAmounts = std::map<FlavorResource, Amount>;
+// Per resource, exactly: what validation checks before narrowing to a ResourceList.
+using ResourceAmounts = std::map<std::string, Amount>;
 
 // Parses a map of quantity strings. INVALID_ARGUMENT names the first bad resource.
 absl::StatusOr<ResourceList> ParseResourceList(
     const google::protobuf::Map<std::string, std::string>& quantities);
 
-// The effective request of one pod of `spec` (quantities must already be valid).
+// The effective request of one pod of `spec`, exactly (unparseable quantities count as 0).
+ResourceAmounts PodRequestsExact(const v1::PodSpec& spec);
+
+// The effective request of one pod of `spec`. Validation (ValidateWorkload) has checked that every
+// total fits a quantity; a value that does not (only in data stored before that check) is held at
+// kMaxQuantity, which no quota can hold, so such a workload stays pending.
 ResourceList PodRequests(const v1::PodSpec& spec);
 
-// `per_pod` × `count`, saturating.
+// `per_pod` × `count`, held at kMaxQuantity as PodRequests is.
 ResourceList Scale(const ResourceList& per_pod, int64_t count);
 
 // Renders a list as canonical quantity strings.
 void RenderResourceList(const ResourceList& list,
                         google::protobuf::Map<std::string, std::string>* out);
 
-void AddTo(FlavorResourceQuantities* into, const FlavorResourceQuantities& add, int64_t sign = 1);
+// Adds (sign +1) or removes (sign -1) one workload's usage; entries that reach 0 are erased.
+void AddTo(FlavorResourceAmounts* into, const FlavorResourceQuantities& add, int sign = 1);
 
 }  // namespace admitd::engine
 

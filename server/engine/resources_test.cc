@@ -67,9 +67,15 @@ TEST(PodRequestsTest, PodLevelResourcesReplaceTheContainerSum) {
   EXPECT_EQ(PodRequests(pod), (ResourceList{{"cpu", 5000}}));
 }
 
-TEST(PodRequestsTest, ScaleSaturates) {
+TEST(PodRequestsTest, Scales) {
   EXPECT_EQ(Scale({{"cpu", 1500}}, 4), (ResourceList{{"cpu", 6000}}));
-  EXPECT_EQ(Scale({{"cpu", int64_t{1} << 62}}, 4), (ResourceList{{"cpu", kUnlimited}}));
+}
+
+TEST(PodRequestsTest, ExactSumsPassTheLargestQuantity) {
+  v1::PodSpec pod;
+  AddContainer(pod.mutable_containers(), {{"memory", "7Ei"}});
+  AddContainer(pod.mutable_containers(), {{"memory", "7Ei"}});
+  EXPECT_EQ(PodRequestsExact(pod), (ResourceAmounts{{"memory", Amount(14) << 60}}));
 }
 
 TEST(ResourceListTest, ParsesAndRendersCanonically) {
@@ -89,7 +95,7 @@ TEST(ResourceListTest, ParsesAndRendersCanonically) {
 }
 
 TEST(ResourceListTest, AddToDropsZeroes) {
-  FlavorResourceQuantities q{{{"f", "cpu"}, 1000}};
+  FlavorResourceAmounts q{{{"f", "cpu"}, 1000}};
   AddTo(&q, {{{"f", "cpu"}, 1000}, {{"f", "memory"}, 5}});
   EXPECT_EQ(q.at({"f", "cpu"}), 2000);
   AddTo(&q, {{{"f", "cpu"}, 2000}}, -1);
