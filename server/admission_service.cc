@@ -74,7 +74,17 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
   absl::Duration wait = kDefaultAdmitWait;
   if (req->has_timeout()) {
-    wait = absl::Seconds(req->timeout().seconds()) + absl::Nanoseconds(req->timeout().nanos());
+    // A Duration's nanos are below a second and carry the seconds' sign.
+    const int64_t seconds = req->timeout().seconds();
+    const int32_t nanos = req->timeout().nanos();
+    if (nanos <= -1000000000 || nanos >= 1000000000 || (seconds > 0 && nanos < 0) ||
+        (seconds < 0 && nanos > 0)) {
+      return Refuse(rpc, InvalidArgument({{"timeout.nanos",
+                                           absl::StrCat("Invalid value: ", nanos,
+                                                        ": must be below one second and carry "
+                                                        "the sign of seconds")}}));
+    }
+    wait = absl::Seconds(seconds) + absl::Nanoseconds(nanos);
     if (wait < absl::ZeroDuration() || wait > kMaxAdmitWait) {
       return Refuse(rpc, InvalidArgument({{"timeout", "must be between 0s and 1h"}}));
     }

@@ -18,6 +18,7 @@ const char kUsage[] =
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
     "              [--pod-group-max-roles N] [--pod-unmanaged-namespaces NS,NS]\n"
     "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
+    "              [--max-object-bytes N] [--max-list-page-bytes N]\n"
     "              [--feature-gates Name=true,Other=false]\n";
 
 namespace {
@@ -100,6 +101,10 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         if (config->pod_group_max_roles < 1 || config->pod_group_max_roles > 18) {
           return Bad(where, "must be between 1 and 18");
         }
+      } else if (key == "maxObjectBytes") {
+        config->max_object_bytes = value.as<int64_t>();
+      } else if (key == "maxListPageBytes") {
+        config->max_list_page_bytes = value.as<int64_t>();
       } else if (key == "sliceHistoryLimit") {
         config->slice_history_limit = value.as<int64_t>();
         if (config->slice_history_limit < 0) return Bad(where, "must not be negative");
@@ -123,7 +128,7 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, "
+        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, maxObjectBytes, maxListPageBytes, "
                           "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
                           "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
                           "sync, featureGates)");
@@ -208,6 +213,11 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       int64_t n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return Bad(flag, "must be a non-negative integer");
       config.slice_history_limit = n;
+    } else if (flag == "--max-object-bytes" || flag == "--max-list-page-bytes") {
+      if (auto s = next(&v); !s.ok()) return s;
+      int64_t n;
+      if (!absl::SimpleAtoi(v, &n)) return Bad(flag, "must be a number of bytes");
+      (flag == "--max-object-bytes" ? config.max_object_bytes : config.max_list_page_bytes) = n;
     } else if (flag == "--no-sync") {
       config.sync = false;
     } else if (flag == "--log-level") {
@@ -230,6 +240,18 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
   }
   if (config.listen.empty()) return Bad("--listen", "must not be empty");
   if (config.data_dir.empty()) return Bad("--data-dir", "must not be empty");
+  // Every object must fit a page, and a page gRPC's receive limits (16 MiB here, 4 MiB by default
+  // in clients, which the default page of 3 MiB leaves room under).
+  constexpr int64_t kMaxMessage = 16 << 20;
+  if (config.max_object_bytes < 1024 || config.max_object_bytes > kMaxMessage) {
+    return Bad("--max-object-bytes", absl::StrCat("must be between 1024 and ", kMaxMessage));
+  }
+  if (config.max_list_page_bytes < config.max_object_bytes ||
+      config.max_list_page_bytes > kMaxMessage) {
+    return Bad("--max-list-page-bytes",
+               absl::StrCat("must be between --max-object-bytes (", config.max_object_bytes,
+                            ") and ", kMaxMessage));
+  }
   if (config.manual_clock && !config.manual_scheduling) {
     return Bad("--manual-clock", "is only valid with --manual-scheduling");
   }

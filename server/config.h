@@ -47,6 +47,9 @@ struct Config {
   // Namespaces whose pods are never managed (Kueue's managedJobsNamespaceSelector default
   // excludes kube-system and its own namespace).
   std::vector<std::string> pod_unmanaged_namespaces = {"kube-system", "admitd-system"};
+  // Size limits: the largest object accepted and the most bytes of objects in one List page.
+  int64_t max_object_bytes = 1536 * 1024;
+  int64_t max_list_page_bytes = 3 * 1024 * 1024;
   std::string log_level = "info";
   uint64_t event_retention = 100000;
   absl::Duration sync_delay = absl::ZeroDuration();

@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/log.h"
+#include "server/request_checks.h"
 
 namespace admitd {
 namespace {
@@ -34,6 +35,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   engine_options.slice_history_limit = static_cast<int>(config.slice_history_limit);
   engine_options.pod_group_max_roles = static_cast<int>(config.pod_group_max_roles);
   engine_options.pod_unmanaged_namespaces = config.pod_unmanaged_namespaces;
+  engine_options.max_object_bytes = static_cast<size_t>(config.max_object_bytes);
+  engine_options.max_list_page_bytes = static_cast<size_t>(config.max_list_page_bytes);
   for (const char* gate : {"PodIntegrationFastQuotaRelease", "FastQuotaReleaseInPodIntegration"}) {
     if (auto it = config.feature_gates.find(gate); it != config.feature_gates.end()) {
       engine_options.pod_fast_quota_release = it->second;
@@ -73,6 +76,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   builder.RegisterService(server->admission_service_.get());
   builder.RegisterService(server->pod_service_.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.experimental().SetInterceptorCreators(ParseErrorInterceptors());
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
     server->store_->Close().IgnoreError();

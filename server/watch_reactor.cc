@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
+#include "server/request_checks.h"
 #include "store/store.h"
 
 namespace admitd {
@@ -18,6 +19,14 @@ constexpr size_t kReplayChunk = 512;
 WatchReactor* WatchReactor::Start(ServiceContext* ctx, const v1::WatchRequest& request) {
   auto* reactor = new WatchReactor(ctx, request);
   reactor->self_.reset(reactor);
+  if (absl::Status bad = CheckWatchRequest(request); !bad.ok()) {
+    {
+      absl::MutexLock lock(&reactor->mu_);
+      reactor->MarkFinished(ToGrpcStatus(bad));
+    }
+    reactor->Pump();
+    return reactor;
+  }
   reactor->Init(request);
   reactor->Pump();
   return reactor;
@@ -31,8 +40,7 @@ WatchReactor* WatchReactor::Start(ServiceContext* ctx, const grpc::ByteBuffer& r
     reactor->self_.reset(reactor);
     {
       absl::MutexLock lock(&reactor->mu_);
-      reactor->MarkFinished(
-          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the WatchRequest cannot be parsed"));
+      reactor->MarkFinished(ToGrpcStatus(UnparseableRequest("/admitd.v1.AdmissionService/Watch")));
     }
     reactor->Pump();
     return reactor;

@@ -70,6 +70,12 @@ struct EngineOptions {
   absl::Duration backoff_base = absl::Seconds(60);
   absl::Duration backoff_max = absl::Seconds(3600);
   int backoff_limit_count = -1;
+  // The largest object (a Workload, a queue object, a reported pod) accepted, encoded; etcd's
+  // default request limit. 0: no limit.
+  size_t max_object_bytes = 1536 * 1024;
+  // A List page ends before it would pass this many bytes of objects (it always holds one), so
+  // a client with gRPC's default 4 MiB receive limit can read every page. 0: no limit.
+  size_t max_list_page_bytes = 3 * 1024 * 1024;
 };
 
 // What one scheduling cycle did.

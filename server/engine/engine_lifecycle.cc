@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/metadata_validation.h"
 #include "server/engine/validation.h"
 
 namespace admitd::engine {
@@ -254,6 +255,7 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
                                                 "\"Retry\", \"Rejected\"")});
   }
   if (request.check().empty()) violations.push_back({"check", "Required value"});
+  CheckMessage(&violations, "message", request.message());
   if (request.has_requeue_after_seconds() && request.requeue_after_seconds() < 0) {
     violations.push_back({"requeue_after_seconds", "must be greater than or equal to 0"});
   }

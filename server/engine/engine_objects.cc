@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/metadata_validation.h"
 #include "server/engine/quantity.h"
 #include "server/engine/validation.h"
 
@@ -45,7 +46,7 @@ std::string SpecContent(const v1::QueueObject& o) {
 // Usage per flavor and resource as Kueue's status shows it: every quota entry, used or not, in
 // the ClusterQueue's order of resource groups, flavors and covered resources.
 void AddUsage(google::protobuf::RepeatedPtrField<v1::FlavorUsage>* out,
-              const FlavorResourceQuantities& usage, const ClusterQueueState& cq) {
+              const FlavorResourceAmounts& usage, const ClusterQueueState& cq) {
   for (const ResourceGroupQuota& group : cq.groups) {
     for (const std::string& flavor : group.flavors) {
       v1::FlavorUsage* fu = out->Add();
@@ -53,13 +54,13 @@ void AddUsage(google::protobuf::RepeatedPtrField<v1::FlavorUsage>* out,
       for (const std::string& resource : group.resources) {
         const FlavorResource fr{flavor, resource};
         auto u = usage.find(fr);
-        const int64_t used = u == usage.end() ? 0 : u->second;
+        const Amount used = u == usage.end() ? 0 : u->second;
         auto q = cq.nominal.find(fr);
         const int64_t quota = q == cq.nominal.end() ? 0 : q->second;
         v1::ResourceUsage* ru = fu->add_resources();
         ru->set_name(resource);
         ru->set_total(FormatQuantity(resource, used));
-        ru->set_borrowed(FormatQuantity(resource, std::max<int64_t>(0, used - quota)));
+        ru->set_borrowed(FormatQuantity(resource, std::max<Amount>(0, used - quota)));
       }
     }
   }
@@ -103,6 +104,8 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       break;
     default: return InvalidArgument({{"object", "must hold one queue object"}});
   }
+  CheckObjectSize(&violations, "object", "object", object.ByteSizeLong(),
+                  options_.max_object_bytes);
   if (!violations.empty()) return InvalidArgument(violations);
   v1::ObjectMeta* meta = MutableMeta(&object);
   if (kind != v1::OBJECT_KIND_LOCAL_QUEUE) meta->clear_namespace_();
@@ -473,7 +476,7 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
 v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
   v1::LocalQueue out = lq;
   int pending = 0, reserving = 0, admitted = 0;
-  FlavorResourceQuantities reserved, used;  // by reserving and by admitted workloads
+  FlavorResourceAmounts reserved, used;  // by reserving and by admitted workloads
   for (auto it = workloads_.lower_bound(lq.metadata().namespace_() + "/");
        it != workloads_.end() &&
        it->second.object.metadata().namespace_() == lq.metadata().namespace_();

@@ -8,9 +8,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/metadata_validation.h"
+#include "server/engine/validation.h"
 #include "server/engine/engine_pods_internal.h"
 #include "server/pods/pod_group.h"
 
@@ -89,6 +92,25 @@ using pod_workloads::PodKey;
 using pod_workloads::TakeOtherClusters;
 
 constexpr char kPodTimerPrefix[] = "pod:";
+
+// What is wrong with a reported pod that Kubernetes itself would never hold, or "".
+std::string InvalidPod(const v1::PodObservation& pod, size_t max_object_bytes) {
+  Violations v;
+  if (!IsDnsLabel(pod.namespace_())) v.push_back({"namespace", "must be an RFC 1123 label"});
+  if (!IsDnsSubdomain(pod.name())) v.push_back({"name", "must be an RFC 1123 subdomain"});
+  if (pod.uid().size() > 128) v.push_back({"uid", "must be no more than 128 characters"});
+  if (!v1::PodPhase_IsValid(pod.phase())) {
+    v.push_back({"phase", absl::StrCat("Unsupported value: ", pod.phase())});
+  }
+  CheckLabels(&v, "labels", pod.labels());
+  CheckAnnotations(&v, "annotations", pod.annotations());
+  CheckMessage(&v, "status_message", pod.status_message());
+  CheckObjectSize(&v, "pod", "pod", pod.ByteSizeLong(), max_object_bytes);
+  if (v.empty()) return "";
+  std::vector<std::string> parts;
+  for (const FieldViolation& f : v) parts.push_back(absl::StrCat(f.field, ": ", f.description));
+  return absl::StrCat("invalid pod: ", absl::StrJoin(parts, "; "));
+}
 
 // Why each named pod of a declared group stays gated.
 std::vector<std::string> UndeclaredMessages(const std::vector<v1::PodObservation>& pods,
@@ -193,8 +215,17 @@ void Engine::Impl::FinishRestorePods() {
 
 absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
     const v1::ReportPodsRequest& request, absl::Time now) {
-  if (request.cluster().empty()) {
-    return InvalidArgument({{"cluster", "Required value: the shim's cluster name"}});
+  {
+    Violations violations;
+    CheckClusterName(&violations, "cluster", request.cluster());
+    for (int i = 0; i < request.deleted_size(); ++i) {
+      const v1::PodDeletion& d = request.deleted(i);
+      if (!IsDnsLabel(d.namespace_()) || !IsDnsSubdomain(d.name())) {
+        violations.push_back({absl::StrCat("deleted[", i, "]"),
+                              "Invalid value: a deletion names a pod by namespace and name"});
+      }
+    }
+    if (!violations.empty()) return InvalidArgument(violations);
   }
   const pods::PodOptions options = PodOptionsNow();
   v1::ReportPodsResponse response;
@@ -225,6 +256,10 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
     }
     if (pod.namespace_().empty() || pod.name().empty() || pod.uid().empty()) {
       error(pod.namespace_(), pod.name(), "a pod needs a namespace, a name and a uid");
+      continue;
+    }
+    if (std::string problem = InvalidPod(pod, options_.max_object_bytes); !problem.empty()) {
+      error(pod.namespace_(), pod.name(), problem);
       continue;
     }
     const std::string key = PodKey(pod.cluster(), pod.namespace_(), pod.name());
@@ -271,11 +306,15 @@ absl::StatusOr<v1::ReportPodsResponse> Engine::Impl::ReportPods(
     response.set_accepted(response.accepted() + 1);
   }
   if (request.full_snapshot()) {
+    // Cluster names hold no '/', so the prefix selects one cluster; the check on the pod's own
+    // cluster keeps that true of pods stored before names were validated.
     const std::string prefix = request.cluster() + "/";
     std::vector<std::string> gone;
     for (auto it = pods_.lower_bound(prefix);
          it != pods_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-      if (!seen.count(it->first)) gone.push_back(it->first);
+      if (it->second.obs.cluster() == request.cluster() && !seen.count(it->first)) {
+        gone.push_back(it->first);
+      }
     }
     for (const std::string& key : gone) remove(key);
   }

@@ -498,5 +498,64 @@ TEST_F(EnginePodsTest, AQueueLabelIsNotRemovedWhereADefaultQueueExists) {
             "not be empty in namespace with default queue");
 }
 
+// ---- What a report may hold ---------------------------------------------------------------------
+
+TEST_F(EnginePodsTest, ACrookedClusterNameIsRefusedAndSelectsNothing) {
+  Report({Pod("a")});
+  const std::string wl = pods::SinglePodWorkloadName("a", "a-uid");
+  ASSERT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+  for (const std::string& cluster :
+       {std::string("c1/team"), std::string("c1\0x", 4), std::string(".."),
+        std::string(100000, 'c'), std::string("C1"), std::string("")}) {
+    v1::ReportPodsRequest snapshot;
+    snapshot.set_cluster(cluster);
+    snapshot.set_full_snapshot(true);
+    absl::StatusOr<v1::ReportPodsResponse> resp = engine_->ReportPods(snapshot, Now());
+    EXPECT_EQ(resp.status().code(), absl::StatusCode::kInvalidArgument) << cluster.substr(0, 20);
+  }
+  // c1's pod and its Workload are untouched.
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+  // A valid cluster whose name starts like c1's takes only its own pods as deleted.
+  v1::ReportPodsRequest other;
+  other.set_cluster("c1-team");
+  other.set_full_snapshot(true);
+  ASSERT_TRUE(engine_->ReportPods(other, Now()).ok());
+  EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
+}
+
+TEST_F(EnginePodsTest, APodKubernetesCouldNotHoldIsRefusedAndNotRecorded) {
+  v1::PodObservation phase = Pod("phase");
+  phase.set_phase(static_cast<v1::PodPhase>(77));
+  v1::PodObservation label = Pod("label");
+  (*label.mutable_labels())["bad key!"] = "x";
+  v1::PodObservation value = Pod("value");
+  (*value.mutable_labels())["app"] = std::string(64, 'v');
+  v1::PodObservation annotation = Pod("annotation");
+  (*annotation.mutable_annotations())["big"] = std::string(300 * 1024, 'a');
+  v1::PodObservation ns = Pod("ns-slash");
+  ns.set_namespace_("ns/other");
+  v1::ReportPodsResponse resp = Report({phase, label, value, annotation, ns});
+  std::vector<std::string> refused;
+  for (const v1::PodReportError& e : resp.errors()) refused.push_back(e.name());
+  EXPECT_THAT(refused, UnorderedElementsAre("phase", "label", "value", "annotation", "ns-slash"));
+  EXPECT_EQ(resp.accepted(), 0);
+  EXPECT_THAT(Directives(), IsEmpty());
+}
+
+TEST_F(EnginePodsTest, APodGroupThatDisagreesIsRecordedAndWaits) {
+  // Two members that disagree on the group's size: no Workload, an error, the pods kept.
+  v1::ReportPodsResponse resp = Report({Member("a", "g", "2"), Member("b", "g", "3")});
+  EXPECT_EQ(resp.accepted(), 2);
+  ASSERT_GE(resp.errors_size(), 1);
+  EXPECT_EQ(Get("g").metadata().name(), "");
+  // b is recreated with the group's size: a is still there, and the two make the Workload.
+  v1::PodObservation b = Member("b", "g", "2");
+  b.set_uid("b-uid-2");
+  b.set_resource_version(2);
+  Report({b});
+  EXPECT_EQ(State("g"), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
+}
+
 }  // namespace
 }  // namespace admitd::engine

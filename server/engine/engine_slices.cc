@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
@@ -253,6 +254,10 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
     violations.push_back({"job.uid", "Required value: exactly one of job.uid and name"});
   }
   if (request.pod_sets().empty()) violations.push_back({"pod_sets", "Required value"});
+  if (request.generation() < 0) {
+    violations.push_back({"generation", absl::StrCat("Invalid value: ", request.generation(),
+                                                     ": must be greater than or equal to 0")});
+  }
   std::map<std::string, int32_t> counts;
   for (int i = 0; i < request.pod_sets_size(); ++i) {
     const v1::PodSetCount& ps = request.pod_sets(i);
@@ -305,6 +310,25 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
                                                         absl::StrJoin(have, ", "),
                                                         "]; give the count of each")}});
     }
+  }
+  {
+    v1::WorkloadSpec resized = live.back()->object.spec();
+    for (v1::PodSet& ps : *resized.mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
+    // Reported against the request's fields: the workload's pod set i is the request's entry
+    // of the same name.
+    std::map<std::string, int> request_index;
+    for (int j = 0; j < request.pod_sets_size(); ++j) request_index[request.pod_sets(j).name()] = j;
+    Violations too_large;
+    for (const FieldViolation& v : ValidateWorkloadTotals(resized)) {
+      std::string field = "pod_sets";
+      for (int i = 0; i < resized.pod_sets_size(); ++i) {
+        if (absl::StartsWith(v.field, absl::StrCat("spec.podSets[", i, "]"))) {
+          field = absl::StrCat("pod_sets[", request_index[resized.pod_sets(i).name()], "].count");
+        }
+      }
+      too_large.push_back({field, v.description});
+    }
+    if (!too_large.empty()) return InvalidArgument(too_large);
   }
   auto counts_of = [](const WorkloadEntry& e) {
     std::map<std::string, int32_t> out;

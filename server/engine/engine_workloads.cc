@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/metadata_validation.h"
 #include "server/engine/quantity.h"
 #include "server/engine/validation.h"
 
@@ -222,7 +223,7 @@ void Engine::Impl::RequeueInadmissible(ClusterQueueState& cq) {
 
 void Engine::Impl::RebuildQuotaTree() {
   std::map<std::string, const v1::ClusterQueueSpec*> cqs;
-  std::map<std::string, FlavorResourceQuantities> usage;
+  std::map<std::string, FlavorResourceAmounts> usage;
   for (const auto& [name, cq] : cluster_queues_) {
     cqs[name] = &cq.spec_object().spec();
     usage[name] = cq.usage;
@@ -260,9 +261,10 @@ FlavorResourceQuantities Engine::Impl::UsageFromAdmission(const WorkloadEntry& e
       if (u == psa.resource_usage().end()) continue;
       auto total = ParseQuantity(resource, u->second);
       if (!total.ok()) continue;
+      // per_pod × effective <= total; validation keeps the sum over pod sets a quantity.
       const int64_t per_pod = *total / psa.count();
-      const int64_t v = SaturatingMul(per_pod, effective);
-      if (v != 0) usage[{flavor, resource}] = SaturatingAdd(usage[{flavor, resource}], v);
+      const int64_t v = per_pod * effective;
+      if (v != 0) usage[{flavor, resource}] += v;
     }
   }
   return usage;
@@ -317,6 +319,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
     wl.mutable_spec()->set_queue_name("default");
   }
   Violations violations = ValidateWorkload(wl, options_.max_pod_sets);
+  CheckObjectSize(&violations, "workload", "workload", wl.ByteSizeLong(), options_.max_object_bytes);
   if (options_.elastic_jobs && IsElastic(wl)) {
     int with_min_count = 0;
     for (const v1::PodSet& ps : wl.spec().pod_sets()) with_min_count += ps.has_min_count() ? 1 : 0;
@@ -403,6 +406,11 @@ absl::StatusOr<WorkloadEntry*> Engine::Impl::FindGuarded(const std::string& key,
 
 absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
     const v1::ReleaseQuotaRequest& request, absl::Time now, Answer answer) {
+  if (request.has_finished()) {
+    Violations violations;
+    CheckMessage(&violations, "finished.message", request.finished().message());
+    if (!violations.empty()) return InvalidArgument(violations);
+  }
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
   v1::Workload& wl = entry->object;
@@ -572,6 +580,9 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
   if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
     violations.push_back({"page_size", absl::StrCat("must be between 0 and ", kMaxPageSize)});
   }
+  if (!v1::WorkloadState_IsValid(request.state())) {
+    violations.push_back({"state", absl::StrCat("Unsupported value: ", request.state())});
+  }
   if (!request.queue_name().empty() && request.namespace_().empty()) {
     violations.push_back({"namespace", "is required with queue_name"});
   }
@@ -581,6 +592,7 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
   }
   if (!violations.empty()) return InvalidArgument(violations);
   const int limit = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  size_t page_bytes = 0;
   v1::ListWorkloadsResponse out;
   out.set_revision(revision_);
   // Keys sort by namespace first, so one namespace is a contiguous range starting at "ns/".
@@ -603,11 +615,17 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
     if (request.state() != v1::WORKLOAD_STATE_UNSPECIFIED && StateOf(wl) != request.state()) {
       continue;
     }
-    if (out.workloads_size() == limit) {
-      out.set_next_page_token(out.workloads(limit - 1).metadata().namespace_() + "/" +
-                              out.workloads(limit - 1).metadata().name());
+    // A page ends at `limit` items or before the item that would take it past
+    // max_list_page_bytes, whichever comes first; it always holds at least one item.
+    const size_t bytes = wl.ByteSizeLong();
+    if (out.workloads_size() == limit ||
+        (out.workloads_size() > 0 && options_.max_list_page_bytes != 0 &&
+         page_bytes + bytes > options_.max_list_page_bytes)) {
+      const v1::ObjectMeta& last = out.workloads(out.workloads_size() - 1).metadata();
+      out.set_next_page_token(last.namespace_() + "/" + last.name());
       break;
     }
+    page_bytes += bytes;
     *out.add_workloads() = wl;
   }
   return out;

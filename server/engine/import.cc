@@ -3,6 +3,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/metadata_validation.h"
 #include "server/engine/quantity.h"
 #include "server/engine/validation.h"
 
@@ -18,6 +19,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
     for (FieldViolation v : ValidateWorkload(wl, options_.max_pod_sets)) {
       violations.push_back({absl::StrCat(f, ".", v.field), v.description});
     }
+    CheckObjectSize(&violations, f, "workload", wl.ByteSizeLong(), options_.max_object_bytes);
     const std::string& ns = wl.metadata().namespace_();
     if (local_queues_.count(absl::StrCat(ns, "/", wl.spec().queue_name())) == 0) {
       violations.push_back({f + ".spec.queueName",
@@ -38,6 +40,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
                             "must have as many entries as spec.podSets"});
       continue;
     }
+    FlavorResourceAmounts admitted;  // the workload's usage, which must be a quantity
     for (int j = 0; j < admission.pod_set_assignments_size(); ++j) {
       const v1::PodSetAssignment& psa = admission.pod_set_assignments(j);
       const std::string pf = absl::StrCat(f, ".status.admission.podSetAssignments[", j, "]");
@@ -66,7 +69,18 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
         if (!v.ok() || *v < 0) {
           violations.push_back({absl::StrCat(pf, ".resourceUsage[", resource, "]"),
                                 absl::StrCat("Invalid value: \"", quantity, "\"")});
+        } else if (auto flavor = psa.flavors().find(resource); flavor != psa.flavors().end()) {
+          admitted[{flavor->second, resource}] += *v;
         }
+      }
+    }
+    for (const auto& [fr, total] : admitted) {
+      if (!IsQuantity(total)) {
+        violations.push_back(
+            {f + ".status.admission.podSetAssignments",
+             absl::StrCat("Invalid value: the pod sets together use ",
+                          FormatQuantity(fr.second, total), " ", fr.second, " in flavor ",
+                          fr.first, ": the largest quantity is 2^63-1 (9223372036854775807) units")});
       }
     }
     auto existing = workloads_.find(absl::StrCat(ns, "/", wl.metadata().name()));

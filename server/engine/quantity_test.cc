@@ -64,10 +64,15 @@ TEST(QuantityTest, RoundTrips) {
   }
 }
 
-TEST(QuantityTest, SaturatingArithmetic) {
-  EXPECT_EQ(SaturatingAdd(kUnlimited, 5), kUnlimited);
-  EXPECT_EQ(SaturatingMul(kUnlimited / 2, 3), kUnlimited);
-  EXPECT_EQ(SaturatingAdd(2, 3), 5);
+TEST(QuantityTest, AmountsBeyondAQuantityFormatExactly) {
+  const Amount ten_ei = Amount(10) << 60;
+  EXPECT_EQ(FormatQuantity("memory", ten_ei), "10Ei");
+  EXPECT_EQ(FormatQuantity("memory", Amount(kMaxQuantity) + 1), "8Ei");
+  EXPECT_EQ(FormatQuantity("memory", Amount(kMaxQuantity) * 3), "27670116110564327421");
+  EXPECT_EQ(FormatQuantity("cpu", Amount(kMaxQuantity) * 1000), "9223372036854775807");
+  EXPECT_EQ(FormatQuantity("memory", -ten_ei), "-10Ei");
+  EXPECT_FALSE(IsQuantity(Amount(kMaxQuantity) + 1));
+  EXPECT_TRUE(IsQuantity(kMaxQuantity));
 }
 
 TEST(QuantityTest, KubernetesCornerCases) {
@@ -75,7 +80,7 @@ TEST(QuantityTest, KubernetesCornerCases) {
   EXPECT_EQ(FormatQuantity("memory", 1000), "1k");
   EXPECT_EQ(FormatQuantity("ephemeral-storage", 1536000), "1500Ki");
   EXPECT_EQ(FormatQuantity("hugepages-2Mi", 4194304), "4Mi");
-  EXPECT_EQ(FormatQuantity("memory", kUnlimited), "unlimited");
+  EXPECT_EQ(FormatQuantity("memory", kMaxQuantity), "9223372036854775807");
   EXPECT_EQ(FormatQuantity("example.com/gpu", 1500000), "1500k");
   EXPECT_EQ(*ParseQuantity("cpu", "1e-3"), 1);
   EXPECT_EQ(*ParseQuantity("cpu", "1.5E3"), 1500000);

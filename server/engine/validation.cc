@@ -6,7 +6,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/engine/metadata_validation.h"
 #include "server/engine/quantity.h"
+#include "server/engine/resources.h"
 
 namespace admitd::engine {
 namespace {
@@ -198,6 +200,16 @@ void CheckResourceGroups(Violations* out, const std::string& field,
   }
 }
 
+// Kubernetes' pod priorities end at system-node-critical's 2000001000; admitd holds workload
+// priorities to the same range on both sides, so no priority arithmetic can overflow.
+void CheckPriority(Violations* out, const std::string& field, int64_t priority) {
+  constexpr int64_t kMaxPriority = 2000001000;
+  if (priority > kMaxPriority || priority < -kMaxPriority) {
+    out->push_back({field, absl::StrCat("Invalid value: ", priority, ": must be between -",
+                                        kMaxPriority, " and ", kMaxPriority)});
+  }
+}
+
 }  // namespace
 
 bool IsDnsLabel(const std::string& name) { return name.size() <= 63 && IsLabelChars(name); }
@@ -218,6 +230,7 @@ bool IsDnsSubdomain(const std::string& name) {
 Violations ValidateResourceFlavor(const v1::ResourceFlavor& flavor) {
   Violations out;
   CheckName(&out, "metadata.name", flavor.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", flavor.metadata());
   for (int i = 0; i < flavor.spec().node_taints_size(); ++i) {
     const v1::Taint& t = flavor.spec().node_taints(i);
     std::string f = absl::StrCat("spec.nodeTaints[", i, "]");
@@ -235,6 +248,7 @@ Violations ValidateResourceFlavor(const v1::ResourceFlavor& flavor) {
 Violations ValidateCohort(const v1::Cohort& cohort) {
   Violations out;
   CheckName(&out, "metadata.name", cohort.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", cohort.metadata());
   if (!cohort.spec().parent_name().empty()) {
     CheckName(&out, "spec.parentName", cohort.spec().parent_name(), false);
     if (cohort.spec().parent_name() == cohort.metadata().name()) {
@@ -250,6 +264,7 @@ Violations ValidateClusterQueue(const v1::ClusterQueue& cq) {
   Violations out;
   const v1::ClusterQueueSpec& spec = cq.spec();
   CheckName(&out, "metadata.name", cq.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", cq.metadata());
   if (!spec.cohort_name().empty()) CheckName(&out, "spec.cohortName", spec.cohort_name(), false);
   CheckResourceGroups(&out, "spec.resourceGroups", spec.resource_groups(),
                       !spec.cohort_name().empty(), "cohort");
@@ -301,6 +316,7 @@ Violations ValidateLocalQueue(const v1::LocalQueue& lq) {
   Violations out;
   CheckName(&out, "metadata.namespace", lq.metadata().namespace_(), true);
   CheckName(&out, "metadata.name", lq.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", lq.metadata());
   if (lq.spec().cluster_queue().empty()) {
     out.push_back({"spec.clusterQueue", "Required value"});
   } else {
@@ -313,12 +329,15 @@ Violations ValidateLocalQueue(const v1::LocalQueue& lq) {
 Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc) {
   Violations out;
   CheckName(&out, "metadata.name", wpc.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", wpc.metadata());
+  CheckPriority(&out, "value", wpc.value());
   return out;
 }
 
 Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check) {
   Violations out;
   CheckName(&out, "metadata.name", check.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", check.metadata());
   if (check.spec().controller_name().empty()) {
     out.push_back({"spec.controllerName", "Required value"});
   }
@@ -330,6 +349,8 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
   const v1::WorkloadSpec& spec = workload.spec();
   CheckName(&out, "metadata.namespace", workload.metadata().namespace_(), true);
   CheckName(&out, "metadata.name", workload.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", workload.metadata());
+  if (workload.spec().has_priority()) CheckPriority(&out, "spec.priority", workload.spec().priority());
   if (spec.queue_name().empty()) {
     out.push_back({"spec.queueName", "Required value: the LocalQueue to queue in"});
   } else {
@@ -404,8 +425,50 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
     CheckResourceList(&out, f + ".template.spec.resources.requests", pod.resources().requests());
     CheckResourceList(&out, f + ".template.spec.resources.limits", pod.resources().limits());
     CheckTolerations(&out, f + ".template.spec.tolerations", pod.tolerations());
+    if (pod.has_priority()) CheckPriority(&out, f + ".template.spec.priority", pod.priority());
+    CheckLabels(&out, f + ".template.labels", ps.template_().labels());
+    CheckAnnotations(&out, f + ".template.annotations", ps.template_().annotations());
   }
   if (min_counts > 1) out.push_back({"spec.podSets", "at most one podSet can use minCount"});
+  if (out.empty()) {
+    for (FieldViolation& v : ValidateWorkloadTotals(spec)) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {
+  Violations out;
+  const std::string largest = "the largest quantity is 2^63-1 (9223372036854775807) units";
+  ResourceAmounts workload;
+  for (int i = 0; i < spec.pod_sets_size(); ++i) {
+    const v1::PodSet& ps = spec.pod_sets(i);
+    const std::string f = absl::StrCat("spec.podSets[", i, "]");
+    for (const auto& [resource, per_pod] : PodRequestsExact(ps.template_().spec())) {
+      if (!IsQuantity(per_pod)) {
+        out.push_back({f + ".template.spec",
+                       absl::StrCat("Invalid value: the request of one pod for ", resource,
+                                    " (", FormatQuantity(resource, per_pod), ") is too large: ",
+                                    largest)});
+        continue;
+      }
+      const Amount total = per_pod * ps.count();
+      if (!IsQuantity(total)) {
+        out.push_back({f + ".count",
+                       absl::StrCat("Invalid value: ", ps.count(), ": ", ps.count(), " pods of ",
+                                    FormatQuantity(resource, per_pod), " ", resource, " request ",
+                                    FormatQuantity(resource, total), ": ", largest)});
+        continue;
+      }
+      workload[resource] += total;
+    }
+  }
+  for (const auto& [resource, total] : workload) {
+    if (out.empty() && !IsQuantity(total)) {
+      out.push_back({"spec.podSets",
+                     absl::StrCat("Invalid value: the pod sets together request ",
+                                  FormatQuantity(resource, total), " ", resource, ": ", largest)});
+    }
+  }
   return out;
 }
 

@@ -24,6 +24,11 @@ Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc);
 Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check);
 Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
 
+// Whether the workload's requests can be represented: per resource, each pod set's per-pod
+// request × count and their sum over the pod sets must be a quantity (at most 2^63-1 canonical
+// units). Part of ValidateWorkload; Resize checks it with the new counts.
+Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec);
+
 // Name checks shared with the API layer.
 bool IsDnsSubdomain(const std::string& name);
 bool IsDnsLabel(const std::string& name);
