@@ -73,7 +73,7 @@ class Worker {
   bool Step() {
     const int r = Uniform(20);
     if (r < 4) return SubmitWorkload();
-    if (r < 10) return ProgressWorkload();
+    if (r < 9) return ProgressWorkload();
     if (r < 12) return DeleteWorkload();
     if (r < 13) return ImportWorkload();
     if (r < 16) return ResizeJob();
