@@ -1,12 +1,11 @@
 // The real admitd binary, killed with SIGKILL in the middle of a burst of concurrent Submits:
 // after a restart every acknowledged workload is there, and the quota usage is exactly the sum of
 // the admitted workloads' usage.
-#include <filesystem>
-
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
+#include "integration/exact_quantity.h"
 #include "integration/fixtures.h"
 
 #ifndef ADMITD_BINARY
@@ -40,10 +40,17 @@ void Apply(Client& client, const v1::ApplyRequest& req) {
   ASSERT_TRUE(s.ok()) << s.error_message();
 }
 
-int64_t MilliCpu(const std::string& q) {
-  // The quantities here are whole CPUs or millis ("3", "500m").
-  if (!q.empty() && q.back() == 'm') return std::stoll(q.substr(0, q.size() - 1));
-  return std::stoll(q) * 1000;
+// A quantity the server answered, exactly (in nano-units); -1 when it is not a quantity.
+testing::Nano Exact(const std::string& q) {
+  absl::StatusOr<testing::Nano> v = testing::ParseExact(q);
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.ok() ? *v : -1;
+}
+
+std::vector<v1::Workload> ListAll(Client& client) {
+  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(client, "ns");
+  EXPECT_TRUE(all.ok()) << all.status();
+  return all.ok() ? *std::move(all) : std::vector<v1::Workload>{};
 }
 
 TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
@@ -103,25 +110,16 @@ TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
   Client client(process->address());
 
   std::set<std::string> stored;
-  int64_t admitted_milli = 0;
+  testing::Nano admitted_cpu = 0;
   int admitted = 0;
-  v1::ListWorkloadsRequest list;
-  list.set_namespace_("ns");
-  list.set_page_size(100);
-  do {
-    grpc::ClientContext ctx;
-    v1::ListWorkloadsResponse page;
-    grpc::Status s = client.admission->List(&ctx, list, &page);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    for (const v1::Workload& wl : page.workloads()) {
-      stored.insert(wl.metadata().name());
-      if (wl.status().has_admission()) {
-        ++admitted;
-        admitted_milli += MilliCpu(wl.status().admission().pod_set_assignments(0).resource_usage().at("cpu"));
-      }
+  for (const v1::Workload& wl : ListAll(client)) {
+    stored.insert(wl.metadata().name());
+    if (wl.status().has_admission()) {
+      ++admitted;
+      admitted_cpu +=
+          Exact(wl.status().admission().pod_set_assignments(0).resource_usage().at("cpu"));
     }
-    list.set_page_token(page.next_page_token());
-  } while (!list.page_token().empty());
+  }
 
   for (const std::string& name : acknowledged) {
     EXPECT_TRUE(stored.count(name)) << name << " was acknowledged but is gone";
@@ -129,7 +127,7 @@ TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
   // Every stored workload was submitted; at most the ones in flight at the kill were not acked.
   EXPECT_LE(stored.size(), acknowledged.size() + 8);
   EXPECT_EQ(admitted, 150);
-  EXPECT_EQ(admitted_milli, 75000);
+  EXPECT_TRUE(admitted_cpu == Exact("75"));
 
   grpc::ClientContext ctx;
   v1::GetObjectRequest get;
@@ -137,13 +135,13 @@ TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
   get.set_name("cq");
   v1::QueueObject cq;
   ASSERT_TRUE(client.queues->Get(&ctx, get, &cq).ok());
-  int64_t reserved = -1;
+  testing::Nano reserved = -1;
   for (const auto& fu : cq.cluster_queue().status().flavors_reservation()) {
     for (const auto& r : fu.resources()) {
-      if (r.name() == "cpu") reserved = MilliCpu(r.total());
+      if (r.name() == "cpu") reserved = Exact(r.total());
     }
   }
-  EXPECT_EQ(reserved, admitted_milli);
+  EXPECT_TRUE(reserved == admitted_cpu) << testing::FormatNano(reserved);
   EXPECT_EQ(cq.cluster_queue().status().pending_workloads(), static_cast<int>(stored.size()) - 150);
 
   // A clean SIGTERM exits 0 after closing the store.
@@ -151,41 +149,17 @@ TEST(CrashTest, AcknowledgedSubmitsSurviveSigkill) {
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << process->Log();
 }
 
-bool IsTrue(const v1::Workload& wl, const std::string& type) {
-  for (const auto& c : wl.status().conditions()) {
-    if (c.type() == type) return c.status() == "True";
-  }
-  return false;
-}
-
-std::vector<v1::Workload> ListAll(Client& client) {
-  std::vector<v1::Workload> out;
-  v1::ListWorkloadsRequest list;
-  list.set_namespace_("ns");
-  list.set_page_size(500);
-  do {
-    grpc::ClientContext ctx;
-    v1::ListWorkloadsResponse page;
-    grpc::Status s = client.admission->List(&ctx, list, &page);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    if (!s.ok()) break;
-    out.insert(out.end(), page.workloads().begin(), page.workloads().end());
-    list.set_page_token(page.next_page_token());
-  } while (!list.page_token().empty());
-  return out;
-}
-
-int64_t ReservedMilliCpu(Client& client) {
+testing::Nano ReservedCpu(Client& client) {
   grpc::ClientContext ctx;
   v1::GetObjectRequest get;
   get.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
   get.set_name("cq");
   v1::QueueObject cq;
   EXPECT_TRUE(client.queues->Get(&ctx, get, &cq).ok());
-  int64_t reserved = 0;
+  testing::Nano reserved = 0;
   for (const auto& fu : cq.cluster_queue().status().flavors_reservation()) {
     for (const auto& r : fu.resources()) {
-      if (r.name() == "cpu") reserved += MilliCpu(r.total());
+      if (r.name() == "cpu") reserved += Exact(r.total());
     }
   }
   return reserved;
@@ -195,27 +169,26 @@ int64_t ReservedMilliCpu(Client& client) {
 // the sum of the holders' usage, and every acknowledged scale-up is in a live slice.
 void CheckSlices(Client& client, const std::map<std::string, int>& acked_count) {
   std::map<std::string, int> holders, live_max;
-  int64_t held_milli = 0;
+  testing::Nano held_cpu = 0;
   int replaced = 0, pending = 0;
   for (const v1::Workload& wl : ListAll(client)) {
     const std::string job = wl.metadata().labels().at("kueue.x-k8s.io/job-uid");
-    if (IsTrue(wl, "Finished")) {
+    if (testing::IsConditionTrue(wl, "Finished")) {
       ++replaced;
       continue;
     }
-    if (!IsTrue(wl, "QuotaReserved")) ++pending;
+    if (!testing::IsConditionTrue(wl, "QuotaReserved")) ++pending;
     live_max[job] = std::max(live_max[job], wl.spec().pod_sets(0).count());
-    if (wl.status().has_admission() && IsTrue(wl, "QuotaReserved")) {
+    if (testing::HoldsQuota(wl)) {
       ++holders[job];
-      held_milli +=
-          MilliCpu(wl.status().admission().pod_set_assignments(0).resource_usage().at("cpu"));
+      held_cpu += Exact(wl.status().admission().pod_set_assignments(0).resource_usage().at("cpu"));
     }
   }
   for (const auto& [job, n] : holders) EXPECT_LE(n, 1) << job << " has " << n << " admitted slices";
   for (const auto& [job, count] : acked_count) {
     EXPECT_GE(live_max[job], count) << job << ": an acknowledged resize to " << count << " is lost";
   }
-  EXPECT_EQ(ReservedMilliCpu(client), held_milli);
+  EXPECT_TRUE(ReservedCpu(client) == held_cpu);
   // The scale-ups replaced slices, and filled the queue so that some wait.
   EXPECT_GT(replaced, 0);
   EXPECT_GT(pending, 0);
@@ -246,7 +219,9 @@ TEST(CrashTest, ResizesRacingWithSigkillKeepOneAdmittedSlicePerJob) {
     int admitted = 0;
     while (absl::Now() < deadline && admitted < kJobs) {
       admitted = 0;
-      for (const v1::Workload& wl : ListAll(client)) admitted += IsTrue(wl, "Admitted") ? 1 : 0;
+      for (const v1::Workload& wl : ListAll(client)) {
+        admitted += testing::IsConditionTrue(wl, "Admitted") ? 1 : 0;
+      }
       absl::SleepFor(absl::Milliseconds(20));
     }
     ASSERT_EQ(admitted, kJobs);
@@ -268,16 +243,7 @@ TEST(CrashTest, ResizesRacingWithSigkillKeepOneAdmittedSlicePerJob) {
           count[j] = 2;
           generation[j] = 1;
         }
-        v1::ResizeRequest req;
-        req.set_namespace_("ns");
-        req.mutable_job()->set_api_version("batch/v1");
-        req.mutable_job()->set_kind("Job");
-        req.mutable_job()->set_name(absl::StrCat("job-", j));
-        req.mutable_job()->set_uid(absl::StrCat("uid-", j));
-        req.set_generation(generation[j] + 1);
-        v1::PodSetCount* ps = req.add_pod_sets();
-        ps->set_name("main");
-        ps->set_count(count[j] + 1);
+        v1::ResizeRequest req = testing::ElasticJobResize("ns", j, count[j] + 1, generation[j] + 1);
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
         v1::ResizeResponse resp;

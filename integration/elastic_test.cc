@@ -30,16 +30,8 @@ std::string Cond(const v1::Workload& wl, const std::string& type) {
   }
   return "";
 }
-bool IsTrue(const v1::Workload& wl, const std::string& type) {
-  for (const auto& c : wl.status().conditions()) {
-    if (c.type() == type) return c.status() == "True";
-  }
-  return false;
-}
-// Holds quota: reserved, with an admission, not finished.
-bool HoldsQuota(const v1::Workload& wl) {
-  return wl.status().has_admission() && IsTrue(wl, "QuotaReserved") && !IsTrue(wl, "Finished");
-}
+constexpr auto& IsTrue = testing::IsConditionTrue;
+using testing::HoldsQuota;
 std::string State(const v1::Workload& wl) {
   if (IsTrue(wl, "Finished")) return "Finished";
   if (HoldsQuota(wl) && IsTrue(wl, "Evicted")) return "Evicted";
@@ -296,8 +288,8 @@ TEST_F(ElasticTest, ScaleUpAdmitsANewSliceAndFinishesTheOldOneInTheSameCommit) {
     if (event.type() == v1::WatchEvent::SYNCED) continue;
     ASSERT_TRUE(event.has_workload());
     seen[event.workload().metadata().name()] = event.workload();
-    order.emplace_back(event.revision(),
-                       absl::StrCat(event.workload().metadata().name(), " ", State(event.workload())));
+    order.emplace_back(event.revision(), absl::StrCat(event.workload().metadata().name(), " ",
+                                                      State(event.workload())));
     if (event.revision() == replaced_at) break;
     // Inside the cycle's batch the intermediate states are not committed on their own; every
     // batch boundary before it must keep the invariant.
@@ -416,8 +408,8 @@ TEST_F(ElasticTest, ASlicedJobIsPreemptedAsAWhole) {
 
 TEST_F(ElasticTest, RayClusterHeadAndWorkersScaleDownAndUp) {
   Queue({{"default", "10"}});
-  JobSpec ray{"raycluster", "ray-uid", {{"head", 1}, {"workers", 2}}, true, 0, "RayCluster",
-              "ray.io/v1"};
+  JobSpec ray{"raycluster", "ray-uid",  {{"head", 1}, {"workers", 2}}, true, 0,
+              "RayCluster", "ray.io/v1"};
   Submit(JobWorkload(ray, "raycluster-raycluster-abcde"));
   Cycles();
   EXPECT_EQ(Usage(), "3");
@@ -544,18 +536,24 @@ TEST_F(ElasticTest, BadResizesAreRefusedAndChangeNothing) {
   }
   {
     v1::ResizeRequest r = ResizeOf(kDemo, {{"main", -1}}, 2);
-    cases.push_back({"negative count", r, grpc::StatusCode::INVALID_ARGUMENT,
+    cases.push_back({"negative count",
+                     r,
+                     grpc::StatusCode::INVALID_ARGUMENT,
                      {"pod_sets[0].count: Invalid value: -1"}});
   }
   {
     v1::ResizeRequest r = ResizeOf(kDemo, {{"main", 4}}, 2);
     *r.add_pod_sets() = r.pod_sets(0);
-    cases.push_back({"duplicate pod set", r, grpc::StatusCode::INVALID_ARGUMENT,
+    cases.push_back({"duplicate pod set",
+                     r,
+                     grpc::StatusCode::INVALID_ARGUMENT,
                      {"pod_sets[1].name: Duplicate value"}});
   }
   {
     v1::ResizeRequest r = ResizeOf(kDemo, {{"workers", 4}}, 2);
-    cases.push_back({"unknown pod set", r, grpc::StatusCode::INVALID_ARGUMENT,
+    cases.push_back({"unknown pod set",
+                     r,
+                     grpc::StatusCode::INVALID_ARGUMENT,
                      {"pod_sets: Invalid value: the workload's pod sets are [main]"}});
   }
   {
@@ -564,7 +562,9 @@ TEST_F(ElasticTest, BadResizesAreRefusedAndChangeNothing) {
   }
   {
     v1::ResizeRequest r = ResizeOf(kDemo, {{"main", 4}}, 0);
-    cases.push_back({"scale-up without a generation", r, grpc::StatusCode::INVALID_ARGUMENT,
+    cases.push_back({"scale-up without a generation",
+                     r,
+                     grpc::StatusCode::INVALID_ARGUMENT,
                      {"generation: Required value"}});
   }
   {

@@ -53,8 +53,7 @@ v1::ApplyRequest LocalQueue(const std::string& ns, const std::string& name,
 }
 
 v1::Workload Workload(const std::string& ns, const std::string& name, const std::string& queue,
-                      int count, const std::map<std::string, std::string>& requests,
-                      int priority) {
+                      int count, const std::map<std::string, std::string>& requests, int priority) {
   v1::Workload wl;
   wl.mutable_metadata()->set_namespace_(ns);
   wl.mutable_metadata()->set_name(name);
@@ -71,8 +70,8 @@ v1::Workload Workload(const std::string& ns, const std::string& name, const std:
   return wl;
 }
 
-v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count) {
-  v1::Workload wl = Workload(ns, absl::StrCat("job-", j), "lq", count, {{"cpu", "1"}});
+v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count, const std::string& queue) {
+  v1::Workload wl = Workload(ns, absl::StrCat("job-", j), queue, count, {{"cpu", "1"}});
   v1::ObjectMeta* meta = wl.mutable_metadata();
   (*meta->mutable_annotations())["kueue.x-k8s.io/elastic-job"] = "true";
   (*meta->mutable_labels())["kueue.x-k8s.io/job-uid"] = absl::StrCat("uid-", j);
@@ -85,10 +84,62 @@ v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count) {
   return wl;
 }
 
+v1::ResizeRequest ElasticJobResize(const std::string& ns, int j, int count, int64_t generation) {
+  v1::ResizeRequest req;
+  req.set_namespace_(ns);
+  req.mutable_job()->set_api_version("batch/v1");
+  req.mutable_job()->set_kind("Job");
+  req.mutable_job()->set_name(absl::StrCat("job-", j));
+  req.mutable_job()->set_uid(absl::StrCat("uid-", j));
+  req.set_generation(generation);
+  v1::PodSetCount* ps = req.add_pod_sets();
+  ps->set_name("main");
+  ps->set_count(count);
+  return req;
+}
+
+bool IsConditionTrue(const v1::Workload& wl, const std::string& type) {
+  for (const v1::Condition& c : wl.status().conditions()) {
+    if (c.type() == type) return c.status() == "True";
+  }
+  return false;
+}
+
+bool HoldsQuota(const v1::Workload& wl) {
+  return wl.status().has_admission() && IsConditionTrue(wl, "QuotaReserved") &&
+         !IsConditionTrue(wl, "Finished");
+}
+
 Client::Client(const std::string& address)
     : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
       queues(v1::QueueService::NewStub(channel)),
       admission(v1::AdmissionService::NewStub(channel)) {}
+
+absl::StatusOr<std::vector<v1::Workload>> ListWorkloads(Client& client, const std::string& ns,
+                                                        uint64_t* revision) {
+  std::vector<v1::Workload> out;
+  v1::ListWorkloadsRequest list;
+  list.set_namespace_(ns);
+  list.set_page_size(1000);
+  uint64_t first_revision = 0;
+  bool same_revision = true;
+  do {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ListWorkloadsResponse page;
+    grpc::Status s = client.admission->List(&ctx, list, &page);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                          absl::StrCat("List workloads: ", s.error_message()));
+    }
+    if (first_revision == 0) first_revision = page.revision();
+    same_revision = same_revision && page.revision() == first_revision;
+    out.insert(out.end(), page.workloads().begin(), page.workloads().end());
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
+  if (revision != nullptr) *revision = same_revision ? first_revision : 0;
+  return out;
+}
 
 std::vector<std::string> FieldViolations(const grpc::Status& status) {
   std::vector<std::string> out;

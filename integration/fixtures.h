@@ -1,5 +1,9 @@
 // Test fixtures shared by the integration tests and benchmarks: builders for Kueue-shaped
 // objects, gRPC stubs for a running admitd, and a Process that runs the real admitd binary.
+//
+// Thread safety: the builders and readers of workloads are pure functions; a Client may be used
+// from several threads at once (gRPC stubs are thread-safe); a Process needs external
+// synchronization.
 #ifndef ADMITD_INTEGRATION_FIXTURES_H_
 #define ADMITD_INTEGRATION_FIXTURES_H_
 
@@ -30,10 +34,20 @@ v1::ApplyRequest LocalQueue(const std::string& ns, const std::string& name,
 v1::Workload Workload(const std::string& ns, const std::string& name, const std::string& queue,
                       int count, const std::map<std::string, std::string>& requests,
                       int priority = 0);
-// The workload of elastic Job "job-<j>" (KEP-77): `count` pods of 1 CPU in LocalQueue "lq", the
-// kueue.x-k8s.io/elastic-job annotation, the job-uid label "uid-<j>" and the Job as its
+// The workload of elastic Job "job-<j>" (KEP-77): `count` pods of 1 CPU in LocalQueue `queue`,
+// the kueue.x-k8s.io/elastic-job annotation, the job-uid label "uid-<j>" and the Job as its
 // controller owner.
-v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count);
+v1::Workload ElasticJobWorkload(const std::string& ns, int j, int count,
+                                const std::string& queue = "lq");
+// The Resize a Job's controller sends when Job "job-<j>" (as ElasticJobWorkload makes it) is
+// scaled to `count` pods at its metadata.generation `generation`.
+v1::ResizeRequest ElasticJobResize(const std::string& ns, int j, int count, int64_t generation);
+
+// Whether the workload's condition `type` has status "True".
+bool IsConditionTrue(const v1::Workload& wl, const std::string& type);
+// Whether the workload holds quota: reserved, with an admission, not finished (what the server
+// charges to its ClusterQueue).
+bool HoldsQuota(const v1::Workload& wl);
 
 struct Client {
   explicit Client(const std::string& address);
@@ -41,6 +55,11 @@ struct Client {
   std::unique_ptr<v1::QueueService::Stub> queues;
   std::unique_ptr<v1::AdmissionService::Stub> admission;
 };
+
+// Every workload in `ns` (every namespace when empty), all pages. With `revision`, also the
+// revision the list was read at, or 0 when the pages were read at different revisions.
+absl::StatusOr<std::vector<v1::Workload>> ListWorkloads(Client& client, const std::string& ns,
+                                                        uint64_t* revision = nullptr);
 
 // Reads the google.rpc details of a failed call: "field: description" per violation.
 std::vector<std::string> FieldViolations(const grpc::Status& status);
