@@ -7,7 +7,7 @@
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/log.h"
-#include "server/request_checks.h"
+#include "server/parse_errors.h"
 
 namespace admitd {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/request_checks.h"
+#include "server/parse_errors.h"
 
 #include <google/protobuf/descriptor.h>
 
@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "server/engine/metadata_validation.h"
 #include "server/grpc_status.h"
 
 namespace admitd {
@@ -46,19 +45,6 @@ class ParseErrorInterceptorFactory
 };
 
 }  // namespace
-
-absl::Status CheckWatchRequest(const v1::WatchRequest& request) {
-  std::vector<FieldViolation> violations;
-  for (int i = 0; i < request.kinds_size(); ++i) {
-    const int kind = request.kinds(i);
-    if (!v1::ObjectKind_IsValid(kind) || kind == v1::OBJECT_KIND_UNSPECIFIED) {
-      violations.push_back({absl::StrCat("kinds[", i, "]"),
-                            absl::StrCat("Unsupported value: ", kind, ": not an ObjectKind")});
-    }
-  }
-  if (!request.cluster().empty()) engine::CheckClusterName(&violations, "cluster", request.cluster());
-  return violations.empty() ? absl::OkStatus() : InvalidArgument(violations);
-}
 
 absl::Status UnparseableRequest(const std::string& method) {
   // "/admitd.v1.QueueService/Get" names the method admitd.v1.QueueService.Get, whose input
