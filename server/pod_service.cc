@@ -2,6 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "server/request_checks.h"
 #include "server/metrics.h"
 
 namespace admitd {
@@ -28,9 +29,9 @@ grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* PodServiceImpl::ListDirectives(grpc::CallbackServerContext* rpc,
                                                          const v1::ListDirectivesRequest* req,
                                                          v1::ListDirectivesResponse* resp) {
-  if (req->cluster().empty()) {
+  if (absl::Status s = CheckListDirectivesRequest(*req); !s.ok()) {
     grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(InvalidArgument({{"cluster", "Required value"}})));
+    reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
   return Dispatch(ctx_, rpc, resp, [req](engine::Engine& e, absl::Time now) {
