@@ -1,0 +1,69 @@
+// Fuzz target: Kubernetes quantities. The first byte picks a resource (CPU in
+// millicores, a BinarySI resource, DecimalSI ones), the rest is the quantity
+// text. Checks:
+// - a parsed value formats to text that parses back to the same value;
+// - a quantity the engine accepts is one Kubernetes accepts (CanonicalQuantity,
+// Go's parser);
+// - Kubernetes' canonical form of the text parses to the same value as the
+// text;
+// - the canonical form is canonical (its own canonical form).
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "server/engine/quantity.h"
+#include "server/pods/go_quantity.h"
+
+namespace {
+
+constexpr const char* kResources[] = {"cpu",           "memory",          "pods",
+                                      "hugepages-2Mi", "example.com/gpu", "ephemeral-storage"};
+
+[[noreturn]] void Fail(const char* what, absl::string_view resource, absl::string_view text,
+                       absl::string_view detail) {
+  fprintf(stderr, "%s: resource %.*s, quantity \"%.*s\": %.*s\n", what,
+          static_cast<int>(resource.size()), resource.data(), static_cast<int>(text.size()),
+          text.data(), static_cast<int>(detail.size()), detail.data());
+  abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using admitd::engine::FormatQuantity;
+  using admitd::engine::ParseQuantity;
+  if (size == 0) return 0;
+  const absl::string_view resource = kResources[data[0] % std::size(kResources)];
+  const absl::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  absl::StatusOr<int64_t> value = ParseQuantity(resource, text);
+  if (value.ok()) {
+    const std::string formatted = FormatQuantity(resource, *value);
+    absl::StatusOr<int64_t> back = ParseQuantity(resource, formatted);
+    if (!back.ok() || *back != *value) {
+      Fail("format does not round-trip", resource, text,
+           formatted + " -> " + (back.ok() ? std::to_string(*back) : back.status().ToString()));
+    }
+  }
+
+  absl::StatusOr<std::string> canonical = admitd::pods::CanonicalQuantity(text);
+  if (value.ok() && !canonical.ok()) {
+    Fail("accepted, but not a Kubernetes quantity", resource, text, canonical.status().ToString());
+  }
+  if (canonical.ok()) {
+    absl::StatusOr<std::string> again = admitd::pods::CanonicalQuantity(*canonical);
+    if (!again.ok() || *again != *canonical) {
+      Fail("canonical form is not canonical", resource, text,
+           *canonical + " -> " + (again.ok() ? *again : again.status().ToString()));
+    }
+    absl::StatusOr<int64_t> from_canonical = ParseQuantity(resource, *canonical);
+    if (value.ok() && from_canonical.ok() && *from_canonical != *value) {
+      Fail("canonical form has another value", resource, text,
+           *canonical + " -> " + std::to_string(*from_canonical) + " != " + std::to_string(*value));
+    }
+  }
+  return 0;
+}
