@@ -12,9 +12,12 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 
 namespace admitd::clients {
@@ -290,8 +293,8 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
     auto* wpc = m->object.mutable_workload_priority_class();
     meta = wpc->mutable_metadata();
     top["value"] = [&w, wpc](const YAML::Node& n, const std::string& p) {
-      int64_t v;
-      if (w.Int(n, p, &v)) wpc->set_value(static_cast<int32_t>(v));
+      int32_t v;
+      if (w.Int32(n, p, &v)) wpc->set_value(v);
     };
     top["description"] = [&w, wpc](const YAML::Node& n, const std::string& p) {
       wpc->set_description(w.Str(n, p));
@@ -334,13 +337,41 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
   if (meta->name().empty()) w.Error("metadata.name", "is required");
 }
 
+// The documents of a YAML stream, split at its `---` lines as kubectl splits them, each to be
+// loaded alone. yaml-cpp 0.7's LoadAll never returns on a stream whose document starts with a
+// flow indicator (",", as in "---\n,"): it adds empty documents forever. Text before the first
+// `---` that holds no node (blank lines, comments, directives) is no document.
+std::vector<std::string> SplitDocuments(const std::string& text) {
+  std::vector<std::string> docs(1);
+  bool content = false;  // whether the current document has a line other than those above
+  size_t line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    const bool marker = absl::StartsWith(line, "---") &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker && (docs.size() > 1 || content)) {
+      // Blank lines first, so yaml-cpp's error positions stay those of the whole text.
+      docs.emplace_back(line_number, '\n');
+    }
+    ++line_number;
+    if (marker) {
+      content = true;  // the marker line may hold the document's node ("--- {a: b}")
+      docs.back().append(line.data(), line.size()).push_back('\n');
+      continue;
+    }
+    absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+    if (!stripped.empty() && stripped[0] != '#' && stripped[0] != '%') content = true;
+    docs.back().append(line.data(), line.size()).push_back('\n');
+  }
+  return docs;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Manifest>> ParseManifests(const std::string& text,
                                                      const std::string& file) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(text);
+    for (const std::string& doc : SplitDocuments(text)) docs.push_back(YAML::Load(doc));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", e.what()));
   }

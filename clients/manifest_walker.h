@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -81,6 +82,17 @@ class Walker {
     }
     Error(path, absl::StrCat("must be an integer"));
     return false;
+  }
+  // An int32 API field: a value outside int32's range is an error, never truncated.
+  bool Int32(const YAML::Node& node, const std::string& path, int32_t* out) {
+    int64_t v;
+    if (!Int(node, path, &v)) return false;
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+      Error(path, absl::StrCat("must be a 32-bit integer (", v, ")"));
+      return false;
+    }
+    *out = static_cast<int32_t>(v);
+    return true;
   }
   bool Bool(const YAML::Node& node, const std::string& path, bool* out) {
     try {

@@ -22,7 +22,8 @@ namespace admitd::engine {
 
 inline constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 
-// INVALID_ARGUMENT (with Kubernetes' wording) when `text` is not a quantity or does not fit.
+// INVALID_ARGUMENT (with Kubernetes' wording) when `text` is not a quantity or does not fit
+// (its magnitude must stay below kUnlimited).
 absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_view text);
 
 // The canonical string: CPU as a milli quantity, memory-like resources as BinarySI

@@ -1,5 +1,7 @@
 #include "server/engine/quantity.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace admitd::engine {
@@ -62,6 +64,27 @@ TEST(QuantityTest, RoundTrips) {
   for (const char* text : {"1Gi", "512Mi", "3Ki", "100"}) {
     EXPECT_EQ(FormatQuantity("memory", *ParseQuantity("memory", text)), text);
   }
+}
+
+// Found by fuzz/quantity_fuzz: a fraction of 30 digits with exponent e-30 divided by 10^60,
+// which overflowed int128; the value rounds up to the smallest unit as Kubernetes rounds it.
+TEST(QuantityTest, TinyValuesRoundUpWithoutOverflow) {
+  const std::string tiny = "0.00000000000000000000000000001e-30";  // 1e-59
+  EXPECT_EQ(*ParseQuantity("memory", tiny), 1);
+  EXPECT_EQ(*ParseQuantity("cpu", tiny), 1);
+  EXPECT_EQ(*ParseQuantity("memory", "-" + tiny), 0);
+  EXPECT_EQ(*ParseQuantity("memory", "0.00000000000000000000000000000e-30"), 0);
+  EXPECT_EQ(*ParseQuantity("cpu", "1e-30"), 1);
+}
+
+// Found by fuzz/quantity_fuzz: int64's maximum parsed to kUnlimited, which formats as
+// "unlimited" and so could not be read back.
+TEST(QuantityTest, NoQuantitySpellsUnlimited) {
+  EXPECT_FALSE(ParseQuantity("pods", "9223372036854775807").ok());
+  EXPECT_FALSE(ParseQuantity("cpu", "9223372036854775807m").ok());
+  EXPECT_EQ(*ParseQuantity("pods", "9223372036854775806"), kUnlimited - 1);
+  EXPECT_EQ(*ParseQuantity("pods", "-9223372036854775807"), -kUnlimited);
+  EXPECT_EQ(*ParseQuantity("pods", FormatQuantity("pods", kUnlimited - 1)), kUnlimited - 1);
 }
 
 TEST(QuantityTest, SaturatingArithmetic) {
