@@ -38,7 +38,13 @@ class Walker {
       return;
     }
     for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
+      // A key that is a list or a mapping ({[a]: b}) names no field; as<std::string>() would
+      // throw on it.
+      if (!kv.first.IsScalar()) {
+        Error(path, "keys must be strings");
+        continue;
+      }
+      const std::string key = kv.first.Scalar();
       const std::string child = path.empty() ? key : absl::StrCat(path, ".", key);
       auto it = handlers.find(key);
       if (it != handlers.end()) {
@@ -113,7 +119,11 @@ class Walker {
       return;
     }
     for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar()) {
+        Error(path, "keys must be strings");
+        continue;
+      }
+      const std::string key = kv.first.Scalar();
       std::string value;
       if (Scalar(kv.second, absl::StrCat(path, ".", key), &value)) (*out)[key] = value;
     }
