@@ -344,23 +344,20 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
 std::vector<std::string> SplitDocuments(const std::string& text) {
   std::vector<std::string> docs(1);
   bool content = false;  // whether the current document has a line other than those above
-  size_t line_number = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+  const std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const absl::string_view line = lines[i];
     const bool marker = absl::StartsWith(line, "---") &&
                         (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
     if (marker && (docs.size() > 1 || content)) {
       // Blank lines first, so yaml-cpp's error positions stay those of the whole text.
-      docs.emplace_back(line_number, '\n');
-    }
-    ++line_number;
-    if (marker) {
-      content = true;  // the marker line may hold the document's node ("--- {a: b}")
-      docs.back().append(line.data(), line.size()).push_back('\n');
-      continue;
+      docs.emplace_back(i, '\n');
     }
     absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
-    if (!stripped.empty() && stripped[0] != '#' && stripped[0] != '%') content = true;
-    docs.back().append(line.data(), line.size()).push_back('\n');
+    // The marker line may hold the document's node ("--- {a: b}").
+    if (marker || (!stripped.empty() && stripped[0] != '#' && stripped[0] != '%')) content = true;
+    docs.back().append(line.data(), line.size());
+    if (i + 1 < lines.size()) docs.back().push_back('\n');
   }
   return docs;
 }
