@@ -5,13 +5,15 @@
 #   docker run -p 50051:50051 -v admitd-data:/var/lib/admitd admitd:0.1.0
 
 # Build stage. GTest, gmock and Google Benchmark are only configure-time requirements here (the
-# top-level CMakeLists.txt finds them unconditionally); only the two binaries are built.
+# top-level CMakeLists.txt finds them unconditionally); only the two binaries are built. clang and
+# libclang-rt-14-dev are the sanitizer and fuzzing toolchain of `scripts/dev.sh test`, so the same
+# image can run the whole test suite.
 FROM debian:12 AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
       libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev nlohmann-json3-dev \
-      libgtest-dev libgmock-dev libbenchmark-dev \
+      libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -12,9 +12,12 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 
 namespace admitd::clients {
@@ -290,8 +293,8 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
     auto* wpc = m->object.mutable_workload_priority_class();
     meta = wpc->mutable_metadata();
     top["value"] = [&w, wpc](const YAML::Node& n, const std::string& p) {
-      int64_t v;
-      if (w.Int(n, p, &v)) wpc->set_value(static_cast<int32_t>(v));
+      int32_t v;
+      if (w.Int32(n, p, &v)) wpc->set_value(v);
     };
     top["description"] = [&w, wpc](const YAML::Node& n, const std::string& p) {
       wpc->set_description(w.Str(n, p));
@@ -334,13 +337,38 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
   if (meta->name().empty()) w.Error("metadata.name", "is required");
 }
 
+// The documents of a YAML stream, split at its `---` lines as kubectl splits them, each to be
+// loaded alone. yaml-cpp 0.7's LoadAll never returns on a stream whose document starts with a
+// flow indicator (",", as in "---\n,"): it adds empty documents forever. Text before the first
+// `---` that holds no node (blank lines, comments, directives) is no document.
+std::vector<std::string> SplitDocuments(const std::string& text) {
+  std::vector<std::string> docs(1);
+  bool content = false;  // whether the current document has a line other than those above
+  const std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const absl::string_view line = lines[i];
+    const bool marker = absl::StartsWith(line, "---") &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker && (docs.size() > 1 || content)) {
+      // Blank lines first, so yaml-cpp's error positions stay those of the whole text.
+      docs.emplace_back(i, '\n');
+    }
+    absl::string_view stripped = absl::StripLeadingAsciiWhitespace(line);
+    // The marker line may hold the document's node ("--- {a: b}").
+    if (marker || (!stripped.empty() && stripped[0] != '#' && stripped[0] != '%')) content = true;
+    docs.back().append(line.data(), line.size());
+    if (i + 1 < lines.size()) docs.back().push_back('\n');
+  }
+  return docs;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Manifest>> ParseManifests(const std::string& text,
                                                      const std::string& file) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(text);
+    for (const std::string& doc : SplitDocuments(text)) docs.push_back(YAML::Load(doc));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", e.what()));
   }

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -165,6 +167,76 @@ TEST(ManifestTest, WrongTypesKindsAndVersionsAreErrors) {
     ASSERT_FALSE(parsed.ok()) << c.yaml;
     EXPECT_THAT(parsed.status().message(), HasSubstr(c.want)) << c.yaml;
   }
+}
+
+// Found by fuzz/manifest_fuzz: yaml-cpp's LoadAll never returned (and grew without bound) on a
+// document starting with ','; documents are now split and loaded one by one.
+TEST(ManifestTest, AFlowIndicatorStartingADocumentEndsTheParse) {
+  for (const char* yaml : {",", ",a: b\n", "---\n,a: b\n", "# c\n,\n", "--- ,\n",
+                           "\"x\"\n,\n"}) {
+    // yaml-cpp reads such a document as empty (or as an error): either way, nothing to apply.
+    absl::StatusOr<std::vector<Manifest>> parsed = ParseManifests(yaml, "f.yaml");
+    EXPECT_TRUE(!parsed.ok() || parsed->empty()) << yaml;
+  }
+  // Splitting keeps the documents' numbers and yaml-cpp's line numbers those of the file.
+  auto parsed = ParseManifests(
+      "# flavors\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+      "metadata: {name: a}\n---\n---\napiVersion: kueue.x-k8s.io/v1beta2\n"
+      "kind: Widget\nmetadata: {name: w}\n",
+      "f.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("f.yaml: document 3 (Widget \"w\")"));
+  const std::string unclosed = "a: 1\n---\nb: [\n";
+  std::string whole_stream_error;
+  try {
+    YAML::LoadAll(unclosed);
+  } catch (const YAML::Exception& e) {
+    whole_stream_error = e.what();
+  }
+  ASSERT_THAT(whole_stream_error, HasSubstr("line"));
+  auto bad = ParseManifests(unclosed, "f.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "f.yaml: " + whole_stream_error);
+}
+
+// Found by fuzz/manifest_fuzz: a key that is not a scalar threw out of the parser (terminating
+// admitctl, and admitd for a pod's kueue.x-k8s.io/pod-group-sets annotation).
+TEST(ManifestTest, KeysThatAreNotScalarsAreErrors) {
+  auto parsed = ParseManifests(
+      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+      "metadata: {name: a, [x]: y}\nspec: {nodeLabels: {{k: v}: w}}\n",
+      "f.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("metadata: keys must be strings"));
+  EXPECT_THAT(parsed.status().message(), HasSubstr("spec.nodeLabels: keys must be strings"));
+  auto sets = ParsePodSets("[{name: a, [count]: 1}]");
+  ASSERT_FALSE(sets.ok());
+  EXPECT_THAT(sets.status().message(), HasSubstr("[0]: keys must be strings"));
+}
+
+// int32 fields take only int32 values: 2^32 + 1 pods must not become 1 pod.
+TEST(ManifestTest, Int32FieldsRejectValuesOutOfRange) {
+  const std::string workload =
+      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w}\nspec:\n"
+      "  podSets:\n  - count: 4294967297\n    minCount: -2147483649\n";
+  auto parsed = ParseManifests(workload, "f.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("spec.podSets[0].count: must be a 32-bit integer (4294967297)"));
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("spec.podSets[0].minCount: must be a 32-bit integer (-2147483649)"));
+  auto wpc = ParseManifests(
+      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: p}\n"
+      "value: 2147483648\n",
+      "f.yaml");
+  ASSERT_FALSE(wpc.ok());
+  EXPECT_THAT(wpc.status().message(), HasSubstr("value: must be a 32-bit integer"));
+  auto sets = ParsePodSets("[{name: a, count: 8589934593}]");
+  ASSERT_FALSE(sets.ok());
+  EXPECT_THAT(sets.status().message(), HasSubstr("[0].count: must be a 32-bit integer"));
+  auto in_range = ParsePodSets("[{name: a, count: 2147483647}]");
+  ASSERT_TRUE(in_range.ok()) << in_range.status();
+  EXPECT_EQ((*in_range)[0].count(), 2147483647);
 }
 
 TEST(ManifestTest, StatusAndServerMetadataAreIgnoredAndOrderFollowsDependencies) {

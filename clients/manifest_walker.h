@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -37,7 +38,13 @@ class Walker {
       return;
     }
     for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
+      // A key that is a list or a mapping ({[a]: b}) names no field; as<std::string>() would
+      // throw on it.
+      if (!kv.first.IsScalar()) {
+        Error(path, "keys must be strings");
+        continue;
+      }
+      const std::string key = kv.first.Scalar();
       const std::string child = path.empty() ? key : absl::StrCat(path, ".", key);
       auto it = handlers.find(key);
       if (it != handlers.end()) {
@@ -82,6 +89,17 @@ class Walker {
     Error(path, absl::StrCat("must be an integer"));
     return false;
   }
+  // An int32 API field: a value outside int32's range is an error, never truncated.
+  bool Int32(const YAML::Node& node, const std::string& path, int32_t* out) {
+    int64_t v;
+    if (!Int(node, path, &v)) return false;
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+      Error(path, absl::StrCat("must be a 32-bit integer (", v, ")"));
+      return false;
+    }
+    *out = static_cast<int32_t>(v);
+    return true;
+  }
   bool Bool(const YAML::Node& node, const std::string& path, bool* out) {
     try {
       if (node.IsScalar()) {
@@ -101,7 +119,11 @@ class Walker {
       return;
     }
     for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar()) {
+        Error(path, "keys must be strings");
+        continue;
+      }
+      const std::string key = kv.first.Scalar();
       std::string value;
       if (Scalar(kv.second, absl::StrCat(path, ".", key), &value)) (*out)[key] = value;
     }

@@ -123,8 +123,8 @@ void PodSpec(Walker& w, const YAML::Node& node, const std::string& path, v1::Pod
             pod->set_priority_class_name(w.Str(n, p));
           }},
          {"priority", [&](const YAML::Node& n, const std::string& p) {
-            int64_t v;
-            if (w.Int(n, p, &v)) pod->set_priority(static_cast<int32_t>(v));
+            int32_t v;
+            if (w.Int32(n, p, &v)) pod->set_priority(v);
           }},
          {"resources", [&](const YAML::Node& n, const std::string& p) {
             Resources(w, n, p, pod->mutable_resources());
@@ -157,8 +157,8 @@ void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
                                   w.StringMap(y, yp, psa->mutable_resource_usage());
                                 }},
                                {"count", [&](const YAML::Node& y, const std::string& yp) {
-                                  int64_t v;
-                                  if (w.Int(y, yp, &v)) psa->set_count(static_cast<int32_t>(v));
+                                  int32_t v;
+                                  if (w.Int32(y, yp, &v)) psa->set_count(v);
                                 }}},
                               {"topologyAssignment", "delayedTopologyRequest"});
                       });
@@ -199,12 +199,12 @@ static void PodSets(Walker& w, const YAML::Node& node, const std::string& path,
     w.Map(psn, psp,
           {{"name", [&](const YAML::Node& x, const std::string& xp) { ps->set_name(w.Str(x, xp)); }},
            {"count", [&](const YAML::Node& x, const std::string& xp) {
-              int64_t v;
-              if (w.Int(x, xp, &v)) ps->set_count(static_cast<int32_t>(v));
+              int32_t v;
+              if (w.Int32(x, xp, &v)) ps->set_count(v);
             }},
            {"minCount", [&](const YAML::Node& x, const std::string& xp) {
-              int64_t v;
-              if (w.Int(x, xp, &v)) ps->set_min_count(static_cast<int32_t>(v));
+              int32_t v;
+              if (w.Int32(x, xp, &v)) ps->set_min_count(v);
             }},
            {"template", [&](const YAML::Node& x, const std::string& xp) {
               v1::PodTemplate* t = ps->mutable_template_();
@@ -258,16 +258,16 @@ void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
                    {"name", [&](const YAML::Node& x, const std::string& xp) { ref->set_name(w.Str(x, xp)); }}});
           }},
          {"priority", [&](const YAML::Node& n, const std::string& p) {
-            int64_t v;
-            if (w.Int(n, p, &v)) spec->set_priority(static_cast<int32_t>(v));
+            int32_t v;
+            if (w.Int32(n, p, &v)) spec->set_priority(v);
           }},
          {"active", [&](const YAML::Node& n, const std::string& p) {
             bool v;
             if (w.Bool(n, p, &v)) spec->set_active(v);
           }},
          {"maximumExecutionTimeSeconds", [&](const YAML::Node& n, const std::string& p) {
-            int64_t v;
-            if (w.Int(n, p, &v)) spec->set_maximum_execution_time_seconds(static_cast<int32_t>(v));
+            int32_t v;
+            if (w.Int32(n, p, &v)) spec->set_maximum_execution_time_seconds(v);
           }}});
 }
 

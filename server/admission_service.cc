@@ -5,26 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/request_checks.h"
 #include "server/watch_reactor.h"
 
 namespace admitd {
 namespace {
 
-constexpr absl::Duration kDefaultAdmitWait = absl::Seconds(30);
-constexpr absl::Duration kMaxAdmitWait = absl::Hours(1);
-
 grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
-}
-
-// Namespace and name identify a workload in every call but Submit.
-absl::Status CheckName(const std::string& ns, const std::string& name) {
-  std::vector<FieldViolation> violations;
-  if (ns.empty()) violations.push_back({"namespace", "is required"});
-  if (name.empty()) violations.push_back({"name", "is required"});
-  return violations.empty() ? absl::OkStatus() : InvalidArgument(violations);
 }
 
 // Answers with the workload's state after the batch's scheduling cycles, lent from the engine's
@@ -54,7 +44,7 @@ void Refresh(engine::Engine& e, Response* resp) {
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Submit(grpc::CallbackServerContext* rpc,
                                                        const v1::SubmitRequest* req,
                                                        v1::SubmitResponse* resp) {
-  if (!req->has_workload()) return Refuse(rpc, InvalidArgument({{"workload", "is required"}}));
+  if (absl::Status s = CheckSubmitRequest(*req); !s.ok()) return Refuse(rpc, s);
   // The workload is moved out of the request rather than copied: gRPC allocated the request
   // as a mutable message, and nothing reads it after the engine took it.
   auto* request = const_cast<v1::SubmitRequest*>(req);
@@ -71,24 +61,8 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Submit(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContext* rpc,
                                                       const v1::AdmitRequest* req,
                                                       v1::AdmitResponse* resp) {
-  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
-  absl::Duration wait = kDefaultAdmitWait;
-  if (req->has_timeout()) {
-    // A Duration's nanos are below a second and carry the seconds' sign.
-    const int64_t seconds = req->timeout().seconds();
-    const int32_t nanos = req->timeout().nanos();
-    if (nanos <= -1000000000 || nanos >= 1000000000 || (seconds > 0 && nanos < 0) ||
-        (seconds < 0 && nanos > 0)) {
-      return Refuse(rpc, InvalidArgument({{"timeout.nanos",
-                                           absl::StrCat("Invalid value: ", nanos,
-                                                        ": must be below one second and carry "
-                                                        "the sign of seconds")}}));
-    }
-    wait = absl::Seconds(seconds) + absl::Nanoseconds(nanos);
-    if (wait < absl::ZeroDuration() || wait > kMaxAdmitWait) {
-      return Refuse(rpc, InvalidArgument({{"timeout", "must be between 0s and 1h"}}));
-    }
-  }
+  absl::Duration wait;
+  if (absl::Status s = CheckAdmitRequest(*req, &wait); !s.ok()) return Refuse(rpc, s);
   if (!req->wait() || req->dry_run()) {
     // Described once to surface errors (NOT_FOUND), then again after the batch's cycles.
     return Dispatch(
@@ -136,11 +110,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* AdmissionServiceImpl::ReleaseQuota(grpc::CallbackServerContext* rpc,
                                                              const v1::ReleaseQuotaRequest* req,
                                                              v1::ReleaseQuotaResponse* resp) {
-  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
-  if (req->release_case() == v1::ReleaseQuotaRequest::RELEASE_NOT_SET) {
-    return Refuse(rpc, InvalidArgument({{"release", "must be one of finished, stopped or "
-                                                    "reclaimable"}}));
-  }
+  if (absl::Status s = CheckReleaseQuotaRequest(*req); !s.ok()) return Refuse(rpc, s);
   auto* reactor = new LendingReactor();
   return Dispatch(
       ctx_, rpc, resp,
@@ -154,7 +124,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReleaseQuota(grpc::CallbackServe
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Get(grpc::CallbackServerContext* rpc,
                                                     const v1::GetWorkloadRequest* req,
                                                     v1::Workload* resp) {
-  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
   return Dispatch(ctx_, rpc, resp,
                   [req](engine::Engine& e, absl::Time) { return e.GetWorkload(*req); });
 }
@@ -169,7 +139,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::List(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Delete(grpc::CallbackServerContext* rpc,
                                                        const v1::DeleteWorkloadRequest* req,
                                                        v1::DeleteWorkloadResponse* resp) {
-  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
   return Dispatch(
       ctx_, rpc, resp,
       [req](engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteWorkloadResponse> {
@@ -206,7 +176,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Resize(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerContext* rpc,
                                                           const v1::SetActiveRequest* req,
                                                           v1::SetActiveResponse* resp) {
-  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
   return Dispatch(
       ctx_, rpc, resp,
       [req](engine::Engine& e, absl::Time now) { return e.SetActive(*req, now); },
@@ -216,7 +186,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
     grpc::CallbackServerContext* rpc, const v1::SetAdmissionCheckStateRequest* req,
     v1::SetAdmissionCheckStateResponse* resp) {
-  if (absl::Status s = CheckName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
   return Dispatch(
       ctx_, rpc, resp,
       [req](engine::Engine& e, absl::Time now) { return e.SetAdmissionCheckState(*req, now); },

@@ -2,7 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "common/status.h"
-#include "server/engine/metadata_validation.h"
+#include "server/request_checks.h"
 #include "server/metrics.h"
 
 namespace admitd {
@@ -29,11 +29,9 @@ grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* PodServiceImpl::ListDirectives(grpc::CallbackServerContext* rpc,
                                                          const v1::ListDirectivesRequest* req,
                                                          v1::ListDirectivesResponse* resp) {
-  std::vector<FieldViolation> violations;
-  engine::CheckClusterName(&violations, "cluster", req->cluster());
-  if (!violations.empty()) {
+  if (absl::Status s = CheckListDirectivesRequest(*req); !s.ok()) {
     grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(InvalidArgument(violations)));
+    reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
   return Dispatch(ctx_, rpc, resp, [req](engine::Engine& e, absl::Time now) {

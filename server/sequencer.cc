@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -163,7 +164,17 @@ absl::Status Sequencer::AdvanceClock(absl::Duration by) {
         "the clock moves only with --manual-clock (and --manual-scheduling)");
   }
   if (by < absl::ZeroDuration()) return absl::InvalidArgumentError("the clock never goes back");
-  clock_offset_ns_.fetch_add(absl::ToInt64Nanoseconds(by), std::memory_order_acq_rel);
+  // The offset is int64 nanoseconds (about 292 years): an advance beyond that is refused, where
+  // adding it would wrap the clock around into the past.
+  const absl::Status too_far = absl::OutOfRangeError(
+      "the clock cannot be advanced more than 292 years in total");
+  if (by > absl::Nanoseconds(std::numeric_limits<int64_t>::max())) return too_far;
+  const int64_t add = absl::ToInt64Nanoseconds(by);
+  int64_t offset = clock_offset_ns_.load(std::memory_order_acquire);
+  int64_t next;
+  do {
+    if (__builtin_add_overflow(offset, add, &next)) return too_far;
+  } while (!clock_offset_ns_.compare_exchange_weak(offset, next, std::memory_order_acq_rel));
   return absl::OkStatus();
 }
 

@@ -111,7 +111,8 @@ class Sequencer {
 
   // The server's time: `clock` plus every AdvanceClock so far.
   absl::Time Now() const;
-  // Moves Now() forward by `by` (>= 0). FAILED_PRECONDITION unless manual_clock is set.
+  // Moves Now() forward by `by` (>= 0). FAILED_PRECONDITION unless manual_clock is set;
+  // OUT_OF_RANGE (and no move) when the advances would add up to more than 292 years.
   absl::Status AdvanceClock(absl::Duration by);
   bool manual_clock() const { return options_.manual_clock; }
 

@@ -198,5 +198,27 @@ TEST(SequencerTest, StopAnswersEveryCommand) {
   EXPECT_EQ(late.code(), absl::StatusCode::kUnavailable);
 }
 
+// The manual clock's offset holds about 292 years of nanoseconds: advances past that are
+// refused instead of wrapping the clock around into the past.
+TEST(SequencerTest, ManualClockRefusesToWrapAround) {
+  engine::Engine engine;
+  RecordingStore store;
+  SequencerOptions options;
+  options.manual_clock = true;
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  options.clock = [t0] { return t0; };
+  Sequencer seq(&engine, &store, nullptr, options);
+  const absl::Duration century = absl::Hours(24 * 365 * 100);
+  ASSERT_TRUE(seq.AdvanceClock(century).ok());
+  ASSERT_TRUE(seq.AdvanceClock(century).ok());
+  EXPECT_EQ(seq.Now(), t0 + 2 * century);
+  EXPECT_EQ(seq.AdvanceClock(century).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(seq.AdvanceClock(absl::Seconds(std::numeric_limits<int64_t>::max())).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(seq.Now(), t0 + 2 * century);
+  ASSERT_TRUE(seq.AdvanceClock(absl::Hours(1)).ok());
+  EXPECT_EQ(seq.Now(), t0 + 2 * century + absl::Hours(1));
+}
+
 }  // namespace
 }  // namespace admitd

@@ -24,19 +24,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "admitd/v1/admission_service.pb.h"
+#include "server/watch_filter.h"
 
 namespace admitd {
-
-// Which events a watcher wants. Empty fields match everything.
-struct WatchFilter {
-  std::set<v1::ObjectKind> kinds;
-  std::string namespace_;
-  std::string cluster_queue;
-  std::string cluster;  // pod directives of this cluster only
-
-  static WatchFilter From(const v1::WatchRequest& request);
-  bool Matches(const v1::WatchEvent& event) const;
-};
 
 using EventPtr = std::shared_ptr<const v1::WatchEvent>;
 

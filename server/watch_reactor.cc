@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
 #include "server/parse_errors.h"
+#include "server/request_checks.h"
 #include "store/store.h"
 
 namespace admitd {

@@ -16,6 +16,8 @@ absl::Status Invalid() { return absl::InvalidArgumentError(kQuantityError); }
 
 using int128 = __int128;
 constexpr int128 kInt64Max = std::numeric_limits<int64_t>::max();
+// The largest power of ten an int128 holds (10^38 < 2^127).
+constexpr int kMaxInt128Exp10 = 38;
 
 // Multiplies `v` by base^exp, failing on overflow beyond int64 range.
 bool Scale(int128* v, int base, int exp) {
@@ -107,6 +109,9 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_v
   if (!Scale(&value, 2, exp2)) return too_large;
   if (exp10 >= 0) {
     if (!Scale(&value, 10, exp10)) return too_large;
+  } else if (-exp10 > kMaxInt128Exp10) {
+    // |value| < 10^30 is smaller than any such divisor: what is left is the rounding up.
+    value = value > 0 ? 1 : 0;
   } else {
     int128 divisor = 1;
     for (int k = 0; k < -exp10; ++k) divisor *= 10;

@@ -30,7 +30,8 @@ inline constexpr int64_t kMaxQuantity = std::numeric_limits<int64_t>::max();
 // A sum of quantities, exact: 2^64 quantities of kMaxQuantity still fit.
 using Amount = absl::int128;
 
-// INVALID_ARGUMENT (with Kubernetes' wording) when `text` is not a quantity or does not fit.
+// INVALID_ARGUMENT (with Kubernetes' wording) when `text` is not a quantity or its magnitude
+// passes kMaxQuantity.
 absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_view text);
 
 // The canonical string: CPU as a milli quantity, memory-like resources as BinarySI

@@ -1,5 +1,7 @@
 #include "server/engine/quantity.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace admitd::engine {
@@ -73,6 +75,26 @@ TEST(QuantityTest, AmountsBeyondAQuantityFormatExactly) {
   EXPECT_EQ(FormatQuantity("memory", -ten_ei), "-10Ei");
   EXPECT_FALSE(IsQuantity(Amount(kMaxQuantity) + 1));
   EXPECT_TRUE(IsQuantity(kMaxQuantity));
+}
+
+// Found by fuzz/quantity_fuzz: a fraction of 30 digits with exponent e-30 divided by 10^60,
+// which overflowed int128; the value rounds up to the smallest unit as Kubernetes rounds it.
+TEST(QuantityTest, TinyValuesRoundUpWithoutOverflow) {
+  const std::string tiny = "0.00000000000000000000000000001e-30";  // 1e-59
+  EXPECT_EQ(*ParseQuantity("memory", tiny), 1);
+  EXPECT_EQ(*ParseQuantity("cpu", tiny), 1);
+  EXPECT_EQ(*ParseQuantity("memory", "-" + tiny), 0);
+  EXPECT_EQ(*ParseQuantity("memory", "0.00000000000000000000000000000e-30"), 0);
+  EXPECT_EQ(*ParseQuantity("cpu", "1e-30"), 1);
+}
+
+// The largest quantity reads back from its own text (it once spelled "unlimited").
+TEST(QuantityTest, TheLargestQuantityRoundTrips) {
+  EXPECT_EQ(*ParseQuantity("pods", "9223372036854775807"), kMaxQuantity);
+  EXPECT_EQ(*ParseQuantity("cpu", "9223372036854775807m"), kMaxQuantity);
+  EXPECT_FALSE(ParseQuantity("pods", "9223372036854775808").ok());
+  EXPECT_EQ(*ParseQuantity("pods", FormatQuantity("pods", kMaxQuantity)), kMaxQuantity);
+  EXPECT_EQ(*ParseQuantity("pods", "-9223372036854775807"), -kMaxQuantity);
 }
 
 TEST(QuantityTest, KubernetesCornerCases) {
