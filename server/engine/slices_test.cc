@@ -389,5 +389,21 @@ TEST_F(SlicesTest, DeletingASliceDeletesTheChainAndHistoryIsBounded) {
   EXPECT_EQ(Usage(), "0");
 }
 
+TEST_F(SlicesTest, AResizeThatCannotBeRepresentedIsRefusedAndChangesNothing) {
+  Queue({{"default", "4"}});
+  v1::Workload wl = Job("a", {{"main", 1}});
+  // 9P cores: 9e18 millicores, a quantity; two such pods are not.
+  (*wl.mutable_spec()->mutable_pod_sets(0)->mutable_template_()->mutable_spec()
+        ->mutable_containers(0)->mutable_resources()->mutable_requests())["cpu"] = "9P";
+  Submit(wl);
+  auto two = Resize("a", {{"main", 2}}, 2);
+  ASSERT_EQ(two.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(two.status().message()), ::testing::HasSubstr("pod_sets[0].count"));
+  auto negative = Resize("a", {{"main", 1}}, -1);
+  ASSERT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(negative.status().message()), ::testing::HasSubstr("generation"));
+  EXPECT_EQ(Get("a").spec().pod_sets(0).count(), 1);
+}
+
 }  // namespace
 }  // namespace admitd::engine

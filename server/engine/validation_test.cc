@@ -1,6 +1,7 @@
 #include "server/engine/validation.h"
 
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -11,6 +12,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 MATCHER_P2(Violation, field, description, "") {
   return arg.field == field && arg.description == description;
@@ -207,6 +209,25 @@ TEST(WorkloadValidation, MaxPodSetsIsAnOption) {
   EXPECT_THAT(ValidateWorkload(wl, 2), IsEmpty());
   EXPECT_THAT(ValidateWorkload(wl, 1),
               Contains(Violation("spec.podSets", "Too many: 2: must have at most 1 items")));
+}
+
+TEST(WorkloadValidation, MetadataAndPrioritiesKubernetesWouldRefuse) {
+  v1::Workload wl = GoodWorkload();
+  (*wl.mutable_metadata()->mutable_labels())["bad key!"] = "x";
+  (*wl.mutable_metadata()->mutable_labels())["app"] = std::string(3 << 20, 'v');
+  (*wl.mutable_metadata()->mutable_annotations())["example.com/ok"] = std::string(300 << 10, 'a');
+  wl.mutable_spec()->set_priority(std::numeric_limits<int32_t>::min());
+  const Violations v = ValidateWorkload(wl, 18);
+  std::vector<std::string> fields;
+  for (const FieldViolation& f : v) fields.push_back(f.field);
+  EXPECT_THAT(fields, UnorderedElementsAre("metadata.labels", "metadata.labels[\"app\"]",
+                                           "metadata.annotations", "spec.priority"))
+      << Describe(v);
+  // Kubernetes' highest priority and a qualified key with a prefix pass.
+  v1::Workload fine = GoodWorkload();
+  (*fine.mutable_metadata()->mutable_labels())["kueue.x-k8s.io/job-uid"] = "a_b.c-1";
+  fine.mutable_spec()->set_priority(2000001000);
+  EXPECT_THAT(ValidateWorkload(fine, 18), IsEmpty());
 }
 
 // ---- Queue-side objects -------------------------------------------------------------------
