@@ -3,6 +3,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
@@ -12,6 +14,13 @@ namespace admitd {
 namespace {
 
 const char* const kServices[] = {"admitd.v1.AdmissionService", "admitd.v1.QueueService"};
+
+// Shutdown keeps refusing calls (UNAVAILABLE) until none arrived for this long, so callers have
+// stopped sending before gRPC closes the connections: gRPC cancels a call that arrives after
+// that without running it, and CANCELLED does not tell its caller whether it ran.
+constexpr absl::Duration kQuietBeforeClose = absl::Milliseconds(100);
+// ... but for this long at most, and at most half the grace.
+constexpr absl::Duration kMaxRefusingBeforeClose = absl::Seconds(2);
 
 }  // namespace
 
@@ -155,18 +164,35 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     shut_down_ = true;
+    SetServing(false);
   }
+  const absl::Time start = absl::Now();
   ADMITD_LOG(kInfo, "shutting down", {{"grace", absl::FormatDuration(grace)}});
-  SetServing(false);
+  // From here on a new call is refused with UNAVAILABLE before it reaches the sequencer.
+  context_.last_refused_ns.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+  context_.shutting_down.store(true, std::memory_order_release);
   hub_->Close();
-  metrics_server_.reset();
   sequencer_->ReleaseWaiters();
-  grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // Every command the sequencer accepted is applied, committed and answered with its result
+  // while gRPC still runs: none is cancelled.
   sequencer_->Stop();
+  // Then keep refusing until callers stop sending, so that no call arrives once gRPC closes.
+  const absl::Time refuse_until = start + std::min(grace / 2, kMaxRefusingBeforeClose);
+  while (absl::Now() < refuse_until) {
+    const absl::Time last_refused =
+        absl::FromUnixNanos(context_.last_refused_ns.load(std::memory_order_relaxed));
+    if (absl::Now() - last_refused >= kQuietBeforeClose) break;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  // The answers are sent; gRPC waits (up to the grace) for them to reach their callers.
+  grpc_server_->Shutdown(absl::ToChronoTime(start + grace));
+  metrics_server_.reset();
   if (absl::Status closed = store_->Close(); !closed.ok()) {
     ADMITD_LOG(kError, "closing the store failed", {{"error", closed.ToString()}});
   }
-  ADMITD_LOG(kInfo, "stopped", {{"revision", absl::StrCat(engine_->revision())}});
+  ADMITD_LOG(kInfo, "stopped",
+             {{"revision", absl::StrCat(engine_->revision())},
+              {"took", absl::FormatDuration(absl::Now() - start)}});
 }
 
 void AdmitdServer::Wait() { grpc_server_->Wait(); }

@@ -45,8 +45,8 @@ WatchReactor::WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request)
 
 void WatchReactor::Init(const v1::WatchRequest& request) {
   absl::MutexLock lock(&mu_);
-  if (!ctx_->ready.load(std::memory_order_acquire)) {
-    MarkFinished(ToGrpcStatus(NotReady()));
+  if (absl::Status accepting = CheckAccepting(ctx_); !accepting.ok()) {
+    MarkFinished(ToGrpcStatus(accepting));
     return;
   }
   uint64_t published = 0;
