@@ -10,6 +10,7 @@
 //   requeuingBackoffLimitCount: 5   # unset: unlimited
 //   logLevel: info
 //   eventRetention: 100000
+//   watchBufferBytes: 64Mi  # per Watch stream; one that falls further behind is ended
 //   syncDelay: 0ms          # injected after every fsync (benchmarks)
 //   sync: true
 //   sliceHistoryLimit: 5
@@ -49,6 +50,9 @@ struct Config {
   std::vector<std::string> pod_unmanaged_namespaces = {"kube-system", "admitd-system"};
   std::string log_level = "info";
   uint64_t event_retention = 100000;
+  // Bytes of events one Watch stream may have waiting to be sent (beside 10,000 events); a
+  // stream that falls further behind ends with RESOURCE_EXHAUSTED.
+  uint64_t watch_buffer_bytes = uint64_t{64} << 20;
   absl::Duration sync_delay = absl::ZeroDuration();
   bool sync = true;
   std::map<std::string, bool> feature_gates;

@@ -53,7 +53,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     engine_options.elastic_jobs = gate->second;
   }
   server->engine_ = std::make_unique<engine::Engine>(engine_options);
-  server->hub_ = std::make_unique<WatchHub>();
+  server->hub_ = std::make_unique<WatchHub>(kDefaultWatchBufferEvents,
+                                            static_cast<size_t>(config.watch_buffer_bytes));
   server->metrics_ = std::make_unique<Metrics>();
   SequencerOptions seq_options;
   seq_options.metrics = server->metrics_.get();
