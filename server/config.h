@@ -22,11 +22,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+
+namespace rocksdb {
+class FileSystem;
+}  // namespace rocksdb
 
 namespace admitd {
 
@@ -56,6 +61,9 @@ struct Config {
   absl::Duration sync_delay = absl::ZeroDuration();
   bool sync = true;
   std::map<std::string, bool> feature_gates;
+  // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
+  // writes like a full disk. Null: the machine's.
+  std::shared_ptr<rocksdb::FileSystem> store_file_system;
 };
 
 // Parses `argv` (and the file named by --config, read first). Returns the usage text as an

@@ -22,6 +22,35 @@ constexpr absl::Duration kQuietBeforeClose = absl::Milliseconds(100);
 // ... but for this long at most, and at most half the grace.
 constexpr absl::Duration kMaxRefusingBeforeClose = absl::Seconds(2);
 
+// Loads every stored object into `engine` and finishes its recovery at the store's revision.
+absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
+                              uint64_t* objects) {
+  ADMITD_RETURN_IF_ERROR(store.ForEachObject(
+      [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
+        ++*objects;
+        if (kind == v1::OBJECT_KIND_WORKLOAD) {
+          v1::Workload workload;
+          if (!workload.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
+          }
+          return engine->Restore(workload);
+        }
+        if (kind == v1::OBJECT_KIND_POD) {
+          v1::PodObservation pod;
+          if (!pod.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::DataLossError(absl::StrCat("stored pod ", key, " cannot be parsed"));
+          }
+          return engine->Restore(pod);
+        }
+        v1::QueueObject object;
+        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return absl::DataLossError(absl::StrCat("stored object ", key, " cannot be parsed"));
+        }
+        return engine->Restore(object);
+      }));
+  return engine->FinishRestore(store.revision());
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
@@ -34,6 +63,14 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   store_options.sync = config.sync;
   store_options.injected_sync_delay = config.sync_delay;
   store_options.event_retention = config.event_retention;
+  store_options.file_system = config.store_file_system;
+  store_options.log = [](bool error, const std::string& message) {
+    if (error) {
+      ADMITD_LOG(kError, "rocksdb", {{"message", message}});
+    } else {
+      ADMITD_LOG(kWarning, "rocksdb", {{"message", message}});
+    }
+  };
   ADMITD_ASSIGN_OR_RETURN(server->store_, store::Store::Open(store_options));
 
   engine::EngineOptions engine_options;
@@ -61,6 +98,19 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   seq_options.manual_scheduling = config.manual_scheduling;
   seq_options.manual_clock = config.manual_clock;
   seq_options.clock = std::move(clock);
+  // After a failed commit the engine is rebuilt from the store as at startup, into a new
+  // engine that replaces the old one only once complete.
+  seq_options.reload = [store = server->store_.get(), engine_options](engine::Engine* engine) {
+    engine::Engine fresh(engine_options);
+    uint64_t objects = 0;
+    ADMITD_RETURN_IF_ERROR(RestoreFromStore(*store, &fresh, &objects));
+    *engine = std::move(fresh);
+    return absl::OkStatus();
+  };
+  seq_options.on_health_change = [server = server.get()](const absl::Status& health) {
+    absl::MutexLock lock(&server->mu_);
+    if (!server->shut_down_) server->SetServing(health.ok());
+  };
   server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
                                                    server->hub_.get(), seq_options);
   server->finisher_ = std::make_unique<Finisher>();
@@ -100,7 +150,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   }
   if (!config.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
-        MetricsServer::Start(config.metrics_listen, server->metrics_.get());
+        MetricsServer::Start(config.metrics_listen, server->metrics_.get(),
+                             [server = server.get()] { return server->Readiness(); });
     if (!metrics.ok()) {
       server->grpc_server_->Shutdown();
       server->store_->Close().IgnoreError();
@@ -120,36 +171,21 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
 absl::Status AdmitdServer::Recover() {
   const absl::Time start = absl::Now();
   uint64_t objects = 0;
-  ADMITD_RETURN_IF_ERROR(store_->ForEachObject(
-      [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
-        ++objects;
-        if (kind == v1::OBJECT_KIND_WORKLOAD) {
-          v1::Workload workload;
-          if (!workload.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-            return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
-          }
-          return engine_->Restore(workload);
-        }
-        if (kind == v1::OBJECT_KIND_POD) {
-          v1::PodObservation pod;
-          if (!pod.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-            return absl::DataLossError(absl::StrCat("stored pod ", key, " cannot be parsed"));
-          }
-          return engine_->Restore(pod);
-        }
-        v1::QueueObject object;
-        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          return absl::DataLossError(absl::StrCat("stored object ", key, " cannot be parsed"));
-        }
-        return engine_->Restore(object);
-      }));
-  ADMITD_RETURN_IF_ERROR(engine_->FinishRestore(store_->revision()));
+  ADMITD_RETURN_IF_ERROR(RestoreFromStore(*store_, engine_.get(), &objects));
   hub_->SetRevision(store_->revision());
   ADMITD_LOG(kInfo, "recovered",
              {{"objects", absl::StrCat(objects)},
               {"revision", absl::StrCat(store_->revision())},
               {"took", absl::FormatDuration(absl::Now() - start)}});
   return absl::OkStatus();
+}
+
+absl::Status AdmitdServer::Readiness() {
+  if (context_.shutting_down.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("admitd is shutting down");
+  }
+  if (!context_.ready.load(std::memory_order_acquire)) return NotReady();
+  return sequencer_->health();
 }
 
 void AdmitdServer::SetServing(bool serving) {

@@ -64,6 +64,8 @@ class AdmitdServer {
   AdmitdServer() = default;
   absl::Status Recover();
   void SetServing(bool serving);
+  // What GET /readyz reports: OK while calls are taken and the store takes writes.
+  absl::Status Readiness();
 
   Config config_;
   std::string address_;
