@@ -39,10 +39,11 @@ class DiskFullTest : public testing::InProcessTest, public ::testing::WithParamI
     return client_->admission->Submit(&ctx, req, &resp);
   }
 
-  grpc::health::v1::HealthCheckResponse::ServingStatus Health() {
+  grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& service = "") {
     auto health = grpc::health::v1::Health::NewStub(client_->channel);
     grpc::ClientContext ctx;
     grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
     grpc::health::v1::HealthCheckResponse resp;
     if (!health->Check(&ctx, req, &resp).ok())
       return grpc::health::v1::HealthCheckResponse::UNKNOWN;
@@ -80,6 +81,8 @@ TEST_P(DiskFullTest, WritesAreUnavailableUntilTheDiskRecoversThenTheServerServes
   grpc::Status later = Submit("w7");
   EXPECT_EQ(later.error_code(), grpc::StatusCode::UNAVAILABLE) << later.error_message();
   EXPECT_EQ(Health(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  // Alive all along: a liveness probe must not restart a server waiting for its disk.
+  EXPECT_EQ(Health("liveness"), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_FALSE(server_->sequencer().health().ok());
 
   fs_->SetFault(Fault::kNone);  // space returns

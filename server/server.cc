@@ -14,6 +14,9 @@ namespace admitd {
 namespace {
 
 const char* const kServices[] = {"admitd.v1.AdmissionService", "admitd.v1.QueueService"};
+// SERVING while the process runs, whatever the other services say: for liveness probes, which
+// must not restart a server that waits for its disk to take writes again.
+const char* const kLivenessService = "liveness";
 
 // Shutdown keeps refusing calls (UNAVAILABLE) until none arrived for this long, so callers have
 // stopped sending before gRPC closes the connections: gRPC cancels a call that arrives after
@@ -141,6 +144,9 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   std::string host = config.listen.substr(0, config.listen.rfind(':'));
   server->address_ = absl::StrCat(host, ":", server->port_);
   server->SetServing(false);
+  if (grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService()) {
+    health->SetServingStatus(kLivenessService, true);
+  }
   ADMITD_LOG(kInfo, "listening", {{"addr", server->address_}, {"data_dir", config.data_dir}});
 
   if (absl::Status recovered = server->Recover(); !recovered.ok()) {
