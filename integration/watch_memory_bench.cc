@@ -88,9 +88,10 @@ int Run(int argc, char** argv) {
   // Drain: read what the stream still sends (everything, or up to its cut-off), then end it.
   v1::WatchEvent event;
   int read = 0;
-  while (read < events + 1 && reader->Read(&event)) ++read;  // +1: the SYNCED marker
-  watch_ctx.TryCancel();
-  while (reader->Read(&event)) ++read;
+  bool open = true;
+  while (read < events + 1 && (open = reader->Read(&event))) ++read;  // +1: the SYNCED marker
+  if (open) watch_ctx.TryCancel();  // read everything: the stream would go on
+  while (open && reader->Read(&event)) ++read;
   const grpc::Status ended = reader->Finish();
   absl::SleepFor(absl::Seconds(1));  // let the server's side of the stream finish
   const double after = RssMiB();
