@@ -395,8 +395,8 @@ absl::StatusOr<uint64_t> RocksDbStore::CompactEvents() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scan, events_));
   uint64_t last_dropped = 0;
   uint64_t walked = 0;
-  for (it->Seek(EventKey(event_floor_.load(std::memory_order_relaxed)));
-       it->Valid() && walked < excess; it->Next(), ++walked) {
+  const uint64_t first = event_floor_.load(std::memory_order_relaxed);
+  for (it->Seek(EventKey(first)); it->Valid() && walked < excess; it->Next(), ++walked) {
     if (!DecodeEventKey(View(it->key()), &last_dropped)) {
       return absl::DataLossError("a stored event key is corrupt");
     }
@@ -417,8 +417,15 @@ absl::StatusOr<uint64_t> RocksDbStore::CompactEvents() {
       FromRocks(wb.DeleteRange(events_, EventKey(0), EventKey(floor)), "building the compaction"));
   ADMITD_RETURN_IF_ERROR(
       FromRocks(wb.Put(meta_, kEventFloorKey, EncodeUint64(floor)), "building the compaction"));
-  ADMITD_RETURN_IF_ERROR(
-      FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "compacting the event log"));
+  if (absl::Status written =
+          FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "compacting the event log");
+      !written.ok()) {
+    // Nothing was deleted: the old floor holds again (a reader meanwhile answered OUT_OF_RANGE
+    // for events that are still there, which only makes it list again).
+    event_floor_.store(first, std::memory_order_release);
+    write_failed_.store(true, std::memory_order_release);
+    return written;
+  }
   event_count_.fetch_sub(excess, std::memory_order_release);
   return excess;
 }

@@ -88,6 +88,27 @@ TEST_P(RocksDbStoreFaultTest, ReadersKeepWorkingAfterAFailedWrite) {
   EXPECT_EQ(EventRevisions(*store), (std::vector<uint64_t>{1}));
 }
 
+// A compaction the disk refused deletes nothing, and the log's floor stays where it was.
+TEST_P(RocksDbStoreFaultTest, AFailedCompactionKeepsTheEventLogWhole) {
+  StoreOptions options{.path = path_, .event_retention = 2, .file_system = fs_};
+  absl::StatusOr<std::unique_ptr<Store>> opened = Store::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Store& store = **opened;
+  for (uint64_t r = 1; r <= 4; ++r) ASSERT_TRUE(store.Commit(WorkloadBatch(r)).ok());
+  fs_->SetFault(GetParam());
+  EXPECT_FALSE(store.CompactEvents().ok());
+  EXPECT_EQ(store.oldest_event_revision(), 1u);
+  EXPECT_EQ(EventRevisions(store), (std::vector<uint64_t>{1, 2, 3, 4}));
+  fs_->SetFault(Fault::kNone);
+  ASSERT_TRUE(store.Recover().ok());
+  EXPECT_EQ(EventRevisions(store), (std::vector<uint64_t>{1, 2, 3, 4}));
+  absl::StatusOr<uint64_t> dropped = store.CompactEvents();
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(*dropped, 2u);
+  EXPECT_EQ(store.oldest_event_revision(), 3u);
+  EXPECT_EQ(EventRevisions(store, 2), (std::vector<uint64_t>{3, 4}));
+}
+
 // Closing a database whose write failed (at shutdown, with the disk still full) returns; the
 // process lives and the next open finds every acknowledged write.
 TEST_P(RocksDbStoreFaultTest, CloseAfterAFailedWriteReturns) {
