@@ -74,8 +74,8 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   }
   // Wait: answer when the workload settles or the deadline passes, whichever comes first.
   grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-  if (!ctx_->ready.load(std::memory_order_acquire)) {
-    reactor->Finish(ToGrpcStatus(NotReady()));
+  if (absl::Status accepting = CheckAccepting(ctx_); !accepting.ok()) {
+    reactor->Finish(ToGrpcStatus(accepting));
     return reactor;
   }
   absl::Time deadline = std::min(absl::Now() + wait, absl::FromChrono(rpc->deadline()));

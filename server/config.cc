@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "server/log.h"
 
 namespace admitd {
@@ -17,7 +18,8 @@ const char kUsage[] =
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
     "              [--pod-group-max-roles N] [--pod-unmanaged-namespaces NS,NS]\n"
-    "              [--event-retention N] [--sync-delay DURATION] [--no-sync]\n"
+    "              [--event-retention N] [--watch-buffer-bytes N[Ki|Mi|Gi]]\n"
+    "              [--sync-delay DURATION] [--no-sync]\n"
     "              [--max-object-bytes N] [--max-list-page-bytes N]\n"
     "              [--feature-gates Name=true,Other=false]\n";
 
@@ -45,6 +47,27 @@ absl::Status ParseGates(absl::string_view where, absl::string_view text,
     }
     (*gates)[kv.first] = value;
   }
+  return absl::OkStatus();
+}
+
+// A byte count: digits with an optional Ki, Mi or Gi suffix; at least 1 KiB.
+absl::Status ParseBytes(absl::string_view where, absl::string_view text, uint64_t* out) {
+  uint64_t unit = 1;
+  for (const auto& [suffix, scale] :
+       {std::pair<absl::string_view, uint64_t>{"Ki", uint64_t{1} << 10},
+        {"Mi", uint64_t{1} << 20},
+        {"Gi", uint64_t{1} << 30}}) {
+    if (absl::ConsumeSuffix(&text, suffix)) {
+      unit = scale;
+      break;
+    }
+  }
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n == 0 || n > (uint64_t{1} << 50) / unit || n * unit < 1024) {
+    return Bad(where, absl::StrCat("invalid size \"", text,
+                                   "\" (want bytes, at least 1024, e.g. 67108864 or 64Mi)"));
+  }
+  *out = n * unit;
   return absl::OkStatus();
 }
 
@@ -115,6 +138,11 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         int64_t n = value.as<int64_t>();
         if (n < 1) return Bad(where, "must be at least 1");
         config->event_retention = static_cast<uint64_t>(n);
+      } else if (key == "watchBufferBytes") {
+        if (auto s = ParseBytes(where, value.as<std::string>(), &config->watch_buffer_bytes);
+            !s.ok()) {
+          return s;
+        }
       } else if (key == "syncDelay") {
         if (auto s = ParseDurationValue(where, value.as<std::string>(), &config->sync_delay);
             !s.ok()) {
@@ -128,10 +156,14 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
           config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
         }
       } else {
-        return Bad(where, "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, maxObjectBytes, maxListPageBytes, "
-                          "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
-                          "requeuingBackoffLimitCount, logLevel, eventRetention, syncDelay, "
-                          "sync, featureGates)");
+        return Bad(
+            where,
+            "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, "
+            "sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, maxObjectBytes, "
+            "maxListPageBytes, "
+            "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
+            "requeuingBackoffLimitCount, logLevel, eventRetention, watchBufferBytes, syncDelay, "
+            "sync, featureGates)");
       }
     } catch (const YAML::Exception& e) {
       return Bad(where, absl::StrCat("invalid value: ", e.what()));
@@ -228,6 +260,9 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       uint64_t n;
       if (!absl::SimpleAtoi(v, &n) || n < 1) return Bad(flag, "must be a positive integer");
       config.event_retention = n;
+    } else if (flag == "--watch-buffer-bytes") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (auto s = ParseBytes(flag, v, &config.watch_buffer_bytes); !s.ok()) return s;
     } else if (flag == "--sync-delay") {
       if (auto s = next(&v); !s.ok()) return s;
       if (auto s = ParseDurationValue(flag, v, &config.sync_delay); !s.ok()) return s;

@@ -10,6 +10,7 @@
 //   requeuingBackoffLimitCount: 5   # unset: unlimited
 //   logLevel: info
 //   eventRetention: 100000
+//   watchBufferBytes: 64Mi  # per Watch stream; one that falls further behind is ended
 //   syncDelay: 0ms          # injected after every fsync (benchmarks)
 //   sync: true
 //   sliceHistoryLimit: 5
@@ -21,11 +22,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+
+namespace rocksdb {
+class FileSystem;
+}  // namespace rocksdb
 
 namespace admitd {
 
@@ -52,9 +58,15 @@ struct Config {
   int64_t max_list_page_bytes = 3 * 1024 * 1024;
   std::string log_level = "info";
   uint64_t event_retention = 100000;
+  // Bytes of events one Watch stream may have waiting to be sent (beside 10,000 events); a
+  // stream that falls further behind ends with RESOURCE_EXHAUSTED.
+  uint64_t watch_buffer_bytes = uint64_t{64} << 20;
   absl::Duration sync_delay = absl::ZeroDuration();
   bool sync = true;
   std::map<std::string, bool> feature_gates;
+  // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
+  // writes like a full disk. Null: the machine's.
+  std::shared_ptr<rocksdb::FileSystem> store_file_system;
 };
 
 // Parses `argv` (and the file named by --config, read first). Returns the usage text as an

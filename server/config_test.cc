@@ -27,6 +27,27 @@ TEST(ConfigTest, DefaultsWithoutFlags) {
   EXPECT_TRUE(config->sync);
 }
 
+TEST(ConfigTest, WatchBufferBytes) {
+  bool help;
+  absl::StatusOr<Config> config = ParseConfig({}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->watch_buffer_bytes, uint64_t{64} << 20);
+  config = ParseConfig({"--watch-buffer-bytes", "8Mi"}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->watch_buffer_bytes, uint64_t{8} << 20);
+  config = ParseConfig({"--watch-buffer-bytes=4096"}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->watch_buffer_bytes, 4096u);
+  for (const char* bad : {"0", "12", "1Ti", "-1Mi", "lots"}) {
+    config = ParseConfig({"--watch-buffer-bytes", bad}, &help);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  std::string path = WriteFile("watch.yaml", "watchBufferBytes: 1Gi\n");
+  config = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->watch_buffer_bytes, uint64_t{1} << 30);
+}
+
 TEST(ConfigTest, FlagsInBothForms) {
   bool help;
   absl::StatusOr<Config> config =

@@ -11,13 +11,15 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "server/finisher.h"
 #include "server/grpc_status.h"
 #include "server/sequencer.h"
 
 namespace admitd {
 
-// What the services share: the sequencer, and whether recovery has finished.
+// What the services share: the sequencer, and whether calls are taken (recovery has finished,
+// shutdown has not begun).
 struct ServiceContext {
   Sequencer* sequencer = nullptr;
   Finisher* finisher = nullptr;  // null: finish on the calling thread
@@ -25,10 +27,26 @@ struct ServiceContext {
   class WatchHub* hub = nullptr;
   class Metrics* metrics = nullptr;  // may be null
   std::atomic<bool> ready{false};
+  std::atomic<bool> shutting_down{false};
+  // When the last call was refused because of shutdown (absl::GetCurrentTimeNanos()), so that
+  // shutdown can wait for callers to notice before it closes the connections.
+  std::atomic<int64_t> last_refused_ns{0};
 };
 
 inline absl::Status NotReady() {
   return absl::UnavailableError("admitd is recovering its state; retry shortly");
+}
+
+// OK when a new call may start; UNAVAILABLE while recovering or shutting down. A call refused
+// here never reached the sequencer: it changed nothing and may be retried anywhere.
+inline absl::Status CheckAccepting(ServiceContext* ctx) {
+  if (ctx->shutting_down.load(std::memory_order_acquire)) {
+    ctx->last_refused_ns.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+    return absl::UnavailableError(
+        "admitd is shutting down; the call was not run, retry it once the server is back");
+  }
+  if (!ctx->ready.load(std::memory_order_acquire)) return NotReady();
+  return absl::OkStatus();
 }
 
 // A unary reactor whose response may point at a workload snapshot instead of owning a copy:
@@ -64,8 +82,8 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
                                    Response* response, Call call, Refine refine,
                                    grpc::ServerUnaryReactor* reactor = nullptr) {
   if (reactor == nullptr) reactor = rpc->DefaultReactor();
-  if (!ctx->ready.load(std::memory_order_acquire)) {
-    reactor->Finish(ToGrpcStatus(NotReady()));
+  if (absl::Status accepting = CheckAccepting(ctx); !accepting.ok()) {
+    reactor->Finish(ToGrpcStatus(accepting));
     return reactor;
   }
   auto result = std::make_shared<absl::StatusOr<Response>>(absl::UnknownError("not applied"));

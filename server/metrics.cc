@@ -147,8 +147,8 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address,
-                                                                    const Metrics* metrics) {
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& address, const Metrics* metrics, std::function<absl::Status()> ready) {
   std::pair<std::string, std::string> hp = absl::StrSplit(address, absl::MaxSplits(':', 1));
   int port = 0;
   if (hp.second.empty() || !absl::SimpleAtoi(hp.second, &port) || port < 0 || port > 65535) {
@@ -167,6 +167,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   }
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   server->metrics_ = metrics;
+  server->ready_ = std::move(ready);
   server->fd_ = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(server->fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -217,6 +218,10 @@ void MetricsServer::Serve() {
     } else if (request.rfind("GET /healthz", 0) == 0) {
       status = "200 OK";
       body = "ok\n";
+    } else if (request.rfind("GET /readyz", 0) == 0) {
+      const absl::Status ready = ready_ ? ready_() : absl::OkStatus();
+      status = ready.ok() ? "200 OK" : "503 Service Unavailable";
+      body = ready.ok() ? "ready\n" : absl::StrCat(ready.message(), "\n");
     }
     const std::string response =
         absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", type,

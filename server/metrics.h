@@ -13,6 +13,7 @@
 #define ADMITD_SERVER_METRICS_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/engine/engine.h"
@@ -58,12 +60,15 @@ class Metrics {
   std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);
 };
 
-// A minimal HTTP/1.1 server for GET /metrics (and GET /healthz), one request per connection.
+// A minimal HTTP/1.1 server for GET /metrics, GET /healthz (the process is up) and GET /readyz
+// (200 while `ready` is OK, 503 with its message otherwise), one request per connection.
 class MetricsServer {
  public:
-  // Listens on "host:port" (port 0 picks one). `metrics` must outlive the server.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& address,
-                                                              const Metrics* metrics);
+  // Listens on "host:port" (port 0 picks one). `metrics` must outlive the server; `ready` is
+  // called from the server's thread (null: always ready).
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& address, const Metrics* metrics,
+      std::function<absl::Status()> ready = nullptr);
   ~MetricsServer();  // stops and joins
   int port() const { return port_; }
 
@@ -72,6 +77,7 @@ class MetricsServer {
   void Serve();
 
   const Metrics* metrics_ = nullptr;
+  std::function<absl::Status()> ready_;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

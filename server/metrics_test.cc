@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -107,6 +108,21 @@ TEST(MetricsServerTest, ServesMetricsAndRefusesOtherPaths) {
   EXPECT_THAT(metrics, HasSubstr("HTTP/1.1 200 OK"));
   EXPECT_THAT(metrics, HasSubstr("admitd_admitted_workloads_total{cluster_queue=\"cq\"} 3\n"));
   EXPECT_THAT(HttpGet((*server)->port(), "/nope"), HasSubstr("404 Not Found"));
+}
+
+TEST(MetricsServerTest, ReadyzFollowsReadiness) {
+  Metrics m;
+  std::atomic<bool> ready{false};
+  auto server = MetricsServer::Start("127.0.0.1:0", &m, [&ready] {
+    return ready ? absl::OkStatus() : absl::UnavailableError("the disk is full");
+  });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string not_ready = HttpGet((*server)->port(), "/readyz");
+  EXPECT_THAT(not_ready, HasSubstr("503 Service Unavailable"));
+  EXPECT_THAT(not_ready, HasSubstr("the disk is full"));
+  ready = true;
+  EXPECT_THAT(HttpGet((*server)->port(), "/readyz"), HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(HttpGet((*server)->port(), "/healthz"), HasSubstr("HTTP/1.1 200 OK"));
 }
 
 TEST(MetricsServerTest, BadAddressIsAnError) {

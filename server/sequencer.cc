@@ -196,6 +196,10 @@ void Sequencer::Run() {
     arrivals.clear();
     bool stop = false;
     bool settle_waiters = false;
+    Repair repair_step = Repair::kNone;
+    // While a failed commit is being repaired nothing is applied, so timed work and cycles
+    // must not wake the loop.
+    const bool degraded = !health().ok();
     {
       // Values the wait condition reads are copied: absl may evaluate it on other threads.
       // Timed engine work (a backoff ending, a maximum execution time passing) wakes the loop
@@ -203,9 +207,10 @@ void Sequencer::Run() {
       // time.
       const absl::Time now = Now();
       const absl::Time next_deadline =
-          options_.manual_scheduling ? absl::InfiniteFuture() : engine_->NextDeadline();
+          options_.manual_scheduling || degraded ? absl::InfiniteFuture() : engine_->NextDeadline();
       const bool tick_due = next_deadline <= now;
-      const bool want_cycles = (cycles_wanted_ && !options_.manual_scheduling) || tick_due;
+      const bool want_cycles =
+          (cycles_wanted_ && !options_.manual_scheduling && !degraded) || tick_due;
       const bool have_waiters = !waiters_.empty() || !fresh_waiter_keys_.empty();
       absl::Time wake = absl::InfiniteFuture();
       for (const auto& [key, waiter] : waiters_) wake = std::min(wake, waiter.deadline);
@@ -219,6 +224,10 @@ void Sequencer::Run() {
       absl::MutexLock lock(&mu_);
       auto ready = [this, want_cycles, have_waiters,
                     need_settle]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (in_flight_ == 0 &&
+            (repair_ == Repair::kReload || repair_ == Repair::kReloadAfterProbe)) {
+          return true;
+        }
         if (need_settle) return in_flight_ == 0;
         if (in_flight_ >= kMaxInFlight) return false;  // the committer is behind: wait for it
         return want_cycles || stopping_ || !queue_.empty() || !new_waiters_.empty() ||
@@ -238,10 +247,15 @@ void Sequencer::Run() {
       arrivals.swap(new_waiters_);
       for (engine::Change& c : committed_changes_) unnotified_.push_back(std::move(c));
       committed_changes_.clear();
-      // Waiters read the engine, which must then hold nothing uncommitted.
-      settle_waiters = in_flight_ == 0;
+      // Waiters read the engine, which must then hold nothing uncommitted (after a failed
+      // commit: not before the engine was rebuilt from the store).
+      settle_waiters = in_flight_ == 0 && repair_ != Repair::kReload && !engine_stale_;
+      if (in_flight_ == 0 && (repair_ == Repair::kReload || repair_ == Repair::kReloadAfterProbe)) {
+        repair_step = repair_;
+      }
       stop = stopping_ && queue_.empty() && batch.empty();
     }
+    if (repair_step != Repair::kNone) RepairEngine(repair_step);
     for (auto& [key, waiter] : arrivals) {
       fresh_waiter_keys_.push_back(key);
       waiters_.emplace(key, std::move(waiter));
@@ -252,16 +266,23 @@ void Sequencer::Run() {
     }
     if (stop) break;
     const bool tick_due =
-        !options_.manual_scheduling && engine_->NextDeadline() <= Now();
-    if (batch.empty() && !(cycles_wanted_ && !options_.manual_scheduling) && !tick_due) continue;
+        !options_.manual_scheduling && !degraded && engine_->NextDeadline() <= Now();
+    if (batch.empty() && (degraded || !(cycles_wanted_ && !options_.manual_scheduling)) &&
+        !tick_due) {
+      continue;
+    }
     ProcessBatch(batch);
   }
-  // Let the committer finish, then whoever still waits gets the state as it stands.
+  // Let the committer finish, then whoever still waits gets the state as it stands (the
+  // committed state: an engine a failed commit left ahead of the disk is rebuilt first).
+  Repair repair;
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](int* n) { return *n == 0; }, &in_flight_));
+    repair = repair_;
   }
+  if (repair == Repair::kReload) RepairEngine(repair);
   for (auto& [key, waiter] : waiters_) waiter.done(*engine_, /*timed_out=*/true);
   waiters_.clear();
 }
@@ -318,16 +339,34 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
 void Sequencer::RunCommitter() {
   while (true) {
     Pending pending;
+    bool probe = false;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](Sequencer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return !s->to_commit_.empty() || s->committer_stop_;
+            return !s->to_commit_.empty() || s->committer_stop_ || s->repair_ == Repair::kProbe;
           },
           this));
-      if (to_commit_.empty()) return;  // stopping, nothing left
-      pending = std::move(to_commit_.front());
-      to_commit_.pop_front();
+      if (to_commit_.empty()) {
+        if (committer_stop_) return;  // stopping, nothing left
+        // Probing the store: wait for the probe's time unless work arrives first.
+        mu_.AwaitWithDeadline(absl::Condition(
+                                  +[](Sequencer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+                                    return !s->to_commit_.empty() || s->committer_stop_ ||
+                                           s->repair_ != Repair::kProbe;
+                                  },
+                                  this),
+                              next_probe_);
+        if (!to_commit_.empty() || committer_stop_ || repair_ != Repair::kProbe) continue;
+        probe = true;
+      } else {
+        pending = std::move(to_commit_.front());
+        to_commit_.pop_front();
+      }
+    }
+    if (probe) {
+      ProbeStore();
+      continue;
     }
     const absl::Time start = absl::Now();
     absl::Status commit = pending.refused;
@@ -335,13 +374,22 @@ void Sequencer::RunCommitter() {
     if (commit.ok() && !pending.changes.empty()) {
       commit = Commit(pending.changes, pending.directives);
       if (!commit.ok()) {
-        ADMITD_LOG(kError, "commit failed; refusing further commands until restart",
+        ADMITD_LOG(kError, "commit failed; refusing calls until the store takes writes again",
                    {{"error", commit.ToString()}});
-        absl::MutexLock lock(&mu_);
-        health_ = absl::UnavailableError(
-            absl::StrCat("admitd could not persist a change and stopped taking writes: ",
-                         commit.message()));
-        commit = health_;
+        {
+          absl::MutexLock lock(&mu_);
+          health_ = absl::UnavailableError(absl::StrCat(
+              "admitd cannot write to its store and refuses calls until it can again (it "
+              "retries by itself; every write answered OK is safe): ",
+              commit.message()));
+          repair_ = Repair::kReload;
+          commit = health_;
+        }
+        if (options_.metrics != nullptr) {
+          options_.metrics->Add("admitd_commit_failures_total",
+                                "Batches the store failed to commit.", {});
+        }
+        NotifyHealth(commit);
       }
     }
     for (Command& cmd : pending.commands) cmd.respond(commit);
@@ -373,6 +421,112 @@ void Sequencer::RunCommitter() {
       }
     }
   }
+}
+
+void Sequencer::RepairEngine(Repair step) {
+  absl::Status reloaded = absl::OkStatus();
+  if (step == Repair::kReload || engine_stale_ || engine_->revision() != store_->revision()) {
+    const absl::Time start = absl::Now();
+    reloaded = options_.reload != nullptr
+                   ? options_.reload(engine_)
+                   : absl::FailedPreconditionError("this sequencer cannot rebuild its engine");
+    if (reloaded.ok()) {
+      engine_stale_ = false;
+      cycles_wanted_ = true;  // the rebuilt queues may have heads to try
+      // Every waiter is checked against the rebuilt engine, not only those of later changes.
+      for (const auto& [key, waiter] : waiters_) fresh_waiter_keys_.push_back(key);
+      ADMITD_LOG(kInfo, "engine rebuilt from the store",
+                 {{"revision", absl::StrCat(engine_->revision())},
+                  {"took", absl::FormatDuration(absl::Now() - start)}});
+    } else {
+      engine_stale_ = true;
+      ADMITD_LOG(kError, "rebuilding the engine from the store failed",
+                 {{"error", reloaded.ToString()}});
+    }
+  }
+  if (step == Repair::kReload || !reloaded.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (step == Repair::kReload) {
+      probe_backoff_ = options_.recover_backoff_initial;
+      failed_probes_ = 0;
+    }
+    next_probe_ = absl::Now() + probe_backoff_;
+    if (step != Repair::kReload) {
+      probe_backoff_ = std::min(probe_backoff_ * 2, options_.recover_backoff_max);
+    }
+    repair_ = Repair::kProbe;
+    return;
+  }
+  PublishMissedEvents();
+  {
+    absl::MutexLock lock(&mu_);
+    repair_ = Repair::kNone;
+    health_ = absl::OkStatus();
+  }
+  ADMITD_LOG(kInfo, "the store takes writes again; taking calls",
+             {{"revision", absl::StrCat(engine_->revision())}});
+  NotifyHealth(absl::OkStatus());
+}
+
+void Sequencer::ProbeStore() {
+  const absl::Status recovered = store_->Recover();
+  int failures = 0;
+  absl::Duration retry_in;
+  {
+    absl::MutexLock lock(&mu_);
+    if (repair_ != Repair::kProbe) return;
+    if (recovered.ok()) {
+      repair_ = Repair::kReloadAfterProbe;  // wakes the sequencer thread
+    } else {
+      failures = ++failed_probes_;
+      retry_in = probe_backoff_;
+      next_probe_ = absl::Now() + probe_backoff_;
+      probe_backoff_ = std::min(probe_backoff_ * 2, options_.recover_backoff_max);
+    }
+  }
+  if (options_.metrics != nullptr) {
+    options_.metrics->Add("admitd_store_recovery_attempts_total",
+                          "Attempts to make the store take writes again after a failed commit.",
+                          {{"result", recovered.ok() ? "ok" : "failed"}});
+  }
+  if (recovered.ok()) {
+    ADMITD_LOG(kInfo, "the store takes writes again", {});
+  } else if ((failures & (failures - 1)) == 0) {  // the 1st, 2nd, 4th, 8th... failure
+    ADMITD_LOG(kWarning, "the store still refuses writes; retrying",
+               {{"error", recovered.ToString()},
+                {"attempts", absl::StrCat(failures)},
+                {"retry_in", absl::FormatDuration(retry_in)}});
+  }
+}
+
+void Sequencer::PublishMissedEvents() {
+  if (hub_ == nullptr) return;
+  const uint64_t head = store_->revision();
+  uint64_t after = hub_->revision();
+  if (head <= after) return;
+  std::vector<HubEvent> events;
+  std::vector<store::LoggedEvent> logged;
+  while (true) {
+    logged.clear();
+    if (absl::Status read = store_->ReadEvents(after, 512, &logged); !read.ok()) {
+      ADMITD_LOG(kWarning, "cannot publish events the store kept from a failed commit",
+                 {{"error", read.ToString()}});
+      break;
+    }
+    if (logged.empty()) break;
+    for (store::LoggedEvent& entry : logged) {
+      auto event = std::make_shared<v1::WatchEvent>();
+      if (event->ParseFromString(entry.value)) {
+        events.push_back(HubEvent{std::move(event), grpc::Slice(entry.value)});
+      }
+      after = entry.revision;
+    }
+  }
+  hub_->Publish(head, [&events] { return std::move(events); });
+}
+
+void Sequencer::NotifyHealth(const absl::Status& health) {
+  if (options_.on_health_change) options_.on_health_change(health);
 }
 
 absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,

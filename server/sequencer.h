@@ -9,8 +9,13 @@
 // the next (a two-stage pipeline): its answers still wait for its own commit, which follows the
 // previous one.
 //
-// A failed commit leaves the engine ahead of the disk. The sequencer then stops taking writes:
-// every later command answers UNAVAILABLE, and the process must restart to recover from disk.
+// A failed commit (a full disk, an I/O error) leaves the engine ahead of the disk. The failed
+// batch, any batch applied behind it and every command until the store takes writes again are
+// answered UNAVAILABLE. Repair runs by itself: once nothing is in flight the sequencer rebuilds
+// the engine from the store (SequencerOptions::reload, the startup recovery), so it never holds
+// a batch that failed to commit; the committer then probes the store (Store::Recover) with
+// backoff; when a probe succeeds the engine is rebuilt again if the store changed, and commands
+// are taken again (health() is OK).
 //
 // Thread safety: Enqueue, WaitForAdmission and the accessors may be called from any thread.
 //
@@ -70,6 +75,16 @@ struct SequencerOptions {
   std::function<absl::Time()> clock = [] { return absl::Now(); };
   // Counts what each committed batch did; may be null.
   class Metrics* metrics = nullptr;
+  // Rebuilds `engine` from the store (the startup recovery) after a failed commit. Null: the
+  // sequencer cannot repair itself and refuses every command until it is restarted.
+  std::function<absl::Status(engine::Engine* engine)> reload;
+  // Called when health() changes (a commit failed; the store takes writes again), from the
+  // sequencer's threads, without its locks held.
+  std::function<void(const absl::Status& health)> on_health_change;
+  // After a failed commit the store is probed after `recover_backoff_initial`, then twice as
+  // long after each failed probe, up to `recover_backoff_max`.
+  absl::Duration recover_backoff_initial = absl::Milliseconds(100);
+  absl::Duration recover_backoff_max = absl::Seconds(5);
 };
 
 struct SequencerStats {
@@ -117,7 +132,8 @@ class Sequencer {
   bool manual_clock() const { return options_.manual_clock; }
 
   SequencerStats stats() const;
-  // Non-OK once a commit failed.
+  // UNAVAILABLE from a failed commit until the store takes writes again and the engine was
+  // rebuilt from it; OK otherwise.
   absl::Status health() const;
 
  private:
@@ -133,8 +149,23 @@ class Sequencer {
     absl::Status refused;  // not OK: commit nothing, answer this
   };
 
+  // What a failed commit still needs before commands are taken again.
+  enum class Repair {
+    kNone,
+    kReload,            // rebuild the engine from the store once nothing is in flight
+    kProbe,             // the committer probes the store at next_probe_
+    kReloadAfterProbe,  // the store takes writes: rebuild the engine if needed, then serve
+  };
+
   void Run();
   void RunCommitter();
+  // Sequencer thread, nothing in flight: the kReload and kReloadAfterProbe steps.
+  void RepairEngine(Repair step);
+  // Committer thread: one Store::Recover probe (the kProbe step).
+  void ProbeStore();
+  // Publishes logged events the hub has not seen (a batch a reopened store turned out to hold).
+  void PublishMissedEvents();
+  void NotifyHealth(const absl::Status& health);
   // Applies and schedules one batch (possibly empty: then it only cycles) and hands it to the
   // committer.
   void ProcessBatch(std::vector<Command>& batch);
@@ -163,12 +194,18 @@ class Sequencer {
   std::vector<engine::Change> committed_changes_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool committer_stop_ ABSL_GUARDED_BY(mu_) = false;
+  Repair repair_ ABSL_GUARDED_BY(mu_) = Repair::kNone;
+  absl::Time next_probe_ ABSL_GUARDED_BY(mu_);  // real time (absl::Now), not the server clock
+  absl::Duration probe_backoff_ ABSL_GUARDED_BY(mu_);
+  int failed_probes_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Owned by the sequencer thread.
   std::multimap<std::string, Waiter> waiters_;
   std::vector<engine::Change> unnotified_;  // committed changes not yet shown to waiters
   std::vector<std::string> fresh_waiter_keys_;  // waiters added since the last batch
   bool cycles_wanted_ = false;
+  // A reload failed: the engine may hold changes that were never committed.
+  bool engine_stale_ = false;
   int commits_since_compaction_ = 0;
 
   std::atomic<int64_t> clock_offset_ns_{0};

@@ -1,5 +1,6 @@
 #include "server/sequencer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -7,6 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "server/watch_hub.h"
+#include "store/memory_store.h"
 
 namespace admitd {
 namespace {
@@ -35,6 +37,11 @@ class RecordingStore : public store::Store {
     return absl::OkStatus();
   }
   absl::StatusOr<uint64_t> CompactEvents() override { return 0; }
+  absl::Status Recover() override {
+    absl::MutexLock lock(&mu);
+    ++recovers;
+    return fail_with;
+  }
   absl::Status Close() override { return absl::OkStatus(); }
 
   size_t commits() const {
@@ -47,6 +54,7 @@ class RecordingStore : public store::Store {
   absl::Status fail_with ABSL_GUARDED_BY(mu);
   std::vector<store::Batch> batches ABSL_GUARDED_BY(mu);
   uint64_t revision_ ABSL_GUARDED_BY(mu) = 0;
+  int recovers ABSL_GUARDED_BY(mu) = 0;
 };
 
 v1::ApplyRequest FlavorRequest(const std::string& name) {
@@ -179,6 +187,120 @@ TEST(SequencerTest, AFailedCommitStopsWrites) {
   absl::Status closed;
   ASSERT_TRUE(sub->Take(&events, &closed));
   EXPECT_TRUE(events.empty()) << "nothing uncommitted may be published";
+}
+
+// Flavor names the engine holds.
+std::vector<std::string> FlavorNames(const engine::Engine& engine) {
+  v1::ListObjectsRequest list;
+  list.set_kind(v1::OBJECT_KIND_RESOURCE_FLAVOR);
+  absl::StatusOr<v1::ListObjectsResponse> listed = engine.List(list);
+  std::vector<std::string> names;
+  if (!listed.ok()) return names;
+  for (const v1::QueueObject& o : listed->objects()) {
+    names.push_back(o.resource_flavor().metadata().name());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The startup recovery, for queue objects: what a restart would load from `store`.
+absl::Status RestoreQueueObjects(const store::Store& store, engine::Engine* engine) {
+  engine::Engine fresh;
+  absl::Status restored = store.ForEachObject(
+      [&](v1::ObjectKind, absl::string_view, absl::string_view value) -> absl::Status {
+        v1::QueueObject object;
+        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return absl::DataLossError("unparsable");
+        }
+        return fresh.Restore(object);
+      });
+  if (!restored.ok()) return restored;
+  if (absl::Status s = fresh.FinishRestore(store.revision()); !s.ok()) return s;
+  *engine = std::move(fresh);
+  return absl::OkStatus();
+}
+
+// Polls `done` until it holds or 10 s pass.
+bool WaitFor(const std::function<bool()>& done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+// Answers of ApplyFlavor, waited for.
+absl::Status ApplyFlavorAndWait(Sequencer& seq, const std::string& name) {
+  absl::Notification answered;
+  absl::Status status;
+  ApplyFlavor(seq, name, [&](const absl::Status& s) {
+    status = s;
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return status;
+}
+
+TEST(SequencerTest, AFailedCommitIsRepairedOnceTheStoreTakesWritesAgain) {
+  engine::Engine engine;
+  ASSERT_TRUE(engine.FinishRestore(0).ok());
+  store::MemoryStore store;
+  WatchHub hub;
+  uint64_t revision;
+  auto sub = hub.Subscribe(
+      {}, [] {}, &revision);
+  absl::Mutex mu;
+  std::vector<bool> health_changes;  // ok() of each change, in order
+  SequencerOptions options;
+  options.recover_backoff_initial = absl::Milliseconds(1);
+  options.recover_backoff_max = absl::Milliseconds(20);
+  options.reload = [&store](engine::Engine* e) { return RestoreQueueObjects(store, e); };
+  options.on_health_change = [&](const absl::Status& health) {
+    absl::MutexLock lock(&mu);
+    health_changes.push_back(health.ok());
+  };
+  Sequencer seq(&engine, &store, &hub, options);
+  seq.Start();
+  ASSERT_TRUE(ApplyFlavorAndWait(seq, "a").ok());
+
+  store.SetUnwritable(absl::UnavailableError("the disk is full"));
+  absl::Status failed = ApplyFlavorAndWait(seq, "b");
+  EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(std::string(failed.message()).find("the disk is full"), std::string::npos) << failed;
+  EXPECT_EQ(seq.health().code(), absl::StatusCode::kUnavailable);
+  // Refused while the store refuses writes, however often the store is probed meanwhile.
+  EXPECT_EQ(ApplyFlavorAndWait(seq, "c").code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(WaitFor([&store] { return store.recover_count() >= 2; }));
+  EXPECT_EQ(seq.health().code(), absl::StatusCode::kUnavailable);
+
+  store.SetUnwritable(absl::OkStatus());  // space returns
+  ASSERT_TRUE(WaitFor([&] {
+    absl::MutexLock lock(&mu);
+    return health_changes.size() >= 2;
+  }));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(health_changes, (std::vector<bool>{false, true}));
+  }
+  EXPECT_TRUE(seq.health().ok()) << seq.health();
+  ASSERT_TRUE(ApplyFlavorAndWait(seq, "d").ok());
+  seq.Stop();
+
+  // The engine holds what was committed, never the batch that failed: what a restart loads.
+  EXPECT_EQ(FlavorNames(engine), (std::vector<std::string>{"a", "d"}));
+  engine::Engine restarted;
+  ASSERT_TRUE(RestoreQueueObjects(store, &restarted).ok());
+  EXPECT_EQ(FlavorNames(restarted), FlavorNames(engine));
+  EXPECT_EQ(restarted.revision(), engine.revision());
+  // Watchers saw the committed changes only.
+  std::deque<EventPtr> events;
+  absl::Status closed;
+  ASSERT_TRUE(sub->Take(&events, &closed));
+  std::vector<std::string> seen;
+  for (const EventPtr& e : events)
+    seen.push_back(e->queue_object().resource_flavor().metadata().name());
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "d"}));
 }
 
 TEST(SequencerTest, StopAnswersEveryCommand) {

@@ -3,6 +3,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
@@ -13,6 +15,45 @@ namespace admitd {
 namespace {
 
 const char* const kServices[] = {"admitd.v1.AdmissionService", "admitd.v1.QueueService"};
+// SERVING while the process runs, whatever the other services say: for liveness probes, which
+// must not restart a server that waits for its disk to take writes again.
+const char* const kLivenessService = "liveness";
+
+// Shutdown keeps refusing calls (UNAVAILABLE) until none arrived for this long, so callers have
+// stopped sending before gRPC closes the connections: gRPC cancels a call that arrives after
+// that without running it, and CANCELLED does not tell its caller whether it ran.
+constexpr absl::Duration kQuietBeforeClose = absl::Milliseconds(100);
+// ... but for this long at most, and at most half the grace.
+constexpr absl::Duration kMaxRefusingBeforeClose = absl::Seconds(2);
+
+// Loads every stored object into `engine` and finishes its recovery at the store's revision.
+absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
+                              uint64_t* objects) {
+  ADMITD_RETURN_IF_ERROR(store.ForEachObject(
+      [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
+        ++*objects;
+        if (kind == v1::OBJECT_KIND_WORKLOAD) {
+          v1::Workload workload;
+          if (!workload.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
+          }
+          return engine->Restore(workload);
+        }
+        if (kind == v1::OBJECT_KIND_POD) {
+          v1::PodObservation pod;
+          if (!pod.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::DataLossError(absl::StrCat("stored pod ", key, " cannot be parsed"));
+          }
+          return engine->Restore(pod);
+        }
+        v1::QueueObject object;
+        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return absl::DataLossError(absl::StrCat("stored object ", key, " cannot be parsed"));
+        }
+        return engine->Restore(object);
+      }));
+  return engine->FinishRestore(store.revision());
+}
 
 }  // namespace
 
@@ -26,6 +67,14 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   store_options.sync = config.sync;
   store_options.injected_sync_delay = config.sync_delay;
   store_options.event_retention = config.event_retention;
+  store_options.file_system = config.store_file_system;
+  store_options.log = [](bool error, const std::string& message) {
+    if (error) {
+      ADMITD_LOG(kError, "rocksdb", {{"message", message}});
+    } else {
+      ADMITD_LOG(kWarning, "rocksdb", {{"message", message}});
+    }
+  };
   ADMITD_ASSIGN_OR_RETURN(server->store_, store::Store::Open(store_options));
 
   engine::EngineOptions engine_options;
@@ -47,13 +96,27 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     engine_options.elastic_jobs = gate->second;
   }
   server->engine_ = std::make_unique<engine::Engine>(engine_options);
-  server->hub_ = std::make_unique<WatchHub>();
+  server->hub_ = std::make_unique<WatchHub>(kDefaultWatchBufferEvents,
+                                            static_cast<size_t>(config.watch_buffer_bytes));
   server->metrics_ = std::make_unique<Metrics>();
   SequencerOptions seq_options;
   seq_options.metrics = server->metrics_.get();
   seq_options.manual_scheduling = config.manual_scheduling;
   seq_options.manual_clock = config.manual_clock;
   seq_options.clock = std::move(clock);
+  // After a failed commit the engine is rebuilt from the store as at startup, into a new
+  // engine that replaces the old one only once complete.
+  seq_options.reload = [store = server->store_.get(), engine_options](engine::Engine* engine) {
+    engine::Engine fresh(engine_options);
+    uint64_t objects = 0;
+    ADMITD_RETURN_IF_ERROR(RestoreFromStore(*store, &fresh, &objects));
+    *engine = std::move(fresh);
+    return absl::OkStatus();
+  };
+  seq_options.on_health_change = [server = server.get()](const absl::Status& health) {
+    absl::MutexLock lock(&server->mu_);
+    if (!server->shut_down_) server->SetServing(health.ok());
+  };
   server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
                                                    server->hub_.get(), seq_options);
   server->finisher_ = std::make_unique<Finisher>();
@@ -85,6 +148,9 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   std::string host = config.listen.substr(0, config.listen.rfind(':'));
   server->address_ = absl::StrCat(host, ":", server->port_);
   server->SetServing(false);
+  if (grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService()) {
+    health->SetServingStatus(kLivenessService, true);
+  }
   ADMITD_LOG(kInfo, "listening", {{"addr", server->address_}, {"data_dir", config.data_dir}});
 
   if (absl::Status recovered = server->Recover(); !recovered.ok()) {
@@ -94,7 +160,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   }
   if (!config.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
-        MetricsServer::Start(config.metrics_listen, server->metrics_.get());
+        MetricsServer::Start(config.metrics_listen, server->metrics_.get(),
+                             [server = server.get()] { return server->Readiness(); });
     if (!metrics.ok()) {
       server->grpc_server_->Shutdown();
       server->store_->Close().IgnoreError();
@@ -114,36 +181,21 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
 absl::Status AdmitdServer::Recover() {
   const absl::Time start = absl::Now();
   uint64_t objects = 0;
-  ADMITD_RETURN_IF_ERROR(store_->ForEachObject(
-      [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
-        ++objects;
-        if (kind == v1::OBJECT_KIND_WORKLOAD) {
-          v1::Workload workload;
-          if (!workload.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-            return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
-          }
-          return engine_->Restore(workload);
-        }
-        if (kind == v1::OBJECT_KIND_POD) {
-          v1::PodObservation pod;
-          if (!pod.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-            return absl::DataLossError(absl::StrCat("stored pod ", key, " cannot be parsed"));
-          }
-          return engine_->Restore(pod);
-        }
-        v1::QueueObject object;
-        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          return absl::DataLossError(absl::StrCat("stored object ", key, " cannot be parsed"));
-        }
-        return engine_->Restore(object);
-      }));
-  ADMITD_RETURN_IF_ERROR(engine_->FinishRestore(store_->revision()));
+  ADMITD_RETURN_IF_ERROR(RestoreFromStore(*store_, engine_.get(), &objects));
   hub_->SetRevision(store_->revision());
   ADMITD_LOG(kInfo, "recovered",
              {{"objects", absl::StrCat(objects)},
               {"revision", absl::StrCat(store_->revision())},
               {"took", absl::FormatDuration(absl::Now() - start)}});
   return absl::OkStatus();
+}
+
+absl::Status AdmitdServer::Readiness() {
+  if (context_.shutting_down.load(std::memory_order_acquire)) {
+    return absl::UnavailableError("admitd is shutting down");
+  }
+  if (!context_.ready.load(std::memory_order_acquire)) return NotReady();
+  return sequencer_->health();
 }
 
 void AdmitdServer::SetServing(bool serving) {
@@ -159,18 +211,35 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     shut_down_ = true;
+    SetServing(false);
   }
+  const absl::Time start = absl::Now();
   ADMITD_LOG(kInfo, "shutting down", {{"grace", absl::FormatDuration(grace)}});
-  SetServing(false);
+  // From here on a new call is refused with UNAVAILABLE before it reaches the sequencer.
+  context_.last_refused_ns.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+  context_.shutting_down.store(true, std::memory_order_release);
   hub_->Close();
-  metrics_server_.reset();
   sequencer_->ReleaseWaiters();
-  grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // Every command the sequencer accepted is applied, committed and answered with its result
+  // while gRPC still runs: none is cancelled.
   sequencer_->Stop();
+  // Then keep refusing until callers stop sending, so that no call arrives once gRPC closes.
+  const absl::Time refuse_until = start + std::min(grace / 2, kMaxRefusingBeforeClose);
+  while (absl::Now() < refuse_until) {
+    const absl::Time last_refused =
+        absl::FromUnixNanos(context_.last_refused_ns.load(std::memory_order_relaxed));
+    if (absl::Now() - last_refused >= kQuietBeforeClose) break;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  // The answers are sent; gRPC waits (up to the grace) for them to reach their callers.
+  grpc_server_->Shutdown(absl::ToChronoTime(start + grace));
+  metrics_server_.reset();
   if (absl::Status closed = store_->Close(); !closed.ok()) {
     ADMITD_LOG(kError, "closing the store failed", {{"error", closed.ToString()}});
   }
-  ADMITD_LOG(kInfo, "stopped", {{"revision", absl::StrCat(engine_->revision())}});
+  ADMITD_LOG(kInfo, "stopped",
+             {{"revision", absl::StrCat(engine_->revision())},
+              {"took", absl::FormatDuration(absl::Now() - start)}});
 }
 
 void AdmitdServer::Wait() { grpc_server_->Wait(); }

@@ -50,8 +50,10 @@ class AdmitdServer {
   int metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
   const Metrics& metrics() const { return *metrics_; }
 
-  // Flips health to NOT_SERVING, ends Watch streams, lets in-flight calls finish for up to
-  // `grace`, stops the sequencer and closes the store cleanly.
+  // Flips health to NOT_SERVING and refuses new calls with UNAVAILABLE (they never reach the
+  // sequencer), ends Watch streams, answers every command the sequencer accepted with its real
+  // result, keeps refusing until callers stop sending (at most half of `grace`, 2 s at most),
+  // then shuts gRPC down (calls still running get the rest of `grace`) and closes the store.
   void Shutdown(absl::Duration grace);
   // Blocks until Shutdown has finished.
   void Wait();
@@ -62,6 +64,8 @@ class AdmitdServer {
   AdmitdServer() = default;
   absl::Status Recover();
   void SetServing(bool serving);
+  // What GET /readyz reports: OK while calls are taken and the store takes writes.
+  absl::Status Readiness();
 
   Config config_;
   std::string address_;

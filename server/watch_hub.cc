@@ -1,11 +1,19 @@
 #include "server/watch_hub.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace admitd {
+
+void ReturnFreedMemory() {
+  // glibc keeps freed memory in its arenas; a watcher's large events (allocated on gRPC's and
+  // the committer's threads) would otherwise stay resident after they were sent or dropped.
+  malloc_trim(0);
+}
 
 HubEvent HubEvent::Encode(EventPtr message) {
   HubEvent event;
@@ -22,6 +30,11 @@ bool WatchSubscription::Take(std::deque<HubEvent>* out, absl::Status* closed) {
     *closed = closed_;
     return false;
   }
+  if (out->empty()) {
+    // The queue's blocks go with its events; the queue starts again from `out`'s empty ones.
+    out->swap(queue_);
+    return true;
+  }
   while (!queue_.empty()) {
     out->push_back(std::move(queue_.front()));
     queue_.pop_front();
@@ -29,18 +42,61 @@ bool WatchSubscription::Take(std::deque<HubEvent>* out, absl::Status* closed) {
   return true;
 }
 
+void WatchSubscription::Release(size_t events, size_t bytes) {
+  bool trim = false;
+  {
+    absl::MutexLock lock(&mu_);
+    events_ -= std::min(events_, events);
+    bytes_ -= std::min(bytes_, bytes);
+    if (events_ == 0) {
+      trim = peak_bytes_ >= kTrimAfterBytes;
+      peak_bytes_ = 0;
+    }
+  }
+  if (trim) ReturnFreedMemory();
+}
+
 bool WatchSubscription::Take(std::deque<EventPtr>* out, absl::Status* closed) {
   std::deque<HubEvent> events;
   if (!Take(&events, closed)) return false;
-  for (HubEvent& event : events) out->push_back(std::move(event.message));
+  size_t bytes = 0;
+  for (HubEvent& event : events) {
+    bytes += event.encoded.size();
+    out->push_back(std::move(event.message));
+  }
+  const size_t taken = events.size();
+  events.clear();
+  Release(taken, bytes);
   return true;
+}
+
+size_t WatchSubscription::buffered_events() const {
+  absl::MutexLock lock(&mu_);
+  return events_;
+}
+
+size_t WatchSubscription::buffered_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+bool WatchSubscription::CutOff(std::deque<HubEvent>* dropped) {
+  closed_ = absl::ResourceExhaustedError(
+      absl::StrCat("watcher fell behind: more than ", max_events_, " events or ", max_bytes_,
+                   " bytes were waiting to be sent; watch again from the last revision received"));
+  for (const HubEvent& event : queue_) bytes_ -= std::min(bytes_, event.encoded.size());
+  events_ -= std::min(events_, queue_.size());
+  dropped->swap(queue_);
+  const bool trim = peak_bytes_ >= kTrimAfterBytes;
+  peak_bytes_ = 0;
+  return trim;
 }
 
 std::shared_ptr<WatchSubscription> WatchHub::Subscribe(WatchFilter filter,
                                                        std::function<void()> wake,
                                                        uint64_t* revision) {
   std::shared_ptr<WatchSubscription> sub(
-      new WatchSubscription(std::move(filter), std::move(wake), max_buffered_));
+      new WatchSubscription(std::move(filter), std::move(wake), max_events_, max_bytes_));
   absl::MutexLock lock(&mu_);
   *revision = revision_;
   if (closed_) {
@@ -69,6 +125,8 @@ void WatchHub::Publish(std::vector<EventPtr> events, uint64_t revision) {
 
 void WatchHub::Publish(uint64_t revision, const std::function<std::vector<HubEvent>()>& make) {
   std::vector<std::shared_ptr<WatchSubscription>> to_wake;
+  std::vector<std::deque<HubEvent>> dropped;  // freed outside the locks
+  bool trim = false;
   {
     absl::MutexLock lock(&mu_);
     revision_ = std::max(revision_, revision);
@@ -80,20 +138,25 @@ void WatchHub::Publish(uint64_t revision, const std::function<std::vector<HubEve
       if (!sub->closed_.ok()) continue;
       for (const HubEvent& event : events) {
         if (!sub->filter_.Matches(*event.message)) continue;
-        if (sub->queue_.size() >= sub->max_buffered_) {
-          sub->closed_ = absl::ResourceExhaustedError(absl::StrCat(
-              "watcher fell behind: more than ", sub->max_buffered_,
-              " events were waiting to be sent; watch again from the last revision received"));
-          sub->queue_.clear();
+        const size_t size = event.encoded.size();
+        if (sub->events_ >= sub->max_events_ ||
+            (sub->bytes_ > 0 && sub->bytes_ + size > sub->max_bytes_)) {
+          dropped.emplace_back();
+          trim = sub->CutOff(&dropped.back()) || trim;
           queued = true;
           break;
         }
         sub->queue_.push_back(event);
+        ++sub->events_;
+        sub->bytes_ += size;
+        sub->peak_bytes_ = std::max(sub->peak_bytes_, sub->bytes_);
         queued = true;
       }
       if (queued) to_wake.push_back(sub);
     }
   }
+  dropped.clear();
+  if (trim) ReturnFreedMemory();
   for (const auto& sub : to_wake) sub->wake_();
 }
 

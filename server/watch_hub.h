@@ -1,10 +1,14 @@
 // WatchHub: fans committed watch events out to Watch streams.
 //
 // The sequencer publishes the events of each committed batch; every Subscription keeps the
-// events that pass its filter in a bounded queue and is woken to send them. A subscriber that
-// falls more than `max_buffered` events behind is cut off (its queue is dropped and marked
-// overflowed) so a slow watcher never slows the sequencer; it watches again from the last
-// revision it saw.
+// events that pass its filter in a bounded buffer and is woken to send them. The buffer holds
+// the events queued in the hub and those its stream took but has not yet written (Release), and
+// is bounded twice: by count (`max_buffered_events`) and by the bytes of the events' encodings
+// (`max_buffered_bytes`; an event alone in an empty buffer is always taken, however large). A
+// subscriber that would pass either bound is cut off (its queue is dropped and it ends with
+// RESOURCE_EXHAUSTED) so a slow watcher never slows the sequencer nor holds unbounded memory;
+// it watches again from the last revision it saw. Memory a large buffer held is handed back to
+// the system once it is drained or dropped.
 //
 // Thread safety: every method may be called from any thread.
 #ifndef ADMITD_SERVER_WATCH_HUB_H_
@@ -43,30 +47,61 @@ struct HubEvent {
 
 class WatchSubscription {
  public:
-  // Moves every queued event into `out`. False when the subscriber overflowed
-  // (RESOURCE_EXHAUSTED) or the hub closed (UNAVAILABLE); `closed` then says which.
+  // Moves every queued event into `out`. The caller holds them until it has written them: they
+  // count against the subscriber's bounds until it Releases them. False when the subscriber
+  // overflowed (RESOURCE_EXHAUSTED) or the hub closed (UNAVAILABLE); `closed` then says which.
   bool Take(std::deque<HubEvent>* out, absl::Status* closed);
-  // The same, keeping only the messages.
+  // The caller is done with `events` taken events whose encodings are `bytes` long together.
+  void Release(size_t events, size_t bytes);
+  // Takes and releases at once, keeping only the messages.
   bool Take(std::deque<EventPtr>* out, absl::Status* closed);
+
+  // What the subscriber's buffer holds now (queued and taken but not released).
+  size_t buffered_events() const;
+  size_t buffered_bytes() const;
 
  private:
   friend class WatchHub;
-  WatchSubscription(WatchFilter filter, std::function<void()> wake, size_t max_buffered)
-      : filter_(std::move(filter)), wake_(std::move(wake)), max_buffered_(max_buffered) {}
+  WatchSubscription(WatchFilter filter, std::function<void()> wake, size_t max_events,
+                    size_t max_bytes)
+      : filter_(std::move(filter)),
+        wake_(std::move(wake)),
+        max_events_(max_events),
+        max_bytes_(max_bytes) {}
+
+  // Marks the subscriber overflowed and moves its queue into `dropped` (to be freed by the
+  // caller outside the locks). True when the buffer held enough that its memory should be
+  // handed back to the system once freed.
+  bool CutOff(std::deque<HubEvent>* dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const WatchFilter filter_;
   const std::function<void()> wake_;
-  const size_t max_buffered_;
+  const size_t max_events_;
+  const size_t max_bytes_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::deque<HubEvent> queue_ ABSL_GUARDED_BY(mu_);
+  size_t events_ ABSL_GUARDED_BY(mu_) = 0;      // queued plus taken and not released
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;       // their encodings' bytes
+  size_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // since the buffer was last empty
   absl::Status closed_ ABSL_GUARDED_BY(mu_);  // not OK: overflowed or closed
 };
 
+// A buffer that held this much hands its memory back to the system once drained or dropped.
+inline constexpr size_t kTrimAfterBytes = size_t{16} << 20;
+// Hands memory freed to the allocator back to the system (glibc's malloc_trim).
+void ReturnFreedMemory();
+
+// Default bounds of one watcher's buffer.
+inline constexpr size_t kDefaultWatchBufferEvents = 10000;
+inline constexpr size_t kDefaultWatchBufferBytes = size_t{64} << 20;
+
 class WatchHub {
  public:
-  explicit WatchHub(size_t max_buffered = 10000) : max_buffered_(max_buffered) {}
+  explicit WatchHub(size_t max_buffered_events = kDefaultWatchBufferEvents,
+                    size_t max_buffered_bytes = kDefaultWatchBufferBytes)
+      : max_events_(max_buffered_events), max_bytes_(max_buffered_bytes) {}
 
   // Registers a subscriber. `wake` is called (from the publishing thread, without hub locks
   // held) after events were queued for it; it must not block. `*revision` receives the last
@@ -89,7 +124,8 @@ class WatchHub {
   size_t subscribers() const;
 
  private:
-  const size_t max_buffered_;
+  const size_t max_events_;
+  const size_t max_bytes_;
   mutable absl::Mutex mu_;
   uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

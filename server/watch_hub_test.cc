@@ -73,6 +73,79 @@ TEST(WatchHubTest, SlowSubscriberIsCutOffWithoutBlockingOthers) {
   EXPECT_TRUE(slow_got.empty());
 }
 
+// A workload event whose encoding is about `bytes` long.
+EventPtr LargeEvent(uint64_t revision, size_t bytes) {
+  auto event = std::make_shared<v1::WatchEvent>(*WorkloadEvent(revision, "ns"));
+  (*event->mutable_workload()->mutable_metadata()->mutable_annotations())["blob"] =
+      std::string(bytes, 'x');
+  return event;
+}
+
+TEST(WatchHubTest, BuffersAreCountedInBytesUntilReleased) {
+  WatchHub hub(/*max_buffered_events=*/100, /*max_buffered_bytes=*/1 << 20);
+  uint64_t revision;
+  auto sub = hub.Subscribe(
+      {}, [] {}, &revision);
+  hub.Publish({LargeEvent(1, 1000), LargeEvent(2, 2000)}, 2);
+  EXPECT_EQ(sub->buffered_events(), 2u);
+  const size_t queued = sub->buffered_bytes();
+  EXPECT_GT(queued, 3000u);
+  EXPECT_LT(queued, 3200u);
+  // Taken events still count until the stream released them (it wrote them).
+  std::deque<HubEvent> taken;
+  absl::Status closed;
+  ASSERT_TRUE(sub->Take(&taken, &closed));
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(sub->buffered_bytes(), queued);
+  sub->Release(1, taken[0].encoded.size());
+  EXPECT_EQ(sub->buffered_events(), 1u);
+  EXPECT_EQ(sub->buffered_bytes(), taken[1].encoded.size());
+  sub->Release(1, taken[1].encoded.size());
+  EXPECT_EQ(sub->buffered_events(), 0u);
+  EXPECT_EQ(sub->buffered_bytes(), 0u);
+}
+
+TEST(WatchHubTest, SlowWatcherOfLargeEventsIsCutOffAtTheByteBound) {
+  constexpr size_t kEvent = 512 << 10, kBound = 4 << 20;  // 512 KiB events, 4 MiB per watcher
+  WatchHub hub(/*max_buffered_events=*/10000, kBound);
+  uint64_t revision;
+  std::atomic<int> slow_wakes{0};
+  auto slow = hub.Subscribe(
+      {}, [&] { slow_wakes++; }, &revision);
+  auto fast = hub.Subscribe(
+      {}, [] {}, &revision);
+  std::deque<EventPtr> fast_got;
+  absl::Status closed;
+  for (uint64_t r = 1; r <= 20; ++r) {
+    hub.Publish({LargeEvent(r, kEvent)}, r);
+    EXPECT_LE(slow->buffered_bytes(), kBound) << "after event " << r;
+    ASSERT_TRUE(fast->Take(&fast_got, &closed));  // the fast one keeps up
+  }
+  EXPECT_EQ(fast_got.size(), 20u);
+  // The slow one was cut off after 7 events (the 8th would pass 4 MiB), long before 10,000.
+  std::deque<EventPtr> slow_got;
+  EXPECT_FALSE(slow->Take(&slow_got, &closed));
+  EXPECT_EQ(closed.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(closed.message()).find("4194304 bytes"), std::string::npos) << closed;
+  EXPECT_TRUE(slow_got.empty());
+  EXPECT_EQ(slow->buffered_bytes(), 0u) << "the dropped events are no longer held";
+  EXPECT_EQ(slow->buffered_events(), 0u);
+  EXPECT_EQ(fast->buffered_bytes(), 0u);
+  EXPECT_EQ(slow_wakes.load(), 8);  // woken for each queued event, then for the cut-off
+}
+
+TEST(WatchHubTest, AnEventLargerThanTheBoundStillReachesAnIdleWatcher) {
+  WatchHub hub(/*max_buffered_events=*/10, /*max_buffered_bytes=*/1024);
+  uint64_t revision;
+  auto sub = hub.Subscribe(
+      {}, [] {}, &revision);
+  hub.Publish({LargeEvent(1, 4096)}, 1);
+  std::deque<EventPtr> got;
+  absl::Status closed;
+  ASSERT_TRUE(sub->Take(&got, &closed)) << closed;
+  EXPECT_EQ(got.size(), 1u);
+}
+
 TEST(WatchHubTest, CloseEndsEverySubscription) {
   WatchHub hub;
   uint64_t revision;

@@ -14,6 +14,8 @@ namespace admitd {
 namespace {
 
 constexpr size_t kReplayChunk = 512;
+// Past this many pending events, the pending queue's memory is released once it drains.
+constexpr size_t kLargeBacklog = 1024;
 
 }  // namespace
 
@@ -54,8 +56,8 @@ WatchReactor::WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request)
 
 void WatchReactor::Init(const v1::WatchRequest& request) {
   absl::MutexLock lock(&mu_);
-  if (!ctx_->ready.load(std::memory_order_acquire)) {
-    MarkFinished(ToGrpcStatus(NotReady()));
+  if (absl::Status accepting = CheckAccepting(ctx_); !accepting.ok()) {
+    MarkFinished(ToGrpcStatus(accepting));
     return;
   }
   uint64_t published = 0;
@@ -81,7 +83,7 @@ void WatchReactor::Init(const v1::WatchRequest& request) {
     auto synced = std::make_shared<v1::WatchEvent>();
     synced->set_type(v1::WatchEvent::SYNCED);
     synced->set_revision(published);
-    pending_.push_back(HubEvent::Encode(std::move(synced)));
+    pending_.push_back({HubEvent::Encode(std::move(synced))});
   }
 }
 
@@ -102,7 +104,7 @@ bool WatchReactor::LoadReplay(absl::Status* error) {
     replay_next_ = entry.revision;
     // The logged bytes are the event's encoding: sent as they are.
     if (filter_.Matches(*event)) {
-      pending_.push_back(HubEvent{std::move(event), grpc::Slice(entry.value)});
+      pending_.push_back({HubEvent{std::move(event), grpc::Slice(entry.value)}});
     }
   }
   if (logged.empty() || replay_next_ >= live_floor_ || logged.back().revision > live_floor_) {
@@ -110,7 +112,7 @@ bool WatchReactor::LoadReplay(absl::Status* error) {
     auto synced = std::make_shared<v1::WatchEvent>();
     synced->set_type(v1::WatchEvent::SYNCED);
     synced->set_revision(live_floor_);
-    pending_.push_back(HubEvent::Encode(std::move(synced)));
+    pending_.push_back({HubEvent::Encode(std::move(synced))});
   }
   return true;
 }
@@ -145,10 +147,24 @@ void WatchReactor::Pump() {
           MarkFinished(ToGrpcStatus(error));
           break;
         }
+        size_t skipped = 0, skipped_bytes = 0;
         for (HubEvent& event : live) {
-          if (event.message->revision() > live_floor_) pending_.push_back(std::move(event));
+          if (event.message->revision() > live_floor_) {
+            pending_.push_back({std::move(event), /*held=*/true});
+          } else {
+            ++skipped;
+            skipped_bytes += event.encoded.size();
+          }
         }
-        if (pending_.empty()) break;  // idle until the hub wakes us
+        live.clear();
+        if (skipped > 0) subscription_->Release(skipped, skipped_bytes);
+        if (pending_.empty()) {
+          // Drained after a backlog: a deque keeps the blocks it grew to; let them go.
+          if (pending_grew_) std::deque<Outgoing>().swap(pending_);
+          pending_grew_ = false;
+          break;  // idle until the hub wakes us
+        }
+        pending_grew_ = pending_grew_ || pending_.size() > kLargeBacklog;
       }
       if (finished_) {
         if (!finish_sent_) {
@@ -157,8 +173,10 @@ void WatchReactor::Pump() {
         }
       } else if (!pending_.empty()) {
         // The buffer shares the event's slice: nothing is copied or serialized here.
-        grpc::ByteBuffer buffer(&pending_.front().encoded, 1);
+        grpc::ByteBuffer buffer(&pending_.front().event.encoded, 1);
         in_flight_.Swap(&buffer);
+        in_flight_held_ = pending_.front().held;
+        in_flight_held_bytes_ = pending_.front().event.encoded.size();
         pending_.pop_front();
         writing_ = true;
         to_write = &in_flight_;
@@ -179,9 +197,22 @@ void WatchReactor::OnWriteDone(bool ok) {
     absl::MutexLock lock(&mu_);
     writing_ = false;
     in_flight_.Clear();
+    if (in_flight_held_) subscription_->Release(1, in_flight_held_bytes_);
+    in_flight_held_ = false;
     if (!ok) MarkFinished(grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed"));
   }
   Pump();
+}
+
+void WatchReactor::ReleasePending() {
+  size_t held = 0, bytes = 0;
+  for (const Outgoing& out : pending_) {
+    if (!out.held) continue;
+    ++held;
+    bytes += out.event.encoded.size();
+  }
+  std::deque<Outgoing>().swap(pending_);
+  if (held > 0) subscription_->Release(held, bytes);
 }
 
 void WatchReactor::OnCancel() {
@@ -199,7 +230,11 @@ void WatchReactor::MarkFinished(const grpc::Status& status) {
 }
 
 void WatchReactor::OnDone() {
-  if (subscription_) ctx_->hub->Unsubscribe(subscription_);
+  if (subscription_) {
+    ctx_->hub->Unsubscribe(subscription_);
+    absl::MutexLock lock(&mu_);
+    ReleasePending();
+  }
   std::shared_ptr<WatchReactor> last = std::move(self_);  // may delete this on return
 }
 

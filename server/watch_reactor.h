@@ -58,8 +58,20 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool replay_done_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t replay_next_ ABSL_GUARDED_BY(mu_) = 0;  // replay events with revision > this
   uint64_t live_floor_ ABSL_GUARDED_BY(mu_) = 0;   // live events at or below are replayed
-  std::deque<HubEvent> pending_ ABSL_GUARDED_BY(mu_);
+  // An event on its way out. `held`: taken from the subscription, whose buffer counts it until
+  // it is written (then released); replayed events and SYNCED markers are not held.
+  struct Outgoing {
+    HubEvent event;
+    bool held = false;
+  };
+  // Releases every held event still pending (the stream ended before writing them).
+  void ReleasePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::deque<Outgoing> pending_ ABSL_GUARDED_BY(mu_);
+  bool pending_grew_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ByteBuffer in_flight_ ABSL_GUARDED_BY(mu_);
+  size_t in_flight_held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool in_flight_held_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace admitd

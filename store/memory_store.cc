@@ -16,6 +16,10 @@ absl::Status MemoryStore::Commit(const Batch& batch) {
     absl::MutexLock lock(&mu_);
     if (closed_) return StoreClosed(options_.path);
     ADMITD_RETURN_IF_ERROR(CheckBatch(batch, revision_));
+    if (!unwritable_.ok()) {
+      ++failed_commits_;
+      return unwritable_;
+    }
     if (failures_left_ > 0) {
       --failures_left_;
       ++failed_commits_;
@@ -94,6 +98,23 @@ absl::Status MemoryStore::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;
   return absl::OkStatus();
+}
+
+absl::Status MemoryStore::Recover() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return StoreClosed(options_.path);
+  ++recovers_;
+  return unwritable_;
+}
+
+void MemoryStore::SetUnwritable(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  unwritable_ = std::move(status);
+}
+
+uint64_t MemoryStore::recover_count() const {
+  absl::MutexLock lock(&mu_);
+  return recovers_;
 }
 
 void MemoryStore::FailNextCommits(int n, absl::Status status) {

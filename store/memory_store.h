@@ -13,6 +13,7 @@
 //   EXPECT_EQ(store.Commit(batch).code(), absl::StatusCode::kUnavailable);  // nothing written
 //   EXPECT_TRUE(store.Commit(batch).ok());
 //   EXPECT_EQ(store.commit_count(), 1u);
+//   store.SetUnwritable(absl::UnavailableError("the disk is full"));  // until SetUnwritable(OK)
 #ifndef ADMITD_STORE_MEMORY_STORE_H_
 #define ADMITD_STORE_MEMORY_STORE_H_
 
@@ -46,12 +47,19 @@ class MemoryStore final : public Store {
   absl::Status ReadEvents(uint64_t after, size_t limit,
                           std::vector<LoggedEvent>* out) const override;
   absl::StatusOr<uint64_t> CompactEvents() override;
+  // Fails with the status SetUnwritable gave while it holds; OK otherwise.
+  absl::Status Recover() override;
   absl::Status Close() override;
 
   // The next `n` calls to Commit fail with `status` (which must not be OK) and change nothing,
   // as a disk that rejects the write would. Replaces any failures still pending; n = 0 clears
   // them. A Commit that a closed store or an invalid batch rejects does not use up a failure.
   void FailNextCommits(int n, absl::Status status = absl::UnavailableError("injected failure"));
+  // A full disk: until called again with OK, every Commit and Recover fails with `status` and
+  // changes nothing.
+  void SetUnwritable(absl::Status status);
+  // Calls to Recover so far.
+  uint64_t recover_count() const;
 
   // Commits that succeeded, and those failed by injection, since construction.
   uint64_t commit_count() const;
@@ -74,6 +82,8 @@ class MemoryStore final : public Store {
   uint64_t event_floor_ ABSL_GUARDED_BY(mu_) = 1;
   int failures_left_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  absl::Status unwritable_ ABSL_GUARDED_BY(mu_);
+  uint64_t recovers_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t failed_commits_ ABSL_GUARDED_BY(mu_) = 0;
 };

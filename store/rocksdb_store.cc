@@ -1,6 +1,8 @@
 #include "store/rocksdb_store.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -11,6 +13,9 @@
 #include "common/status.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
@@ -23,6 +28,7 @@ namespace {
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
   std::string message = absl::StrCat(what, ": ", s.ToString());
+  if (s.IsNoSpace()) return absl::UnavailableError(absl::StrCat("the disk is full: ", message));
   if (s.IsCorruption()) return absl::DataLossError(message);
   if (s.IsIOError() || s.IsBusy() || s.IsTimedOut()) return absl::UnavailableError(message);
   if (s.IsInvalidArgument()) return absl::InvalidArgumentError(message);
@@ -51,10 +57,56 @@ rocksdb::CompressionType EventCompression() {
   return rocksdb::kNoCompression;
 }
 
+// RocksDB recovers from some background errors by itself (after ENOSPC its SstFileManager polls
+// the free space and resumes). The store recovers only when asked (Recover), so that the caller
+// knows when writes may succeed again and DB::Resume() is never refused as busy.
+class ManualErrorRecovery : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "admitd.ManualErrorRecovery"; }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status status,
+                            bool* auto_recovery) override {
+    status.PermitUncheckedError();
+    *auto_recovery = false;
+  }
+};
+
+// RocksDB's informational log, kept off the disk. Its default logger appends to <path>/LOG
+// through a writer that, once one append failed (ENOSPC), trips an assertion on the next one:
+// with Debian's librocksdb, built with assertions, the first log line after a failed write on a
+// full disk aborted the process. Warnings and errors go to the store's `log` instead.
+class ForwardingLogger : public rocksdb::Logger {
+ public:
+  explicit ForwardingLogger(std::function<void(bool, const std::string&)> sink)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL), sink_(std::move(sink)) {}
+
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < GetInfoLogLevel() || level == rocksdb::InfoLogLevel::HEADER_LEVEL || !sink_) {
+      return;
+    }
+    char line[2048];
+    const int n = std::vsnprintf(line, sizeof(line), format, ap);
+    if (n < 0) return;
+    sink_(level >= rocksdb::InfoLogLevel::ERROR_LEVEL, std::string(line));
+  }
+
+ private:
+  const std::function<void(bool, const std::string&)> sink_;
+};
+
 // Options for a small, write-heavy metadata store that fsyncs every batch. Durability comes
 // from the synced WAL alone; memtables and SST files only bound recovery time and memory.
-rocksdb::DBOptions MakeDbOptions() {
+rocksdb::DBOptions MakeDbOptions(rocksdb::Env* env, const StoreOptions& options) {
   rocksdb::DBOptions o;
+  if (env != nullptr) o.env = env;
+  o.info_log = std::make_shared<ForwardingLogger>(options.log);
+  // A write error stops writes until Recover() (paranoid_checks, on by default, makes every
+  // write-ahead-log error a background error): nothing is written to a log that lost a record.
+  o.paranoid_checks = true;
+  o.listeners.push_back(std::make_shared<ManualErrorRecovery>());
+  o.max_bgerror_resume_count = 0;  // no automatic resume after retryable I/O errors either
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   // A crash can leave a torn last WAL record: recover everything before it.
@@ -92,6 +144,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
   return RocksDbStore::Open(options);
 }
 
+RocksDbStore::RocksDbStore(StoreOptions options) : options_(std::move(options)) {
+  if (options_.file_system != nullptr) env_ = rocksdb::NewCompositeEnv(options_.file_system);
+}
+
 absl::StatusOr<std::unique_ptr<Store>> RocksDbStore::Open(const StoreOptions& options) {
   if (options.path.empty()) return absl::InvalidArgumentError("the store path is empty");
   std::error_code ec;
@@ -100,7 +156,13 @@ absl::StatusOr<std::unique_ptr<Store>> RocksDbStore::Open(const StoreOptions& op
     return absl::UnavailableError(
         absl::StrCat("cannot create the store directory ", options.path, ": ", ec.message()));
   }
+  std::unique_ptr<RocksDbStore> store(new RocksDbStore(options));
+  absl::MutexLock lock(&store->lifecycle_mu_);
+  ADMITD_RETURN_IF_ERROR(store->OpenDatabase());
+  return std::unique_ptr<Store>(std::move(store));
+}
 
+absl::Status RocksDbStore::OpenDatabase() {
   auto cache = rocksdb::NewLRUCache(32 << 20);
   rocksdb::ColumnFamilyOptions objects =
       MakeFamilyOptions(8 << 20, rocksdb::kSnappyCompression, cache);
@@ -114,36 +176,54 @@ absl::StatusOr<std::unique_ptr<Store>> RocksDbStore::Open(const StoreOptions& op
 
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(rocksdb::Options(MakeDbOptions(), objects), options.path,
-                                        descriptors, &handles, &db);
+  rocksdb::Status s =
+      rocksdb::DB::Open(rocksdb::Options(MakeDbOptions(env_.get(), options_), objects),
+                        options_.path, descriptors, &handles, &db);
   if (IsLockHeld(s)) {
     const bool here = absl::StrContains(s.ToString(), "current process");
     return absl::FailedPreconditionError(
-        absl::StrCat("the store at ", options.path,
+        absl::StrCat("the store at ", options_.path,
                      here ? " is already open in this process" : " is in use by another process",
                      " (its LOCK file is held): ", s.ToString()));
   }
   if (s.IsInvalidArgument()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the directory ", options.path, " does not hold an admitd store: ", s.ToString()));
+        "the directory ", options_.path, " does not hold an admitd store: ", s.ToString()));
   }
-  ADMITD_RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot open the store at ", options.path)));
+  ADMITD_RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot open the store at ", options_.path)));
 
-  std::unique_ptr<RocksDbStore> store(new RocksDbStore(options));
-  absl::MutexLock lock(&store->lifecycle_mu_);
-  store->db_.reset(db);
-  store->handles_ = handles;
-  store->kind_families_.assign(v1::ObjectKind_ARRAYSIZE, nullptr);
+  db_.reset(db);
+  handles_ = handles;
+  kind_families_.assign(v1::ObjectKind_ARRAYSIZE, nullptr);
   for (size_t i = 0; i < handles.size(); ++i) {
     const std::string& name = descriptors[i].name;
-    if (name == kEventsFamily) store->events_ = handles[i];
-    if (name == kMetaFamily) store->meta_ = handles[i];
+    if (name == kEventsFamily) events_ = handles[i];
+    if (name == kMetaFamily) meta_ = handles[i];
     for (v1::ObjectKind kind : kStoredKinds) {
-      if (name == FamilyFor(kind)) store->kind_families_[kind] = handles[i];
+      if (name == FamilyFor(kind)) kind_families_[kind] = handles[i];
     }
   }
-  ADMITD_RETURN_IF_ERROR(store->Load());
-  return std::unique_ptr<Store>(std::move(store));
+  if (absl::Status loaded = Load(); !loaded.ok()) {
+    CloseDatabase(/*flush=*/false).IgnoreError();
+    return loaded;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbStore::CloseDatabase(bool flush) {
+  if (db_ == nullptr) return absl::OkStatus();
+  rocksdb::Status flushed;
+  if (flush) flushed = db_->Flush(rocksdb::FlushOptions(), handles_);
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    db_->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
+  }
+  handles_.clear();
+  kind_families_.clear();
+  events_ = meta_ = nullptr;
+  rocksdb::Status closed = db_->Close();
+  db_.reset();
+  ADMITD_RETURN_IF_ERROR(FromRocks(flushed, absl::StrCat("flushing the store at ", options_.path)));
+  return FromRocks(closed, absl::StrCat("closing the store at ", options_.path));
 }
 
 absl::Status RocksDbStore::Load() {
@@ -207,7 +287,9 @@ absl::Status RocksDbStore::Load() {
   return absl::OkStatus();
 }
 
-absl::Status RocksDbStore::Closed() const { return StoreClosed(options_.path); }
+absl::Status RocksDbStore::NotOpen() const {
+  return reopen_error_.ok() ? StoreClosed(options_.path) : reopen_error_;
+}
 
 rocksdb::ColumnFamilyHandle* RocksDbStore::FamilyOf(v1::ObjectKind kind) const {
   if (kind < 0 || static_cast<size_t>(kind) >= kind_families_.size()) return nullptr;
@@ -216,7 +298,7 @@ rocksdb::ColumnFamilyHandle* RocksDbStore::FamilyOf(v1::ObjectKind kind) const {
 
 absl::Status RocksDbStore::Commit(const Batch& batch) {
   absl::ReaderMutexLock lock(&lifecycle_mu_);
-  if (db_ == nullptr) return Closed();
+  if (db_ == nullptr) return NotOpen();
   const uint64_t head = revision_.load(std::memory_order_relaxed);
   ADMITD_RETURN_IF_ERROR(CheckBatch(batch, head));
 
@@ -235,8 +317,12 @@ absl::Status RocksDbStore::Commit(const Batch& batch) {
 
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync;
-  ADMITD_RETURN_IF_ERROR(FromRocks(db_->Write(write_options, &wb),
-                                   absl::StrCat("committing revision ", batch.revision)));
+  if (absl::Status written = FromRocks(db_->Write(write_options, &wb),
+                                       absl::StrCat("committing revision ", batch.revision));
+      !written.ok()) {
+    write_failed_.store(true, std::memory_order_release);
+    return written;
+  }
   if (options_.sync && options_.injected_sync_delay > absl::ZeroDuration()) {
     absl::SleepFor(options_.injected_sync_delay);
   }
@@ -250,7 +336,7 @@ absl::Status RocksDbStore::ForEachObject(
     const std::function<absl::Status(v1::ObjectKind, absl::string_view, absl::string_view)>& fn)
     const {
   absl::ReaderMutexLock lock(&lifecycle_mu_);
-  if (db_ == nullptr) return Closed();
+  if (db_ == nullptr) return NotOpen();
   for (v1::ObjectKind kind : kStoredKinds) {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), FamilyOf(kind)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -264,7 +350,7 @@ absl::Status RocksDbStore::ForEachObject(
 absl::Status RocksDbStore::ReadEvents(uint64_t after, size_t limit,
                                       std::vector<LoggedEvent>* out) const {
   absl::ReaderMutexLock lock(&lifecycle_mu_);
-  if (db_ == nullptr) return Closed();
+  if (db_ == nullptr) return NotOpen();
   const uint64_t head = revision_.load(std::memory_order_acquire);
   uint64_t floor = event_floor_.load(std::memory_order_acquire);
   if (after + 1 < floor) return CompactedAway(after, floor);
@@ -297,7 +383,7 @@ absl::Status RocksDbStore::ReadEvents(uint64_t after, size_t limit,
 
 absl::StatusOr<uint64_t> RocksDbStore::CompactEvents() {
   absl::ReaderMutexLock lock(&lifecycle_mu_);
-  if (db_ == nullptr) return Closed();
+  if (db_ == nullptr) return NotOpen();
   const uint64_t count = event_count_.load(std::memory_order_relaxed);
   if (count <= options_.event_retention) return 0;
   const uint64_t excess = count - options_.event_retention;
@@ -309,8 +395,8 @@ absl::StatusOr<uint64_t> RocksDbStore::CompactEvents() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scan, events_));
   uint64_t last_dropped = 0;
   uint64_t walked = 0;
-  for (it->Seek(EventKey(event_floor_.load(std::memory_order_relaxed)));
-       it->Valid() && walked < excess; it->Next(), ++walked) {
+  const uint64_t first = event_floor_.load(std::memory_order_relaxed);
+  for (it->Seek(EventKey(first)); it->Valid() && walked < excess; it->Next(), ++walked) {
     if (!DecodeEventKey(View(it->key()), &last_dropped)) {
       return absl::DataLossError("a stored event key is corrupt");
     }
@@ -331,26 +417,54 @@ absl::StatusOr<uint64_t> RocksDbStore::CompactEvents() {
       FromRocks(wb.DeleteRange(events_, EventKey(0), EventKey(floor)), "building the compaction"));
   ADMITD_RETURN_IF_ERROR(
       FromRocks(wb.Put(meta_, kEventFloorKey, EncodeUint64(floor)), "building the compaction"));
-  ADMITD_RETURN_IF_ERROR(
-      FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "compacting the event log"));
+  if (absl::Status written =
+          FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "compacting the event log");
+      !written.ok()) {
+    // Nothing was deleted: the old floor holds again (a reader meanwhile answered OUT_OF_RANGE
+    // for events that are still there, which only makes it list again).
+    event_floor_.store(first, std::memory_order_release);
+    write_failed_.store(true, std::memory_order_release);
+    return written;
+  }
   event_count_.fetch_sub(excess, std::memory_order_release);
   return excess;
 }
 
+absl::Status RocksDbStore::Recover() {
+  absl::MutexLock lock(&lifecycle_mu_);
+  if (closed_) return StoreClosed(options_.path);
+  if (db_ != nullptr) {
+    if (!write_failed_.load(std::memory_order_acquire)) return absl::OkStatus();
+    // Resume flushes every memtable to new files and moves to a new write-ahead log; a record
+    // whose write failed was never applied to a memtable, so it is gone with the old log.
+    rocksdb::Status resumed = db_->Resume();
+    if (resumed.ok()) {
+      write_failed_.store(false, std::memory_order_release);
+      return absl::OkStatus();
+    }
+    // A failed Resume (the disk still full) or an error RocksDB cannot resume from (a failed
+    // fsync is fatal to it): start over from the files, as a restart would. Flushing a database
+    // whose log lost a write would only fail again.
+    CloseDatabase(/*flush=*/false).IgnoreError();
+  }
+  absl::Status opened = OpenDatabase();
+  if (!opened.ok()) {
+    reopen_error_ = absl::UnavailableError(
+        absl::StrCat("the store is recovering from a failed write and cannot be opened yet: ",
+                     opened.message()));
+    return reopen_error_;
+  }
+  reopen_error_ = absl::OkStatus();
+  write_failed_.store(false, std::memory_order_release);
+  return absl::OkStatus();
+}
+
 absl::Status RocksDbStore::Close() {
   absl::MutexLock lock(&lifecycle_mu_);
-  if (db_ == nullptr) return absl::OkStatus();
-  rocksdb::Status flushed = db_->Flush(rocksdb::FlushOptions(), handles_);
-  for (rocksdb::ColumnFamilyHandle* handle : handles_) {
-    db_->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
-  }
-  handles_.clear();
-  kind_families_.clear();
-  events_ = meta_ = nullptr;
-  rocksdb::Status closed = db_->Close();
-  db_.reset();
-  ADMITD_RETURN_IF_ERROR(FromRocks(flushed, absl::StrCat("flushing the store at ", options_.path)));
-  return FromRocks(closed, absl::StrCat("closing the store at ", options_.path));
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  reopen_error_ = absl::OkStatus();
+  return CloseDatabase(/*flush=*/!write_failed_.load(std::memory_order_acquire));
 }
 
 RocksDbStore::~RocksDbStore() { Close().IgnoreError(); }

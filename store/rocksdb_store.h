@@ -6,10 +6,16 @@
 // needed for durability (a crash loses only memtables, which the WAL replays). The RocksDB LOCK
 // file keeps a second process out of the directory.
 //
-// Thread safety: as the Store interface says. Commit, CompactEvents and Close are serialized by
-// the caller; ReadEvents, ForEachObject and the accessors may run beside them. Readers take
-// `lifecycle_mu_` shared only so that Close cannot free the database under them; the cached
-// revisions are atomics.
+// A write that fails (ENOSPC, EIO) puts RocksDB into its background-error state, where it takes
+// no more writes. Recover() clears it with DB::Resume() when RocksDB can, and otherwise closes the
+// database without flushing and opens it again, which is the startup path: the write-ahead log
+// is replayed up to the last write that reached it. RocksDB's own automatic recovery is off, so
+// the store decides when to try (the sequencer probes with backoff).
+//
+// Thread safety: as the Store interface says. Commit, CompactEvents, Recover and Close are
+// serialized by the caller; ReadEvents, ForEachObject and the accessors may run beside them.
+// Readers take `lifecycle_mu_` shared only so that Close and Recover cannot free the database
+// under them; the cached revisions are atomics.
 //
 //   absl::StatusOr<std::unique_ptr<Store>> store = RocksDbStore::Open({.path = "/var/lib/admitd"});
 #ifndef ADMITD_STORE_ROCKSDB_STORE_H_
@@ -53,24 +59,33 @@ class RocksDbStore final : public Store {
   absl::Status ReadEvents(uint64_t after, size_t limit,
                           std::vector<LoggedEvent>* out) const override;
   absl::StatusOr<uint64_t> CompactEvents() override;
+  absl::Status Recover() override;
   absl::Status Close() override;
 
   // The number of events in the log (for tests and metrics).
   uint64_t logged_events() const { return event_count_.load(std::memory_order_acquire); }
 
  private:
-  explicit RocksDbStore(StoreOptions options) : options_(std::move(options)) {}
+  explicit RocksDbStore(StoreOptions options);
 
+  // Opens the database at options_.path into db_ and the family handles, then Load()s it.
+  absl::Status OpenDatabase() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_);
+  // Releases the handles and closes db_ (flushing the memtables first when `flush`).
+  absl::Status CloseDatabase(bool flush) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_);
   // Reads the format version (writing it into a new database), the revision, the event-log
   // floor and the event count.
   absl::Status Load() ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
-  absl::Status Closed() const;
+  // Why db_ is null: FAILED_PRECONDITION after Close(), UNAVAILABLE while Recover() could not
+  // reopen it.
+  absl::Status NotOpen() const ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
   // The family holding `kind`, or nullptr when the kind is not stored.
   rocksdb::ColumnFamilyHandle* FamilyOf(v1::ObjectKind kind) const
       ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
 
   // Constant after construction.
   const StoreOptions options_;
+  // RocksDB's file I/O through options_.file_system; null for the default environment.
+  std::unique_ptr<rocksdb::Env> env_;
 
   // Held shared by every operation that touches the database and exclusively by Close, which
   // resets db_ (nullptr once closed).
@@ -82,6 +97,12 @@ class RocksDbStore final : public Store {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_ ABSL_GUARDED_BY(lifecycle_mu_);
   rocksdb::ColumnFamilyHandle* events_ ABSL_GUARDED_BY(lifecycle_mu_) = nullptr;
   rocksdb::ColumnFamilyHandle* meta_ ABSL_GUARDED_BY(lifecycle_mu_) = nullptr;
+  bool closed_ ABSL_GUARDED_BY(lifecycle_mu_) = false;  // Close() was called
+  // Not OK while db_ is null because Recover() could not reopen it.
+  absl::Status reopen_error_ ABSL_GUARDED_BY(lifecycle_mu_);
+
+  // Set when a write failed; Recover() clears it. Close() does not flush such a database.
+  std::atomic<bool> write_failed_{false};
 
   // Written only by Commit and CompactEvents (serialized by the caller), read from any thread.
   std::atomic<uint64_t> revision_{0};

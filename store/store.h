@@ -33,6 +33,10 @@
 #include "absl/time/time.h"
 #include "admitd/v1/queue_service.pb.h"
 
+namespace rocksdb {
+class FileSystem;
+}  // namespace rocksdb
+
 namespace admitd::store {
 
 struct StoreOptions {
@@ -42,6 +46,14 @@ struct StoreOptions {
   absl::Duration injected_sync_delay = absl::ZeroDuration();
   // CompactEvents keeps at least this many of the newest events.
   uint64_t event_retention = 100000;
+  // Receives RocksDB's warnings and errors (`error` tells which; its informational lines are
+  // dropped). RocksDB writes no LOG file of its own into `path`: on a full disk a failed write
+  // to that file makes Debian's librocksdb (built with its assertions) abort the process.
+  // Null: dropped too. Called from RocksDB's threads.
+  std::function<void(bool error, const std::string& message)> log;
+  // Tests only: the file system RocksDB reads and writes through (fault injection, e.g. a disk
+  // that reports ENOSPC). Null: the machine's.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 };
 
 struct ObjectWrite {
@@ -72,6 +84,8 @@ class Store {
 
   // Writes the whole batch atomically (one WriteBatch, one fsync when sync is on): after OK every
   // write, every event and the new revision are durable; after an error none of them is visible.
+  // UNAVAILABLE when the disk refused the write (full, an I/O error): later Commits fail too
+  // until Recover() succeeds.
   // INVALID_ARGUMENT, with nothing written, when a write names a kind that is not stored, when
   // event revisions are not strictly increasing, not above revision(), or above batch.revision,
   // or when batch.revision is below revision(). FAILED_PRECONDITION after Close().
@@ -101,6 +115,15 @@ class Store {
   // min(logged, event_retention) remain, and advances oldest_event_revision(). Returns how many
   // it dropped (0 when there was nothing to drop).
   virtual absl::StatusOr<uint64_t> CompactEvents() = 0;
+
+  // Makes the store take writes again after a Commit failed (a full disk, an I/O error): clears
+  // the database's error or, when that is not possible, closes and reopens it as Open would.
+  // OK once Commit may be tried again; UNAVAILABLE while the disk still refuses (then readers
+  // may get UNAVAILABLE too, until a later Recover succeeds). Afterwards revision() and the
+  // stored objects are what a fresh Open would find: a batch whose Commit failed is normally
+  // absent, but may be present when the disk took it and only reported the failure late (a
+  // failed fsync). Serialized with Commit by the caller. FAILED_PRECONDITION after Close().
+  virtual absl::Status Recover() = 0;
 
   // Flushes and closes the database. A second Close() returns OK; every other call afterwards
   // fails with FAILED_PRECONDITION. The destructor closes a store that was not closed.

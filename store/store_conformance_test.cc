@@ -269,6 +269,7 @@ TEST_P(StoreConformanceTest, ClosedStoreRefusesEveryCall) {
   std::vector<LoggedEvent> events;
   EXPECT_EQ(store->ReadEvents(0, 10, &events).code(), failed_precondition);
   EXPECT_EQ(store->CompactEvents().status().code(), failed_precondition);
+  EXPECT_EQ(store->Recover().code(), failed_precondition);
   EXPECT_EQ(store
                 ->ForEachObject([](v1::ObjectKind, absl::string_view, absl::string_view) {
                   return absl::OkStatus();
@@ -276,6 +277,17 @@ TEST_P(StoreConformanceTest, ClosedStoreRefusesEveryCall) {
                 .code(),
             failed_precondition);
   EXPECT_EQ(store->revision(), 1u);
+}
+
+TEST_P(StoreConformanceTest, RecoverOnAHealthyStoreChangesNothing) {
+  auto store = OpenStore({.event_retention = 10});
+  ASSERT_TRUE(store->Commit(PutBatch(1, "ns/a", "x")).ok());
+  ASSERT_TRUE(store->Commit(PutBatch(2, "ns/b", "y")).ok());
+  ASSERT_TRUE(store->Recover().ok());
+  EXPECT_EQ(store->revision(), 2u);
+  EXPECT_EQ(ObjectsOf(*store, v1::OBJECT_KIND_WORKLOAD).size(), 2u);
+  EXPECT_EQ(EventRevisions(*store), (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(store->Commit(PutBatch(3, "ns/c", "z")).ok());
 }
 
 // A writer commits and compacts while readers replay. Every successful read must be a gapless

@@ -213,6 +213,8 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
 
 Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(options)) {}
 Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
 
 absl::Status Engine::Restore(const v1::QueueObject& object) { return impl_->Restore(object); }
 absl::Status Engine::Restore(const v1::Workload& workload) { return impl_->Restore(workload); }

@@ -93,6 +93,9 @@ class Engine {
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+  // Moving lets a server rebuild its engine in place (restore into a new one, then assign).
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
 
   // ---- Recovery ----------------------------------------------------------------------------
   // Loads stored objects in any order, without validation or Changes, then FinishRestore
