@@ -83,14 +83,11 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->SetServing(false);
   ADMITD_LOG(kInfo, "listening", {{"addr", server->address_}, {"data_dir", config.data_dir}});
 
-  if (absl::Status recovered = server->Recover(); !recovered.ok()) {
-    server->grpc_server_->Shutdown();
-    server->store_->Close().IgnoreError();
-    return recovered;
-  }
+  // Before recovery, which can take a while: /healthz answers meanwhile, /readyz says 503.
   if (!config.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
-        MetricsServer::Start(config.metrics_listen, server->metrics_.get());
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> metrics = StartMetricsEndpoint(
+        config.metrics_listen, server->metrics_.get(),
+        [s = server.get()] { return s->serving_.load(std::memory_order_acquire); });
     if (!metrics.ok()) {
       server->grpc_server_->Shutdown();
       server->store_->Close().IgnoreError();
@@ -98,12 +95,18 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     }
     server->metrics_server_ = *std::move(metrics);
   }
+  if (absl::Status recovered = server->Recover(); !recovered.ok()) {
+    server->grpc_server_->Shutdown();
+    server->store_->Close().IgnoreError();
+    return recovered;
+  }
   server->sequencer_->Start();
   server->context_.ready.store(true, std::memory_order_release);
   server->SetServing(true);
   server->started_ = true;
-  ADMITD_LOG(kInfo, "serving", {{"revision", absl::StrCat(server->engine_->revision())},
-                                {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
+  ADMITD_LOG(kInfo, "serving",
+             {{"revision", absl::StrCat(server->engine_->revision())},
+              {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
   return server;
 }
 
@@ -143,6 +146,7 @@ absl::Status AdmitdServer::Recover() {
 }
 
 void AdmitdServer::SetServing(bool serving) {
+  serving_.store(serving, std::memory_order_release);
   grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
   if (health == nullptr) return;
   health->SetServingStatus("", serving);
@@ -159,7 +163,7 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
   ADMITD_LOG(kInfo, "shutting down", {{"grace", absl::FormatDuration(grace)}});
   SetServing(false);
   hub_->Close();
-  metrics_server_.reset();
+  if (metrics_server_) metrics_server_->Stop();
   sequencer_->ReleaseWaiters();
   grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   sequencer_->Stop();
