@@ -19,6 +19,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/log.h"
 
 namespace admitd {
 namespace {
@@ -176,8 +177,23 @@ class HttpEndpoint::Impl : public httplib::Server {
     return wake_fd_ >= 0;
   }
 
+  // Accepts and serves connections until Shutdown().
+  void Serve() {
+    listen_after_bind();
+    const int error = errno;
+    absl::MutexLock lock(&listener_mu_);
+    if (stopping_.load()) return;
+    // httplib ends its accept loop on an error other than EMFILE (ENFILE, ENOBUFS, ...), having
+    // closed the listening socket but left its number behind: forget it, or Shutdown would
+    // close whatever file has that number by then.
+    svr_sock_.store(INVALID_SOCKET);
+    ADMITD_LOG(kError, "HTTP endpoint stopped accepting connections",
+               {{"error", std::strerror(error)}});
+  }
+
   // Wakes every connection and the accept loop. The eventfd stays readable from now on.
   void Shutdown() {
+    absl::MutexLock lock(&listener_mu_);
     stopping_.store(true);
     const uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof(one));
@@ -246,8 +262,9 @@ class HttpEndpoint::Impl : public httplib::Server {
 
   const HttpEndpointOptions options_;
   const Routes routes_;
-  int wake_fd_ = -1;
+  int wake_fd_ = -1;  // set by Init
   std::atomic<bool> stopping_{false};
+  absl::Mutex listener_mu_;  // orders Serve's end against Shutdown
 };
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& address,
@@ -271,7 +288,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::str
                                                errno != 0 ? std::strerror(errno) : ""));
   }
   endpoint->port_ = bound;
-  endpoint->listener_ = std::thread([s = endpoint->server_.get()] { s->listen_after_bind(); });
+  endpoint->listener_ = std::thread([s = endpoint->server_.get()] { s->Serve(); });
   return endpoint;
 }
 

@@ -104,9 +104,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->context_.ready.store(true, std::memory_order_release);
   server->SetServing(true);
   server->started_ = true;
-  ADMITD_LOG(kInfo, "serving",
-             {{"revision", absl::StrCat(server->engine_->revision())},
-              {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
+  ADMITD_LOG(kInfo, "serving", {{"revision", absl::StrCat(server->engine_->revision())},
+                                {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
   return server;
 }
 
