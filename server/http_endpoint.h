@@ -2,7 +2,7 @@
 // as /metrics and /healthz. Routes are exact paths answered for GET and HEAD; any other path is
 // 404 and any other method on a known path is 405. Connections are served by a pool of worker
 // threads, so a client that stalls (never finishes its request, never reads the response) holds
-// one worker for at most the read or write timeout and never delays anyone else's request.
+// one worker, for at most the read or write timeout, and delays no one while others are free.
 // Stop() wakes every connection at once, so it returns promptly whatever the clients do.
 //
 //   HttpEndpoint::Routes routes;
@@ -46,8 +46,9 @@ struct HttpEndpointOptions {
   // one connection may carry before the server closes it.
   absl::Duration keep_alive_timeout = absl::Seconds(5);
   int keep_alive_max_requests = 100;
-  // Connections served at once; further connections wait for a free worker.
-  int workers = 4;
+  // Connections served at once; further connections wait for a free worker. So many clients
+  // stalling at once delay others' requests by up to the read timeout.
+  int workers = 8;
 };
 
 class HttpEndpoint {
