@@ -148,13 +148,15 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
 class HttpEndpoint::Impl : public httplib::Server {
  public:
   Impl(const HttpEndpointOptions& options, Routes routes)
-      : options_(options), routes_(std::move(routes)) {
+      : options_(options),
+        routes_(std::move(routes)),
+        max_requests_(std::max(1, options.keep_alive_max_requests)) {
     const auto seconds = [](absl::Duration d) {
       return std::max<time_t>(1, absl::ToInt64Seconds(absl::Ceil(d, absl::Seconds(1))));
     };
     // These only shape the Keep-Alive response header and the socket timeouts httplib sets on
     // accepted sockets; ConnectionStream enforces the same limits itself.
-    set_keep_alive_max_count(static_cast<size_t>(std::max(1, options.keep_alive_max_requests)));
+    set_keep_alive_max_count(static_cast<size_t>(max_requests_));
     set_keep_alive_timeout(seconds(options.keep_alive_timeout));
     set_read_timeout(seconds(options.read_timeout));
     set_write_timeout(seconds(options.write_timeout));
@@ -234,12 +236,12 @@ class HttpEndpoint::Impl : public httplib::Server {
     // the read timeout for the rest.
     absl::Time first_byte_by = absl::Now() + options_.read_timeout;
     bool ok = false;
-    for (int served = 0; served < std::max(1, options_.keep_alive_max_requests); ++served) {
+    for (int served = 0; served < max_requests_; ++served) {
       if (stopping_.load()) break;
       if (!stream.has_buffered_input() && !WaitFor(sock, POLLIN, wake_fd_, first_byte_by)) break;
       stream.set_read_deadline(served == 0 ? first_byte_by : absl::Now() + options_.read_timeout);
       bool close_after = false;
-      const bool last = served + 1 == options_.keep_alive_max_requests;
+      const bool last = served + 1 == max_requests_;
       ok = process_request(stream, last, close_after, [&close_after](httplib::Request& req) {
         // Request bodies are never read (no route takes one), so a connection that carried one
         // cannot be reused; nor is one reused after a refused method.
@@ -262,7 +264,8 @@ class HttpEndpoint::Impl : public httplib::Server {
 
   const HttpEndpointOptions options_;
   const Routes routes_;
-  int wake_fd_ = -1;  // set by Init
+  const int max_requests_;  // a connection's, at least 1
+  int wake_fd_ = -1;        // set by Init
   std::atomic<bool> stopping_{false};
   absl::Mutex listener_mu_;  // orders Serve's end against Shutdown
 };

@@ -11,8 +11,8 @@
 //   ... GET http://127.0.0.1:<endpoint->port()>/healthz ...
 //   endpoint->Stop();  // or let the destructor do it
 //
-// Thread safety: port() may be called from any thread; Stop() from any thread, more than once.
-// Handlers run on the worker threads, several at a time.
+// Thread safety: port() may be called from any thread; Stop() from any thread but a handler's,
+// more than once. Handlers run on the worker threads, several at a time.
 #ifndef ADMITD_SERVER_HTTP_ENDPOINT_H_
 #define ADMITD_SERVER_HTTP_ENDPOINT_H_
 
