@@ -7,12 +7,14 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "integration/in_process.h"
+#include "server/raw_http_client.h"
 
 namespace admitd {
 namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 class ApiTest : public testing::InProcessTest {
  protected:
@@ -342,6 +344,29 @@ TEST_F(ApiTest, HealthIsServing) {
     ASSERT_TRUE(health->Check(&ctx, req, &resp).ok());
     EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING) << service;
   }
+}
+
+TEST_F(ApiTest, MetricsEndpointCountsAndStopsPromptlyOnShutdown) {
+  config_.metrics_listen = "127.0.0.1:0";
+  StartServer();
+  SetUpQueues();
+  v1::SubmitResponse resp;
+  ASSERT_TRUE(Submit(testing::Workload("ns", "job-a", "lq", 1, {{"cpu", "1"}}), &resp).ok());
+  const int port = server_->metrics_port();
+  ASSERT_GT(port, 0);
+  EXPECT_THAT(HttpRequest(port, "GET", "/metrics"),
+              HasSubstr("admitd_admitted_workloads_total{cluster_queue=\"cq\"} 1\n"));
+  EXPECT_THAT(HttpRequest(port, "GET", "/healthz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(HttpRequest(port, "GET", "/readyz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+
+  // A client stuck halfway through its request line does not hold up SIGTERM's shutdown.
+  RawHttpClient stuck(port);
+  ASSERT_TRUE(stuck.Send("GET /metr"));
+  const absl::Time start = absl::Now();
+  server_->Shutdown(absl::Seconds(2));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_EQ(stuck.ReadUntilClosed(absl::Seconds(2)), "");
+  EXPECT_EQ(HttpRequest(port, "GET", "/readyz"), "");  // no longer listening
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
-  libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev
+  libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 BUILD_DIR=${BUILD_DIR:-build}

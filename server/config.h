@@ -1,7 +1,7 @@
 // Config: the server's settings, from a YAML file and command-line flags (flags win).
 //
 //   listen: 127.0.0.1:50051
-//   metricsListen: 127.0.0.1:9090   # GET /metrics; unset: no metrics endpoint
+//   metricsListen: 127.0.0.1:9090   # GET /metrics, /healthz, /readyz; unset: no HTTP endpoint
 //   dataDir: /var/lib/admitd
 //   manualScheduling: false
 //   manualClock: false      # only with manualScheduling: RunSchedulingCycles moves the clock
@@ -37,7 +37,7 @@ namespace admitd {
 
 struct Config {
   std::string listen = "127.0.0.1:50051";
-  // Prometheus metrics over HTTP (GET /metrics); empty: off.
+  // Prometheus metrics and health over HTTP (GET /metrics, /healthz, /readyz); empty: off.
   std::string metrics_listen;
   std::string data_dir = "data";
   bool manual_scheduling = false;

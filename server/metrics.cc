@@ -1,22 +1,17 @@
 #include "server/metrics.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <algorithm>
+#include <utility>
 
-#include <cerrno>
-#include <cstring>
-
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "server/engine/conditions.h"
+#include "server/engine/validation.h"
 
 namespace admitd {
 namespace {
+
+// The exposition format's content type; /healthz has always answered with it too.
+constexpr char kExpositionType[] = "text/plain; version=0.0.4; charset=utf-8";
 
 std::string Escape(const std::string& v) {
   std::string out;
@@ -32,7 +27,8 @@ std::string Escape(const std::string& v) {
 }
 
 std::string FormatValue(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v))) return absl::StrCat(static_cast<int64_t>(v));
+  if (v == static_cast<double>(static_cast<int64_t>(v)))
+    return absl::StrCat(static_cast<int64_t>(v));
   return absl::StrCat(v);
 }
 
@@ -56,8 +52,30 @@ void Metrics::Update(const std::string& name, const std::string& help, const cha
     f.help = help;
     f.type = type;
   }
-  double& v = f.series[labels];
-  v = add ? v + value : value;
+  double* v;
+  if (std::none_of(labels.begin(), labels.end(),
+                   [](const auto& l) { return l.first == "cluster"; })) {
+    v = &f.series[labels];
+  } else {
+    MetricLabels bounded = labels;
+    for (auto& [label, label_value] : bounded) {
+      if (label == "cluster") label_value = BoundedClusterLabel(label_value);
+    }
+    v = &f.series[bounded];
+  }
+  *v = add ? *v + value : value;
+}
+
+std::string Metrics::BoundedClusterLabel(const std::string& cluster) {
+  // Whoever calls ReportPods names the cluster; the name is checked here again rather than
+  // trusted, so no caller can grow the label set beyond the cap or put junk in it.
+  if (cluster_labels_.count(cluster) > 0) return cluster;
+  if (static_cast<int>(cluster_labels_.size()) >= kMaxClusterLabelValues ||
+      !engine::IsDnsSubdomain(cluster)) {
+    return kOtherClusterLabel;
+  }
+  cluster_labels_.insert(cluster);
+  return cluster;
 }
 
 void Metrics::Add(const std::string& name, const std::string& help, const MetricLabels& labels,
@@ -133,8 +151,7 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
       Add("admitd_finished_workloads_total", "Workloads finished, by reason.",
           {{"reason", ConditionReason(wl, engine::kFinished)}});
     } else if (c.reason == "SliceCreated") {
-      Add("admitd_workload_slices_created_total",
-          "Workload slices created by a scale-up (KEP-77).",
+      Add("admitd_workload_slices_created_total", "Workload slices created by a scale-up (KEP-77).",
           {{"local_queue", absl::StrCat(wl.metadata().namespace_(), "/", wl.spec().queue_name())}});
     } else if (c.reason == engine::kReasonWorkloadSliceReplaced) {
       Add("admitd_replaced_workload_slices_total",
@@ -147,93 +164,25 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& address, const Metrics* metrics, std::function<absl::Status()> ready) {
-  std::pair<std::string, std::string> hp = absl::StrSplit(address, absl::MaxSplits(':', 1));
-  int port = 0;
-  if (hp.second.empty() || !absl::SimpleAtoi(hp.second, &port) || port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-listen: \"", address, "\" is not host:port"));
+absl::StatusOr<std::unique_ptr<HttpEndpoint>> StartMetricsEndpoint(const std::string& address,
+                                                                   const Metrics* metrics,
+                                                                   std::function<absl::Status()> ready,
+                                                                   HttpEndpointOptions options) {
+  HttpEndpoint::Routes routes;
+  routes["/metrics"] = [metrics] { return HttpReply{200, kExpositionType, metrics->Render()}; };
+  routes["/healthz"] = [] { return HttpReply{200, kExpositionType, "ok\n"}; };
+  routes["/readyz"] = [ready = std::move(ready)] {
+    const absl::Status status = ready();
+    return status.ok() ? HttpReply{200, kExpositionType, "ok\n"}
+                       : HttpReply{503, kExpositionType, absl::StrCat(status.message(), "\n")};
+  };
+  absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
+      HttpEndpoint::Start(address, std::move(routes), options);
+  if (!endpoint.ok()) {
+    return absl::Status(endpoint.status().code(),
+                        absl::StrCat("--metrics-listen: ", endpoint.status().message()));
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* res = nullptr;
-  const std::string host = hp.first.empty() ? "0.0.0.0" : hp.first;
-  if (int rc = getaddrinfo(host.c_str(), hp.second.c_str(), &hints, &res); rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-listen: cannot resolve \"", host, "\": ", gai_strerror(rc)));
-  }
-  std::unique_ptr<MetricsServer> server(new MetricsServer());
-  server->metrics_ = metrics;
-  server->ready_ = std::move(ready);
-  server->fd_ = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(server->fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  const bool ok = server->fd_ >= 0 && bind(server->fd_, res->ai_addr, res->ai_addrlen) == 0 &&
-                  listen(server->fd_, 16) == 0;
-  freeaddrinfo(res);
-  if (!ok) {
-    return absl::UnavailableError(
-        absl::StrCat("--metrics-listen: cannot listen on ", address, ": ", std::strerror(errno)));
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(server->fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-  server->port_ = ntohs(bound.ss_family == AF_INET6
-                            ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
-  return server;
-}
-
-MetricsServer::~MetricsServer() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-  if (fd_ >= 0) close(fd_);
-}
-
-void MetricsServer::Serve() {
-  while (!stop_) {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) continue;
-    // The request line is all that matters; read until the end of the headers or 8 KiB.
-    std::string request;
-    char buf[1024];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
-      pollfd c{conn, POLLIN, 0};
-      if (poll(&c, 1, 1000) <= 0) break;
-      const ssize_t n = read(conn, buf, sizeof(buf));
-      if (n <= 0) break;
-      request.append(buf, static_cast<size_t>(n));
-    }
-    std::string status = "404 Not Found", body = "not found\n";
-    const std::string type = "text/plain; version=0.0.4; charset=utf-8";
-    if (request.rfind("GET /metrics", 0) == 0) {
-      status = "200 OK";
-      body = metrics_->Render();
-    } else if (request.rfind("GET /healthz", 0) == 0) {
-      status = "200 OK";
-      body = "ok\n";
-    } else if (request.rfind("GET /readyz", 0) == 0) {
-      const absl::Status ready = ready_ ? ready_() : absl::OkStatus();
-      status = ready.ok() ? "200 OK" : "503 Service Unavailable";
-      body = ready.ok() ? "ready\n" : absl::StrCat(ready.message(), "\n");
-    }
-    const std::string response =
-        absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", type,
-                     "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n", body);
-    size_t sent = 0;
-    while (sent < response.size()) {
-      const ssize_t n = write(conn, response.data() + sent, response.size() - sent);
-      if (n <= 0) break;
-      sent += static_cast<size_t>(n);
-    }
-    close(conn);
-  }
+  return endpoint;
 }
 
 }  // namespace admitd

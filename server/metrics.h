@@ -1,23 +1,24 @@
 // Metrics: counters and gauges in Prometheus' text exposition format, and the HTTP endpoint
-// that serves them (--metrics-listen).
+// that serves them with the health checks (--metrics-listen).
 //
 //   Metrics m;
 //   m.Add("admitd_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", "a"}});
 //   std::string text = m.Render();
 //
 // The sequencer counts what committed batches did (CountChanges), so a counter never includes a
-// change that was not made durable.
+// change that was not made durable. Label values come from bounded sets: a `cluster` label
+// (named by whoever reports pods) carries a valid name for the first kMaxClusterLabelValues
+// distinct clusters only, and kOtherClusterLabel for every other one.
 //
 // Thread safety: every method may be called from any thread.
 #ifndef ADMITD_SERVER_METRICS_H_
 #define ADMITD_SERVER_METRICS_H_
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/engine/engine.h"
+#include "server/http_endpoint.h"
 
 namespace admitd {
 
@@ -32,7 +34,14 @@ using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 class Metrics {
  public:
-  // Adds `value` to a counter (created at 0 on first use).
+  // Distinct values a `cluster` label takes at most, besides kOtherClusterLabel.
+  static constexpr int kMaxClusterLabelValues = 1000;
+  // The `cluster` label of series counted for clusters beyond that cap, and for names that are
+  // not DNS-1123 subdomains (at most 253 characters).
+  static constexpr char kOtherClusterLabel[] = "_other";
+
+  // Adds `value` to a counter (created at 0 on first use). A `cluster` label's value is bounded as
+  // the file comment says.
   void Add(const std::string& name, const std::string& help, const MetricLabels& labels,
            double value = 1);
   // Sets a gauge.
@@ -56,33 +65,22 @@ class Metrics {
   void Update(const std::string& name, const std::string& help, const char* type,
               const MetricLabels& labels, double value, bool add);
 
+  // The value a `cluster` label gets for `cluster`.
+  std::string BoundedClusterLabel(const std::string& cluster) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);
+  // Cluster names with their own label value; never more than kMaxClusterLabelValues.
+  std::set<std::string> cluster_labels_ ABSL_GUARDED_BY(mu_);
 };
 
-// A minimal HTTP/1.1 server for GET /metrics, GET /healthz (the process is up) and GET /readyz
-// (200 while `ready` is OK, 503 with its message otherwise), one request per connection.
-class MetricsServer {
- public:
-  // Listens on "host:port" (port 0 picks one). `metrics` must outlive the server; `ready` is
-  // called from the server's thread (null: always ready).
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
-      const std::string& address, const Metrics* metrics,
-      std::function<absl::Status()> ready = nullptr);
-  ~MetricsServer();  // stops and joins
-  int port() const { return port_; }
-
- private:
-  MetricsServer() = default;
-  void Serve();
-
-  const Metrics* metrics_ = nullptr;
-  std::function<absl::Status()> ready_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+// Serves `metrics` on `address` ("host:port"; port 0 picks one): GET /metrics (Render()),
+// GET /healthz ("ok" while the process serves HTTP at all) and GET /readyz ("ok" while `ready()`
+// is OK, 503 with its message otherwise). `metrics` must outlive the endpoint. Errors: INVALID_ARGUMENT for an
+// address that is not host:port, UNAVAILABLE when it cannot be bound.
+absl::StatusOr<std::unique_ptr<HttpEndpoint>> StartMetricsEndpoint(
+    const std::string& address, const Metrics* metrics, std::function<absl::Status()> ready,
+    HttpEndpointOptions options = {});
 
 }  // namespace admitd
 

@@ -1,21 +1,25 @@
 #include "server/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
+#include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/engine/conditions.h"
+#include "server/raw_http_client.h"
 
 namespace admitd {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 
 engine::Change WorkloadChange(const std::string& reason, const std::string& cq,
                               const std::string& evicted_reason = "") {
@@ -45,9 +49,9 @@ TEST(MetricsTest, CountsCommittedChangesByKind) {
                   WorkloadChange("WorkloadSliceReplaced", "cq"),
                   WorkloadChange("SliceCreated", "")});
   EXPECT_EQ(m.Value("admitd_admitted_workloads_total", {{"cluster_queue", "cq"}}), 2);
-  EXPECT_EQ(m.Value("admitd_evicted_workloads_total",
-                    {{"cluster_queue", "cq"}, {"reason", "Preempted"}}),
-            1);
+  EXPECT_EQ(
+      m.Value("admitd_evicted_workloads_total", {{"cluster_queue", "cq"}, {"reason", "Preempted"}}),
+      1);
   EXPECT_EQ(m.Value("admitd_replaced_workload_slices_total", {{"cluster_queue", "cq"}}), 1);
   EXPECT_EQ(m.Value("admitd_workload_slices_created_total", {{"local_queue", "ns/lq"}}), 1);
   EXPECT_EQ(m.Value("admitd_workload_changes_total", {{"reason", "Admitted"}}), 2);
@@ -79,55 +83,188 @@ TEST(MetricsTest, RendersPrometheusText) {
             "# HELP b_total B things.\n# TYPE b_total counter\nb_total{q=\"x\\\"y\"} 2\n");
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
+TEST(MetricsTest, ClusterLabelValuesAreCapped) {
+  Metrics m;
+  const auto report = [&m](const std::string& cluster) {
+    m.Add("admitd_pods_gated_total", "Pods gated.", {{"cluster", cluster}});
+  };
+  for (int i = 0; i < Metrics::kMaxClusterLabelValues + 500; ++i) {
+    report(absl::StrCat("cluster-", i));
   }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)!write(fd, request.data(), request.size());
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
+  report(std::string(4096, 'c'));       // longer than a DNS-1123 subdomain
+  report("Not A Valid Name");           // not one at all
+  report(Metrics::kOtherClusterLabel);  // cannot pose as the overflow value either
+  report("cluster-0");                  // a cluster within the cap keeps its own series
+
+  const std::string text = m.Render();
+  int series = 0;
+  for (size_t at = 0; (at = text.find("admitd_pods_gated_total{", at)) != std::string::npos; ++at) {
+    ++series;
+  }
+  EXPECT_EQ(series, Metrics::kMaxClusterLabelValues + 1);
+  EXPECT_EQ(m.Value("admitd_pods_gated_total", {{"cluster", "cluster-0"}}), 2);
+  EXPECT_EQ(m.Value("admitd_pods_gated_total", {{"cluster", "cluster-999"}}), 1);
+  EXPECT_EQ(m.Value("admitd_pods_gated_total", {{"cluster", "cluster-1000"}}), 0);
+  EXPECT_EQ(m.Value("admitd_pods_gated_total", {{"cluster", Metrics::kOtherClusterLabel}}),
+            500 + 3);
+  EXPECT_THAT(text, Not(HasSubstr("cccccccc")));
+  EXPECT_LT(text.size(), 100u << 10);
 }
 
-TEST(MetricsServerTest, ServesMetricsAndRefusesOtherPaths) {
+TEST(MetricsTest, PodChangesCountUnderBoundedClusterLabels) {
+  auto pod = std::make_shared<v1::PodObservation>();
+  pod->set_cluster(std::string(300, 'x'));
+  engine::Change gated;
+  gated.kind = v1::OBJECT_KIND_POD;
+  gated.reason = "PodGated";
+  gated.pod = pod;
   Metrics m;
-  m.Add("admitd_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", "cq"}}, 3);
-  auto server = MetricsServer::Start("127.0.0.1:0", &m);
-  ASSERT_TRUE(server.ok()) << server.status();
-  const std::string metrics = HttpGet((*server)->port(), "/metrics");
-  EXPECT_THAT(metrics, HasSubstr("HTTP/1.1 200 OK"));
+  m.CountChanges({gated});
+  EXPECT_EQ(m.Value("admitd_pods_gated_total", {{"cluster", Metrics::kOtherClusterLabel}}), 1);
+}
+
+// A few series with long label values: a /metrics body far larger than the kernel's socket
+// buffers, so a client that does not read leaves the server's write of it unfinished.
+void AddLargeSeries(Metrics* m) {
+  for (int i = 0; i < 32; ++i) {
+    m->Add("admitd_test_padding_total", "Padding.",
+           {{"q", absl::StrCat(i, std::string(512 << 10, 'p'))}});
+  }
+}
+
+// A client that asks for /metrics and then never reads: it must hold nothing but its own
+// connection. Returns once the request is sent.
+std::unique_ptr<RawHttpClient> StuckMetricsReader(int port) {
+  auto client = std::make_unique<RawHttpClient>(port, /*receive_buffer=*/4096);
+  EXPECT_TRUE(client->connected());
+  client->Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  return client;
+}
+
+// A client that sends half a request line and then nothing.
+std::unique_ptr<RawHttpClient> SlowHeaderClient(int port) {
+  auto client = std::make_unique<RawHttpClient>(port);
+  EXPECT_TRUE(client->connected());
+  client->Send("GET /hea");
+  return client;
+}
+
+// Timeouts far longer than any test waits, so what a test sees is not a timeout expiring.
+HttpEndpointOptions PatientOptions() {
+  HttpEndpointOptions options;
+  options.read_timeout = absl::Seconds(60);
+  options.write_timeout = absl::Seconds(60);
+  options.keep_alive_timeout = absl::Seconds(60);
+  return options;
+}
+
+class MetricsEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_.Add("admitd_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", "cq"}}, 3);
+    auto endpoint = StartMetricsEndpoint(
+        "127.0.0.1:0", &m_, [this] { return ready_ ? absl::OkStatus() : absl::UnavailableError("the disk is full"); }, PatientOptions());
+    ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+    endpoint_ = *std::move(endpoint);
+    port_ = endpoint_->port();
+  }
+
+  Metrics m_;
+  std::atomic<bool> ready_{true};
+  std::unique_ptr<HttpEndpoint> endpoint_;
+  int port_ = 0;
+};
+
+TEST_F(MetricsEndpointTest, ServesMetricsAndHealth) {
+  const std::string metrics = HttpRequest(port_, "GET", "/metrics");
+  EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
   EXPECT_THAT(metrics, HasSubstr("admitd_admitted_workloads_total{cluster_queue=\"cq\"} 3\n"));
-  EXPECT_THAT(HttpGet((*server)->port(), "/nope"), HasSubstr("404 Not Found"));
+  const std::string health = HttpRequest(port_, "GET", "/healthz");
+  EXPECT_THAT(health, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(health, EndsWith("\r\n\r\nok\n"));
 }
 
-TEST(MetricsServerTest, ReadyzFollowsReadiness) {
-  Metrics m;
-  std::atomic<bool> ready{false};
-  auto server = MetricsServer::Start("127.0.0.1:0", &m, [&ready] {
-    return ready ? absl::OkStatus() : absl::UnavailableError("the disk is full");
+TEST_F(MetricsEndpointTest, ReadyzFollowsReadiness) {
+  EXPECT_THAT(HttpRequest(port_, "GET", "/readyz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  ready_ = false;
+  const std::string not_ready = HttpRequest(port_, "GET", "/readyz");
+  EXPECT_THAT(not_ready, StartsWith("HTTP/1.1 503 "));
+  EXPECT_THAT(not_ready, EndsWith("the disk is full\n"));
+  EXPECT_THAT(HttpRequest(port_, "GET", "/healthz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+}
+
+TEST_F(MetricsEndpointTest, OnlyExactPathsAnswer) {
+  for (const char* path : {"/metricsXYZ", "/metrics/x", "/healthzz", "/readyz2", "/", "/nope"}) {
+    EXPECT_THAT(HttpRequest(port_, "GET", path), StartsWith("HTTP/1.1 404 ")) << path;
+  }
+}
+
+TEST_F(MetricsEndpointTest, OtherMethodsAreRefused) {
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    const std::string response = HttpRequest(port_, method, "/metrics");
+    EXPECT_THAT(response, StartsWith("HTTP/1.1 405 ")) << method;
+    EXPECT_THAT(response, HasSubstr("Allow: GET, HEAD\r\n")) << method;
+  }
+  const std::string head = HttpRequest(port_, "HEAD", "/healthz");
+  EXPECT_THAT(head, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(head, EndsWith("\r\n\r\n"));  // no body
+}
+
+TEST_F(MetricsEndpointTest, ClientThatNeverReadsDoesNotBlockHealthz) {
+  AddLargeSeries(&m_);
+  auto stuck = StuckMetricsReader(port_);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(HttpRequest(port_, "GET", "/healthz", absl::Seconds(3)),
+              StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+}
+
+TEST_F(MetricsEndpointTest, SlowHeaderClientsDoNotDelayHealthz) {
+  auto slow1 = SlowHeaderClient(port_);
+  auto slow2 = SlowHeaderClient(port_);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(HttpRequest(port_, "GET", "/healthz", absl::Seconds(5)),
+              StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(750));
+}
+
+TEST_F(MetricsEndpointTest, StopIsPromptWithStuckClients) {
+  AddLargeSeries(&m_);
+  auto stuck = StuckMetricsReader(port_);
+  auto slow = SlowHeaderClient(port_);
+  auto idle = std::make_unique<RawHttpClient>(port_);  // connects, sends nothing
+  // Wait until the stuck reader's response is under way, so Stop() meets a blocked write.
+  std::string first;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (first.find("\r\n\r\n") == std::string::npos && absl::Now() < deadline) {
+    first += stuck->ReadResponse(absl::Milliseconds(50));
+  }
+  ASSERT_THAT(first, StartsWith("HTTP/1.1 200 OK\r\n"));
+
+  absl::Notification stopped;
+  std::thread stopper([this, &stopped] {
+    endpoint_->Stop();
+    stopped.Notify();
   });
-  ASSERT_TRUE(server.ok()) << server.status();
-  const std::string not_ready = HttpGet((*server)->port(), "/readyz");
-  EXPECT_THAT(not_ready, HasSubstr("503 Service Unavailable"));
-  EXPECT_THAT(not_ready, HasSubstr("the disk is full"));
-  ready = true;
-  EXPECT_THAT(HttpGet((*server)->port(), "/readyz"), HasSubstr("HTTP/1.1 200 OK"));
-  EXPECT_THAT(HttpGet((*server)->port(), "/healthz"), HasSubstr("HTTP/1.1 200 OK"));
+  const bool in_time = stopped.WaitForNotificationWithTimeout(absl::Seconds(2));
+  EXPECT_TRUE(in_time) << "Stop() is still waiting for stuck clients";
+  if (in_time) {
+    stopper.join();
+    // The stuck reader's connection was closed: the rest of what it now reads ends.
+    EXPECT_LT(stuck->ReadUntilClosed(absl::Seconds(5)).size(), 32u * (512u << 10));
+  } else {
+    stopper.detach();           // still blocked; let the process end with it
+    (void)endpoint_.release();  // ...and the endpoint it uses
+  }
 }
 
-TEST(MetricsServerTest, BadAddressIsAnError) {
+TEST(MetricsEndpointStartTest, BadAddressIsAnError) {
   Metrics m;
-  EXPECT_EQ(MetricsServer::Start("no-port", &m).status().code(),
+  const auto ready = [] { return true; };
+  EXPECT_EQ(StartMetricsEndpoint("no-port", &m, ready).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StartMetricsEndpoint("127.0.0.1:http", &m, ready).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

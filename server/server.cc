@@ -153,21 +153,22 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   }
   ADMITD_LOG(kInfo, "listening", {{"addr", server->address_}, {"data_dir", config.data_dir}});
 
-  if (absl::Status recovered = server->Recover(); !recovered.ok()) {
-    server->grpc_server_->Shutdown();
-    server->store_->Close().IgnoreError();
-    return recovered;
-  }
+  // Before recovery, which can take a while: /healthz answers meanwhile, /readyz says 503.
   if (!config.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
-        MetricsServer::Start(config.metrics_listen, server->metrics_.get(),
-                             [server = server.get()] { return server->Readiness(); });
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> metrics = StartMetricsEndpoint(
+        config.metrics_listen, server->metrics_.get(),
+        [s = server.get()] { return s->Readiness(); });
     if (!metrics.ok()) {
       server->grpc_server_->Shutdown();
       server->store_->Close().IgnoreError();
       return metrics.status();
     }
     server->metrics_server_ = *std::move(metrics);
+  }
+  if (absl::Status recovered = server->Recover(); !recovered.ok()) {
+    server->grpc_server_->Shutdown();
+    server->store_->Close().IgnoreError();
+    return recovered;
   }
   server->sequencer_->Start();
   server->context_.ready.store(true, std::memory_order_release);
@@ -199,6 +200,7 @@ absl::Status AdmitdServer::Readiness() {
 }
 
 void AdmitdServer::SetServing(bool serving) {
+  serving_.store(serving, std::memory_order_release);
   grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
   if (health == nullptr) return;
   health->SetServingStatus("", serving);
@@ -219,6 +221,7 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
   context_.last_refused_ns.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
   context_.shutting_down.store(true, std::memory_order_release);
   hub_->Close();
+  if (metrics_server_) metrics_server_->Stop();
   sequencer_->ReleaseWaiters();
   // Every command the sequencer accepted is applied, committed and answered with its result
   // while gRPC still runs: none is cancelled.

@@ -15,6 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -71,7 +72,9 @@ class AdmitdServer {
   std::string address_;
   int port_ = 0;
   std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<MetricsServer> metrics_server_;
+  // What grpc.health.v1 says for every service; /readyz answers it.
+  std::atomic<bool> serving_{false};
+  std::unique_ptr<HttpEndpoint> metrics_server_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<WatchHub> hub_;
