@@ -261,7 +261,7 @@ TEST_F(MetricsEndpointTest, StopIsPromptWithStuckClients) {
 
 TEST(MetricsEndpointStartTest, BadAddressIsAnError) {
   Metrics m;
-  const auto ready = [] { return true; };
+  const auto ready = [] { return absl::OkStatus(); };
   EXPECT_EQ(StartMetricsEndpoint("no-port", &m, ready).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(StartMetricsEndpoint("127.0.0.1:http", &m, ready).status().code(),
