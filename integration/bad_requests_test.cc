@@ -38,13 +38,12 @@ class BadRequestsTest : public testing::InProcessTest {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
-    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) {
-                     std::lock_guard<std::mutex> lock(mu);
-                     status = std::move(s);
-                     done = true;
-                     cv.notify_one();
-                   });
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      std::lock_guard<std::mutex> lock(mu);
+      status = std::move(s);
+      done = true;
+      cv.notify_one();
+    });
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done; });
     return status;

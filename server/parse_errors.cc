@@ -33,8 +33,7 @@ class ParseErrorInterceptor : public grpc::experimental::Interceptor {
   std::string method_;
 };
 
-class ParseErrorInterceptorFactory
-    : public grpc::experimental::ServerInterceptorFactoryInterface {
+class ParseErrorInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {

@@ -11,10 +11,10 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include <string>
 
 namespace admitd {
 

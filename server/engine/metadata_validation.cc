@@ -74,9 +74,9 @@ void CheckLabels(Violations* out, const std::string& field, const StringMap& lab
       out->push_back({field, absl::StrCat("Invalid value: ", Shown(key), ": ", problem)});
     }
     if (value.size() > 63) {
-      out->push_back({absl::StrCat(field, "[", Shown(key), "]"),
-                      absl::StrCat("Invalid value: ", Shown(value),
-                                   ": must be no more than 63 characters")});
+      out->push_back(
+          {absl::StrCat(field, "[", Shown(key), "]"),
+           absl::StrCat("Invalid value: ", Shown(value), ": must be no more than 63 characters")});
     } else if (!value.empty() && !IsNamePart(value)) {
       out->push_back({absl::StrCat(field, "[", Shown(key), "]"),
                       absl::StrCat("Invalid value: ", Shown(value), ": ", kLabelValueError)});
@@ -94,8 +94,8 @@ void CheckAnnotations(Violations* out, const std::string& field, const StringMap
     }
   }
   if (total > kMaxAnnotationBytes) {
-    out->push_back({field, absl::StrCat("Too long: may not be more than ", kMaxAnnotationBytes,
-                                        " bytes")});
+    out->push_back(
+        {field, absl::StrCat("Too long: may not be more than ", kMaxAnnotationBytes, " bytes")});
   }
 }
 
@@ -106,8 +106,8 @@ void CheckObjectMeta(Violations* out, const std::string& field, const v1::Object
 
 void CheckMessage(Violations* out, const std::string& field, const std::string& message) {
   if (message.size() > kMaxMessageBytes) {
-    out->push_back({field, absl::StrCat("Too long: may not be more than ", kMaxMessageBytes,
-                                        " bytes")});
+    out->push_back(
+        {field, absl::StrCat("Too long: may not be more than ", kMaxMessageBytes, " bytes")});
   }
 }
 
@@ -125,9 +125,9 @@ void CheckClusterName(Violations* out, const std::string& field, const std::stri
 void CheckObjectSize(Violations* out, const std::string& field, const std::string& what,
                      size_t bytes, size_t max_bytes) {
   if (max_bytes != 0 && bytes > max_bytes) {
-    out->push_back({field, absl::StrCat("Too long: the ", what, " is ", bytes,
-                                        " bytes encoded; the limit is ", max_bytes,
-                                        " (--max-object-bytes)")});
+    out->push_back(
+        {field, absl::StrCat("Too long: the ", what, " is ", bytes, " bytes encoded; the limit is ",
+                             max_bytes, " (--max-object-bytes)")});
   }
 }
 
