@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "server/engine/quantity.h"
 #include "server/pods/go_quantity.h"
@@ -52,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // Negative quantities are refused wherever admitd takes one (requests, quotas, usage), so how a
   // negative fraction rounds is not checked against Go's canonical form.
-  if (canonical.ok() && value.ok() && *value >= 0) {
+  if (canonical.ok() && value.ok() && !absl::StartsWith(text, "-")) {
     // Go's String() keeps the format, so it is not idempotent ("62.5Ki" -> "64000" -> "64k"),
     // but every step keeps the value.
     absl::StatusOr<std::string> again = admitd::pods::CanonicalQuantity(*canonical);
