@@ -299,10 +299,13 @@ int Get(Client& client, const Args& args) {
     v1::ListObjectsRequest req;
     req.set_kind(kind);
     if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !args.Has("-A")) req.set_namespace_(ns);
-    v1::ListObjectsResponse resp;
-    grpc::Status s = client.queues().List(Context().get(), req, &resp);
-    if (!s.ok()) return Fail(s);
-    objects.assign(resp.objects().begin(), resp.objects().end());
+    do {  // every page
+      v1::ListObjectsResponse resp;
+      grpc::Status s = client.queues().List(Context().get(), req, &resp);
+      if (!s.ok()) return Fail(s);
+      objects.insert(objects.end(), resp.objects().begin(), resp.objects().end());
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
   }
   if (json) {
     for (const v1::QueueObject& o : objects) std::printf("%s\n", Json(o).c_str());

@@ -48,15 +48,18 @@ absl::StatusOr<ServerState> ReadOnce(testing::Client& client,
   for (v1::ObjectKind kind : {v1::OBJECT_KIND_CLUSTER_QUEUE, v1::OBJECT_KIND_LOCAL_QUEUE}) {
     v1::ListObjectsRequest req;
     req.set_kind(kind);
-    v1::ListObjectsResponse resp;
-    grpc::Status s =
-        Call([&](grpc::ClientContext* ctx) { return client.queues->List(ctx, req, &resp); });
-    if (!s.ok()) return ToAbsl(s, "List queues");
-    same = same && resp.revision() == revision;
-    for (const v1::QueueObject& o : resp.objects()) {
-      if (o.has_cluster_queue()) state.cluster_queues.push_back(o.cluster_queue());
-      if (o.has_local_queue()) state.local_queues.push_back(o.local_queue());
-    }
+    do {  // every page
+      v1::ListObjectsResponse resp;
+      grpc::Status s =
+          Call([&](grpc::ClientContext* ctx) { return client.queues->List(ctx, req, &resp); });
+      if (!s.ok()) return ToAbsl(s, "List queues");
+      same = same && resp.revision() == revision;
+      for (const v1::QueueObject& o : resp.objects()) {
+        if (o.has_cluster_queue()) state.cluster_queues.push_back(o.cluster_queue());
+        if (o.has_local_queue()) state.local_queues.push_back(o.local_queue());
+      }
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
   }
   std::unique_ptr<v1::PodService::Stub> pods = v1::PodService::NewStub(client.channel);
   for (const std::string& cluster : clusters) {

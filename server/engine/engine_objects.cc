@@ -335,32 +335,49 @@ absl::StatusOr<v1::ListObjectsResponse> Engine::Impl::List(
     const v1::ListObjectsRequest& request) const {
   v1::ListObjectsResponse out;
   out.set_revision(revision_);
-  switch (request.kind()) {
-    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
-      for (const auto& [k, o] : flavors_) *out.add_objects() = o;
-      break;
-    case v1::OBJECT_KIND_COHORT:
-      for (const auto& [k, o] : cohorts_) *out.add_objects() = o;
-      break;
-    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
-      for (const auto& [k, o] : priority_classes_) *out.add_objects() = o;
-      break;
-    case v1::OBJECT_KIND_ADMISSION_CHECK:
-      for (const auto& [k, o] : admission_checks_) *out.add_objects() = o;
-      break;
-    case v1::OBJECT_KIND_CLUSTER_QUEUE:
-      for (const auto& [k, cq] : cluster_queues_) {
-        *out.add_objects()->mutable_cluster_queue() = WithStatus(cq);
+  // Objects in key order from just after the page token; the page ends before the object that
+  // would take it past max_list_page_bytes (it always holds one).
+  size_t page_bytes = 0;
+  auto page = [&](const auto& table, auto render) {
+    for (auto it = request.page_token().empty() ? table.begin()
+                                                : table.upper_bound(request.page_token());
+         it != table.end(); ++it) {
+      v1::QueueObject object;
+      if (!render(it->second, &object)) continue;
+      const size_t bytes = object.ByteSizeLong();
+      if (out.objects_size() > 0 && options_.max_list_page_bytes != 0 &&
+          page_bytes + bytes > options_.max_list_page_bytes) {
+        out.set_next_page_token(std::prev(it)->first);
+        return;
       }
+      page_bytes += bytes;
+      *out.add_objects() = std::move(object);
+    }
+  };
+  auto copy = [](const v1::QueueObject& o, v1::QueueObject* object) {
+    *object = o;
+    return true;
+  };
+  switch (request.kind()) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR: page(flavors_, copy); break;
+    case v1::OBJECT_KIND_COHORT: page(cohorts_, copy); break;
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: page(priority_classes_, copy); break;
+    case v1::OBJECT_KIND_ADMISSION_CHECK: page(admission_checks_, copy); break;
+    case v1::OBJECT_KIND_CLUSTER_QUEUE:
+      page(cluster_queues_, [this](const ClusterQueueState& cq, v1::QueueObject* object) {
+        *object->mutable_cluster_queue() = WithStatus(cq);
+        return true;
+      });
       break;
     case v1::OBJECT_KIND_LOCAL_QUEUE:
-      for (const auto& [k, o] : local_queues_) {
+      page(local_queues_, [&](const v1::QueueObject& o, v1::QueueObject* object) {
         if (!request.namespace_().empty() &&
             o.local_queue().metadata().namespace_() != request.namespace_()) {
-          continue;
+          return false;
         }
-        *out.add_objects()->mutable_local_queue() = WithStatus(o.local_queue());
-      }
+        *object->mutable_local_queue() = WithStatus(o.local_queue());
+        return true;
+      });
       break;
     default: return InvalidArgument({{"kind", "must name a queue-side kind"}});
   }

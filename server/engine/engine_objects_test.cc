@@ -1,6 +1,10 @@
 // The engine's API contract for queue-side objects and the cycle: revisions and Changes,
 // Apply/Get/List/Delete, status computed on read, inactive queues, and the conditions a cycle
 // writes.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "server/engine/engine_test_fixture.h"
 
 namespace admitd::engine {
@@ -291,6 +295,43 @@ TEST_F(EngineApiTest, LocalQueueStatusShowsItsWorkloadsUsagePerFlavor) {
   EXPECT_EQ(fu.resources(1).name(), "memory");
   EXPECT_EQ(fu.resources(1).total(), "1Gi");
   EXPECT_EQ(lq.status().flavors_reservation(0).resources(0).total(), "2");
+}
+
+class SmallPagesTest : public EngineApiTest {
+ protected:
+  static EngineOptions Options() {
+    EngineOptions options;
+    options.max_list_page_bytes = 2000;
+    return options;
+  }
+  SmallPagesTest() : EngineApiTest(Options()) {}
+};
+
+TEST_F(SmallPagesTest, AListOfQueueObjectsEndsBeforeThePageLimitAndGoesOn) {
+  for (int i = 0; i < 10; ++i) {
+    v1::QueueObject flavor = FlavorObject(absl::StrCat("flavor-", i));
+    (*flavor.mutable_resource_flavor()->mutable_metadata()->mutable_annotations())["note"] =
+        std::string(500, 'n');
+    ASSERT_TRUE(Apply(flavor).ok());
+  }
+  v1::ListObjectsRequest list;
+  list.set_kind(v1::OBJECT_KIND_RESOURCE_FLAVOR);
+  std::vector<std::string> names;
+  int pages = 0;
+  do {
+    absl::StatusOr<v1::ListObjectsResponse> page = engine_.List(list);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_GE(page->objects_size(), 1);
+    EXPECT_LE(page->ByteSizeLong(), 2000u + 64);
+    for (const v1::QueueObject& o : page->objects()) {
+      names.push_back(o.resource_flavor().metadata().name());
+    }
+    list.set_page_token(page->next_page_token());
+    ++pages;
+  } while (!list.page_token().empty() && pages < 20);
+  EXPECT_EQ(names.size(), 10u);
+  EXPECT_GE(pages, 3);
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
 }
 
 }  // namespace
