@@ -15,12 +15,16 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "clients/client.h"
-#include "clients/manifest.h"
+#include "common/manifest/manifest.h"
 #include "clients/table.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace admitd::clients {
 namespace {
+
+using manifest::Manifest;
+using manifest::ReadManifests;
+using manifest::SortForApply;
 
 constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
 

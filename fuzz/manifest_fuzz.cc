@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "admitd/v1/admission_service.pb.h"
-#include "clients/manifest.h"
+#include "common/manifest/manifest.h"
 #include "fuzz/engine_driver.h"
 #include "google/protobuf/stubs/logging.h"
 
@@ -20,13 +20,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using admitd::fuzz::Rpc;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)admitd::clients::ParsePodSets(text);
-  absl::StatusOr<std::vector<admitd::clients::Manifest>> manifests =
-      admitd::clients::ParseManifests(text, "fuzz.yaml");
+  (void)admitd::manifest::ParsePodSets(text);
+  absl::StatusOr<std::vector<admitd::manifest::Manifest>> manifests =
+      admitd::manifest::ParseManifests(text, "fuzz.yaml");
   if (!manifests.ok()) return 0;
-  admitd::clients::SortForApply(&*manifests);
+  admitd::manifest::SortForApply(&*manifests);
   admitd::fuzz::EngineDriver driver;
-  for (const admitd::clients::Manifest& m : *manifests) {
+  for (const admitd::manifest::Manifest& m : *manifests) {
     if (m.is_workload) {
       admitd::v1::SubmitRequest submit;
       *submit.mutable_workload() = m.workload;

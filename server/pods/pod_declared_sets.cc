@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "clients/manifest.h"
+#include "common/manifest/manifest.h"
 #include "server/pods/pod_group.h"
 #include "server/pods/pod_internal.h"
 #include "server/pods/role_hash.h"
@@ -50,7 +50,7 @@ bool DeclaresSets(const PodObservation& pod) { return HasAnnotation(pod, kGroupS
 
 absl::StatusOr<DeclaredSets> ParseDeclaredSets(const PodObservation& pod, const PodOptions& options) {
   absl::StatusOr<std::vector<v1::PodSet>> parsed =
-      clients::ParsePodSets(Annotation(pod, kGroupSetsAnnotation));
+      manifest::ParsePodSets(Annotation(pod, kGroupSetsAnnotation));
   if (!parsed.ok()) return parsed.status();
   DeclaredSets out;
   out.sets = *std::move(parsed);
@@ -138,7 +138,7 @@ RoleResolver RoleResolver::ForWorkload(const v1::Workload& workload) {
   auto it = workload.metadata().annotations().find(kGroupSetsAnnotation);
   if (it == workload.metadata().annotations().end()) return RoleResolver();
   std::vector<v1::PodSet> sets(workload.spec().pod_sets().begin(), workload.spec().pod_sets().end());
-  absl::StatusOr<std::vector<v1::PodSet>> declared = clients::ParsePodSets(it->second);
+  absl::StatusOr<std::vector<v1::PodSet>> declared = manifest::ParsePodSets(it->second);
   return RoleResolver(sets, declared.ok() ? UntemplatedSet(*declared) : "");
 }
 

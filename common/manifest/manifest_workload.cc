@@ -1,11 +1,11 @@
 // Workload manifests: pod sets and the admission-relevant part of their pod templates.
-#include "clients/manifest.h"
-#include "clients/manifest_walker.h"
+#include "common/manifest/manifest.h"
+#include "common/manifest/manifest_walker.h"
 
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 
-namespace admitd::clients {
+namespace admitd::manifest {
 namespace {
 
 using H = Walker::Handler;
@@ -291,4 +291,4 @@ absl::StatusOr<std::vector<v1::PodSet>> ParsePodSets(const std::string& text) {
   return std::vector<v1::PodSet>(sets.begin(), sets.end());
 }
 
-}  // namespace admitd::clients
+}  // namespace admitd::manifest

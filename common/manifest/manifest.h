@@ -11,8 +11,8 @@
 //   absl::StatusOr<std::vector<Manifest>> objects = ParseManifests(text, "demo.yaml");
 //
 // Thread safety: pure functions.
-#ifndef ADMITD_CLIENTS_MANIFEST_H_
-#define ADMITD_CLIENTS_MANIFEST_H_
+#ifndef ADMITD_COMMON_MANIFEST_MANIFEST_H_
+#define ADMITD_COMMON_MANIFEST_MANIFEST_H_
 
 #include <string>
 #include <vector>
@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "admitd/v1/objects.pb.h"
 
-namespace admitd::clients {
+namespace admitd::manifest {
 
 struct Manifest {
   std::string source;  // "file: document N (Kind \"name\")"
@@ -47,6 +47,6 @@ absl::StatusOr<std::vector<v1::PodSet>> ParsePodSets(const std::string& text);
 // ClusterQueues, LocalQueues), then workloads, each group in file order.
 void SortForApply(std::vector<Manifest>* manifests);
 
-}  // namespace admitd::clients
+}  // namespace admitd::manifest
 
-#endif  // ADMITD_CLIENTS_MANIFEST_H_
+#endif  // ADMITD_COMMON_MANIFEST_MANIFEST_H_

@@ -1,5 +1,5 @@
-#include "clients/manifest.h"
-#include "clients/manifest_walker.h"
+#include "common/manifest/manifest.h"
+#include "common/manifest/manifest_walker.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -20,7 +20,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 
-namespace admitd::clients {
+namespace admitd::manifest {
 namespace {
 
 using H = Walker::Handler;
@@ -442,4 +442,4 @@ void SortForApply(std::vector<Manifest>* manifests) {
   });
 }
 
-}  // namespace admitd::clients
+}  // namespace admitd::manifest

@@ -1,4 +1,4 @@
-#include "clients/manifest.h"
+#include "common/manifest/manifest.h"
 
 #include <fstream>
 #include <sstream>
@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace admitd::clients {
+namespace admitd::manifest {
 namespace {
 
 using ::testing::HasSubstr;
@@ -302,4 +302,4 @@ spec:
 }
 
 }  // namespace
-}  // namespace admitd::clients
+}  // namespace admitd::manifest

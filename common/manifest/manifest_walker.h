@@ -1,7 +1,7 @@
 // The YAML walker behind manifest.cc: visits mappings and lists while tracking the field path,
 // and collects "where: path: problem" errors. Internal to clients/.
-#ifndef ADMITD_CLIENTS_MANIFEST_WALKER_H_
-#define ADMITD_CLIENTS_MANIFEST_WALKER_H_
+#ifndef ADMITD_COMMON_MANIFEST_MANIFEST_WALKER_H_
+#define ADMITD_COMMON_MANIFEST_MANIFEST_WALKER_H_
 
 #include <yaml-cpp/yaml.h>
 
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "admitd/v1/objects.pb.h"
 
-namespace admitd::clients {
+namespace admitd::manifest {
 
 // Collects errors for one document, each prefixed with where it happened.
 class Walker {
@@ -149,6 +149,6 @@ void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
 void WorkloadSpec(Walker& w, const YAML::Node& node, const std::string& path,
                   v1::WorkloadSpec* spec);
 
-}  // namespace admitd::clients
+}  // namespace admitd::manifest
 
-#endif  // ADMITD_CLIENTS_MANIFEST_WALKER_H_
+#endif  // ADMITD_COMMON_MANIFEST_MANIFEST_WALKER_H_
