@@ -36,7 +36,8 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
                                       kinds: resourceflavor(s)/rf/flavor, cohort(s),
                                       clusterqueue(s)/cq, localqueue(s)/lq,
                                       workloadpriorityclass(es)/wpc,
-                                      admissioncheck(s)/ac, workload(s)/wl
+                                      admissioncheck(s)/ac, namespace(s)/ns,
+                                      workload(s)/wl, event(s)/ev
   delete KIND NAME [-n NS]
   admit NAME [-n NS] [--wait] [--timeout 30s]
   explain NAME [-n NS]                why a workload is pending, and what the next attempt would do
@@ -53,6 +54,8 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
                                       report an admission check: Pending, Ready, Retry, Rejected
   directives --cluster NAME           what a pod shim of that cluster must still do (UNGATE,
                                       DELETE, REMOVE_FINALIZER), per pod
+  events [NAME] [-n NS | -A] [-w]     the events recorded on workloads (Kueue's types, reasons
+                                      and messages), oldest first; -w keeps following
   watch [--since REV] [--kind KIND] [-n NS]
   cycles [N] [--advance SECONDS]      run N scheduling cycles (with --manual-scheduling); with
                                       --manual-clock, move the clock forward first
@@ -144,7 +147,13 @@ v1::ObjectKind KindFromName(const std::string& name) {
       {"ac", v1::OBJECT_KIND_ADMISSION_CHECK},
       {"workload", v1::OBJECT_KIND_WORKLOAD},
       {"workloads", v1::OBJECT_KIND_WORKLOAD},
-      {"wl", v1::OBJECT_KIND_WORKLOAD}};
+      {"wl", v1::OBJECT_KIND_WORKLOAD},
+      {"namespace", v1::OBJECT_KIND_NAMESPACE},
+      {"namespaces", v1::OBJECT_KIND_NAMESPACE},
+      {"ns", v1::OBJECT_KIND_NAMESPACE},
+      {"event", v1::OBJECT_KIND_EVENT},
+      {"events", v1::OBJECT_KIND_EVENT},
+      {"ev", v1::OBJECT_KIND_EVENT}};
   auto it = kKinds.find(name);
   return it == kKinds.end() ? v1::OBJECT_KIND_UNSPECIFIED : it->second;
 }
@@ -251,10 +260,17 @@ int Import(Client& client, const Args& args) {
   return 0;
 }
 
+int Events(Client& client, const Args& args);
+
 int Get(Client& client, const Args& args) {
   if (args.positional.size() < 2) return Usage("get needs a KIND");
   const v1::ObjectKind kind = KindFromName(args.positional[1]);
   if (kind == v1::OBJECT_KIND_UNSPECIFIED) return Usage("unknown kind " + args.positional[1]);
+  if (kind == v1::OBJECT_KIND_EVENT) {
+    Args events = args;
+    events.positional.erase(events.positional.begin());
+    return Events(client, events);
+  }
   const std::string name = args.positional.size() > 2 ? args.positional[2] : "";
   const bool json = args.Get("-o") == "json";
   std::string ns = args.Get("-n", "default");
@@ -498,6 +514,38 @@ int Watch(Client& client, const Args& args) {
   return s.ok() ? 0 : Fail(s);
 }
 
+// Kueue's Workload events, from the oldest the server's log still holds: one line each, then
+// (with -w) the live ones as they happen.
+int Events(Client& client, const Args& args) {
+  v1::WatchRequest req;
+  req.add_kinds(v1::OBJECT_KIND_EVENT);
+  req.set_from_oldest(true);
+  req.set_namespace_(args.Has("-A") ? "" : args.Get("-n", "default"));
+  const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
+  const bool follow = args.Has("-w") || args.Has("--watch");
+  grpc::ClientContext ctx;
+  auto reader = client.admission().Watch(&ctx, req);
+  v1::WatchEvent event;
+  int shown = 0;
+  while (reader->Read(&event)) {
+    if (event.type() == v1::WatchEvent::SYNCED) {
+      if (!follow) {
+        ctx.TryCancel();
+        break;
+      }
+      continue;
+    }
+    if (!event.has_event() || (!name.empty() && event.event().regarding().name() != name)) continue;
+    std::printf("%s\n", EventLine(event).c_str());
+    std::fflush(stdout);
+    ++shown;
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Fail(s);
+  if (shown == 0 && !follow) std::printf("no events\n");
+  return 0;
+}
+
 int Cycles(Client& client, const Args& args) {
   v1::RunSchedulingCyclesRequest req;
   int n = 1;
@@ -565,6 +613,7 @@ int Run(int argc, char** argv) {
   if (cmd == "explain") return Admit(client, args, /*explain=*/true);
   if (cmd == "release") return Release(client, args);
   if (cmd == "watch") return Watch(client, args);
+  if (cmd == "events") return Events(client, args);
   if (cmd == "cycles") return Cycles(client, args);
   if (cmd == "deactivate") return SetActive(client, args, false);
   if (cmd == "activate") return SetActive(client, args, true);

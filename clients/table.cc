@@ -91,6 +91,7 @@ std::string ObjectName(const v1::QueueObject& o) {
     case v1::QueueObject::kLocalQueue: return o.local_queue().metadata().name();
     case v1::QueueObject::kWorkloadPriorityClass: return o.workload_priority_class().metadata().name();
     case v1::QueueObject::kAdmissionCheck: return o.admission_check().metadata().name();
+    case v1::QueueObject::kNamespace: return o.namespace_().metadata().name();
     default: return "";
   }
 }
@@ -138,28 +139,35 @@ std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObj
       }
       break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE:
-      rows.push_back({"NAME", "COHORT", "STRATEGY", "PENDING", "ADMITTED", "ACTIVE", "QUOTA",
-                      "USAGE"});
+      // PENDING splits into ACTIVE (waiting for an attempt) and INADMISSIBLE (tried and set aside),
+      // as Kueue's status.pendingWorkloadsStatus does; STATUS is the Active condition.
+      rows.push_back({"NAME", "COHORT", "STRATEGY", "PENDING", "ACTIVE", "INADMISSIBLE", "ADMITTED",
+                      "STATUS", "QUOTA", "USAGE"});
       for (const auto& o : objects) {
         const v1::ClusterQueue& cq = o.cluster_queue();
         std::string active = "-";
         for (const auto& c : cq.status().conditions()) {
-          if (c.type() == "Active") active = c.status() == "True" ? "True" : c.reason();
+          if (c.type() == "Active") active = c.status() == "True" ? "Active" : c.reason();
         }
         rows.push_back({ObjectName(o), cq.spec().cohort_name().empty() ? "-" : cq.spec().cohort_name(),
                         cq.spec().queueing_strategy().empty() ? "BestEffortFIFO"
                                                               : cq.spec().queueing_strategy(),
                         absl::StrCat(cq.status().pending_workloads()),
+                        absl::StrCat(cq.status().pending_active_workloads()),
+                        absl::StrCat(cq.status().pending_inadmissible_workloads()),
                         absl::StrCat(cq.status().admitted_workloads()), active,
                         Quota(cq.spec().resource_groups()), Usage(cq.status().flavors_reservation())});
       }
       break;
     case v1::OBJECT_KIND_LOCAL_QUEUE:
-      rows.push_back({"NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"});
+      rows.push_back({"NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ACTIVE", "INADMISSIBLE",
+                      "ADMITTED"});
       for (const auto& o : objects) {
         const v1::LocalQueue& lq = o.local_queue();
         rows.push_back({lq.metadata().namespace_(), ObjectName(o), lq.spec().cluster_queue(),
                         absl::StrCat(lq.status().pending_workloads()),
+                        absl::StrCat(lq.status().pending_active_workloads()),
+                        absl::StrCat(lq.status().pending_inadmissible_workloads()),
                         absl::StrCat(lq.status().admitted_workloads())});
       }
       break;
@@ -168,6 +176,17 @@ std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObj
       for (const auto& o : objects) {
         rows.push_back({ObjectName(o), absl::StrCat(o.workload_priority_class().value()),
                         o.workload_priority_class().description()});
+      }
+      break;
+    case v1::OBJECT_KIND_NAMESPACE:
+      rows.push_back({"NAME", "LABELS"});
+      for (const auto& o : objects) {
+        std::vector<std::string> labels;
+        for (const auto& [k, v] : o.namespace_().metadata().labels()) {
+          labels.push_back(absl::StrCat(k, "=", v));
+        }
+        std::sort(labels.begin(), labels.end());
+        rows.push_back({ObjectName(o), labels.empty() ? "-" : absl::StrJoin(labels, ",")});
       }
       break;
     case v1::OBJECT_KIND_ADMISSION_CHECK:
@@ -202,6 +221,11 @@ std::string AdmitReport(const v1::AdmitResponse& resp) {
   if (!resp.pending_reason().empty()) {
     absl::StrAppend(&out, "  pending: ", resp.pending_reason(), ": ", resp.pending_message(), "\n");
   }
+  if (resp.has_position()) {
+    const v1::PendingPosition& p = resp.position();
+    absl::StrAppend(&out, "  waits: ", p.status(), ", position ", p.position_in_cluster_queue(),
+                    " in its ClusterQueue, ", p.position_in_local_queue(), " in its LocalQueue\n");
+  }
   if (resp.has_explanation()) {
     const v1::Explanation& e = resp.explanation();
     absl::StrAppend(&out, "  next attempt: ", e.would_admit() ? "would admit" : "would not admit",
@@ -222,6 +246,15 @@ std::string AdmitReport(const v1::AdmitResponse& resp) {
 std::string EventLine(const v1::WatchEvent& event) {
   if (event.type() == v1::WatchEvent::SYNCED) {
     return absl::StrCat(event.revision(), "  SYNCED (replay done; live events follow)");
+  }
+  if (event.has_event()) {
+    // kubectl's columns: TYPE REASON OBJECT MESSAGE, after the time and revision.
+    const v1::Event& e = event.event();
+    const absl::Time at = absl::FromUnixSeconds(e.event_time().seconds());
+    return absl::StrCat(event.revision(), "  ",
+                        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", at, absl::UTCTimeZone()), "  ",
+                        e.type(), "  ", e.reason(), "  workload/", e.regarding().namespace_(), "/",
+                        e.regarding().name(), "  ", e.note());
   }
   std::string what;
   if (event.has_workload()) {

@@ -199,8 +199,6 @@ TEST_F(ApiTest, BadSubmitsAreRefusedWithTheFieldAndChangeNothing) {
   StartServer();
   SetUpQueues();
   const std::vector<BadSubmit> cases = {
-      {"unknown queue", [](v1::Workload* w) { w->mutable_spec()->set_queue_name("nope"); },
-       grpc::StatusCode::NOT_FOUND, "spec.queueName"},
       {"invalid quantity",
        [](v1::Workload* w) {
          (*w->mutable_spec()->mutable_pod_sets(0)->mutable_template_()->mutable_spec()
@@ -356,6 +354,12 @@ TEST_F(ApiTest, MetricsEndpointCountsAndStopsPromptlyOnShutdown) {
   ASSERT_GT(port, 0);
   EXPECT_THAT(HttpRequest(port, "GET", "/metrics"),
               HasSubstr("admitd_admitted_workloads_total{cluster_queue=\"cq\"} 1\n"));
+  // A workload larger than the queue is tried and set aside: Kueue's pending gauge says so.
+  ASSERT_TRUE(Submit(testing::Workload("ns", "job-big", "lq", 1, {{"cpu", "20"}}), &resp).ok());
+  const std::string metrics = HttpRequest(port, "GET", "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("kueue_pending_workloads{cluster_queue=\"cq\",status=\"active\"} 0\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("kueue_pending_workloads{cluster_queue=\"cq\",status=\"inadmissible\"} 1\n"));
   EXPECT_THAT(HttpRequest(port, "GET", "/healthz"), StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(HttpRequest(port, "GET", "/readyz"), StartsWith("HTTP/1.1 200 OK\r\n"));
 

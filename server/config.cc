@@ -14,7 +14,8 @@ namespace admitd {
 const char kUsage[] =
     "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
     "              [--metrics-listen HOST:PORT]\n"
-    "              [--manual-scheduling] [--manual-clock] [--log-level debug|info|warning|error]\n"
+    "              [--manual-scheduling] [--manual-clock] [--manual-clock-start RFC3339]\n"
+    "              [--log-level debug|info|warning|error]\n"
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
     "              [--pod-group-max-roles N] [--pod-unmanaged-namespaces NS,NS]\n"
@@ -34,6 +35,19 @@ absl::Status ParseDurationValue(absl::string_view where, absl::string_view text,
   if (!absl::ParseDuration(text, out) || *out < absl::ZeroDuration()) {
     return Bad(where, absl::StrCat("invalid duration \"", text, "\" (want e.g. 2ms, 1s)"));
   }
+  return absl::OkStatus();
+}
+
+// A manual clock's start, RFC 3339 (2026-01-02T15:04:05Z); it implies the manual clock.
+absl::Status ParseClockStart(absl::string_view where, const std::string& text, Config* config) {
+  absl::Time start;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, text, &start, &error)) {
+    return Bad(where, absl::StrCat("invalid time \"", text,
+                                   "\" (want RFC 3339, e.g. 2026-01-02T15:04:05Z)"));
+  }
+  config->manual_clock_start = start;
+  config->manual_clock = true;
   return absl::OkStatus();
 }
 
@@ -106,6 +120,8 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         config->manual_scheduling = value.as<bool>();
       } else if (key == "manualClock") {
         config->manual_clock = value.as<bool>();
+      } else if (key == "manualClockStart") {
+        if (auto s = ParseClockStart(where, value.as<std::string>(), config); !s.ok()) return s;
       } else if (key == "requeuingBackoffBaseSeconds") {
         config->backoff_base_seconds = value.as<int64_t>();
         if (config->backoff_base_seconds < 1) return Bad(where, "must be at least 1");
@@ -220,6 +236,9 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       config.manual_scheduling = !has_inline || value == "true";
     } else if (flag == "--manual-clock") {
       config.manual_clock = !has_inline || value == "true";
+    } else if (flag == "--manual-clock-start") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (auto s = ParseClockStart(flag, v, &config); !s.ok()) return s;
     } else if (flag == "--requeuing-backoff-base-seconds" ||
                flag == "--requeuing-backoff-max-seconds" ||
                flag == "--requeuing-backoff-limit-count") {
@@ -288,7 +307,8 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
                             ") and ", kMaxMessage));
   }
   if (config.manual_clock && !config.manual_scheduling) {
-    return Bad("--manual-clock", "is only valid with --manual-scheduling");
+    return Bad(config.manual_clock_start ? "--manual-clock-start" : "--manual-clock",
+               "is only valid with --manual-scheduling");
   }
   return config;
 }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,17 @@ struct Config {
   std::string data_dir = "data";
   bool manual_scheduling = false;
   bool manual_clock = false;
+  // With manual_clock: where the clock starts. Set, the clock stands still between advances, so a
+  // recorded scenario replays with its own timestamps; unset, it runs from the machine's time.
+  std::optional<absl::Time> manual_clock_start;
   // Requeue backoff after an admission-check retry (§9.4 of the semantics).
   int64_t backoff_base_seconds = 60;
   int64_t backoff_max_seconds = 3600;
   int64_t backoff_limit_count = -1;  // negative: unlimited
   // Finished workload slices kept per elastic job (older ones are deleted).
   int64_t slice_history_limit = 5;
-  // Distinct roles (pod templates) allowed in one pod group: 8 as KEP-976 says, up to 18.
-  int64_t pod_group_max_roles = 8;
+  // Distinct roles (pod templates) allowed in one pod group: Kueue's 18 (MaxPodSets), or fewer.
+  int64_t pod_group_max_roles = 18;
   // Namespaces whose pods are never managed (Kueue's managedJobsNamespaceSelector default
   // excludes kube-system and its own namespace).
   std::vector<std::string> pod_unmanaged_namespaces = {"kube-system", "admitd-system"};

@@ -122,6 +122,26 @@ TEST(ConfigTest, ManualClockNeedsManualScheduling) {
   absl::StatusOr<Config> both = ParseConfig({"--manual-scheduling", "--manual-clock"}, &help);
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_TRUE(both->manual_clock);
+  EXPECT_FALSE(both->manual_clock_start.has_value());
+}
+
+TEST(ConfigTest, ManualClockStartIsAnRfc3339TimeAndImpliesTheManualClock) {
+  bool help;
+  absl::StatusOr<Config> start = ParseConfig(
+      {"--manual-scheduling", "--manual-clock-start", "2025-03-04T05:06:07.5+01:00"}, &help);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_TRUE(start->manual_clock);
+  ASSERT_TRUE(start->manual_clock_start.has_value());
+  EXPECT_EQ(*start->manual_clock_start,
+            absl::FromUnixSeconds(1741061167) + absl::Milliseconds(500));
+  absl::StatusOr<Config> alone = ParseConfig({"--manual-clock-start", "2025-03-04T05:06:07Z"}, &help);
+  EXPECT_THAT(std::string(alone.status().message()),
+              HasSubstr("--manual-clock-start: is only valid with --manual-scheduling"));
+  absl::StatusOr<Config> bad =
+      ParseConfig({"--manual-scheduling", "--manual-clock-start", "yesterday"}, &help);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("--manual-clock-start: invalid time \"yesterday\""));
 }
 
 TEST(ConfigTest, RequeuingBackoffFromFlagsAndFile) {
@@ -153,16 +173,16 @@ TEST(ConfigTest, PodAndSliceSettingsFromFlagsAndFile) {
   bool help;
   absl::StatusOr<Config> defaults = ParseConfig({}, &help);
   ASSERT_TRUE(defaults.ok());
-  EXPECT_EQ(defaults->pod_group_max_roles, 8);
+  EXPECT_EQ(defaults->pod_group_max_roles, 18);
   EXPECT_EQ(defaults->slice_history_limit, 5);
   EXPECT_EQ(defaults->pod_unmanaged_namespaces,
             (std::vector<std::string>{"kube-system", "admitd-system"}));
   absl::StatusOr<Config> flags =
-      ParseConfig({"--pod-group-max-roles", "18", "--pod-unmanaged-namespaces", "a,b",
+      ParseConfig({"--pod-group-max-roles", "8", "--pod-unmanaged-namespaces", "a,b",
                    "--slice-history-limit", "0", "--metrics-listen", "127.0.0.1:9090"},
                   &help);
   ASSERT_TRUE(flags.ok()) << flags.status();
-  EXPECT_EQ(flags->pod_group_max_roles, 18);
+  EXPECT_EQ(flags->pod_group_max_roles, 8);
   EXPECT_EQ(flags->pod_unmanaged_namespaces, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(flags->slice_history_limit, 0);
   EXPECT_EQ(flags->metrics_listen, "127.0.0.1:9090");

@@ -117,6 +117,18 @@ std::string Metrics::Render() const {
   return out;
 }
 
+void Metrics::SetPendingWorkloads(const std::vector<engine::PendingCount>& counts) {
+  absl::MutexLock lock(&mu_);
+  Family& f = families_["kueue_pending_workloads"];
+  f.help = "Pending workloads per ClusterQueue: active (waiting for an attempt) or inadmissible.";
+  f.type = "gauge";
+  f.series.clear();
+  for (const engine::PendingCount& c : counts) {
+    f.series[{{"cluster_queue", c.cluster_queue}, {"status", "active"}}] = c.active;
+    f.series[{{"cluster_queue", c.cluster_queue}, {"status", "inadmissible"}}] = c.inadmissible;
+  }
+}
+
 void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
   for (const engine::Change& c : changes) {
     if (c.kind == v1::OBJECT_KIND_POD && c.pod) {

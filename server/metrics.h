@@ -56,6 +56,11 @@ class Metrics {
   // finishes, slice lifecycle) into Kueue-named counters with the admitd_ prefix.
   void CountChanges(const std::vector<engine::Change>& changes);
 
+  // Replaces kueue_pending_workloads{cluster_queue,status=active|inadmissible} with `counts`
+  // (a ClusterQueue no longer listed loses its series). The name is Kueue's own, unprefixed, so
+  // dashboards and alerts written for Kueue read it unchanged.
+  void SetPendingWorkloads(const std::vector<engine::PendingCount>& counts);
+
  private:
   struct Family {
     std::string help;

@@ -42,6 +42,22 @@ engine::Change WorkloadChange(const std::string& reason, const std::string& cq,
   return change;
 }
 
+TEST(MetricsTest, PendingWorkloadsAreReplacedWholeWithKueuesName) {
+  Metrics m;
+  m.SetPendingWorkloads({{"a", 3, 1}, {"b", 0, 2}});
+  EXPECT_EQ(m.Value("kueue_pending_workloads", {{"cluster_queue", "a"}, {"status", "active"}}), 3);
+  EXPECT_EQ(m.Value("kueue_pending_workloads", {{"cluster_queue", "b"}, {"status", "inadmissible"}}),
+            2);
+  EXPECT_THAT(m.Render(),
+              HasSubstr("# TYPE kueue_pending_workloads gauge\n"
+                        "kueue_pending_workloads{cluster_queue=\"a\",status=\"active\"} 3\n"
+                        "kueue_pending_workloads{cluster_queue=\"a\",status=\"inadmissible\"} 1\n"));
+  // A ClusterQueue that is gone loses its series.
+  m.SetPendingWorkloads({{"b", 1, 0}});
+  EXPECT_THAT(m.Render(), Not(HasSubstr("cluster_queue=\"a\"")));
+  EXPECT_EQ(m.Value("kueue_pending_workloads", {{"cluster_queue", "b"}, {"status", "active"}}), 1);
+}
+
 TEST(MetricsTest, CountsCommittedChangesByKind) {
   Metrics m;
   m.CountChanges({WorkloadChange("Admitted", "cq"), WorkloadChange("Admitted", "cq"),

@@ -16,13 +16,20 @@ absl::Status CheckWorkloadName(const std::string& ns, const std::string& name) {
 }
 
 absl::Status CheckQueueKind(v1::ObjectKind kind) {
-  if (kind == v1::OBJECT_KIND_UNSPECIFIED || kind == v1::OBJECT_KIND_WORKLOAD ||
-      !v1::ObjectKind_IsValid(kind)) {
-    return InvalidArgument({{"kind",
-                             "must be one of OBJECT_KIND_RESOURCE_FLAVOR, OBJECT_KIND_COHORT, "
-                             "OBJECT_KIND_CLUSTER_QUEUE, OBJECT_KIND_LOCAL_QUEUE, "
-                             "OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, OBJECT_KIND_ADMISSION_CHECK "
-                             "(workloads are served by AdmissionService)"}});
+  switch (kind) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
+    case v1::OBJECT_KIND_COHORT:
+    case v1::OBJECT_KIND_CLUSTER_QUEUE:
+    case v1::OBJECT_KIND_LOCAL_QUEUE:
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
+    case v1::OBJECT_KIND_ADMISSION_CHECK:
+    case v1::OBJECT_KIND_NAMESPACE: break;
+    default:
+      return InvalidArgument({{"kind",
+                               "must be one of OBJECT_KIND_RESOURCE_FLAVOR, OBJECT_KIND_COHORT, "
+                               "OBJECT_KIND_CLUSTER_QUEUE, OBJECT_KIND_LOCAL_QUEUE, "
+                               "OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, OBJECT_KIND_ADMISSION_CHECK, "
+                               "OBJECT_KIND_NAMESPACE (workloads are served by AdmissionService)"}});
   }
   return absl::OkStatus();
 }
@@ -118,6 +125,11 @@ absl::Status CheckWatchRequest(const v1::WatchRequest& request) {
     }
   }
   if (!request.cluster().empty()) engine::CheckClusterName(&violations, "cluster", request.cluster());
+  if (request.from_oldest() && request.since_revision() != 0) {
+    violations.push_back({"since_revision",
+                          absl::StrCat("Invalid value: ", request.since_revision(),
+                                       ": must be 0 with from_oldest")});
+  }
   return violations.empty() ? absl::OkStatus() : InvalidArgument(violations);
 }
 

@@ -64,6 +64,8 @@ struct BorrowedEvent {
       event.unsafe_arena_release_workload();
     } else if (event.has_queue_object()) {
       event.unsafe_arena_release_queue_object();
+    } else if (event.has_event()) {
+      event.unsafe_arena_release_event();
     }
   }
 };
@@ -76,6 +78,9 @@ EventPtr MakeEvent(const engine::Change& change, v1::WatchEvent header) {
     holder->object = change.workload;
     holder->event.unsafe_arena_set_allocated_workload(
         const_cast<v1::Workload*>(change.workload.get()));
+  } else if (change.event) {
+    holder->object = change.event;
+    holder->event.unsafe_arena_set_allocated_event(const_cast<v1::Event*>(change.event.get()));
   } else {
     holder->object = change.queue_object;
     holder->event.unsafe_arena_set_allocated_queue_object(
@@ -314,6 +319,9 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   // The snapshots stay in the engine while the commands prepare their answers, which borrow them.
   pending.changes = engine_->TakeChanges(/*keep_snapshots=*/true);
   pending.directives = engine_->TakeDirectiveUpdates(now);
+  if (options_.metrics != nullptr && !pending.changes.empty()) {
+    pending.pending_counts = engine_->PendingCounts();
+  }
   const absl::Time t2 = absl::Now();
   if (health_now.ok()) {
     for (Command& cmd : batch) {
@@ -403,6 +411,7 @@ void Sequencer::RunCommitter() {
         if (compact) commits_since_compaction_ = 0;
         if (options_.metrics != nullptr) {
           options_.metrics->CountChanges(pending.changes);
+          if (pending.pending_counts) options_.metrics->SetPendingWorkloads(*pending.pending_counts);
           options_.metrics->Set("admitd_revision", "The revision of the last committed change.", {},
                                 static_cast<double>(pending.changes.back().revision));
           options_.metrics->Add("admitd_commits_total", "Batches committed to the store.", {});
@@ -575,8 +584,10 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
       continue;
     }
     // The object is serialized once: it is the stored value and, appended to the event's other
-    // fields, the logged event (concatenated protobuf encodings merge).
+    // fields, the logged event (concatenated protobuf encodings merge). A Kubernetes Event is
+    // logged only.
     std::string object = change.workload ? change.workload->SerializeAsString()
+                         : change.event  ? change.event->SerializeAsString()
                                          : change.queue_object->SerializeAsString();
     v1::WatchEvent header;
     header.set_revision(change.revision);
@@ -586,10 +597,12 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
     header.set_reason(change.reason);
     header.set_message(change.message);
     std::string event = header.SerializeAsString();
-    AppendLengthDelimited(change.workload ? 10 : 11, object, &event);
+    AppendLengthDelimited(change.workload ? 10 : change.event ? 13 : 11, object, &event);
     batch.events.push_back({change.revision, std::move(event)});
-    if (!write.deleted) write.value = std::move(object);
-    batch.writes.push_back(std::move(write));
+    if (!change.event) {
+      if (!write.deleted) write.value = std::move(object);
+      batch.writes.push_back(std::move(write));
+    }
     headers.push_back(std::move(header));
     evented.push_back(index);
   }

@@ -32,6 +32,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,8 @@ class Sequencer {
     std::vector<v1::PodDirective> directives;  // published with the batch's events
     std::vector<Command> commands;
     absl::Status refused;  // not OK: commit nothing, answer this
+    // The queues' pending counts after the batch, for the metrics (when it changed anything).
+    std::optional<std::vector<engine::PendingCount>> pending_counts;
   };
 
   // What a failed commit still needs before commands are taken again.

@@ -104,6 +104,10 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   seq_options.manual_scheduling = config.manual_scheduling;
   seq_options.manual_clock = config.manual_clock;
   seq_options.clock = std::move(clock);
+  if (config.manual_clock_start.has_value()) {
+    // A clock that stands still but for RunSchedulingCycles' advances.
+    seq_options.clock = [start = *config.manual_clock_start] { return start; };
+  }
   // After a failed commit the engine is rebuilt from the store as at startup, into a new
   // engine that replaces the old one only once complete.
   seq_options.reload = [store = server->store_.get(), engine_options](engine::Engine* engine) {
@@ -184,6 +188,7 @@ absl::Status AdmitdServer::Recover() {
   uint64_t objects = 0;
   ADMITD_RETURN_IF_ERROR(RestoreFromStore(*store_, engine_.get(), &objects));
   hub_->SetRevision(store_->revision());
+  if (metrics_) metrics_->SetPendingWorkloads(engine_->PendingCounts());
   ADMITD_LOG(kInfo, "recovered",
              {{"objects", absl::StrCat(objects)},
               {"revision", absl::StrCat(store_->revision())},

@@ -19,7 +19,15 @@ bool WatchFilter::Matches(const v1::WatchEvent& event) const {
     if (!cluster.empty() && event.directive().pod().cluster() != cluster) return false;
     return namespace_.empty() || event.directive().pod().namespace_() == namespace_;
   }
-  if (!cluster.empty()) return false;  // a cluster's watch gets its directives only
+  if (event.has_event()) {
+    // Events too go only to a watch that names their kind; filters select by their Workload.
+    const v1::Event& e = event.event();
+    if (kinds.count(v1::OBJECT_KIND_EVENT) == 0) return false;
+    if (!cluster.empty() && e.cluster() != cluster) return false;
+    if (!namespace_.empty() && e.regarding().namespace_() != namespace_) return false;
+    return cluster_queue.empty() || e.cluster_queue() == cluster_queue;
+  }
+  if (!cluster.empty()) return false;  // a cluster's watch gets its directives (and events) only
   if (!kinds.empty() && kinds.count(event.kind()) == 0) return false;
   if (!namespace_.empty()) {
     const v1::ObjectMeta* meta = nullptr;

@@ -2,6 +2,7 @@
 
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -68,7 +69,13 @@ void WatchReactor::Init(const v1::WatchRequest& request) {
         if (std::shared_ptr<WatchReactor> self = weak.lock()) self->Pump();
       },
       &published);
-  const uint64_t since = request.since_revision();
+  // from_oldest: everything the log still holds (a compaction racing with it answers
+  // OUT_OF_RANGE, as for any replay that starts below the floor).
+  const bool from_oldest = request.from_oldest();
+  // The floor is 0 until the first compaction; every revision from 1 up is then logged.
+  const uint64_t oldest = std::max<uint64_t>(1, ctx_->store->oldest_event_revision());
+  const uint64_t since = from_oldest ? std::min(published, oldest - 1) : request.since_revision();
+  const bool live_only = since == 0 && !from_oldest;
   if (since > published) {
     MarkFinished(ToGrpcStatus(absl::OutOfRangeError(absl::StrCat(
         "since_revision ", since, " is ahead of the current revision ", published,
@@ -76,9 +83,9 @@ void WatchReactor::Init(const v1::WatchRequest& request) {
     return;
   }
   // since 0: live events only. Otherwise the log holds (since, published]; live events above.
-  replay_next_ = since == 0 ? published : since;
+  replay_next_ = live_only ? published : since;
   live_floor_ = published;
-  replay_done_ = since == 0 || since == published;
+  replay_done_ = live_only || since == published;
   if (replay_done_) {
     auto synced = std::make_shared<v1::WatchEvent>();
     synced->set_type(v1::WatchEvent::SYNCED);
@@ -103,7 +110,7 @@ bool WatchReactor::LoadReplay(absl::Status* error) {
     }
     replay_next_ = entry.revision;
     // The logged bytes are the event's encoding: sent as they are.
-    if (filter_.Matches(*event)) {
+      if (filter_.Matches(*event)) {
       pending_.push_back({HubEvent{std::move(event), grpc::Slice(entry.value)}});
     }
   }
@@ -120,10 +127,8 @@ bool WatchReactor::LoadReplay(absl::Status* error) {
 void WatchReactor::Pump() {
   // Decide under the lock, act outside it: gRPC may run OnWriteDone inline from StartWrite.
   const grpc::ByteBuffer* to_write = nullptr;
-  // More events already queued behind this one: let gRPC buffer it instead of flushing it to
-  // the socket on its own, so a commit's events leave in one write rather than one each. The
-  // last queued event is written without the hint, which flushes everything before it.
-  bool more_queued = false;
+  // Every write goes out without gRPC's buffer hint: a hinted write's completion may wait for a
+  // later flush, and the next write starts only after that completion, so a replay could stall.
   std::optional<grpc::Status> to_finish;
   {
     absl::MutexLock lock(&mu_);
@@ -180,15 +185,13 @@ void WatchReactor::Pump() {
         pending_.pop_front();
         writing_ = true;
         to_write = &in_flight_;
-        more_queued = !pending_.empty();
       }
     }
   }
   if (to_finish) {
     Finish(*to_finish);
   } else if (to_write != nullptr) {
-    StartWrite(to_write, more_queued ? grpc::WriteOptions().set_buffer_hint()
-                                     : grpc::WriteOptions());
+    StartWrite(to_write);
   }
 }
 

@@ -9,6 +9,7 @@
 //   local_queues               namespace/name              admitd.v1.QueueObject
 //   workload_priority_classes  name                        admitd.v1.QueueObject
 //   admission_checks           name                        admitd.v1.QueueObject
+//   namespaces                 name                        admitd.v1.QueueObject
 //   workloads                  namespace/name              admitd.v1.Workload
 //   pods                       cluster/namespace/name      admitd.v1.PodObservation
 //   events                     8-byte big-endian revision  admitd.v1.WatchEvent
@@ -29,9 +30,9 @@
 
 namespace admitd::store {
 
-// 2 added the admission_checks family, 3 the pods family; older stores are upgraded when opened
-// (the families are created empty).
-inline constexpr uint64_t kFormatVersion = 3;
+// 2 added the admission_checks family, 3 the pods family, 4 the namespaces family; older stores
+// are upgraded when opened (the families are created empty).
+inline constexpr uint64_t kFormatVersion = 4;
 
 inline constexpr char kEventsFamily[] = "events";
 inline constexpr char kMetaFamily[] = "meta";
@@ -43,10 +44,11 @@ inline constexpr char kEventFloorKey[] = "event_floor";
 // Object kinds in the order ForEachObject visits them: the queue objects before the workloads
 // that refer to them.
 inline constexpr v1::ObjectKind kStoredKinds[] = {
-    v1::OBJECT_KIND_RESOURCE_FLAVOR,         v1::OBJECT_KIND_COHORT,
-    v1::OBJECT_KIND_CLUSTER_QUEUE,           v1::OBJECT_KIND_LOCAL_QUEUE,
-    v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, v1::OBJECT_KIND_ADMISSION_CHECK,
-    v1::OBJECT_KIND_WORKLOAD,                v1::OBJECT_KIND_POD};
+    v1::OBJECT_KIND_NAMESPACE,     v1::OBJECT_KIND_RESOURCE_FLAVOR,
+    v1::OBJECT_KIND_COHORT,        v1::OBJECT_KIND_CLUSTER_QUEUE,
+    v1::OBJECT_KIND_LOCAL_QUEUE,   v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS,
+    v1::OBJECT_KIND_ADMISSION_CHECK, v1::OBJECT_KIND_WORKLOAD,
+    v1::OBJECT_KIND_POD};
 
 // The column family holding objects of `kind`; empty for kinds that are not stored.
 inline absl::string_view FamilyFor(v1::ObjectKind kind) {
@@ -67,6 +69,8 @@ inline absl::string_view FamilyFor(v1::ObjectKind kind) {
       return "admission_checks";
     case v1::OBJECT_KIND_POD:
       return "pods";
+    case v1::OBJECT_KIND_NAMESPACE:
+      return "namespaces";
     default:
       return "";
   }

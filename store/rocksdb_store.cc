@@ -242,9 +242,9 @@ absl::Status RocksDbStore::Load() {
       return absl::DataLossError(
           absl::StrCat("the format version of the store at ", options_.path, " is corrupt"));
     }
-    if (version == 1 || version == 2) {
-      // Older versions lack only families (admission_checks, pods) that Open has just created
-      // empty: the store is upgraded in place.
+    if (version >= 1 && version < kFormatVersion) {
+      // Older versions lack only families (admission_checks, pods, namespaces) that Open has
+      // just created empty: the store is upgraded in place.
       rocksdb::WriteOptions write_options;
       write_options.sync = options_.sync;
       ADMITD_RETURN_IF_ERROR(

@@ -207,13 +207,13 @@ TEST_F(RocksDbStoreTest, AnotherFormatVersionIsRefused) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] != kMetaFamily) continue;
       ASSERT_TRUE(
-          db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(4)).ok());
+          db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(5)).ok());
     }
   });
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(store.status().message(), "format version 4")) << store.status();
+  EXPECT_TRUE(absl::StrContains(store.status().message(), "format version 5")) << store.status();
 }
 
 TEST_F(RocksDbStoreTest, AVersionOneStoreIsUpgraded) {

@@ -218,9 +218,23 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
   std::string api_version, kind;
   if (doc["apiVersion"]) api_version = w.Str(doc["apiVersion"], "apiVersion");
   if (doc["kind"]) kind = w.Str(doc["kind"], "kind");
+  if (api_version == "v1" && kind == "Namespace") {
+    // A core Namespace: its name and labels are what namespaceSelectors read.
+    m->kind = kind;
+    v1::ObjectMeta* meta = m->object.mutable_namespace_()->mutable_metadata();
+    w.Map(doc, "",
+          {{"apiVersion", [](const YAML::Node&, const std::string&) {}},
+           {"kind", [](const YAML::Node&, const std::string&) {}},
+           {"metadata",
+            [&w, meta](const YAML::Node& n, const std::string& p) { Metadata(w, n, p, meta); }}},
+          {"spec", "status"});
+    if (meta->name().empty()) w.Error("metadata.name", "is required");
+    return;
+  }
   if (api_version != "kueue.x-k8s.io/v1beta1" && api_version != "kueue.x-k8s.io/v1beta2") {
     w.Error("apiVersion", absl::StrCat("unsupported \"", api_version,
-                                       "\" (want kueue.x-k8s.io/v1beta1 or v1beta2)"));
+                                       "\" (want kueue.x-k8s.io/v1beta1 or v1beta2, or v1 for a "
+                                       "Namespace)"));
     return;
   }
   m->kind = kind;
@@ -434,7 +448,7 @@ absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::string& path) {
 
 void SortForApply(std::vector<Manifest>* manifests) {
   static const std::map<std::string, int> kOrder = {
-      {"WorkloadPriorityClass", 0}, {"ResourceFlavor", 1}, {"AdmissionCheck", 1},
+      {"Namespace", 0}, {"WorkloadPriorityClass", 0}, {"ResourceFlavor", 1}, {"AdmissionCheck", 1},
       {"Cohort", 2},                {"ClusterQueue", 3},   {"LocalQueue", 4},
       {"Workload", 5}};
   std::stable_sort(manifests->begin(), manifests->end(), [](const Manifest& a, const Manifest& b) {

@@ -141,6 +141,29 @@ spec:
               HasSubstr("demo.yaml: document 2 (ClusterQueue \"team-a\"): spec.bogus: unknown field"));
 }
 
+TEST(ManifestTest, CoreNamespacesAreReadWithTheirLabelsAndAppliedFirst) {
+  auto parsed = ParseManifests(
+      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+      "metadata: {name: lq, namespace: team-a}\nspec: {clusterQueue: cq}\n---\n"
+      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n"
+      "  labels: {team: a, kubernetes.io/metadata.name: team-a}\n"
+      "spec: {finalizers: [kubernetes]}\nstatus: {phase: Active}\n",
+      "ns.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 2u);
+  SortForApply(&*parsed);
+  EXPECT_EQ((*parsed)[0].kind, "Namespace");
+  const v1::Namespace& ns = (*parsed)[0].object.namespace_();
+  EXPECT_EQ(ns.metadata().name(), "team-a");
+  EXPECT_EQ(ns.metadata().labels().at("team"), "a");
+  // Only a core v1 Namespace: another group's Namespace is unknown.
+  auto other = ParseManifests("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Namespace\n"
+                              "metadata: {name: x}\n",
+                              "x.yaml");
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(other.status().message(), HasSubstr("kind: unsupported \"Namespace\""));
+}
+
 TEST(ManifestTest, WrongTypesKindsAndVersionsAreErrors) {
   struct Case {
     const char* yaml;

@@ -27,11 +27,11 @@ void ClusterQueueState::Rebuild() {
   }
 }
 
-bool ClusterQueueState::SelectsNamespace(const std::string& ns) const {
+bool ClusterQueueState::SelectsNamespace(
+    const google::protobuf::Map<std::string, std::string>& labels) const {
   const v1::ClusterQueueSpec& spec = object.cluster_queue().spec();
   if (!spec.has_namespace_selector()) return false;
   const v1::LabelSelector& sel = spec.namespace_selector();
-  const std::map<std::string, std::string> labels = {{"kubernetes.io/metadata.name", ns}};
   for (const auto& [key, value] : sel.match_labels()) {
     auto it = labels.find(key);
     if (it == labels.end() || it->second != value) return false;

@@ -77,9 +77,10 @@ struct ClusterQueueState {
 
   // Re-derives groups and quotas from the spec (quantities must be valid).
   void Rebuild();
-  // Whether the namespace passes spec.namespaceSelector. Namespaces carry only the
-  // kubernetes.io/metadata.name label here; an unset selector selects nothing.
-  bool SelectsNamespace(const std::string& ns) const;
+  // Whether a namespace with these labels passes spec.namespaceSelector, as Kubernetes evaluates
+  // a label selector: matchLabels and every matchExpression must hold (NotIn also holds for a
+  // missing key); an empty selector selects every namespace, an unset one none.
+  bool SelectsNamespace(const google::protobuf::Map<std::string, std::string>& labels) const;
 };
 
 }  // namespace admitd::engine

@@ -26,6 +26,7 @@ const char* KindName(v1::ObjectKind kind) {
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return "WorkloadPriorityClass";
     case v1::OBJECT_KIND_WORKLOAD: return "Workload";
     case v1::OBJECT_KIND_ADMISSION_CHECK: return "AdmissionCheck";
+    case v1::OBJECT_KIND_NAMESPACE: return "Namespace";
     default: return "object";
   }
 }
@@ -38,6 +39,7 @@ v1::ObjectKind KindOf(const v1::QueueObject& o) {
     case v1::QueueObject::kLocalQueue: return v1::OBJECT_KIND_LOCAL_QUEUE;
     case v1::QueueObject::kWorkloadPriorityClass: return v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS;
     case v1::QueueObject::kAdmissionCheck: return v1::OBJECT_KIND_ADMISSION_CHECK;
+    case v1::QueueObject::kNamespace: return v1::OBJECT_KIND_NAMESPACE;
     default: return v1::OBJECT_KIND_UNSPECIFIED;
   }
 }
@@ -51,6 +53,7 @@ v1::ObjectMeta* MutableMeta(v1::QueueObject* o) {
     case v1::QueueObject::kWorkloadPriorityClass:
       return o->mutable_workload_priority_class()->mutable_metadata();
     case v1::QueueObject::kAdmissionCheck: return o->mutable_admission_check()->mutable_metadata();
+    case v1::QueueObject::kNamespace: return o->mutable_namespace_()->mutable_metadata();
     default: return nullptr;
   }
 }
@@ -162,6 +165,7 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
     case v1::OBJECT_KIND_LOCAL_QUEUE: local_queues_[key] = object; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: priority_classes_[key] = object; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: admission_checks_[key] = object; break;
+    case v1::OBJECT_KIND_NAMESPACE: namespaces_[key] = object; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       ClusterQueueState& cq = cluster_queues_[key];
       cq.object = object;
@@ -302,6 +306,8 @@ void Engine::Tick(absl::Time now) { impl_->Tick(now); }
 CycleStats Engine::RunCycle(absl::Time now) { return impl_->RunCycle(now); }
 bool Engine::HasPendingHeads() const { return impl_->HasPendingHeads(); }
 uint64_t Engine::revision() const { return impl_->revision(); }
+std::vector<PendingCount> Engine::PendingCounts() const { return impl_->PendingCounts(); }
+
 std::vector<Change> Engine::TakeChanges(bool keep_snapshots) {
   return impl_->TakeChanges(keep_snapshots);
 }

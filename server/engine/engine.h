@@ -45,23 +45,29 @@ struct Change {
   // Requeued, Finished, Updated, Deleted; for queue objects Applied or Deleted.
   std::string reason;
   std::string message;
-  // The object after the change (for a workload: as of TakeChanges, see there). Exactly one is
-  // set.
+  // The object after the change (for a workload: as of TakeChanges, see there). Exactly one of
+  // these four is set.
   std::shared_ptr<const v1::Workload> workload;
   std::shared_ptr<const v1::QueueObject> queue_object;
   std::shared_ptr<const v1::PodObservation> pod;  // kind OBJECT_KIND_POD: stored, not watched
+  // Kind OBJECT_KIND_EVENT: a Kubernetes Event Kueue records on a Workload; logged and watched,
+  // not stored (its key is unique to it).
+  std::shared_ptr<const v1::Event> event;
 };
 
 struct EngineOptions {
   int max_pod_sets = 18;  // Kueue's MaxPodSets
+  // Record Kueue's Events on Workloads (QuotaReserved, Admitted, the pending reasons, evictions,
+  // preemptions...) as Changes of kind OBJECT_KIND_EVENT.
+  bool record_events = true;
   // Feature gate ElasticJobsViaWorkloadSlices: Resize of an elastic workload scales it in place
   // or through a new workload slice (KEP-77).
   bool elastic_jobs = true;
   // Finished slices kept per job; older ones are deleted.
   int slice_history_limit = 5;
-  // Plain pods (KEP-976): roles per pod group (8 as the KEP says; up to 18 as Kueue allows),
+  // Plain pods (KEP-976): roles per pod group (Kueue's 18; fewer when configured),
   // KEP-6143's fast quota release, and the namespaces whose pods are never managed.
-  int pod_group_max_roles = 8;
+  int pod_group_max_roles = 18;
   bool pod_fast_quota_release = false;
   std::vector<std::string> pod_unmanaged_namespaces = {"kube-system", "admitd-system"};
   // Requeuing after an admission-check retry (§9.4): the n-th requeue waits
@@ -76,6 +82,13 @@ struct EngineOptions {
   // A List page ends before it would pass this many bytes of objects (it always holds one), so
   // a client with gRPC's default 4 MiB receive limit can read every page. 0: no limit.
   size_t max_list_page_bytes = 3 * 1024 * 1024;
+};
+
+// A ClusterQueue's pending workloads as Kueue's pending_workloads metric counts them.
+struct PendingCount {
+  std::string cluster_queue;
+  int active = 0;        // in the heap, waiting for an attempt
+  int inadmissible = 0;  // tried and set aside, or waiting out a requeue backoff
 };
 
 // What one scheduling cycle did.
@@ -188,6 +201,8 @@ class Engine {
   CycleStats RunCycle(absl::Time now);
   // True when some ClusterQueue has a pending head that a cycle would try.
   bool HasPendingHeads() const;
+  // Pending workloads per ClusterQueue, split into active and inadmissible.
+  std::vector<PendingCount> PendingCounts() const;
 
   // ---- Changes ------------------------------------------------------------------------------
   // The revision of the last Change made (or restored).

@@ -57,6 +57,8 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   ChargeUsage(entry, +1);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);
+  RecordQuotaReserved(entry, now);
+  if (IsConditionTrue(wl, kAdmitted)) RecordAdmitted(entry, now);
   // A slice replaces its predecessor in the same change set: the two never both hold quota.
   OnSliceAdmitted(entry, now);
 }
@@ -191,8 +193,8 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
                                       lq->second.local_queue().spec().stop_policy() ==
                                           "HoldAndDrain")) {
       // A stopped LocalQueue holds its workloads until the stop is lifted (§6.6).
-      MarkPending(entry, kReasonSuspended, absl::StrCat("LocalQueue ", lq_name, " is inactive"),
-                  now);
+      MarkPendingAfterAttempt(entry, kReasonSuspended,
+                              absl::StrCat("LocalQueue ", lq_name, " is inactive"), now);
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
       ++set_aside;
@@ -201,17 +203,17 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     if (HasFailedChecks(entry.object)) {
       // A Retry or Rejected reported while it was already evicted survives the release; such a
       // workload is not tried (§10).
-      MarkPending(entry, kReasonPendingEvaluation, "The workload has failed admission checks",
-                  now);
+      MarkPendingAfterAttempt(entry, kReasonPendingEvaluation,
+                              "The workload has failed admission checks", now);
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
       ++set_aside;
       continue;
     }
-    if (!cq.SelectsNamespace(entry.object.metadata().namespace_())) {
+    if (!Selects(cq, entry.object.metadata().namespace_())) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
-      MarkPending(entry, kReasonMisconfigured,
-                  "workload namespace doesn't match ClusterQueue selector", now);
+      MarkPendingAfterAttempt(entry, kReasonMisconfigured,
+                              "workload namespace doesn't match ClusterQueue selector", now);
       cq.inadmissible.insert(entry.queue_key);
       entry.where = WorkloadEntry::Where::kInadmissible;
       ++set_aside;
@@ -342,7 +344,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++stats.admitted;
       continue;
     }
-    MarkPending(entry, reason, message, now);
+    MarkPendingAfterAttempt(entry, reason, message, now);
     // Requeue (§5.3).
     bool to_heap;
     if (cq.strict_fifo) {
@@ -384,6 +386,57 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   return stats;
 }
 
+std::optional<v1::PendingPosition> Engine::Impl::PositionOf(const WorkloadEntry& entry) const {
+  const bool active = entry.where == WorkloadEntry::Where::kHeap;
+  if (!active && entry.where != WorkloadEntry::Where::kInadmissible &&
+      entry.where != WorkloadEntry::Where::kBackoff) {
+    return std::nullopt;
+  }
+  auto cq_it = cluster_queues_.find(entry.cluster_queue);
+  if (cq_it == cluster_queues_.end()) return std::nullopt;
+  const ClusterQueueState& cq = cq_it->second;
+  // Kueue's visibility order over every pending workload of the queue, active or not: the sticky
+  // preemptor first, then the heap's order (priority, queue-order time, UID).
+  auto before = [&](const QueueKey& other) {
+    if (other.key == entry.key()) return false;
+    if (other.key == cq.sticky) return true;
+    if (entry.key() == cq.sticky) return false;
+    return other < entry.queue_key;
+  };
+  const std::string& ns = entry.object.metadata().namespace_();
+  const std::string& lq = entry.object.spec().queue_name();
+  int in_cq = 0, in_lq = 0;
+  auto count = [&](const QueueKey& other) {
+    if (!before(other)) return;
+    ++in_cq;
+    const WorkloadEntry* e = FindWorkload(ns, other.key.substr(other.key.find('/') + 1));
+    if (e != nullptr && e->object.metadata().namespace_() == ns &&
+        e->object.spec().queue_name() == lq) {
+      ++in_lq;
+    }
+  };
+  for (const QueueKey& k : cq.heap) count(k);
+  for (const QueueKey& k : cq.inadmissible) count(k);
+  for (const std::string& key : cq.backing_off) {
+    if (auto it = workloads_.find(key); it != workloads_.end()) count(it->second.queue_key);
+  }
+  v1::PendingPosition out;
+  out.set_status(active ? "active" : "inadmissible");
+  out.set_position_in_cluster_queue(in_cq);
+  out.set_position_in_local_queue(in_lq);
+  return out;
+}
+
+std::vector<PendingCount> Engine::Impl::PendingCounts() const {
+  std::vector<PendingCount> out;
+  out.reserve(cluster_queues_.size());
+  for (const auto& [name, cq] : cluster_queues_) {
+    out.push_back({name, static_cast<int>(cq.heap.size()),
+                   static_cast<int>(cq.inadmissible.size() + cq.backing_off.size())});
+  }
+  return out;
+}
+
 absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest& request,
                                                          absl::Time now) const {
   const WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());
@@ -392,6 +445,10 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   }
   v1::AdmitResponse out;
   *out.mutable_workload() = entry->object;
+  if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
+    *out.mutable_position() = *position;
+    *out.mutable_workload()->mutable_status()->mutable_pending_position() = *position;
+  }
   out.set_state(StateOf(entry->object));
   out.set_admitted(out.state() == v1::WORKLOAD_STATE_ADMITTED);
   if (out.state() == v1::WORKLOAD_STATE_PENDING) {
@@ -415,25 +472,15 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
     return out;
   }
   const ClusterQueueState& cq = cq_it->second;
-  int position = 0;
-  for (const QueueKey& k : cq.heap) {
-    if (k.key == entry->key()) break;
-    ++position;
+  if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
+    why->set_queue_position(position->position_in_cluster_queue());
   }
-  if (entry->where == WorkloadEntry::Where::kInadmissible) {
-    // Inadmissible workloads queue behind the heap, in their own order.
-    for (const QueueKey& k : cq.inadmissible) {
-      if (k.key == entry->key()) break;
-      ++position;
-    }
-  }
-  why->set_queue_position(position);
   if (!cq.active()) {
     why->set_message(absl::StrCat("ClusterQueue ", cq.name(), " is inactive: ",
                                   cq.inactive_message));
     return out;
   }
-  if (!cq.SelectsNamespace(entry->object.metadata().namespace_())) {
+  if (!Selects(cq, entry->object.metadata().namespace_())) {
     why->set_message("workload namespace doesn't match ClusterQueue selector");
     return out;
   }

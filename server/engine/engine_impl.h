@@ -120,6 +120,9 @@ class Engine::Impl {
   // ---- engine_cycle.cc ----
   CycleStats RunCycle(absl::Time now);
   absl::StatusOr<v1::AdmitResponse> Describe(const v1::AdmitRequest& request, absl::Time now) const;
+  // Where a pending workload waits in its ClusterQueue; nullopt when it is not in one.
+  std::optional<v1::PendingPosition> PositionOf(const WorkloadEntry& entry) const;
+  std::vector<PendingCount> PendingCounts() const;
 
   // ---- engine_lifecycle.cc ----
   absl::StatusOr<v1::SetActiveResponse> SetActive(const v1::SetActiveRequest& request,
@@ -252,8 +255,11 @@ class Engine::Impl {
   // ---- engine_lifecycle.cc ----
   // Evicts a reserved workload: Evicted=True, admission checks back to Pending, Admitted synced.
   // It keeps its quota until ReleaseQuota(stopped).
+  // `cause` is the underlying cause of a deactivation (the Evicted reason is then
+  // Deactivated + DueTo + cause). Records the EvictedDueTo<reason> Event and counts the eviction
+  // in status.schedulingStats.
   void Evict(WorkloadEntry& entry, const std::string& reason, const std::string& message,
-             absl::Time now);
+             absl::Time now, const std::string& cause = "");
   // spec.active=false (§9.5). `cause`/`cause_message` name why Kueue would have set
   // DeactivationTarget (empty for a user's deactivation).
   void Deactivate(WorkloadEntry& entry, const std::string& cause,
@@ -272,12 +278,35 @@ class Engine::Impl {
   bool RequeueIfQueueRestarted(WorkloadEntry& entry, absl::Time now);
   void ArmTimer(absl::Time at, const std::string& key) { timers_.insert({at, key}); }
 
+  // ---- engine_events.cc: Kueue's Events on Workloads ----
+  enum class EventType { kNormal, kWarning };
+  // Records an Event on the workload (a Change of kind OBJECT_KIND_EVENT); `action` defaults to
+  // the reason. The note is cut as Kueue cuts it.
+  void RecordEvent(const WorkloadEntry& entry, EventType type, const std::string& reason,
+                   const std::string& action, const std::string& note, absl::Time now);
+  // status.schedulingStats.evictions: one more eviction for (reason, underlying cause).
+  void CountEviction(WorkloadEntry& entry, const std::string& reason, const std::string& cause);
+  // A scheduling attempt failed: the pending condition and, when it changed, Kueue's Warning.
+  void MarkPendingAfterAttempt(WorkloadEntry& entry, const std::string& reason,
+                               const std::string& message, absl::Time now);
+  // Normal QuotaReserved ("Quota reserved in ClusterQueue <cq>, wait time since queued was Ns")
+  // and Admitted ("Admitted by ClusterQueue <cq>, wait time since reservation was Ns").
+  void RecordQuotaReserved(const WorkloadEntry& entry, absl::Time now);
+  void RecordAdmitted(const WorkloadEntry& entry, absl::Time now);
+
   // Sets the pending condition; a Change only when it differs.
   void MarkPending(WorkloadEntry& entry, const std::string& reason, const std::string& message,
                    absl::Time now);
   // The ClusterQueue a LocalQueue points to, or "" when the LocalQueue does not exist.
   std::string ClusterQueueOf(const std::string& ns, const std::string& local_queue) const;
   std::map<std::string, const v1::ResourceFlavor*> FlavorMap() const;
+  // Whether `cq` selects namespace `ns`: by its Namespace object's labels, or by the
+  // kubernetes.io/metadata.name label alone when there is none.
+  bool Selects(const ClusterQueueState& cq, const std::string& ns) const;
+  // After namespace `ns` got `labels` in place of `old_labels`: the ClusterQueues that select it
+  // now and did not before requeue their inadmissible workloads (Kueue's namespace handler).
+  void OnNamespaceLabels(const google::protobuf::Map<std::string, std::string>& old_labels,
+                         const google::protobuf::Map<std::string, std::string>& labels);
   std::string NewUid();
   WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name);
   // The workload at `key`: NOT_FOUND when absent, FAILED_PRECONDITION when `uid` is given and
@@ -299,11 +328,14 @@ class Engine::Impl {
   std::map<std::string, v1::QueueObject> cohorts_;
   std::map<std::string, v1::QueueObject> priority_classes_;
   std::map<std::string, v1::QueueObject> admission_checks_;
+  std::map<std::string, v1::QueueObject> namespaces_;
   std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
   std::map<std::string, ClusterQueueState> cluster_queues_;
   std::map<std::string, WorkloadEntry> workloads_;  // namespace/name
   // Workloads whose ClusterQueue does not exist (yet), by ClusterQueue name.
   std::map<std::string, std::set<std::string>> orphans_;
+  // Workloads whose LocalQueue does not exist (yet), by LocalQueue (namespace/name).
+  std::map<std::string, std::set<std::string>> lq_orphans_;
   QuotaTree quota_tree_;
   // Reported pods by "cluster/namespace/name", and pod keys by the Workload they make up.
   std::map<std::string, PodEntry> pods_;
@@ -325,6 +357,9 @@ class Engine::Impl {
 // The admission `assignment` gives `entry` in `cq`: flavors, total usage and count per pod set.
 v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
                              const Assignment& assignment);
+
+// A duration in whole seconds as Kueue prints it ("%.0f"); 0 for a negative one.
+int64_t WholeSeconds(absl::Duration d);
 
 // True when an admission check is in state Retry or Rejected.
 bool HasFailedChecks(const v1::Workload& wl);

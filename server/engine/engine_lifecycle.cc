@@ -124,9 +124,12 @@ void Engine::Impl::SyncAdmissionChecks(WorkloadEntry& entry, const ClusterQueueS
 }
 
 void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
-                         const std::string& message, absl::Time now) {
+                         const std::string& message, absl::Time now, const std::string& cause) {
   v1::Workload& wl = entry.object;
-  SetCondition(&wl, kEvicted, true, reason, message, now);
+  const std::string condition_reason =
+      cause.empty() ? reason : absl::StrCat(reason, "DueTo", cause);
+  SetCondition(&wl, kEvicted, true, condition_reason, message, now);
+  CountEviction(entry, reason, cause);
   // Every check starts over (Kueue's resetChecksOnEviction).
   for (v1::AdmissionCheckState& c : *wl.mutable_status()->mutable_admission_checks()) {
     if (c.state() == kCheckPending) continue;
@@ -137,6 +140,8 @@ void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
   }
   SyncAdmitted(entry, now);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Evicted", message);
+  const std::string event_reason = absl::StrCat("EvictedDueTo", condition_reason);
+  RecordEvent(entry, EventType::kNormal, event_reason, event_reason, message, now);
   // A pod workload's pods may already be inactive (a single pod always is): release at once.
   ReconcileEvictedPodWorkload(entry, now);
 }
@@ -157,7 +162,7 @@ void Engine::Impl::Deactivate(WorkloadEntry& entry, const std::string& cause,
   if (HoldsReservation(wl)) {
     // It keeps its quota until its owner reports it stopped (ReleaseQuota(stopped)).
     if (!IsConditionTrue(wl, kEvicted)) {
-      Evict(entry, reason, message, now);
+      Evict(entry, kReasonDeactivated, message, now, cause);
     } else {
       EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Updated", message);
     }
@@ -165,7 +170,11 @@ void Engine::Impl::Deactivate(WorkloadEntry& entry, const std::string& cause,
   }
   // Pending: out of its queue. Kueue records the eviction on a pending workload too.
   Dequeue(entry);
-  if (!IsConditionTrue(wl, kEvicted)) SetCondition(&wl, kEvicted, true, reason, message, now);
+  if (!IsConditionTrue(wl, kEvicted)) {
+    // Kueue counts this eviction too, but records no Event for a workload without admission.
+    SetCondition(&wl, kEvicted, true, reason, message, now);
+    CountEviction(entry, kReasonDeactivated, cause);
+  }
   SetPending(&wl, kReasonDeactivated, kMessageDeactivated, now);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Evicted", message);
 }
@@ -312,7 +321,10 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
   }
   if (!evicted && rejected) {
     // DeactivationTarget(AdmissionCheck), turned at once into the deactivation it asks for.
-    Deactivate(*entry, kReasonAdmissionCheck, ChecksMessage(wl, kCheckRejected), now);
+    const std::string checks = ChecksMessage(wl, kCheckRejected);
+    RecordEvent(*entry, EventType::kWarning, "AdmissionCheckRejected", "AdmissionCheckRejected",
+                absl::StrCat("Deactivated due to ", checks), now);
+    Deactivate(*entry, kReasonAdmissionCheck, checks, now);
   } else if (!evicted && retry) {
     const int32_t count = wl.status().requeue_state().count() + 1;
     if (options_.backoff_limit_count >= 0 && count > options_.backoff_limit_count) {
@@ -341,8 +353,8 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
           *entry, v1::WatchEvent::MODIFIED, "Admitted",
           absl::StrCat("Admitted by ClusterQueue ", wl.status().admission().cluster_queue(),
                        ", wait time since reservation was ",
-                       absl::ToInt64Seconds(now - FromProto(reserved->last_transition_time())),
-                       "s"));
+                       WholeSeconds(now - FromProto(reserved->last_transition_time())), "s"));
+      RecordAdmitted(*entry, now);
     } else {
       EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Updated",
                    absl::StrCat("admission check ", request.check(), " is ", state));
@@ -378,6 +390,11 @@ void Engine::Impl::Tick(absl::Time now) {
     // DeactivationTarget(MaximumExecutionTimeExceeded), then the deactivation; the execution
     // time starts from zero (Kueue clears the accumulated time with the target).
     wl.mutable_status()->set_accumulated_past_execution_time_seconds(0);
+    RecordEvent(entry, EventType::kWarning, kReasonMaximumExecutionTimeExceeded,
+                "MaximumExecutionTimeExceeded",
+                absl::StrCat("The maximum execution time (",
+                             wl.spec().maximum_execution_time_seconds(), "s) exceeded"),
+                now);
     Deactivate(entry, kReasonMaximumExecutionTimeExceeded, "exceeding the maximum execution time",
                now);
   }

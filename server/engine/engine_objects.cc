@@ -1,5 +1,6 @@
 // Engine: queue-side objects (ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
-// WorkloadPriorityClass): apply, get, list, delete, and the status computed on read.
+// WorkloadPriorityClass, AdmissionCheck, Namespace): apply, get, list, delete, and the status
+// computed on read.
 #include <algorithm>
 #include <cstdio>
 
@@ -15,6 +16,15 @@
 
 namespace admitd::engine {
 namespace {
+
+// The label Kubernetes sets on every namespace, to its name.
+constexpr char kNamespaceNameLabel[] = "kubernetes.io/metadata.name";
+
+google::protobuf::Map<std::string, std::string> ImplicitNamespaceLabels(const std::string& ns) {
+  google::protobuf::Map<std::string, std::string> labels;
+  labels[kNamespaceNameLabel] = ns;
+  return labels;
+}
 
 std::string UserContent(const v1::QueueObject& o) {
   v1::QueueObject copy = o;
@@ -80,6 +90,24 @@ bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check) {
   return false;
 }
 
+// ---- Namespaces ------------------------------------------------------------------------------
+
+bool Engine::Impl::Selects(const ClusterQueueState& cq, const std::string& ns) const {
+  auto it = namespaces_.find(ns);
+  if (it != namespaces_.end()) {
+    return cq.SelectsNamespace(it->second.namespace_().metadata().labels());
+  }
+  return cq.SelectsNamespace(ImplicitNamespaceLabels(ns));
+}
+
+void Engine::Impl::OnNamespaceLabels(
+    const google::protobuf::Map<std::string, std::string>& old_labels,
+    const google::protobuf::Map<std::string, std::string>& labels) {
+  for (auto& [name, cq] : cluster_queues_) {
+    if (cq.SelectsNamespace(labels) && !cq.SelectsNamespace(old_labels)) RequeueInadmissible(cq);
+  }
+}
+
 // ---- Queue-side objects ---------------------------------------------------------------------
 
 absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& request,
@@ -102,6 +130,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     case v1::OBJECT_KIND_ADMISSION_CHECK:
       violations = ValidateAdmissionCheck(object.admission_check());
       break;
+    case v1::OBJECT_KIND_NAMESPACE: violations = ValidateNamespace(object.namespace_()); break;
     default: return InvalidArgument({{"object", "must hold one queue object"}});
   }
   CheckObjectSize(&violations, "object", "object", object.ByteSizeLong(),
@@ -109,6 +138,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   if (!violations.empty()) return InvalidArgument(violations);
   v1::ObjectMeta* meta = MutableMeta(&object);
   if (kind != v1::OBJECT_KIND_LOCAL_QUEUE) meta->clear_namespace_();
+  if (kind == v1::OBJECT_KIND_NAMESPACE) (*meta->mutable_labels())[kNamespaceNameLabel] = meta->name();
   const std::string key = ObjectKey(kind, meta->namespace_(), meta->name());
 
   std::map<std::string, v1::QueueObject>* table = nullptr;
@@ -119,6 +149,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: table = &admission_checks_; break;
+    case v1::OBJECT_KIND_NAMESPACE: table = &namespaces_; break;
     default: break;
   }
   if (table != nullptr) {
@@ -154,6 +185,10 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   }
   std::string old_cluster_queue;
   std::string old_stop_policy;
+  const google::protobuf::Map<std::string, std::string> old_namespace_labels =
+      kind != v1::OBJECT_KIND_NAMESPACE ? google::protobuf::Map<std::string, std::string>()
+      : existing != nullptr             ? existing->namespace_().metadata().labels()
+                                        : ImplicitNamespaceLabels(key);
   if (existing != nullptr) {
     if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
       old_stop_policy = existing->cluster_queue().spec().stop_policy();
@@ -225,8 +260,11 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       const bool now_admitted = IsConditionTrue(entry.object, kAdmitted);
       EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                    now_admitted && !admitted ? "Admitted" : "Updated", "admission checks changed");
+      if (now_admitted && !admitted) RecordAdmitted(entry, now);
     }
     *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
+  } else if (kind == v1::OBJECT_KIND_NAMESPACE) {
+    OnNamespaceLabels(old_namespace_labels, namespaces_.at(key).namespace_().metadata().labels());
   } else if (kind == v1::OBJECT_KIND_ADMISSION_CHECK) {
     for (auto& [name, cq] : cluster_queues_) {
       if (!UsesAdmissionCheck(cq, key)) continue;
@@ -245,6 +283,17 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     }
   } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
     const v1::LocalQueue& lq = local_queues_.at(key).local_queue();
+    if (auto orphans = lq_orphans_.find(key); orphans != lq_orphans_.end()) {
+      // Workloads submitted before their LocalQueue existed queue now.
+      std::set<std::string> waiting = std::move(orphans->second);
+      lq_orphans_.erase(orphans);
+      for (const std::string& wl_key : waiting) {
+        WorkloadEntry& entry = workloads_.at(wl_key);
+        entry.where = WorkloadEntry::Where::kNone;
+        Enqueue(entry, now, true);
+        RefreshResourceRequests(entry);
+      }
+    }
     if (auto cq = cluster_queues_.find(lq.spec().cluster_queue()); cq != cluster_queues_.end()) {
       // A stop lifted (or a policy changed): its workloads get another attempt.
       RequeueInadmissible(cq->second);
@@ -312,6 +361,7 @@ absl::StatusOr<v1::QueueObject> Engine::Impl::Get(const v1::GetObjectRequest& re
     case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: table = &admission_checks_; break;
+    case v1::OBJECT_KIND_NAMESPACE: table = &namespaces_; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       auto it = cluster_queues_.find(key);
       if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
@@ -363,6 +413,7 @@ absl::StatusOr<v1::ListObjectsResponse> Engine::Impl::List(
     case v1::OBJECT_KIND_COHORT: page(cohorts_, copy); break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: page(priority_classes_, copy); break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: page(admission_checks_, copy); break;
+    case v1::OBJECT_KIND_NAMESPACE: page(namespaces_, copy); break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE:
       page(cluster_queues_, [this](const ClusterQueueState& cq, v1::QueueObject* object) {
         *object->mutable_cluster_queue() = WithStatus(cq);
@@ -415,6 +466,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
     }
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
+    case v1::OBJECT_KIND_NAMESPACE: table = &namespaces_; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: {
       for (const auto& [name, cq] : cluster_queues_) {
         if (UsesAdmissionCheck(cq, key)) {
@@ -459,7 +511,12 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
   if (it == table->end()) return NotFound(KindName(kind), key, "name");
   ADMITD_RETURN_IF_ERROR(check_version(it->second));
   EmitObject(kind, key, &it->second, v1::WatchEvent::DELETED, "Deleted");
+  const google::protobuf::Map<std::string, std::string> old_labels =
+      it->second.has_namespace_() ? it->second.namespace_().metadata().labels()
+                                  : google::protobuf::Map<std::string, std::string>();
   table->erase(it);
+  // A namespace without its object keeps the name label alone.
+  if (kind == v1::OBJECT_KIND_NAMESPACE) OnNamespaceLabels(old_labels, ImplicitNamespaceLabels(key));
   if (kind == v1::OBJECT_KIND_COHORT) {
     RebuildQuotaTree();
     for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
@@ -474,6 +531,9 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
   AddUsage(status->mutable_flavors_usage(), cq.usage, cq);
   status->set_pending_workloads(
       static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size()));
+  status->set_pending_active_workloads(static_cast<int32_t>(cq.heap.size()));
+  status->set_pending_inadmissible_workloads(
+      static_cast<int32_t>(cq.inadmissible.size() + cq.backing_off.size()));
   status->set_reserving_workloads(cq.reserving);
   status->set_admitted_workloads(cq.admitted);
   v1::Condition* active = status->add_conditions();
@@ -492,13 +552,19 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
 
 v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
   v1::LocalQueue out = lq;
-  int pending = 0, reserving = 0, admitted = 0;
+  int pending = 0, reserving = 0, admitted = 0, active = 0, inadmissible = 0;
   FlavorResourceAmounts reserved, used;  // by reserving and by admitted workloads
   for (auto it = workloads_.lower_bound(lq.metadata().namespace_() + "/");
        it != workloads_.end() &&
        it->second.object.metadata().namespace_() == lq.metadata().namespace_();
        ++it) {
     if (it->second.object.spec().queue_name() != lq.metadata().name()) continue;
+    switch (it->second.where) {
+      case WorkloadEntry::Where::kHeap: ++active; break;
+      case WorkloadEntry::Where::kInadmissible:
+      case WorkloadEntry::Where::kBackoff: ++inadmissible; break;
+      default: break;
+    }
     if (HoldsReservation(it->second.object)) {
       AddTo(&reserved, it->second.usage, +1);
       if (IsConditionTrue(it->second.object, kAdmitted)) AddTo(&used, it->second.usage, +1);
@@ -515,6 +581,8 @@ v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
     }
   }
   out.mutable_status()->set_pending_workloads(pending);
+  out.mutable_status()->set_pending_active_workloads(active);
+  out.mutable_status()->set_pending_inadmissible_workloads(inadmissible);
   out.mutable_status()->set_reserving_workloads(reserving);
   out.mutable_status()->set_admitted_workloads(admitted);
   // Usage per flavor in the ClusterQueue's order, as Kueue's LocalQueue status lists it (no

@@ -40,11 +40,14 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
       }
     }
   };
+  // Excess pods are finalized and deleted in the same reconcile, as Kueue does: the finalizer
+  // goes first so that the deletion completes.
   auto remove = [&](const std::vector<std::string>& names) {
     for (const std::string& n : names) {
-      if (const v1::PodObservation* p = by_name(n); p != nullptr && !p->has_deletion_timestamp()) {
-        out.push_back(pods::DeleteDirective(*p, rev));
-      }
+      const v1::PodObservation* p = by_name(n);
+      if (p == nullptr) continue;
+      if (pods::HasManagedFinalizer(*p)) out.push_back(pods::RemoveFinalizerDirective(*p, rev));
+      if (!p->has_deletion_timestamp()) out.push_back(pods::DeleteDirective(*p, rev));
     }
   };
   auto wl_it = workloads_.find(workload_key);

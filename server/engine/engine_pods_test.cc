@@ -308,7 +308,22 @@ TEST_F(EnginePodsTest, ExcessPodsAreAnnouncedWithTheirDeletion) {
   EXPECT_THAT(Events(resp), ElementsAre("NORMAL ExcessPodDeleted c: Excess pod deleted",
                                         "NORMAL CreatedWorkload a: Created Workload: ns/g"));
   EXPECT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
-              UnorderedElementsAre("UNGATE a", "UNGATE b", "DELETE c"));
+              UnorderedElementsAre("UNGATE a", "UNGATE b", "REMOVE_FINALIZER c", "DELETE c"));
+  // Kueue finalizes and deletes an excess pod in the same reconcile: both come at once, the
+  // finalizer first, and a pod already being deleted still loses its finalizer.
+  std::vector<std::string> for_c;
+  for (const v1::PodDirective& d : resp.directives()) {
+    if (d.pod().name() == "c") for_c.push_back(v1::PodDirective::Action_Name(d.action()));
+  }
+  EXPECT_THAT(for_c, ElementsAre("REMOVE_FINALIZER", "DELETE"));
+  c.set_resource_version(2);
+  *c.mutable_deletion_timestamp() = Ts(kT0 + absl::Seconds(6));
+  resp = Report({c});
+  for_c.clear();
+  for (const v1::PodDirective& d : resp.directives()) {
+    if (d.pod().name() == "c") for_c.push_back(v1::PodDirective::Action_Name(d.action()));
+  }
+  EXPECT_THAT(for_c, ElementsAre("REMOVE_FINALIZER"));
 }
 
 TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {

@@ -180,13 +180,15 @@ void Engine::Impl::OnSliceAdmitted(WorkloadEntry& entry, absl::Time now) {
   if (it == workloads_.end()) return;
   auto job_uid = entry.object.metadata().labels().find("kueue.x-k8s.io/job-uid");
   const std::string uid = entry.object.metadata().uid();
-  FinishSlice(it->second, kReasonWorkloadSliceReplaced,
-              absl::StrCat("Replaced to accommodate a workload (UID: ",
-                           uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
-                           job_uid == entry.object.metadata().labels().end() ? "UNKNOWN"
-                                                                              : job_uid->second,
-                           ") due to workload slice aggregation"),
+  const std::string message = absl::StrCat(
+      "Replaced to accommodate a workload (UID: ", uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
+      job_uid == entry.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
+      ") due to workload slice aggregation");
+  if (IsConditionTrue(it->second.object, kFinished)) return;
+  // Recorded first: finishing may delete the old slice (the slice history limit).
+  RecordEvent(it->second, EventType::kNormal, kReasonWorkloadSliceReplaced, "Replaced", message,
               now);
+  FinishSlice(it->second, kReasonWorkloadSliceReplaced, message, now);
 }
 
 bool Engine::Impl::FinishIfReplacedWhileEvicted(WorkloadEntry& entry, absl::Time now) {

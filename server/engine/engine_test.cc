@@ -291,9 +291,6 @@ TEST_F(EngineTest, RefusedSubmitChangesNothing) {
   EXPECT_EQ(FieldViolationsOf(s)[0].field, "spec.podSets[0].count");
   EXPECT_EQ(FieldViolationsOf(s)[0].description,
             "Invalid value: -1: must be greater than or equal to 0");
-  s = Submit(MakeWorkload("lost", 1, "1", 0, "nope"));
-  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(FieldViolationsOf(s)[0].field, "spec.queueName");
   EXPECT_EQ(engine_.revision(), before);
   EXPECT_TRUE(engine_.TakeChanges().empty());
   v1::ListWorkloadsRequest list;
@@ -519,8 +516,9 @@ std::vector<std::string> Script(Engine& engine) {
   auto record = [&] {
     for (const Change& c : engine.TakeChanges()) {
       out.push_back(absl::StrCat(c.revision, c.key, c.reason,
-                                 c.workload ? c.workload->SerializeAsString()
-                                            : c.queue_object->SerializeAsString()));
+                                 c.workload       ? c.workload->SerializeAsString()
+                                 : c.queue_object ? c.queue_object->SerializeAsString()
+                                                  : c.event->SerializeAsString()));
     }
   };
   v1::ApplyRequest flavor;
@@ -597,7 +595,19 @@ TEST(EngineRestoreTest, RestoredEngineEqualsTheOriginal) {
             original.ListWorkloads(all)->SerializeAsString());
   v1::ListObjectsRequest cqs;
   cqs.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
-  EXPECT_EQ(restored.List(cqs)->SerializeAsString(), original.List(cqs)->SerializeAsString());
+  // Pending workloads all get a fresh attempt after a restore (the inadmissible set is not
+  // stored): the split of the pending count differs, the rest of the status does not.
+  auto without_split = [](v1::ListObjectsResponse list) {
+    for (v1::QueueObject& o : *list.mutable_objects()) {
+      EXPECT_EQ(o.cluster_queue().status().pending_active_workloads() +
+                    o.cluster_queue().status().pending_inadmissible_workloads(),
+                o.cluster_queue().status().pending_workloads());
+      o.mutable_cluster_queue()->mutable_status()->clear_pending_active_workloads();
+      o.mutable_cluster_queue()->mutable_status()->clear_pending_inadmissible_workloads();
+    }
+    return list.SerializeAsString();
+  };
+  EXPECT_EQ(without_split(*restored.List(cqs)), without_split(*original.List(cqs)));
   // The same next step gives the same Changes.
   v1::ReleaseQuotaRequest release;
   release.set_namespace_("ns");
@@ -613,7 +623,12 @@ TEST(EngineRestoreTest, RestoredEngineEqualsTheOriginal) {
   ASSERT_GE(a.size(), 2u);  // finished, and a pending workload admitted in its place
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].revision, b[i].revision);
-    EXPECT_EQ(a[i].workload->SerializeAsString(), b[i].workload->SerializeAsString());
+    EXPECT_EQ(a[i].kind, b[i].kind);
+    if (a[i].kind == v1::OBJECT_KIND_EVENT) {
+      EXPECT_EQ(a[i].event->SerializeAsString(), b[i].event->SerializeAsString());
+    } else {
+      EXPECT_EQ(a[i].workload->SerializeAsString(), b[i].workload->SerializeAsString());
+    }
   }
 }
 

@@ -70,9 +70,17 @@ inline v1::Workload MakeWorkload(const std::string& name, int count, const std::
   return wl;
 }
 
+// Events (Change kind OBJECT_KIND_EVENT) are recorded only when a test asks for them, so that
+// tests counting a call's Changes count object changes.
+inline EngineOptions WithEvents(EngineOptions options, bool record_events) {
+  options.record_events = record_events;
+  return options;
+}
+
 class EngineApiTest : public ::testing::Test {
  protected:
-  explicit EngineApiTest(EngineOptions options = {}) : engine_(options) {}
+  explicit EngineApiTest(EngineOptions options = {}, bool record_events = false)
+      : engine_(WithEvents(options, record_events)) {}
   void SetUp() override { ASSERT_TRUE(engine_.FinishRestore(0).ok()); }
 
   absl::Time Now() { return kT0 + absl::Seconds(++tick_); }

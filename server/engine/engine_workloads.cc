@@ -91,6 +91,20 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     }
     FinishBackoff(entry, now);
   }
+  if (cq_name.empty()) {
+    // §6.6: the LocalQueue does not exist (yet); it waits until the LocalQueue is created.
+    entry.where = WorkloadEntry::Where::kOrphan;
+    lq_orphans_[absl::StrCat(wl.metadata().namespace_(), "/", wl.spec().queue_name())].insert(
+        entry.key());
+    const std::string message =
+        absl::StrCat("LocalQueue ", wl.spec().queue_name(), " doesn't exist");
+    if (emit_reason_change) {
+      MarkPending(entry, kReasonMisconfigured, message, now);
+    } else {
+      SetPending(&entry.object, kReasonMisconfigured, message, now);
+    }
+    return;
+  }
   auto it = cluster_queues_.find(cq_name);
   if (it == cluster_queues_.end()) {
     entry.where = WorkloadEntry::Where::kOrphan;
@@ -197,10 +211,15 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
       break;
     }
     case WorkloadEntry::Where::kOrphan: {
-      auto it = orphans_.find(entry.cluster_queue);
-      if (it != orphans_.end()) {
+      // Waiting for its ClusterQueue, or (no ClusterQueue known) for its LocalQueue.
+      auto& waiting = entry.cluster_queue.empty() ? lq_orphans_ : orphans_;
+      auto it = waiting.find(entry.cluster_queue.empty()
+                                 ? absl::StrCat(entry.object.metadata().namespace_(), "/",
+                                                entry.object.spec().queue_name())
+                                 : entry.cluster_queue);
+      if (it != waiting.end()) {
         it->second.erase(entry.key());
-        if (it->second.empty()) orphans_.erase(it);
+        if (it->second.empty()) waiting.erase(it);
       }
       break;
     }
@@ -344,9 +363,6 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
     return ErrorWithReason(absl::StatusCode::kAlreadyExists, "WORKLOAD_EXISTS",
                            absl::StrCat("workload \"", key, "\" already exists with uid ",
                                         it->second.object.metadata().uid()));
-  }
-  if (local_queues_.count(absl::StrCat(ns, "/", wl.spec().queue_name())) == 0) {
-    return NotFound("LocalQueue", absl::StrCat(ns, "/", wl.spec().queue_name()), "spec.queueName");
   }
   // Priority: explicit, else from its WorkloadPriorityClass, else from the pod template.
   if (!wl.spec().has_priority()) {
@@ -549,7 +565,11 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
   if (entry == nullptr) {
     return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
   }
-  return entry->object;
+  v1::Workload out = entry->object;
+  if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
+    *out.mutable_status()->mutable_pending_position() = *std::move(position);
+  }
+  return out;
 }
 
 std::shared_ptr<const v1::Workload> Engine::Impl::WorkloadSnapshot(const std::string& ns,

@@ -102,7 +102,6 @@ TEST_F(EngineApiTest, RefusedSubmitsChangeNothing) {
            {bad_quantity, absl::StatusCode::kInvalidArgument,
             "spec.podSets[0].template.spec.containers[0].resources.requests[cpu]"},
            {long_name, absl::StatusCode::kInvalidArgument, "metadata.name"},
-           {MakeWorkload("d", 1, "1", "unknown"), absl::StatusCode::kNotFound, "spec.queueName"},
        }) {
     absl::Status s = Submit(c.wl).status();
     EXPECT_EQ(s.code(), c.code) << c.field;
@@ -112,6 +111,38 @@ TEST_F(EngineApiTest, RefusedSubmitsChangeNothing) {
   EXPECT_EQ(engine_.revision(), before);
   EXPECT_TRUE(engine_.TakeChanges().empty());
   EXPECT_EQ(engine_.ListWorkloads({})->workloads_size(), 0);
+}
+
+// §6.6: a workload may name a LocalQueue that does not exist yet (GitOps tools create objects in
+// any order); it waits Misconfigured and queues once the LocalQueue appears.
+TEST_F(EngineApiTest, AWorkloadWaitsForItsLocalQueueToBeCreated) {
+  ASSERT_TRUE(Apply(FlavorObject("default")).ok());
+  ASSERT_TRUE(Apply(ClusterQueueObject("cq", {"default"})).ok());
+  engine_.TakeChanges();
+  absl::StatusOr<v1::SubmitResponse> submitted = Submit(MakeWorkload("a", 1, "1", "later"));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_TRUE(submitted->created());
+  EXPECT_EQ(Schedule(), 0);
+  EXPECT_EQ(StateOf(Get("a")), v1::WORKLOAD_STATE_PENDING);
+  EXPECT_EQ(Condition("a", kQuotaReserved).status(), "False");
+  EXPECT_EQ(Condition("a", kQuotaReserved).reason(), "Misconfigured");
+  EXPECT_EQ(Condition("a", kQuotaReserved).message(), "LocalQueue later doesn't exist");
+  EXPECT_EQ(Get("a").status().resource_requests_size(), 0);
+
+  // A LocalQueue of the same name in another namespace changes nothing.
+  ASSERT_TRUE(Apply(LocalQueueObject("other", "later", "cq")).ok());
+  EXPECT_EQ(Schedule(), 0);
+  // A deleted workload leaves the waiting list: creating the queue then touches only the rest.
+  ASSERT_TRUE(Submit(MakeWorkload("b", 1, "1", "later")).ok());
+  v1::DeleteWorkloadRequest del;
+  del.set_namespace_("ns");
+  del.set_name("b");
+  ASSERT_TRUE(engine_.DeleteWorkload(del, Now()).ok());
+
+  ASSERT_TRUE(Apply(LocalQueueObject("ns", "later", "cq")).ok());
+  EXPECT_EQ(Schedule(), 1);
+  EXPECT_EQ(StateOf(Get("a")), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(Get("a").status().admission().cluster_queue(), "cq");
 }
 
 TEST_F(EngineApiTest, DeactivatedWorkloadsAreNotQueued) {

@@ -225,6 +225,18 @@ void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor
       "; preemptee path: ", quota_tree_.Path(victim.cluster_queue));
   Evict(victim, "Preempted", message, now);
   SetCondition(&victim.object, kPreempted, true, reason, message, now);
+  // Effective priority is the priority: admitd has no priority boost.
+  const int32_t p = preemptor.object.spec().priority(), v = victim.object.spec().priority();
+  const std::string priorities =
+      absl::StrCat("; preemptor effective priority: ", p, " (base: ", p,
+                   ", boost: 0); preemptee effective priority: ", v, " (base: ", v, ", boost: 0)");
+  RecordEvent(victim, EventType::kNormal, "Preempted", "Preempted",
+              absl::StrCat(message, priorities), now);
+  RecordEvent(preemptor, EventType::kNormal, "PreemptedWorkload", "PreemptedWorkload",
+              absl::StrCat("Preempted workload ", victim.key(), " (UID: ",
+                           victim.object.metadata().uid(), ") in ClusterQueue ",
+                           victim.cluster_queue, priorities),
+              now);
 }
 
 }  // namespace admitd::engine

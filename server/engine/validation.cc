@@ -344,6 +344,19 @@ Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check) {
   return out;
 }
 
+Violations ValidateNamespace(const v1::Namespace& ns) {
+  Violations out;
+  CheckName(&out, "metadata.name", ns.metadata().name(), true);
+  CheckObjectMeta(&out, "metadata", ns.metadata());
+  auto name_label = ns.metadata().labels().find("kubernetes.io/metadata.name");
+  if (name_label != ns.metadata().labels().end() && name_label->second != ns.metadata().name()) {
+    out.push_back({"metadata.labels[kubernetes.io/metadata.name]",
+                   absl::StrCat("Invalid value: ", Quote(name_label->second),
+                                ": must be the namespace's name")});
+  }
+  return out;
+}
+
 Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
   Violations out;
   const v1::WorkloadSpec& spec = workload.spec();

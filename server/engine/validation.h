@@ -22,6 +22,7 @@ Violations ValidateClusterQueue(const v1::ClusterQueue& cq);
 Violations ValidateLocalQueue(const v1::LocalQueue& lq);
 Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc);
 Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check);
+Violations ValidateNamespace(const v1::Namespace& ns);
 Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
 
 // Whether the workload's requests can be represented: per resource, each pod set's per-pod

@@ -52,8 +52,8 @@ inline constexpr char kDefaultLocalQueueName[] = "default";
 inline constexpr char kDefaultPodSetName[] = "main";
 inline constexpr char kWaitingForReplacementPods[] = "WaitingForReplacementPods";
 
-// Role limits: KEP-976 says 8; current Kueue allows 18 (jobframework.MaxPodSets).
-inline constexpr int kDefaultMaxRoles = 8;
+// Role limits: Kueue's jobframework.MaxPodSets (18) by default and at most; fewer when configured.
+inline constexpr int kDefaultMaxRoles = 18;
 inline constexpr int kMaxRolesLimit = 18;
 
 struct PodOptions {

@@ -352,12 +352,13 @@ TEST(ComposeGroupTest, RoleLimit) {
     return pods;
   };
   PodOptions kep;
+  kep.max_roles = 8;
   EXPECT_EQ(ComposeGroup(group(8), kep).outcome, GroupComposition::Outcome::kCreate);
   GroupComposition nine = ComposeGroup(group(9), kep);
   EXPECT_EQ(nine.outcome, GroupComposition::Outcome::kInvalid);
   EXPECT_EQ(nine.error, "pod group can't include more than 8 roles");
-  PodOptions kueue;
-  kueue.max_roles = 18;
+  PodOptions kueue;  // the default is Kueue's MaxPodSets
+  EXPECT_EQ(kueue.max_roles, 18);
   GroupComposition eighteen = ComposeGroup(group(18), kueue);
   ASSERT_EQ(eighteen.outcome, GroupComposition::Outcome::kCreate);
   EXPECT_EQ(eighteen.workload->spec().pod_sets_size(), 18);

@@ -1,0 +1,104 @@
+// Engine: the Kubernetes Events Kueue records on Workloads (semantics §8, §17), as Changes of
+// kind OBJECT_KIND_EVENT: logged and watched like object changes, never stored as objects.
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine_impl.h"
+#include "server/pods/pod_group.h"
+
+namespace admitd::engine {
+
+void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
+                               const std::string& reason, const std::string& action,
+                               const std::string& note, absl::Time now) {
+  if (!options_.record_events) return;
+  const v1::ObjectMeta& meta = entry.object.metadata();
+  auto event = std::make_shared<v1::Event>();
+  v1::ObjectReference* regarding = event->mutable_regarding();
+  regarding->set_api_version("kueue.x-k8s.io/v1beta2");
+  regarding->set_kind("Workload");
+  regarding->set_namespace_(meta.namespace_());
+  regarding->set_name(meta.name());
+  regarding->set_uid(meta.uid());
+  event->set_type(type == EventType::kWarning ? "Warning" : "Normal");
+  event->set_reason(reason);
+  event->set_action(action.empty() ? reason : action);
+  event->set_note(pods::TruncateEventMessage(note));
+  *event->mutable_event_time() = ToProtoTime(now);
+  event->set_reporting_controller("kueue-admission");
+  event->set_cluster_queue(entry.cluster_queue);
+  if (auto cluster = meta.labels().find(kPodClusterLabel); cluster != meta.labels().end()) {
+    event->set_cluster(cluster->second);
+  }
+  Change c;
+  c.revision = ++revision_;
+  c.kind = v1::OBJECT_KIND_EVENT;
+  // Unique per event, so that a batch never folds two events into one.
+  c.key = absl::StrCat(entry.key(), "#", c.revision);
+  c.type = v1::WatchEvent::ADDED;
+  c.reason = reason;
+  c.message = event->note();
+  c.event = std::move(event);
+  changes_.push_back(std::move(c));
+}
+
+void Engine::Impl::CountEviction(WorkloadEntry& entry, const std::string& reason,
+                                 const std::string& cause) {
+  v1::SchedulingStats* stats = entry.object.mutable_status()->mutable_scheduling_stats();
+  for (v1::WorkloadSchedulingStatsEviction& e : *stats->mutable_evictions()) {
+    if (e.reason() == reason && e.underlying_cause() == cause) {
+      e.set_count(e.count() + 1);
+      return;
+    }
+  }
+  v1::WorkloadSchedulingStatsEviction* e = stats->add_evictions();
+  e->set_reason(reason);
+  e->set_underlying_cause(cause);
+  e->set_count(1);
+}
+
+void Engine::Impl::MarkPendingAfterAttempt(WorkloadEntry& entry, const std::string& reason,
+                                           const std::string& message, absl::Time now) {
+  if (!SetPending(&entry.object, reason, message, now)) return;
+  EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Pending", message);
+  // Kueue records a Warning with the condition's reason after every failed attempt; Kubernetes
+  // folds the repeats into one Event with a count. Here it is recorded when the reason or
+  // message changes, which is what that Event's note shows.
+  RecordEvent(entry, EventType::kWarning, reason, reason, message, now);
+}
+
+void Engine::Impl::RecordQuotaReserved(const WorkloadEntry& entry, absl::Time now) {
+  const v1::Workload& wl = entry.object;
+  // The wait counts from the last requeue, else from creation (Kueue's QueuedWaitTime).
+  absl::Time queued = FromProto(wl.metadata().creation_timestamp());
+  if (const v1::Condition* requeued = FindCondition(wl, kRequeued); requeued != nullptr) {
+    queued = FromProto(requeued->last_transition_time());
+  }
+  RecordEvent(entry, EventType::kNormal, "QuotaReserved", "QuotaReserved",
+              absl::StrCat("Quota reserved in ClusterQueue ", entry.cluster_queue,
+                           ", wait time since queued was ", WholeSeconds(now - queued), "s"),
+              now);
+}
+
+void Engine::Impl::RecordAdmitted(const WorkloadEntry& entry, absl::Time now) {
+  absl::Time reserved = now;
+  if (const v1::Condition* c = FindCondition(entry.object, kQuotaReserved); c != nullptr) {
+    reserved = FromProto(c->last_transition_time());
+  }
+  RecordEvent(entry, EventType::kNormal, "Admitted", "Admitted",
+              absl::StrCat("Admitted by ClusterQueue ", entry.cluster_queue,
+                           ", wait time since reservation was ", WholeSeconds(now - reserved),
+                           "s"),
+              now);
+}
+
+int64_t WholeSeconds(absl::Duration d) {
+  // Go's "%.0f" of the seconds: rounded half to even, never negative here.
+  if (d < absl::ZeroDuration()) return 0;
+  const double s = absl::ToDoubleSeconds(d);
+  return static_cast<int64_t>(std::nearbyint(s));
+}
+
+}  // namespace admitd::engine
