@@ -30,8 +30,9 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
 
   apply -f FILE|DIR|- [-f ...]        create or update queue objects; submit Workload documents
   submit -f FILE                      submit Workload manifests
-  import -f FILE                      record Workloads admitted by a running Kueue (with their
-                                      status.admission) as admitted, without scheduling them
+  import -f FILE [--cluster NAME]     record Workloads admitted by a running Kueue (with their
+                                      status) as admitted, without scheduling them; workloads
+                                      Kueue made for pods become pod Workloads of --cluster
   get KIND [NAME] [-n NS | -A] [-o json]
                                       kinds: resourceflavor(s)/rf/flavor, cohort(s),
                                       clusterqueue(s)/cq, localqueue(s)/lq,
@@ -239,6 +240,7 @@ int SubmitFiles(Client& client, const Args& args) {
 int Import(Client& client, const Args& args) {
   if (!args.Has("-f")) return Usage("import needs -f FILE");
   v1::ImportRequest req;
+  req.set_cluster(args.Get("--cluster"));
   for (const std::string& path : args.flags.at("-f")) {
     auto parsed = ReadManifests(path);
     if (!parsed.ok()) {

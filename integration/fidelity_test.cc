@@ -232,5 +232,48 @@ TEST_F(FidelityTest, NamespaceLabelsDecideSelectionAndSurviveARestart) {
   EXPECT_TRUE(Get("w2").status().has_admission());
 }
 
+TEST_F(FidelityTest, AnImportKeepsTheStatusAndPodWorkloadsJoinTheirCluster) {
+  Queues();
+  v1::Workload wl = testing::Workload("ns", "group", "lq", 1, {{"cpu", "1"}});
+  wl.mutable_metadata()->set_uid("group-uid");
+  v1::OwnerReference* owner = wl.mutable_metadata()->add_owner_references();
+  owner->set_api_version("v1");
+  owner->set_kind("Pod");
+  owner->set_name("group-0");
+  v1::Admission* admission = wl.mutable_status()->mutable_admission();
+  admission->set_cluster_queue("cq");
+  v1::PodSetAssignment* psa = admission->add_pod_set_assignments();
+  psa->set_name("main");
+  psa->set_count(1);
+  (*psa->mutable_flavors())["cpu"] = "default";
+  (*psa->mutable_resource_usage())["cpu"] = "1";
+  for (const auto& [type, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"QuotaReserved", "QuotaReserved"}, {"Admitted", "Admitted"},
+           {"Requeued", "Preempted"}, {"WaitingForReplacementPods", "PodsReady"}}) {
+    v1::Condition* c = wl.mutable_status()->add_conditions();
+    c->set_type(type);
+    c->set_status("True");
+    c->set_reason(reason);
+    c->set_message("from Kueue");
+    c->mutable_last_transition_time()->set_seconds(1767225000);
+  }
+  v1::ImportRequest req;
+  *req.add_workloads() = wl;
+  req.set_cluster("east");
+  grpc::ClientContext ctx;
+  v1::ImportResponse resp;
+  grpc::Status s = client_->queues->Import(&ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const v1::Workload got = Get("group");
+  ASSERT_EQ(got.status().conditions_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(got.status().conditions(i).SerializeAsString(),
+              wl.status().conditions(i).SerializeAsString());
+  }
+  EXPECT_EQ(got.metadata().labels().at("admitd.io/pod-cluster"), "east");
+  EXPECT_EQ(got.metadata().finalizers(0), "kueue.x-k8s.io/resource-in-use");
+  EXPECT_EQ(ClusterQueueStatus().status().admitted_workloads(), 1);
+}
+
 }  // namespace
 }  // namespace admitd

@@ -400,6 +400,15 @@ void Sequencer::RunCommitter() {
         NotifyHealth(commit);
       }
     }
+    // The metrics count the batch before anyone hears it committed, so a scrape after an answer
+    // sees what that answer did.
+    if (commit.ok() && !pending.changes.empty() && options_.metrics != nullptr) {
+      options_.metrics->CountChanges(pending.changes);
+      if (pending.pending_counts) options_.metrics->SetPendingWorkloads(*pending.pending_counts);
+      options_.metrics->Set("admitd_revision", "The revision of the last committed change.", {},
+                            static_cast<double>(pending.changes.back().revision));
+      options_.metrics->Add("admitd_commits_total", "Batches committed to the store.", {});
+    }
     for (Command& cmd : pending.commands) cmd.respond(commit);
     bool compact = false;
     {
@@ -409,13 +418,6 @@ void Sequencer::RunCommitter() {
         stats_.commits++;
         compact = ++commits_since_compaction_ >= options_.compact_every_commits;
         if (compact) commits_since_compaction_ = 0;
-        if (options_.metrics != nullptr) {
-          options_.metrics->CountChanges(pending.changes);
-          if (pending.pending_counts) options_.metrics->SetPendingWorkloads(*pending.pending_counts);
-          options_.metrics->Set("admitd_revision", "The revision of the last committed change.", {},
-                                static_cast<double>(pending.changes.back().revision));
-          options_.metrics->Add("admitd_commits_total", "Batches committed to the store.", {});
-        }
         for (engine::Change& c : pending.changes) committed_changes_.push_back(std::move(c));
       }
       --in_flight_;

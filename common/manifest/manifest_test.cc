@@ -164,6 +164,39 @@ TEST(ManifestTest, CoreNamespacesAreReadWithTheirLabelsAndAppliedFirst) {
   EXPECT_THAT(other.status().message(), HasSubstr("kind: unsupported \"Namespace\""));
 }
 
+TEST(ManifestTest, AWorkloadKeepsItsGatesRequeueStateAndSchedulingStats) {
+  auto parsed = ParseManifests(R"(apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: ns, finalizers: [kueue.x-k8s.io/resource-in-use]}
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 2
+    template:
+      spec:
+        schedulingGates: [{name: kueue.x-k8s.io/elastic-job}]
+        containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+status:
+  requeueState: {count: 3, requeueAt: "2026-01-01T00:00:10Z"}
+  schedulingStats:
+    evictions: [{reason: Deactivated, underlyingCause: RequeuingLimitExceeded, count: 1}]
+  accumulatedPastExecutionTimeSeconds: 12
+)",
+                               "w.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const v1::Workload& wl = (*parsed)[0].workload;
+  ASSERT_EQ(wl.spec().pod_sets(0).template_().spec().scheduling_gates_size(), 1);
+  EXPECT_EQ(wl.spec().pod_sets(0).template_().spec().scheduling_gates(0).name(),
+            "kueue.x-k8s.io/elastic-job");
+  EXPECT_EQ(wl.status().requeue_state().count(), 3);
+  EXPECT_EQ(wl.status().requeue_state().requeue_at().seconds(), 1767225610);
+  ASSERT_EQ(wl.status().scheduling_stats().evictions_size(), 1);
+  EXPECT_EQ(wl.status().scheduling_stats().evictions(0).underlying_cause(),
+            "RequeuingLimitExceeded");
+  EXPECT_EQ(wl.status().accumulated_past_execution_time_seconds(), 12);
+}
+
 TEST(ManifestTest, WrongTypesKindsAndVersionsAreErrors) {
   struct Case {
     const char* yaml;

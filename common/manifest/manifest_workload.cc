@@ -22,8 +22,22 @@ const std::set<std::string> kIgnoredPodFields = {
     "dnsPolicy", "dnsConfig", "imagePullSecrets", "schedulerName", "subdomain", "hostname",
     "automountServiceAccountToken", "enableServiceLinks", "shareProcessNamespace",
     "preemptionPolicy", "runtimeClassName", "topologySpreadConstraints", "readinessGates",
-    "hostAliases", "setHostnameAsFQDN", "os", "schedulingGates", "nodeName",
+    "hostAliases", "setHostnameAsFQDN", "os", "nodeName",
     "ephemeralContainers", "resourceClaims", "hostUsers"};
+
+// An RFC 3339 time into `out`; an error at `path` when it is not one.
+void Time(Walker& w, const YAML::Node& node, const std::string& path,
+          google::protobuf::Timestamp* out) {
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, w.Str(node, path), &t, &err)) {
+    w.Error(path, absl::StrCat("invalid RFC 3339 time: ", err));
+    return;
+  }
+  const int64_t nanos = absl::ToUnixNanos(t);
+  out->set_seconds(nanos / 1000000000);
+  out->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
 
 void Resources(Walker& w, const YAML::Node& node, const std::string& path,
                v1::ResourceRequirements* r) {
@@ -128,6 +142,14 @@ void PodSpec(Walker& w, const YAML::Node& node, const std::string& path, v1::Pod
           }},
          {"resources", [&](const YAML::Node& n, const std::string& p) {
             Resources(w, n, p, pod->mutable_resources());
+          }},
+         {"schedulingGates", [&](const YAML::Node& n, const std::string& p) {
+            w.List(n, p, [&](const YAML::Node& g, const std::string& q) {
+              v1::PodSchedulingGate* gate = pod->add_scheduling_gates();
+              w.Map(g, q, {{"name", [&](const YAML::Node& v, const std::string& r) {
+                              gate->set_name(w.Str(v, r));
+                            }}});
+            });
           }}},
         kIgnoredPodFields);
 }
@@ -137,7 +159,46 @@ void PodSpec(Walker& w, const YAML::Node& node, const std::string& path, v1::Pod
 void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
                     v1::WorkloadStatus* status) {
   w.Map(node, path,
-        {{"admission", [&](const YAML::Node& n, const std::string& p) {
+        {{"requeueState", [&](const YAML::Node& n, const std::string& p) {
+            v1::RequeueState* r = status->mutable_requeue_state();
+            w.Map(n, p,
+                  {{"count", [&](const YAML::Node& x, const std::string& xp) {
+                      int32_t v;
+                      if (w.Int32(x, xp, &v)) r->set_count(v);
+                    }},
+                   {"requeueAt", [&](const YAML::Node& x, const std::string& xp) {
+                      Time(w, x, xp, r->mutable_requeue_at());
+                    }}});
+          }},
+         {"schedulingStats", [&](const YAML::Node& n, const std::string& p) {
+            w.Map(n, p, {{"evictions", [&](const YAML::Node& x, const std::string& xp) {
+                            w.List(x, xp, [&](const YAML::Node& en, const std::string& ep) {
+                              v1::WorkloadSchedulingStatsEviction* e =
+                                  status->mutable_scheduling_stats()->add_evictions();
+                              w.Map(en, ep,
+                                    {{"reason", [&](const YAML::Node& y, const std::string& yp) {
+                                        e->set_reason(w.Str(y, yp));
+                                      }},
+                                     {"underlyingCause",
+                                      [&](const YAML::Node& y, const std::string& yp) {
+                                        e->set_underlying_cause(w.Str(y, yp));
+                                      }},
+                                     {"count", [&](const YAML::Node& y, const std::string& yp) {
+                                        int32_t v;
+                                        if (w.Int32(y, yp, &v)) e->set_count(v);
+                                      }}});
+                            });
+                          }}});
+          }},
+         {"accumulatedPastExecutionTimeSeconds", [&](const YAML::Node& n, const std::string& p) {
+            int64_t v;
+            if (w.Int(n, p, &v)) status->set_accumulated_past_execution_time_seconds(v);
+          }},
+         {"accumulatedPastExexcutionTimeSeconds", [&](const YAML::Node& n, const std::string& p) {
+            int64_t v;  // v1beta1's spelling
+            if (w.Int(n, p, &v)) status->set_accumulated_past_execution_time_seconds(v);
+          }},
+         {"admission", [&](const YAML::Node& n, const std::string& p) {
             v1::Admission* a = status->mutable_admission();
             w.Map(n, p,
                   {{"clusterQueue", [&](const YAML::Node& x, const std::string& xp) {
@@ -186,9 +247,8 @@ void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
                     {"observedGeneration"});
             });
           }}},
-        {"requeueState", "reclaimablePods", "admissionChecks", "resourceRequests",
-         "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds",
-         "schedulingStats", "nominatedClusterNames", "clusterName", "unhealthyNodes"});
+        {"reclaimablePods", "admissionChecks", "resourceRequests", "nominatedClusterNames",
+         "clusterName", "unhealthyNodes"});
 }
 
 static void PodSets(Walker& w, const YAML::Node& node, const std::string& path,

@@ -89,6 +89,18 @@ google::protobuf::Timestamp ToProtoTime(absl::Time t) {
 
 void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
                                 const std::string& reason, const std::string& message) {
+  // Kueue's finalizer stays on a Workload until it finishes (its job's controller removes it).
+  google::protobuf::RepeatedPtrField<std::string>* finalizers =
+      entry.object.mutable_metadata()->mutable_finalizers();
+  const bool finished = IsConditionTrue(entry.object, kFinished);
+  const bool has = std::find(finalizers->begin(), finalizers->end(), kResourceInUseFinalizer) !=
+                   finalizers->end();
+  if (finished && has) {
+    finalizers->erase(std::remove(finalizers->begin(), finalizers->end(), kResourceInUseFinalizer),
+                      finalizers->end());
+  } else if (!finished && !has) {
+    finalizers->Add(kResourceInUseFinalizer);
+  }
   entry.object.mutable_metadata()->set_resource_version(++revision_);
   if (entry.object.metadata().labels().count(kPodClusterLabel) != 0) {
     dirty_pod_workloads_.insert(entry.key());

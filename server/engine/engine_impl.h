@@ -56,6 +56,8 @@ struct WorkloadEntry {
 inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
 // On a Workload made of reported pods: the cluster the pods run in.
 inline constexpr char kPodClusterLabel[] = "admitd.io/pod-cluster";
+// The finalizer Kueue puts on every Workload it makes, until the Workload finishes.
+inline constexpr char kResourceInUseFinalizer[] = "kueue.x-k8s.io/resource-in-use";
 
 // One reported pod and the Workload (namespace/name) it belongs to ("" when not managed).
 struct PodEntry {

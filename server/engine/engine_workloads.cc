@@ -364,7 +364,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
                            absl::StrCat("workload \"", key, "\" already exists with uid ",
                                         it->second.object.metadata().uid()));
   }
-  // Priority: explicit, else from its WorkloadPriorityClass, else from the pod template.
+  // Priority: explicit, else from its WorkloadPriorityClass, else from the pod template, else 0.
   if (!wl.spec().has_priority()) {
     const v1::PriorityClassRef& ref = wl.spec().priority_class_ref();
     if (!ref.name().empty() && (ref.kind().empty() || ref.kind() == "WorkloadPriorityClass")) {
@@ -373,8 +373,17 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
         return NotFound("WorkloadPriorityClass", ref.name(), "spec.priorityClassRef.name");
       }
       wl.mutable_spec()->set_priority(it->second.workload_priority_class().value());
-    } else if (wl.spec().pod_sets(0).template_().spec().has_priority()) {
-      wl.mutable_spec()->set_priority(wl.spec().pod_sets(0).template_().spec().priority());
+    } else {
+      // Kueue always sets spec.priority: the pod template's (with a priorityClassRef to its
+      // PriorityClass), else 0.
+      const v1::PodSpec& pod = wl.spec().pod_sets(0).template_().spec();
+      wl.mutable_spec()->set_priority(pod.priority());
+      if (!pod.priority_class_name().empty() && ref.name().empty()) {
+        v1::PriorityClassRef* pc = wl.mutable_spec()->mutable_priority_class_ref();
+        pc->set_group("scheduling.k8s.io");
+        pc->set_kind("PriorityClass");
+        pc->set_name(pod.priority_class_name());
+      }
     }
   }
   v1::ObjectMeta* meta = wl.mutable_metadata();

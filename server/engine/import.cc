@@ -8,6 +8,17 @@
 #include "server/engine/validation.h"
 
 namespace admitd::engine {
+namespace {
+
+// Whether Kueue made the workload for a pod group or a single pod: an owner reference to a Pod.
+bool IsPodOwned(const v1::Workload& wl) {
+  for (const v1::OwnerReference& o : wl.metadata().owner_references()) {
+    if (o.kind() == "Pod" && o.api_version() == "v1") return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest& request,
                                                         absl::Time now) {
@@ -83,6 +94,11 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
                           fr.first, ": the largest quantity is 2^63-1 (9223372036854775807) units")});
       }
     }
+    if (IsConditionTrue(wl, kFinished)) {
+      violations.push_back({f + ".status.conditions",
+                            "a finished workload holds no quota: it is not imported"});
+    }
+    if (IsPodOwned(wl)) CheckClusterName(&violations, "cluster", request.cluster());
     auto existing = workloads_.find(absl::StrCat(ns, "/", wl.metadata().name()));
     if (existing != workloads_.end() && !wl.metadata().uid().empty() &&
         existing->second.object.metadata().uid() != wl.metadata().uid()) {
@@ -112,19 +128,23 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
       *wl.mutable_metadata()->mutable_creation_timestamp() = ToProtoTime(now);
     }
     wl.mutable_metadata()->set_generation(1);
-    // Keep Kueue's reservation time when it came along; otherwise now.
+    // The status stays as Kueue wrote it (every condition, requeue state, scheduling stats,
+    // checks); only what a reservation needs is added when missing.
+    wl.mutable_status()->clear_pending_position();
+    const std::string cq = wl.status().admission().cluster_queue();
     absl::Time reserved_at = now;
     if (const v1::Condition* c = FindCondition(wl, kQuotaReserved);
         c != nullptr && c->has_last_transition_time()) {
       reserved_at = FromProto(c->last_transition_time());
     }
-    v1::Admission admission = wl.status().admission();
-    wl.clear_status();
-    *wl.mutable_status()->mutable_admission() = std::move(admission);
-    const std::string cq = wl.status().admission().cluster_queue();
-    SetCondition(&wl, kQuotaReserved, true, "QuotaReserved",
-                 absl::StrCat("Quota reserved in ClusterQueue ", cq), reserved_at);
-    SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", reserved_at);
+    if (!IsConditionTrue(wl, kQuotaReserved)) {
+      SetCondition(&wl, kQuotaReserved, true, "QuotaReserved",
+                   absl::StrCat("Quota reserved in ClusterQueue ", cq), reserved_at);
+    }
+    if (FindCondition(wl, kAdmitted) == nullptr) {
+      SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", reserved_at);
+    }
+    if (IsPodOwned(wl)) (*wl.mutable_metadata()->mutable_labels())[kPodClusterLabel] = request.cluster();
     ParsePodSets(&entry).IgnoreError();
     IndexChain(entry, /*add=*/true);
     entry.cluster_queue = cq;
