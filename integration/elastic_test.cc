@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "admitd/v1/pod_service.grpc.pb.h"
 #include "integration/in_process.h"
 
 namespace admitd {
@@ -311,6 +312,47 @@ TEST_F(ElasticTest, ScaleUpAdmitsANewSliceAndFinishesTheOldOneInTheSameCommit) {
 
   // The same resize again changes nothing.
   EXPECT_EQ(MustResize(kDemo, {{"main", 5}}, 2).outcome(), v1::ResizeResponse::UNCHANGED);
+}
+
+TEST_F(ElasticTest, TheServerUngatesTheJobsReportedPodsUpToTheGrantedCount) {
+  Queue({{"default", "4"}});
+  JobSpec demo = kDemo;
+  demo.pod_sets = {{"main", 2}};
+  Submit(JobWorkload(demo, kGen1));
+  Cycles();
+  ASSERT_EQ(State(Get(kGen1)), "Admitted");
+  // Kueue's job controller made three gated pods (one more than granted).
+  v1::ReportPodsRequest report;
+  report.set_cluster("east");
+  for (const char* name : {"demo-z", "demo-b", "demo-a"}) {
+    v1::PodObservation* pod = report.add_pods();
+    pod->set_namespace_("ns");
+    pod->set_name(name);
+    pod->set_uid(std::string(name) + "-uid");
+    pod->set_resource_version(1);
+    pod->set_phase(v1::POD_PHASE_PENDING);
+    (*pod->mutable_labels())["kueue.x-k8s.io/podset"] = "main";
+    (*pod->mutable_annotations())["kueue.x-k8s.io/workload-slice-name"] = kGen1;
+    pod->add_scheduling_gates()->set_name("kueue.x-k8s.io/elastic-job");
+    v1::OwnerReference* owner = pod->add_owner_references();
+    owner->set_api_version(demo.api_version);
+    owner->set_kind(demo.kind);
+    owner->set_name(demo.name);
+    owner->set_uid(demo.uid);
+    owner->set_controller(true);
+  }
+  auto pods = v1::PodService::NewStub(client_->channel);
+  grpc::ClientContext ctx;
+  v1::ReportPodsResponse resp;
+  grpc::Status s = pods->ReportPods(&ctx, report, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<std::string> ungated;
+  for (const v1::PodDirective& d : resp.directives()) {
+    EXPECT_EQ(d.action(), v1::PodDirective::UNGATE);
+    EXPECT_EQ(d.scheduling_gate(), "kueue.x-k8s.io/elastic-job");
+    ungated.push_back(d.pod().name());
+  }
+  EXPECT_THAT(ungated, ElementsAre("demo-a", "demo-b"));
 }
 
 TEST_F(ElasticTest, AScaleUpStaysInTheFlavorTheJobRunsIn) {

@@ -105,6 +105,7 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
   if (entry.object.metadata().labels().count(kPodClusterLabel) != 0) {
     dirty_pod_workloads_.insert(entry.key());
   }
+  if (!pods_of_workload_.empty()) MarkElasticPodsDirty(entry.object);
   Change c;
   c.revision = revision_;
   c.kind = v1::OBJECT_KIND_WORKLOAD;

@@ -193,6 +193,14 @@ class Engine::Impl {
   void FinishSlice(WorkloadEntry& old, const std::string& reason, const std::string& message,
                    absl::Time now);
   void PruneSliceHistory(const std::string& chain, absl::Time now);
+  // An elastic Job's reported pods are indexed under "<namespace>/<origin slice name>" (the
+  // pods' workload-slice-name annotation); their directives are the elastic-job gate's UNGATEs
+  // for the chain's active slice.
+  std::string ElasticPodsKey(const v1::PodObservation& pod) const;
+  std::vector<v1::PodDirective> ElasticPodDirectives(
+      const std::vector<v1::PodObservation>& pods) const;
+  // A slice changed: its job's reported pods get their directives published again.
+  void MarkElasticPodsDirty(const v1::Workload& slice);
   // Removes a workload (quota, queues, chain index) with a DELETED Change.
   void DeleteEntry(WorkloadEntry& entry, absl::Time now, const std::string& reason,
                    const std::string& message);

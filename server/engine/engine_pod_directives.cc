@@ -8,6 +8,7 @@
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
 #include "server/engine/engine_pods_internal.h"
+#include "server/pods/elastic_pods.h"
 #include "server/pods/pod_group.h"
 
 namespace admitd::engine {
@@ -25,6 +26,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
   const pods::PodOptions options = PodOptionsNow();
   std::vector<v1::PodObservation> pods = PodsOf(workload_key);
   if (pods.empty()) return out;
+  if (pods::IsElasticJobPod(pods.front())) return ElasticPodDirectives(pods);
   const int64_t rev = static_cast<int64_t>(revision_);
   const bool is_group = !pods::GroupName(pods.front(), options).empty();
   auto by_name = [&](const std::string& name) -> const v1::PodObservation* {

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/pods/elastic_pods.h"
 #include "server/engine/metadata_validation.h"
 #include "server/engine/validation.h"
 #include "server/engine/engine_pods_internal.h"
@@ -157,6 +158,7 @@ pods::PodOptions Engine::Impl::PodOptionsNow() const {
 std::string Engine::Impl::PodWorkloadKey(const v1::PodObservation& pod) const {
   const std::string group = pods::GroupName(pod, PodOptionsNow());
   if (!group.empty()) return absl::StrCat(pod.namespace_(), "/", group);
+  if (pods::IsElasticJobPod(pod)) return ElasticPodsKey(pod);
   pods::ManagementInput input;
   input.namespace_selected =
       std::find(options_.pod_unmanaged_namespaces.begin(), options_.pod_unmanaged_namespaces.end(),
@@ -337,6 +339,8 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   std::vector<std::string> errors;
   const pods::PodOptions options = PodOptionsNow();
   std::vector<v1::PodObservation> pods = PodsOf(workload_key);
+  // An elastic Job's pods belong to its job: the server only ungates them.
+  if (!pods.empty() && pods::IsElasticJobPod(pods.front())) return errors;
   auto wl_it = workloads_.find(workload_key);
   if (pods.empty()) {
     // Every pod is gone: the Workload goes with them (Kueue's owner references do the same).

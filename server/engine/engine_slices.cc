@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/pods/elastic_pods.h"
 #include "server/engine/quantity.h"
 #include "server/engine/validation.h"
 
@@ -490,6 +491,55 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   EmitWorkload(entry, v1::WatchEvent::ADDED, "SliceCreated",
                absl::StrCat("replaces ", kept->key()));
   return respond(v1::ResizeResponse::SLICE_CREATED);
+}
+
+// ---- Elastic Job pods (§13.5) ----------------------------------------------------------------
+
+std::string Engine::Impl::ElasticPodsKey(const v1::PodObservation& pod) const {
+  return absl::StrCat(pod.namespace_(), "/",
+                      pod.annotations().at(pods::kWorkloadSliceNameAnnotation));
+}
+
+std::vector<v1::PodDirective> Engine::Impl::ElasticPodDirectives(
+    const std::vector<v1::PodObservation>& pods) const {
+  std::vector<v1::PodDirective> out;
+  if (!options_.elastic_jobs || pods.empty()) return out;
+  // The chain the pods' Job owns, as ChainKey names it: by the owner's UID, else by the origin
+  // slice's name.
+  const v1::PodObservation& first = pods.front();
+  std::string chain;
+  for (const v1::OwnerReference& o : first.owner_references()) {
+    if (o.uid().empty()) continue;
+    if (chain.empty() || o.controller()) chain = absl::StrCat(first.namespace_(), "/uid:", o.uid());
+  }
+  if (chain.empty()) {
+    chain = absl::StrCat(first.namespace_(), "/name:",
+                         first.annotations().at(pods::kWorkloadSliceNameAnnotation));
+  }
+  auto it = chains_.find(chain);
+  if (it == chains_.end()) return out;
+  const WorkloadEntry* active = nullptr;  // the newest active slice
+  for (const std::string& key : it->second) {
+    const WorkloadEntry& entry = workloads_.at(key);
+    if (!pods::IsActiveSlice(entry.object)) continue;
+    if (active == nullptr || Before(active, &entry)) active = &entry;
+  }
+  if (active == nullptr) return out;
+  const int64_t rev = static_cast<int64_t>(revision_);
+  for (const std::string& name : pods::ElasticPodsToUngate(&active->object, pods)) {
+    for (const v1::PodObservation& p : pods) {
+      if (p.name() == name) out.push_back(pods::ElasticUngateDirective(p, rev));
+    }
+  }
+  return out;
+}
+
+void Engine::Impl::MarkElasticPodsDirty(const v1::Workload& slice) {
+  if (Annotation(slice, kElasticJobAnnotation) != "true") return;
+  std::string origin = Annotation(slice, kSliceNameAnnotation);
+  if (origin.empty()) origin = slice.metadata().name();
+  const std::string key = absl::StrCat(slice.metadata().namespace_(), "/", origin);
+  if (pods_of_workload_.count(key) != 0) dirty_pod_workloads_.insert(key);
 }
 
 }  // namespace admitd::engine

@@ -405,5 +405,92 @@ TEST_F(SlicesTest, AResizeThatCannotBeRepresentedIsRefusedAndChangesNothing) {
   EXPECT_EQ(Get("a").spec().pod_sets(0).count(), 1);
 }
 
+// ---- The elastic-job gate (§13.5): the server decides which reported pods start ------------
+
+// A pod of job `job` in pod set `pod_set`, gated or not, as a shim reports it.
+v1::PodObservation JobPod(const std::string& job, const std::string& name, bool gated,
+                          const std::string& pod_set = "main") {
+  v1::PodObservation pod;
+  pod.set_namespace_("ns");
+  pod.set_name(name);
+  pod.set_uid(name + "-uid");
+  pod.set_resource_version(1);
+  pod.set_phase(v1::POD_PHASE_PENDING);
+  (*pod.mutable_labels())["kueue.x-k8s.io/podset"] = pod_set;
+  (*pod.mutable_annotations())[kSliceNameAnnotation] = job;
+  if (gated) pod.add_scheduling_gates()->set_name("kueue.x-k8s.io/elastic-job");
+  v1::OwnerReference* owner = pod.add_owner_references();
+  owner->set_api_version("batch/v1");
+  owner->set_kind("Job");
+  owner->set_name(job);
+  owner->set_uid(job + "-uid");
+  owner->set_controller(true);
+  return pod;
+}
+
+std::vector<std::string> Ungated(const std::vector<v1::PodDirective>& directives) {
+  std::vector<std::string> out;
+  for (const v1::PodDirective& d : directives) {
+    EXPECT_EQ(d.action(), v1::PodDirective::UNGATE);
+    EXPECT_EQ(d.scheduling_gate(), "kueue.x-k8s.io/elastic-job");
+    out.push_back(d.pod().name());
+  }
+  return out;
+}
+
+TEST_F(SlicesTest, TheServerUngatesAnElasticJobsPodsUpToTheAdmittedCount) {
+  Queue({{"default", "4"}});
+  Submit(Job("a", {{"main", 2}}));
+  Drain();
+  ASSERT_EQ(State("a"), v1::WORKLOAD_STATE_ADMITTED);
+  v1::ReportPodsRequest report;
+  report.set_cluster("east");
+  for (const char* name : {"a-c", "a-a", "a-b"}) *report.add_pods() = JobPod("a", name, true);
+  absl::StatusOr<v1::ReportPodsResponse> resp = engine_->ReportPods(report, Now());
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->accepted(), 3);
+  EXPECT_EQ(resp->errors_size(), 0);
+  // Two granted: the lowest names; the third pod stays gated. No Workload is made of them.
+  engine_->AddDirectivesFor(report, Now(), &*resp);
+  EXPECT_EQ(Ungated({resp->directives().begin(), resp->directives().end()}),
+            (std::vector<std::string>{"a-a", "a-b"}));
+  v1::ListWorkloadsRequest all;
+  EXPECT_EQ(engine_->ListWorkloads(all)->workloads_size(), 1);
+
+  // The shim ungated them; a scale-up to 4 is admitted as a new slice, which releases the rest.
+  v1::ReportPodsRequest done;
+  done.set_cluster("east");
+  for (const char* name : {"a-a", "a-b"}) {
+    v1::PodObservation p = JobPod("a", name, false);
+    p.set_resource_version(2);
+    *done.add_pods() = p;
+  }
+  *done.add_pods() = JobPod("a", "a-d", true);
+  ASSERT_TRUE(engine_->ReportPods(done, Now()).ok());
+  v1::ListDirectivesRequest list;
+  list.set_cluster("east");
+  EXPECT_TRUE(engine_->ListDirectives(list, Now()).directives().empty());
+  ASSERT_TRUE(Resize("a", {{"main", 4}}, 2).ok());
+  engine_->TakeDirectiveUpdates(Now());
+  Drain();
+  EXPECT_EQ(Ungated(engine_->TakeDirectiveUpdates(Now())), (std::vector<std::string>{"a-c", "a-d"}));
+  const v1::ListDirectivesResponse listed = engine_->ListDirectives(list, Now());
+  EXPECT_EQ(Ungated({listed.directives().begin(), listed.directives().end()}),
+            (std::vector<std::string>{"a-c", "a-d"}));
+}
+
+TEST_F(SlicesTest, AnEvictedOrPendingSliceUngatesNothing) {
+  Queue({{"default", "1"}});
+  Submit(Job("a", {{"main", 2}}));  // does not fit
+  Drain();
+  v1::ReportPodsRequest report;
+  report.set_cluster("east");
+  *report.add_pods() = JobPod("a", "a-a", true);
+  absl::StatusOr<v1::ReportPodsResponse> resp = engine_->ReportPods(report, Now());
+  ASSERT_TRUE(resp.ok());
+  engine_->AddDirectivesFor(report, Now(), &*resp);
+  EXPECT_TRUE(resp->directives().empty());
+}
+
 }  // namespace
 }  // namespace admitd::engine

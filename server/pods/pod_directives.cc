@@ -53,6 +53,7 @@ v1::PodDirective UngateDirective(const PodObservation& pod, const UngateInfo& in
   v1::PodDirective d;
   d.set_action(v1::PodDirective::UNGATE);
   *d.mutable_pod() = RefOf(pod);
+  d.set_scheduling_gate(kAdmissionGate);
   for (const auto& [k, v] : info.node_selector) (*d.mutable_node_selector())[k] = v;
   auto& labels = *d.mutable_labels();
   labels[kPodSetLabel] = info.pod_set;
