@@ -57,7 +57,7 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   ChargeUsage(entry, +1);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);
-  RecordQuotaReserved(entry, now);
+  RecordQuotaReserved(entry, FormatConsideredFlavors(assignment), now);
   if (IsConditionTrue(wl, kAdmitted)) RecordAdmitted(entry, now);
   // A slice replaces its predecessor in the same change set: the two never both hold quota.
   OnSliceAdmitted(entry, now);

@@ -69,17 +69,18 @@ void Engine::Impl::MarkPendingAfterAttempt(WorkloadEntry& entry, const std::stri
   RecordEvent(entry, EventType::kWarning, reason, reason, message, now);
 }
 
-void Engine::Impl::RecordQuotaReserved(const WorkloadEntry& entry, absl::Time now) {
+void Engine::Impl::RecordQuotaReserved(const WorkloadEntry& entry, const std::string& considered,
+                                       absl::Time now) {
   const v1::Workload& wl = entry.object;
   // The wait counts from the last requeue, else from creation (Kueue's QueuedWaitTime).
   absl::Time queued = FromProto(wl.metadata().creation_timestamp());
   if (const v1::Condition* requeued = FindCondition(wl, kRequeued); requeued != nullptr) {
     queued = FromProto(requeued->last_transition_time());
   }
-  RecordEvent(entry, EventType::kNormal, "QuotaReserved", "QuotaReserved",
-              absl::StrCat("Quota reserved in ClusterQueue ", entry.cluster_queue,
-                           ", wait time since queued was ", WholeSeconds(now - queued), "s"),
-              now);
+  std::string note = absl::StrCat("Quota reserved in ClusterQueue ", entry.cluster_queue,
+                                  ", wait time since queued was ", WholeSeconds(now - queued), "s");
+  if (!considered.empty()) absl::StrAppend(&note, "; Flavors considered: ", considered);
+  RecordEvent(entry, EventType::kNormal, "QuotaReserved", "QuotaReserved", note, now);
 }
 
 void Engine::Impl::RecordAdmitted(const WorkloadEntry& entry, absl::Time now) {

@@ -50,6 +50,27 @@ TEST_F(EventsTest, AnAdmissionRecordsQuotaReservedThenAdmitted) {
                              "Admitted by ClusterQueue cq, wait time since reservation was 0s"}));
 }
 
+TEST_F(EventsTest, QuotaReservedListsTheFlavorsThatDidNotSimplyFit) {
+  ASSERT_TRUE(Apply(FlavorObject("small")).ok());
+  ASSERT_TRUE(Apply(FlavorObject("big")).ok());
+  v1::QueueObject cq = ClusterQueueObject("cq", {"small", "big"}, "1");
+  cq.mutable_cluster_queue()->mutable_spec()->mutable_resource_groups(0)->mutable_flavors(1)
+      ->mutable_resources(0)->set_nominal_quota("4");
+  ASSERT_TRUE(Apply(cq).ok());
+  ASSERT_TRUE(Apply(LocalQueueObject("ns", "lq", "cq")).ok());
+  ASSERT_TRUE(Submit(MakeWorkload("a", 2, "1")).ok());  // created at tick 4
+  engine_.TakeChanges();
+  ASSERT_EQ(Schedule(), 1);  // tick 5
+  EXPECT_THAT(Events(),
+              ElementsAre(Ev{"Normal", "QuotaReserved", "a",
+                             "Quota reserved in ClusterQueue cq, wait time since queued was 1s; "
+                             "Flavors considered: main: small(NoFit;insufficient quota for cpu in "
+                             "flavor small, previously considered podsets requests (0) + current "
+                             "podset request (2) > maximum capacity (1))"},
+                          Ev{"Normal", "Admitted", "a",
+                             "Admitted by ClusterQueue cq, wait time since reservation was 0s"}));
+}
+
 TEST_F(EventsTest, EventsNameTheWorkloadAndTheReportingController) {
   Basic();
   v1::Workload wl = MakeWorkload("a", 1, "1");

@@ -301,7 +301,9 @@ class Engine::Impl {
                                const std::string& message, absl::Time now);
   // Normal QuotaReserved ("Quota reserved in ClusterQueue <cq>, wait time since queued was Ns")
   // and Admitted ("Admitted by ClusterQueue <cq>, wait time since reservation was Ns").
-  void RecordQuotaReserved(const WorkloadEntry& entry, absl::Time now);
+  // `considered`: FormatConsideredFlavors of the assignment that reserved it.
+  void RecordQuotaReserved(const WorkloadEntry& entry, const std::string& considered,
+                           absl::Time now);
   void RecordAdmitted(const WorkloadEntry& entry, absl::Time now);
 
   // Sets the pending condition; a Change only when it differs.

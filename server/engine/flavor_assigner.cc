@@ -147,6 +147,68 @@ bool Assignment::PendingFlavors() const {
   return false;
 }
 
+namespace {
+
+const char* AssignmentModeName(Mode m) {
+  switch (m) {
+    case Mode::kNoFit: return "NoFit";
+    case Mode::kFit: return "Fit";
+    default: return "Preempt";
+  }
+}
+
+const char* PossibilityName(Mode m) {
+  switch (m) {
+    case Mode::kNoCandidates: return "NoCandidates";
+    case Mode::kPreempt: return "Preempt";
+    case Mode::kReclaim: return "Reclaim";
+    default: return "";
+  }
+}
+
+int ModeRank(const std::string& mode) { return mode == "NoFit" ? 0 : mode == "Preempt" ? 1 : 2; }
+int PossibilityRank(const std::string& p) {
+  return p == "NoCandidates" ? 0 : p == "Preempt" ? 1 : 2;
+}
+
+// Adds one attempt of `c.flavor` to the pod set's record, merging with an earlier attempt of the
+// same flavor (another resource group) as Kueue does: worst mode, highest borrowing, the least
+// possible preemption, every reason once.
+void MergeConsidered(std::map<std::string, ConsideredFlavor>* into, ConsideredFlavor c) {
+  auto [it, added] = into->try_emplace(c.flavor, c);
+  ConsideredFlavor& e = it->second;
+  if (!added) {
+    if (ModeRank(c.mode) < ModeRank(e.mode)) e.mode = c.mode;
+    e.borrow = std::max(e.borrow, c.borrow);
+    if (!c.possibility.empty() &&
+        (e.possibility.empty() || PossibilityRank(c.possibility) < PossibilityRank(e.possibility))) {
+      e.possibility = c.possibility;
+    }
+    e.reasons.insert(e.reasons.end(), c.reasons.begin(), c.reasons.end());
+  }
+  std::sort(e.reasons.begin(), e.reasons.end());
+  e.reasons.erase(std::unique(e.reasons.begin(), e.reasons.end()), e.reasons.end());
+}
+
+}  // namespace
+
+std::string FormatConsideredFlavors(const Assignment& assignment) {
+  std::vector<std::string> pod_sets;
+  for (const auto& [pod_set, flavors] : assignment.considered) {
+    std::vector<std::string> tried;
+    for (const ConsideredFlavor& f : flavors) {
+      if (f.mode == "Fit" && f.borrow == 0) continue;
+      std::string one = absl::StrCat(
+          f.flavor, "(", f.possibility.empty() ? f.mode : absl::StrCat("preemptionMode=", f.possibility));
+      if (f.borrow > 0) absl::StrAppend(&one, ";borrow=", f.borrow);
+      if (!f.reasons.empty()) absl::StrAppend(&one, ";", absl::StrJoin(f.reasons, ";"));
+      tried.push_back(one + ")");
+    }
+    if (!tried.empty()) pod_sets.push_back(absl::StrCat(pod_set, ": ", absl::StrJoin(tried, ", ")));
+  }
+  return absl::StrJoin(pod_sets, " | ");
+}
+
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
@@ -179,6 +241,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
     out.counts.push_back(ps.count);
     std::map<std::string, ChosenFlavor> chosen;  // resource -> flavor
     std::map<std::string, int> progress;
+    std::map<std::string, ConsideredFlavor> considered;  // flavor -> what its attempts gave
     std::vector<std::string> reasons;  // the pod set's status (§4.4)
     bool podset_failed = false;
     // NoFit attempts per resource group, for the reason (§4.5): group -> least severe reason.
@@ -233,6 +296,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         if (!ineligible.empty()) {
           status.push_back(ineligible);
           attempt({ps.name, resource, flavor_name, "NoFit", ineligible});
+          MergeConsidered(&considered, {flavor_name, "NoFit", "", 0, {ineligible}});
           note_nofit(g, kReasonNoMatchingFlavor);
           continue;
         }
@@ -240,6 +304,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         Granular rep{Mode::kFit, 0};
         std::map<std::string, ChosenFlavor> assignments;
         std::string flavor_nofit_reason;
+        const size_t status_before = status.size();  // this flavor's reasons follow
+        int max_borrow = 0;
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
           if (req == total.end()) continue;
@@ -318,6 +384,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             }
           }
           if (sticky_mismatch) m = {Mode::kNoFit, m.borrow};
+          max_borrow = std::max(max_borrow, m.borrow);
           if (IsPreferred(rep, m, preemption_over_borrowing)) rep = m;
           // Once the flavor is NoFit the remaining resources are still checked (their reasons
           // join the message) but not assigned.
@@ -325,6 +392,10 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           assignments[r] = {flavor_name, m.mode, m.borrow, request};
         }
         if (rep.mode == Mode::kNoFit) note_nofit(g, flavor_nofit_reason);
+        MergeConsidered(&considered,
+                        {flavor_name, AssignmentModeName(rep.mode), PossibilityName(rep.mode),
+                         max_borrow,
+                         std::vector<std::string>(status.begin() + status_before, status.end())});
         if (!ShouldTryNextFlavor(rep, try_next_when_borrowing, try_next_when_preempting)) {
           best = std::move(assignments);
           best_mode = rep;
@@ -366,6 +437,10 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
     }
     out.flavors.push_back(std::move(names));
     out.progress.push_back(std::move(progress));
+    std::vector<ConsideredFlavor> tried;
+    tried.reserve(considered.size());
+    for (auto& [name, c] : considered) tried.push_back(std::move(c));
+    out.considered.emplace_back(ps.name, std::move(tried));
     if (podset_failed) {
       podset_mode = Mode::kNoFit;
       failed = true;  // later pod sets are not assigned

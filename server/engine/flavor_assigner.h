@@ -44,6 +44,16 @@ struct FlavorAttempt {
   std::string reason;  // empty for a plain Fit
 };
 
+// One flavor tried for a pod set, as Kueue's QuotaReserved event lists it ("Flavors
+// considered"): merged over the pod set's resources and resource groups.
+struct ConsideredFlavor {
+  std::string flavor;
+  std::string mode;         // the worst over its resources: NoFit | Preempt | Fit
+  std::string possibility;  // NoCandidates | Preempt | Reclaim in a preempting mode, else ""
+  int borrow = 0;           // the highest borrowing level over its resources
+  std::vector<std::string> reasons;  // sorted, without repeats
+};
+
 // What preempting could do for `value` of `fr` (§7.6): no candidates, or targets only in other
 // queues (reclaim) or some in the preemptor's own queue (preempt); with the borrowing level
 // the preemptor would have once the targets are gone.
@@ -80,6 +90,8 @@ struct Assignment {
   std::string reason;                // the NoFit reason (§4.5) when !fits
   std::string message;               // the status message (§4.4) when !fits
   std::vector<FlavorAttempt> attempts;  // filled only when asked to explain
+  // Per pod set assigned: its name and the flavors tried, by flavor name.
+  std::vector<std::pair<std::string, std::vector<ConsideredFlavor>>> considered;
   // Flavor-resource pairs whose flavor was chosen in a preempting mode: preemption targets
   // must use one of them (§7.1).
   std::set<FlavorResource> needs_preemption;
@@ -97,6 +109,11 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const PreemptionOracle* oracle = nullptr,
                          const ScanProgress* resume = nullptr, bool explain = false,
                          const SliceBase* replaced = nullptr);
+
+// Kueue's "Flavors considered" detail of a QuotaReserved event: per pod set, the flavors whose
+// attempt was not a plain fit ("<flavor>(<mode or preemptionMode=X>[;borrow=N][;reasons])",
+// joined by ", "), pod sets joined by " | "; empty when every flavor tried fit without borrowing.
+std::string FormatConsideredFlavors(const Assignment& assignment);
 
 // The total request of a pod set, with the implicit `pods` resource when the queue covers it.
 ResourceList PodSetTotal(const ClusterQueueState& cq, const PodSetRequest& ps);

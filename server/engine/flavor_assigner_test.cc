@@ -356,4 +356,23 @@ TEST_F(FlavorAssignerTest, ResourceOutsideTheQueueReplacesThePodSetStatus) {
 }
 
 }  // namespace
+TEST(FormatConsideredFlavorsTest, KueuesEventDetail) {
+  Assignment a;
+  a.considered.push_back(
+      {"main",
+       {{"on-demand", "NoFit", "", 0, {"insufficient quota for cpu in flavor on-demand"}},
+        {"spot", "Fit", "", 1, {}}}});
+  a.considered.push_back({"workers",
+                          {{"default", "Preempt", "Preempt", 0,
+                            {"insufficient unused quota for cpu in flavor default, 1 more needed"}},
+                           {"plain", "Fit", "", 0, {}}}});
+  EXPECT_EQ(FormatConsideredFlavors(a),
+            "main: on-demand(NoFit;insufficient quota for cpu in flavor on-demand), "
+            "spot(Fit;borrow=1) | workers: default(preemptionMode=Preempt;insufficient unused "
+            "quota for cpu in flavor default, 1 more needed)");
+  Assignment plain;
+  plain.considered.push_back({"main", {{"default", "Fit", "", 0, {}}}});
+  EXPECT_EQ(FormatConsideredFlavors(plain), "");
+}
+
 }  // namespace admitd::engine
