@@ -423,8 +423,11 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
         ref->set_name(p.name());
         ref->set_uid(p.uid());
       }
-      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "OwnerReferencesAdded",
-                   absl::StrCat("Added ", match->owners_to_add.size(), " owner reference(s)"));
+      const std::string added =
+          absl::StrCat("Added ", match->owners_to_add.size(), " owner reference(s)");
+      EmitWorkload(entry, v1::WatchEvent::MODIFIED, "OwnerReferencesAdded", added);
+      RecordEvent(entry, EventType::kNormal, "OwnerReferencesAdded", "OwnerReferencesAdded",
+                  added, now);
     }
     kept.clear();
     for (const v1::PodObservation& p : pods) {

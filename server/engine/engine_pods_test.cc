@@ -12,6 +12,7 @@
 namespace admitd::engine {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
@@ -331,9 +332,19 @@ TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {
   v1::PodObservation b = Running(Member("b", "g", "2"));
   b.set_phase(v1::POD_PHASE_FAILED);
   Report({Running(Member("a", "g", "2")), b});
+  engine_->TakeChanges();
   v1::ReportPodsResponse resp = Report({Member("b2", "g", "2")});
   EXPECT_THAT(Events(resp), ElementsAre("NORMAL OwnerReferencesAdded workload:g: Added 1 owner "
                                         "reference(s)"));
+  // The Workload's event is also on the watch stream.
+  std::vector<std::string> recorded;
+  for (const Change& c : engine_->TakeChanges()) {
+    if (c.kind == v1::OBJECT_KIND_EVENT) {
+      recorded.push_back(absl::StrCat(c.event->type(), " ", c.event->reason(), " ",
+                                      c.event->regarding().name(), ": ", c.event->note()));
+    }
+  }
+  EXPECT_THAT(recorded, Contains("Normal OwnerReferencesAdded g: Added 1 owner reference(s)"));
   const v1::Workload wl = Get("g");
   ASSERT_EQ(wl.metadata().owner_references_size(), 3);
   EXPECT_EQ(wl.metadata().owner_references(2).name(), "b2");
