@@ -181,8 +181,22 @@ TEST_F(SlicesTest, ScaleUpQueuesASliceThatReplacesTheOldOne) {
   EXPECT_EQ(slice.metadata().annotations().at(kReplacementForAnnotation), "ns/a");
   EXPECT_EQ(slice.metadata().annotations().at(kSliceNameAnnotation), "a");
   EXPECT_EQ(slice.spec().pod_sets(0).count(), 5);
+  engine_->TakeChanges();
   Drain();
   EXPECT_EQ(State(name), v1::WORKLOAD_STATE_ADMITTED);
+  // Kueue's event on the old slice: Normal, reason WorkloadSliceReplaced, action Replaced.
+  int replaced_events = 0;
+  for (const Change& c : engine_->TakeChanges()) {
+    if (c.kind != v1::OBJECT_KIND_EVENT || c.event->reason() != "WorkloadSliceReplaced") continue;
+    ++replaced_events;
+    EXPECT_EQ(c.event->type(), "Normal");
+    EXPECT_EQ(c.event->action(), "Replaced");
+    EXPECT_EQ(c.event->regarding().name(), "a");
+    EXPECT_EQ(c.event->note(), "Replaced to accommodate a workload (UID: " +
+                                   Get(name).metadata().uid() +
+                                   ", JobUID: UNKNOWN) due to workload slice aggregation");
+  }
+  EXPECT_EQ(replaced_events, 1);
   EXPECT_EQ(AdmittedCount(name), 5);  // the full count, not the difference
   EXPECT_EQ(Get(name).status().admission().pod_set_assignments(0).resource_usage().at("cpu"), "5");
   const v1::Condition finished = Condition("a", kFinished);
