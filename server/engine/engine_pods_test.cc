@@ -327,6 +327,34 @@ TEST_F(EnginePodsTest, ExcessPodsAreAnnouncedWithTheirDeletion) {
   EXPECT_THAT(for_c, ElementsAre("REMOVE_FINALIZER"));
 }
 
+TEST_F(EnginePodsTest, AnImportedGroupWorkloadIsAdoptedByItsPods) {
+  // What a running Kueue holds: the group's Workload, admitted, and its pods running.
+  Report({Member("a", "g", "2"), Member("b", "g", "2")});
+  v1::Workload kueues = Get("g");
+  ASSERT_TRUE(kueues.status().has_admission());
+  kueues.mutable_metadata()->mutable_labels()->erase("admitd.io/pod-cluster");
+  for (const char* name : {"a", "b"}) {
+    v1::OwnerReference* o = kueues.mutable_metadata()->add_owner_references();
+    o->set_api_version("v1");
+    o->set_kind("Pod");
+    o->set_name(name);
+  }
+  // A fresh admitd takes it over, then the shim of cluster c1 reports the running pods.
+  Start(EngineOptions());
+  v1::ImportRequest import;
+  *import.add_workloads() = kueues;
+  import.set_cluster("c1");
+  ASSERT_TRUE(engine_->Import(import, Now()).ok());
+  v1::ReportPodsResponse resp =
+      Report({Running(Member("a", "g", "2")), Running(Member("b", "g", "2"))});
+  EXPECT_THAT(resp.errors(), IsEmpty());
+  EXPECT_THAT(Events(resp), IsEmpty());  // no Workload created, no name conflict
+  EXPECT_THAT(resp.directives(), IsEmpty());  // nothing to ungate, stop or delete
+  const v1::Workload adopted = Get("g");
+  EXPECT_EQ(adopted.metadata().uid(), kueues.metadata().uid());
+  EXPECT_EQ(StateOf(adopted), v1::WORKLOAD_STATE_ADMITTED);
+}
+
 TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {
   Report({Member("a", "g", "2"), Member("b", "g", "2")});
   v1::PodObservation b = Running(Member("b", "g", "2"));
