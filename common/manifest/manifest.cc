@@ -38,15 +38,7 @@ void Metadata(Walker& w, const YAML::Node& node, const std::string& path, v1::Ob
             w.StringMap(n, p, meta->mutable_annotations());
           }},
          {"creationTimestamp", [&](const YAML::Node& n, const std::string& p) {
-            absl::Time t;
-            std::string err;
-            if (!absl::ParseTime(absl::RFC3339_full, w.Str(n, p), &t, &err)) {
-              w.Error(p, absl::StrCat("invalid RFC 3339 time: ", err));
-              return;
-            }
-            const int64_t nanos = absl::ToUnixNanos(t);
-            meta->mutable_creation_timestamp()->set_seconds(nanos / 1000000000);
-            meta->mutable_creation_timestamp()->set_nanos(nanos % 1000000000);
+            w.Time(n, p, meta->mutable_creation_timestamp());
           }},
          // The job a workload belongs to: Resize finds an elastic job's workloads by its UID.
          {"ownerReferences", [&](const YAML::Node& n, const std::string& p) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "admitd/v1/objects.pb.h"
 
 namespace admitd::manifest {
@@ -88,6 +89,18 @@ class Walker {
     }
     Error(path, absl::StrCat("must be an integer"));
     return false;
+  }
+  // An RFC 3339 time into `out`; an error at `path` when it is not one.
+  void Time(const YAML::Node& node, const std::string& path, google::protobuf::Timestamp* out) {
+    absl::Time t;
+    std::string err;
+    if (!absl::ParseTime(absl::RFC3339_full, Str(node, path), &t, &err)) {
+      Error(path, absl::StrCat("invalid RFC 3339 time: ", err));
+      return;
+    }
+    const int64_t nanos = absl::ToUnixNanos(t);
+    out->set_seconds(nanos / 1000000000);
+    out->set_nanos(static_cast<int32_t>(nanos % 1000000000));
   }
   // An int32 API field: a value outside int32's range is an error, never truncated.
   bool Int32(const YAML::Node& node, const std::string& path, int32_t* out) {

@@ -25,20 +25,6 @@ const std::set<std::string> kIgnoredPodFields = {
     "hostAliases", "setHostnameAsFQDN", "os", "nodeName",
     "ephemeralContainers", "resourceClaims", "hostUsers"};
 
-// An RFC 3339 time into `out`; an error at `path` when it is not one.
-void Time(Walker& w, const YAML::Node& node, const std::string& path,
-          google::protobuf::Timestamp* out) {
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, w.Str(node, path), &t, &err)) {
-    w.Error(path, absl::StrCat("invalid RFC 3339 time: ", err));
-    return;
-  }
-  const int64_t nanos = absl::ToUnixNanos(t);
-  out->set_seconds(nanos / 1000000000);
-  out->set_nanos(static_cast<int32_t>(nanos % 1000000000));
-}
-
 void Resources(Walker& w, const YAML::Node& node, const std::string& path,
                v1::ResourceRequirements* r) {
   w.Map(node, path,
@@ -167,7 +153,7 @@ void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
                       if (w.Int32(x, xp, &v)) r->set_count(v);
                     }},
                    {"requeueAt", [&](const YAML::Node& x, const std::string& xp) {
-                      Time(w, x, xp, r->mutable_requeue_at());
+                      w.Time(x, xp, r->mutable_requeue_at());
                     }}});
           }},
          {"schedulingStats", [&](const YAML::Node& n, const std::string& p) {
@@ -234,15 +220,7 @@ void WorkloadStatus(Walker& w, const YAML::Node& node, const std::string& path,
                      {"reason", [&](const YAML::Node& y, const std::string& yp) { c->set_reason(w.Str(y, yp)); }},
                      {"message", [&](const YAML::Node& y, const std::string& yp) { c->set_message(w.Str(y, yp)); }},
                      {"lastTransitionTime", [&](const YAML::Node& y, const std::string& yp) {
-                        absl::Time t;
-                        std::string err;
-                        if (!absl::ParseTime(absl::RFC3339_full, w.Str(y, yp), &t, &err)) {
-                          w.Error(yp, absl::StrCat("invalid RFC 3339 time: ", err));
-                          return;
-                        }
-                        const int64_t nanos = absl::ToUnixNanos(t);
-                        c->mutable_last_transition_time()->set_seconds(nanos / 1000000000);
-                        c->mutable_last_transition_time()->set_nanos(nanos % 1000000000);
+                        w.Time(y, yp, c->mutable_last_transition_time());
                       }}},
                     {"observedGeneration"});
             });
