@@ -1,0 +1,582 @@
+#!/usr/bin/env python3
+"""A test Kubernetes API server, Python 3 standard library only.
+
+It serves, over plain HTTP on 127.0.0.1, the part of the Kubernetes API that
+admitd's shim agents use: namespaces, pods, events (core/v1), jobs (batch/v1), leases
+(coordination.k8s.io/v1) and events (events.k8s.io/v1), with discovery, the
+minimal OpenAPI v3 documents kubectl consults, get/list/watch/create/update/
+patch/delete/deletecollection, the status subresource, label and field
+selectors, finalizers, resourceVersion preconditions and Kubernetes-shaped
+Status errors.
+
+Run:  /usr/bin/python3 apiserver.py --port 0 --kubeconfig-out /tmp/k.yaml
+The first stdout line is ``listening 127.0.0.1:PORT``.
+
+This module is the entry point and the HTTP layer: request routing, list
+pagination, watch streaming, the fixture-only endpoints, the command line and
+main(). The rest lives in resources.py (resource table, discovery, OpenAPI),
+store.py (objects, resourceVersions, watch history, admission hooks and
+listeners), objects.py (per-kind defaulting and validation), kselectors.py
+(label and field selectors), tables.py (kubectl's Table form), errors.py
+(Status errors) and kpatch.py (patch algorithms).
+"""
+
+import argparse
+import base64
+import copy
+import json
+import random
+import re
+import signal
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import tables
+from errors import (ApiError, bad_request, expired, method_not_allowed, status_details,
+                    unsupported_media_type)
+from kselectors import FieldSelector, LabelSelector
+from resources import (RES_BY_KEY, api_group, api_resource_list, find_resource, group_versions,
+                       openapi_v3_doc, openapi_v3_index)
+from store import Store
+
+DEFAULT_VERSION = "v1.33.0"
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One HTTP request against the ``App`` at ``self.server.app``."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-kube-apiserver"
+    sys_version = ""
+
+    # ------------------------------------------------------------ plumbing
+    def log_message(self, fmt, *args):
+        if self.server.app.verbose:
+            sys.stderr.write("%s %s\n" % (time.strftime("%H:%M:%S"), fmt % args))
+
+    def _send(self, code, body, ctype="application/json", headers=None):
+        data = body if isinstance(body, bytes) else (json.dumps(body) + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-cache, private")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            out = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_HEAD(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    def do_PUT(self):
+        self._dispatch("PUT")
+
+    def do_PATCH(self):
+        self._dispatch("PATCH")
+
+    def do_DELETE(self):
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method):
+        raw = self._read_body()
+        try:
+            self._route(method, raw)
+        except ApiError as e:
+            self._send(e.code, e.status())
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as e:  # a bug in this server: answer 500 as Kubernetes does
+            import traceback
+            traceback.print_exc()
+            err = ApiError(500, "InternalError", "Internal error occurred: %s" % e,
+                           {"causes": [{"message": str(e)}]})
+            try:
+                self._send(500, err.status())
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------- routing
+    def _route(self, method, raw):
+        app = self.server.app
+        u = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(u.query, keep_blank_values=True).items()}
+        parts = [p for p in u.path.split("/") if p]
+        if method == "GET" and u.path in ("/healthz", "/readyz", "/livez"):
+            return self._send(200, b"ok", "text/plain; charset=utf-8")
+        if method == "GET" and u.path == "/version":
+            return self._send(200, app.version_info())
+        if parts and parts[0] == "openapi":
+            return self._openapi(parts[1:])
+        if parts and parts[0] == "_fixture":
+            return self._fixture(method, parts[1:], raw)
+        if not parts or parts[0] not in ("api", "apis"):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        gvs = group_versions()
+        if parts[0] == "api":
+            if len(parts) == 1:
+                return self._send(200, {"kind": "APIVersions", "versions": ["v1"],
+                                        "serverAddressByClientCIDRs": [{
+                                            "clientCIDR": "0.0.0.0/0",
+                                            "serverAddress": app.address}]})
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            if len(parts) == 1:
+                return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                    api_group(g, vs) for g, vs in gvs.items() if g]})
+            if len(parts) == 2:
+                if parts[1] not in gvs or not parts[1]:
+                    raise ApiError(404, "NotFound",
+                                   "the server could not find the requested resource", {})
+                return self._send(200, dict(kind="APIGroup", apiVersion="v1",
+                                            **api_group(parts[1], gvs[parts[1]])))
+            group, version, rest = parts[1], parts[2], parts[3:]
+        if version not in gvs.get(group, []):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        if not rest:
+            if method != "GET":
+                raise method_not_allowed()
+            return self._send(200, api_resource_list(group, version))
+        ns = None
+        if (rest[0] == "namespaces" and len(rest) >= 3
+                and find_resource(group, version, rest[2]) is not None
+                and find_resource(group, version, rest[2]).namespaced):
+            ns, rest = rest[1], rest[2:]
+        res = find_resource(group, version, rest[0])
+        if res is None or len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and not (sub == "status" and res.has_status):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        if res.namespaced and name is not None and ns is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        self._resource(method, res, ns, name, sub, q, raw)
+
+    def _decode(self, raw):
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if self.command in ("POST", "PUT") and ctype not in ("application/json", ""):
+            # Protobuf (kubectl's typed clients, e.g. `kubectl create namespace`), YAML and
+            # CBOR bodies are not decoded by this server.
+            raise ApiError(415, "UnsupportedMediaType",
+                           "the body of the request was in an unknown format - accepted media "
+                           "types include: application/json", {})
+        try:
+            return json.loads(raw.decode() or "null")
+        except (ValueError, UnicodeDecodeError) as e:
+            raise bad_request("error decoding request body: %s" % e)
+
+    def _wants_table(self):
+        return "as=Table" in (self.headers.get("Accept") or "")
+
+    def _resource(self, method, res, ns, name, sub, q, raw):
+        store = self.server.app.store
+        dry_run = q.get("dryRun") == "All"
+        if method == "GET" and name is None:
+            lsel = LabelSelector(q.get("labelSelector", ""))
+            fsel = FieldSelector(q.get("fieldSelector", ""), res)
+            if q.get("watch") in ("1", "true", "True"):
+                return self._watch(res, ns, lsel, fsel, q)
+            return self._list(res, ns, lsel, fsel, q)
+        if method == "GET":
+            obj = store.get(res, ns, name)
+            if self._wants_table():
+                return self._send_table(res, [obj], obj["metadata"]["resourceVersion"], q)
+            return self._send(200, obj)
+        if method == "POST" and name is None:
+            if ns is None and res.namespaced:
+                raise method_not_allowed()
+            obj = store.create(res, ns, self._decode(raw), dry_run)
+            return self._send(201, obj)
+        if method == "PUT" and name is not None:
+            return self._send(200, store.update(res, ns, name, self._decode(raw), sub, dry_run))
+        if method == "PATCH" and name is not None:
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if ctype == "application/strategic-merge-patch+json" and not res.strategic:
+                raise unsupported_media_type(ctype)
+            if ctype not in ("application/merge-patch+json", "application/json-patch+json",
+                             "application/strategic-merge-patch+json"):
+                raise unsupported_media_type(ctype)
+            return self._send(200, store.patch(res, ns, name, ctype, self._decode(raw), sub,
+                                               dry_run))
+        if method == "DELETE" and name is not None and not sub:
+            opts = self._delete_options(raw, q)
+            obj, gone = store.delete(res, ns, name, opts, dry_run)
+            if gone and res.kind not in ("Pod",):
+                details = status_details(res, name)
+                details["uid"] = obj["metadata"]["uid"]
+                return self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                        "status": "Success", "details": details})
+            return self._send(200, obj)
+        if method == "DELETE" and name is None:
+            opts = self._delete_options(raw, q)
+            lsel = LabelSelector(q.get("labelSelector", ""))
+            fsel = FieldSelector(q.get("fieldSelector", ""), res)
+            items, _ = store.list(res, ns, lsel, fsel)
+            out = []
+            for o in items:
+                try:
+                    obj, _ = store.delete(res, o["metadata"].get("namespace"),
+                                          o["metadata"]["name"], opts, dry_run)
+                    out.append(obj)
+                except ApiError as e:
+                    if e.code != 404:
+                        raise
+            return self._send(200, self._list_body(res, out, store.rv, None))
+        raise method_not_allowed()
+
+    def _delete_options(self, raw, q):
+        opts = {}
+        if raw.strip():
+            body = self._decode(raw)
+            if isinstance(body, dict):
+                opts.update(body)
+        if "gracePeriodSeconds" in q:
+            try:
+                opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+            except ValueError:
+                raise bad_request("invalid gracePeriodSeconds")
+        if "propagationPolicy" in q:
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        return opts
+
+    # ------------------------------------------------------------------ list
+    def _list_body(self, res, items, rv, cont, remaining=None):
+        out = []
+        for o in items:
+            o = dict(o)
+            o.pop("apiVersion", None)
+            o.pop("kind", None)
+            out.append(o)
+        meta = {"resourceVersion": str(rv)}
+        if cont:
+            meta["continue"] = cont
+            if remaining:
+                meta["remainingItemCount"] = remaining
+        return {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta,
+                "items": out}
+
+    def _list(self, res, ns, lsel, fsel, q):
+        store = self.server.app.store
+        rv_param = q.get("resourceVersion", "")
+        if rv_param not in ("", "0"):
+            self._wait_for_rv(rv_param)
+        items, rv = store.list(res, ns, lsel, fsel)
+        cont = q.get("continue")
+        if cont:
+            try:
+                tok = json.loads(base64.b64decode(cont))
+                rv, start = int(tok["rv"]), tuple(tok["start"])
+            except (ValueError, KeyError, TypeError):
+                raise bad_request("continue key is not valid: incorrect encoded start "
+                                  "resourceVersion (version meta.k8s.io/v1)")
+            if rv < store.compacted_rv:
+                raise expired("The provided continue parameter is too old to display a "
+                              "consistent list result. You can start a new list without the "
+                              "continue parameter.")
+            items = [o for o in items
+                     if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start]
+        next_tok, remaining = None, None
+        limit = int(q.get("limit") or 0)
+        if limit > 0 and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            next_tok = base64.b64encode(json.dumps({"rv": rv, "start": [
+                last.get("namespace", ""), last["name"]]}).encode()).decode()
+            remaining = len(items) - limit
+            items = items[:limit]
+        if self._wants_table():
+            return self._send_table(res, items, rv, q, next_tok)
+        self._send(200, self._list_body(res, items, rv, next_tok, remaining))
+
+    def _wait_for_rv(self, rv_param):
+        """A resourceVersion the server has not reached: wait, then 504 as Kubernetes."""
+        try:
+            want = int(rv_param)
+        except ValueError:
+            raise bad_request("invalid resource version: %s" % rv_param)
+        store = self.server.app.store
+        deadline = time.time() + 3
+        with store.lock:
+            while store.rv < want and time.time() < deadline:
+                store.cond.wait(deadline - time.time())
+            if store.rv < want:
+                raise ApiError(504, "Timeout", "Too large resource version: %d, current: %d"
+                               % (want, store.rv), {"causes": [{
+                                   "reason": "ResourceVersionTooLarge",
+                                   "message": "Too large resource version"}],
+                                   "retryAfterSeconds": 1})
+        return want
+
+    # ----------------------------------------------------------------- table
+    def _send_table(self, res, items, rv, q, cont=None):
+        self._send(200, tables.table(res, items, rv, q.get("includeObject", "Metadata"), cont),
+                   "application/json;as=Table;v=v1;g=meta.k8s.io")
+
+    # ----------------------------------------------------------------- watch
+    def _watch(self, res, ns, lsel, fsel, q):
+        app = self.server.app
+        store = app.store
+        rv_param = q.get("resourceVersion", "")
+        bookmarks = q.get("allowWatchBookmarks") in ("1", "true", "True")
+        send_initial = q.get("sendInitialEvents") in ("1", "true", "True")
+        table = self._wants_table()
+        if "timeoutSeconds" in q:
+            try:
+                timeout = float(q["timeoutSeconds"])
+            except ValueError:
+                raise bad_request("invalid timeoutSeconds")
+        else:
+            timeout = app.min_request_timeout * (1 + random.random())
+        deadline = time.time() + timeout
+        if rv_param not in ("", "0"):
+            self._wait_for_rv(rv_param)
+        initial, error = [], None
+        with store.lock:
+            if rv_param in ("", "0") or send_initial:
+                items, _ = store.list(res, ns, lsel, fsel)
+                initial = [("ADDED", o) for o in items]
+                last = store.rv
+            else:
+                last = int(rv_param)
+                if last < store.compacted_rv:
+                    error = expired("too old resource version: %d (%d)"
+                                    % (last, store.compacted_rv))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json;stream=watch"
+                         if not table else "application/json;as=Table;v=v1;g=meta.k8s.io")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.close_connection = True
+        first = [True]
+
+        def emit(typ, obj):
+            if table and typ in ("ADDED", "MODIFIED", "DELETED"):
+                obj = tables.table(res, [obj], obj["metadata"]["resourceVersion"],
+                                   q.get("includeObject", "Metadata"), headers=first[0])
+                first[0] = False
+            data = (json.dumps({"type": typ, "object": obj}) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def bookmark(rv, initial_end=False):
+            meta = {"resourceVersion": str(rv)}
+            if initial_end:
+                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+            emit("BOOKMARK", {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta})
+
+        try:
+            if error is not None:
+                emit("ERROR", error.status())
+                return self._end_chunks()
+            for typ, obj in initial:
+                emit(typ, obj)
+            if send_initial and bookmarks:
+                bookmark(last, initial_end=True)
+            next_bookmark = time.time() + app.bookmark_interval
+            while True:
+                now = time.time()
+                if now >= deadline:
+                    break
+                with store.lock:
+                    if store.rv == last:
+                        store.cond.wait(min(deadline, next_bookmark if bookmarks else deadline,
+                                            now + 1.0) - now)
+                    events = store.events_since(last)
+                    current = store.rv
+                if events is None:
+                    emit("ERROR", expired("too old resource version: %d (%d)"
+                                          % (last, store.compacted_rv)).status())
+                    break
+                for ev in events:
+                    if ev.res is res:
+                        out = self._filter_event(ev, ns, lsel, fsel)
+                        if out is not None:
+                            emit(*out)
+                    last = ev.rv
+                last = max(last, current) if not events else last
+                if bookmarks and time.time() >= next_bookmark:
+                    bookmark(last)
+                    next_bookmark = time.time() + app.bookmark_interval
+            self._end_chunks()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+
+    def _end_chunks(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    @staticmethod
+    def _filter_event(ev, ns, lsel, fsel):
+        def match(o):
+            return (o is not None and (ns is None or o["metadata"].get("namespace") == ns)
+                    and lsel.matches(o["metadata"].get("labels")) and fsel.matches(o))
+
+        if ev.type == "ADDED":
+            return ("ADDED", ev.obj) if match(ev.obj) else None
+        if ev.type == "DELETED":
+            return ("DELETED", ev.obj) if match(ev.obj) else None
+        new_m, old_m = match(ev.obj), match(ev.prev)
+        if new_m and old_m:
+            return ("MODIFIED", ev.obj)
+        if new_m:
+            return ("ADDED", ev.obj)
+        if old_m:
+            prev = copy.deepcopy(ev.prev)
+            prev["metadata"]["resourceVersion"] = str(ev.rv)
+            return ("DELETED", prev)
+        return None
+
+    # --------------------------------------------------------------- openapi
+    def _openapi(self, parts):
+        app = self.server.app
+        if parts == ["v3"]:
+            return self._send(200, openapi_v3_index(app.server_version))
+        if len(parts) >= 3 and parts[0] == "v3":
+            if parts[1] == "api" and parts[2:] == ["v1"]:
+                return self._send(200, openapi_v3_doc("", "v1", app.server_version))
+            if parts[1] == "apis" and len(parts) == 4:
+                g, v = parts[2], parts[3]
+                if v in group_versions().get(g, []) and g:
+                    return self._send(200, openapi_v3_doc(g, v, app.server_version))
+        raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+    # ------------------------------------------------ fixture-only endpoints
+    def _fixture(self, method, parts, raw):
+        """Not Kubernetes: test controls under /_fixture/ (e.g. compact the history)."""
+        store = self.server.app.store
+        if method == "POST" and parts == ["compact"]:
+            store.compact()
+            return self._send(200, {"compactedResourceVersion": str(store.compacted_rv)})
+        if method == "GET" and parts == ["state"]:
+            with store.lock:
+                return self._send(200, {"resourceVersion": str(store.rv),
+                                        "compactedResourceVersion": str(store.compacted_rv)})
+        raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+class App:
+    """The server's state: the store and the settings from the command line."""
+
+    def __init__(self, args):
+        self.store = Store(args.history_size)
+        self.verbose = args.verbose
+        self.server_version = args.server_version
+        self.bookmark_interval = args.bookmark_interval
+        self.min_request_timeout = args.min_request_timeout
+        self.address = ""
+        with self.store.lock:
+            self.store.create(RES_BY_KEY["namespaces"], None, {"metadata": {"name": "default"}})
+            for n in args.namespace:
+                self.store.create(RES_BY_KEY["namespaces"], None, {"metadata": {"name": n}})
+
+    def version_info(self):
+        m = re.match(r"v(\d+)\.(\d+)", self.server_version)
+        return {"major": m.group(1) if m else "1", "minor": m.group(2) if m else "0",
+                "emulationMajor": m.group(1) if m else "1",
+                "emulationMinor": m.group(2) if m else "0",
+                "gitVersion": self.server_version, "gitCommit": "0" * 40,
+                "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z",
+                "goVersion": "go1.24.0", "compiler": "gc", "platform": "linux/amd64"}
+
+
+def write_kubeconfig(path, server):
+    text = """apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: %s
+contexts:
+- name: fake
+  context:
+    cluster: fake
+    user: fake
+    namespace: default
+current-context: fake
+preferences: {}
+users:
+- name: fake
+  user: {}
+""" % server
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0: let the OS choose")
+    p.add_argument("--kubeconfig-out", help="write a kubeconfig for this server here")
+    p.add_argument("--history-size", type=int, default=10000,
+                   help="watch events kept; older resourceVersions get 410 Expired")
+    p.add_argument("--bookmark-interval", type=float, default=60.0,
+                   help="seconds between BOOKMARK events on watches that allow them")
+    p.add_argument("--min-request-timeout", type=float, default=1800.0,
+                   help="watches without timeoutSeconds end after [x, 2x) seconds")
+    p.add_argument("--server-version", default=DEFAULT_VERSION)
+    p.add_argument("--namespace", action="append", default=[],
+                   help="extra namespace to create at start (repeatable)")
+    p.add_argument("--controllers", default="",
+                   help="comma-separated simulated controllers to run (see controllers.py)")
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    return p.parse_args(argv)
+
+
+def make_server(args):
+    app = App(args)
+    httpd = ThreadingHTTPServer((args.host, args.port), Handler)
+    httpd.daemon_threads = True
+    httpd.app = app
+    host, port = httpd.server_address[:2]
+    app.address = "%s:%d" % (host, port)
+    if args.controllers:
+        import controllers
+        controllers.start(app, [c for c in args.controllers.split(",") if c])
+    return httpd
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    httpd = make_server(args)
+    host, port = httpd.server_address[:2]
+    if args.kubeconfig_out:
+        write_kubeconfig(args.kubeconfig_out, "http://%s:%d" % (host, port))
+    def on_term(*_):
+        raise KeyboardInterrupt()
+
+    signal.signal(signal.SIGTERM, on_term)
+    sys.stdout.write("listening %s:%d\n" % (host, port))
+    sys.stdout.flush()
+    try:
+        httpd.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

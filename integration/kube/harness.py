@@ -1,0 +1,87 @@
+"""Start and stop the test API server as a child process (for the tests)."""
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = os.path.join(HERE, "apiserver.py")
+
+
+class ApiServerProcess:
+    """``with ApiServerProcess() as s:`` gives ``s.url``, ``s.kubeconfig``, ``s.tmp``."""
+
+    def __init__(self, *extra_args, python=None):
+        self.extra_args = list(extra_args)
+        self.python = python or sys.executable
+        self.proc = None
+
+    def start(self):
+        self.tmp = tempfile.mkdtemp(prefix="kube-apiserver-test-")
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        self.log_path = os.path.join(self.tmp, "apiserver.log")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [self.python, SERVER, "--port", "0", "--kubeconfig-out", self.kubeconfig,
+             "--verbose"] + self.extra_args,
+            stdout=subprocess.PIPE, stderr=self._log, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 10)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line.startswith("listening "):
+            self.stop()
+            raise RuntimeError("apiserver did not start: %r (log: %s)" % (line, self.log()))
+        self.address = line.split()[1]
+        self.url = "http://" + self.address
+        return self
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
+        self._log.close()
+        if os.environ.get("KEEP_KUBE_TMP"):
+            sys.stderr.write("kept %s\n" % self.tmp)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # Raw HTTP helper: returns (status, decoded JSON body or text).
+    def request(self, method, path, body=None, content_type="application/json", headers=None):
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                code, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            code, raw = e.code, e.read()
+        try:
+            return code, json.loads(raw)
+        except ValueError:
+            return code, raw.decode()

@@ -1,0 +1,205 @@
+"""Per-kind rules of the test API server: defaulting and validation of objects.
+
+What the registry strategies of namespaces, pods and jobs do on create and
+update (status reset, spec defaults, the QoS class, a Job's selector), object
+name and label syntax, and the validation errors answered as 422 Invalid.
+"""
+
+import json
+import re
+
+from errors import FieldError
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def name_errors(res, name):
+    """metadata.name errors: a DNS-1123 label for namespaces, a subdomain otherwise."""
+    if res.kind == "Namespace":
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            return [FieldError("Invalid", "metadata.name", (
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+                "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+                name, True)]
+        return []
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return [FieldError("Invalid", "metadata.name", (
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'example.com', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"), name, True)]
+    return []
+
+
+def valid_label_key(key):
+    """A label key: an optional DNS-1123 subdomain prefix and '/', then a name part."""
+    if "/" in key:
+        prefix, name = key.split("/", 1)
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            return False
+    else:
+        name = key
+    return 0 < len(name) <= 63 and bool(_LABEL_NAME.match(name))
+
+
+def valid_label_value(v):
+    """A label value: empty, or up to 63 alphanumerics, '-', '_' and '.'."""
+    return v == "" or (len(v) <= 63 and bool(_LABEL_NAME.match(v)))
+
+
+def _pod_qos(spec):
+    """status.qosClass of a pod with this spec."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        r = c.get("resources") or {}
+        req, lim = r.get("requests") or {}, r.get("limits") or {}
+        if req or lim:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in lim:
+                guaranteed = False
+            elif name in req and str(req[name]) != str(lim[name]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def prepare_for_create(res, obj):
+    """Status reset and defaulting that the kind's registry strategy performs."""
+    meta = obj["metadata"]
+    if res.kind == "Namespace":
+        meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
+        spec = obj.setdefault("spec", {})
+        spec["finalizers"] = ["kubernetes"]
+        obj["status"] = {"phase": "Active"}
+    elif res.kind == "Pod":
+        spec = obj.setdefault("spec", {})
+        default_pod_spec(spec)
+        obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(spec)}
+    elif res.kind == "Job":
+        obj["status"] = {}
+        default_job(obj)
+
+
+def prepare_for_update(res, new, old):
+    if res.kind == "Namespace":
+        new.setdefault("spec", {})["finalizers"] = list(
+            (old.get("spec") or {}).get("finalizers") or [])
+        if not new["spec"]["finalizers"]:
+            del new["spec"]["finalizers"]
+        new.setdefault("metadata", {}).setdefault("labels", {})[
+            "kubernetes.io/metadata.name"] = old["metadata"]["name"]
+
+
+def default_pod_spec(spec):
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+        if not isinstance(c, dict):
+            continue
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        c.setdefault("resources", {})
+        image = c.get("image", "")
+        tag = image.rsplit("/", 1)[-1]
+        latest = "@" not in image and (":" not in tag or tag.endswith(":latest"))
+        c.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
+
+
+def default_job(job):
+    spec = job.setdefault("spec", {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec.setdefault("manualSelector", None)
+    if spec.get("manualSelector") is None:
+        spec.pop("manualSelector")
+        uid = job["metadata"]["uid"]
+        name = job["metadata"]["name"]
+        labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+                  "controller-uid": uid, "job-name": name}
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        tmpl_meta = spec.setdefault("template", {}).setdefault("metadata", {})
+        tmpl_meta.setdefault("labels", {}).update(labels)
+    tspec = spec.setdefault("template", {}).setdefault("spec", {})
+    default_pod_spec(tspec)
+    tspec.pop("priority", None)
+    tspec.pop("preemptionPolicy", None)
+    tspec.pop("enableServiceLinks", None)
+
+
+def validate_create(res, obj):
+    errs = []
+    if res.kind == "Pod":
+        if not (obj.get("spec") or {}).get("containers"):
+            errs.append(FieldError("Required", "spec.containers", ""))
+    if res.kind == "Job":
+        tmpl = (obj.get("spec") or {}).get("template") or {}
+        if not (tmpl.get("spec") or {}).get("containers"):
+            errs.append(FieldError("Required", "spec.template.spec.containers", ""))
+    for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items():
+        if not valid_label_key(k):
+            errs.append(FieldError("Invalid", "metadata.labels", "name part must consist of "
+                                   "alphanumeric characters, '-', '_' or '.'", k, True))
+        elif not isinstance(v, str) or not valid_label_value(v):
+            errs.append(FieldError("Invalid", "metadata.labels", "a valid label must be an empty "
+                                   "string or consist of alphanumeric characters, '-', '_' or "
+                                   "'.', and must start and end with an alphanumeric character",
+                                   v, True))
+    return errs
+
+
+def validate_update(res, new, old):
+    errs = []
+    om, nm = old["metadata"], new["metadata"]
+    if om.get("deletionTimestamp"):
+        added = [f for f in (nm.get("finalizers") or []) if f not in (om.get("finalizers") or [])]
+        if added:
+            errs.append(FieldError("Forbidden", "metadata.finalizers",
+                                   "no new finalizers can be added if the object is being "
+                                   "deleted, found new finalizers []string{%s}"
+                                   % ", ".join(json.dumps(f) for f in added)))
+    if res.kind == "Pod":
+        errs.extend(_validate_only_deleted_gates(
+            (new.get("spec") or {}).get("schedulingGates") or [],
+            (old.get("spec") or {}).get("schedulingGates") or [], "spec.schedulingGates"))
+    for k, v in (nm.get("labels") or {}).items():
+        if not valid_label_key(k) or not isinstance(v, str) or not valid_label_value(v):
+            errs.append(FieldError("Invalid", "metadata.labels", "a valid label must be an empty "
+                                   "string or consist of alphanumeric characters, '-', '_' or "
+                                   "'.', and must start and end with an alphanumeric character",
+                                   v, True))
+    return errs
+
+
+def _validate_only_deleted_gates(new_gates, old_gates, path):
+    """validateOnlyDeletedSchedulingGates (pkg/apis/core/validation)."""
+    old_names = {g.get("name") for g in old_gates if isinstance(g, dict)}
+    additional = {}
+    for i, g in enumerate(new_gates):
+        if isinstance(g, dict):
+            additional[g.get("name")] = i
+    errs = []
+    for gate, i in sorted(additional.items(), key=lambda kv: kv[1]):
+        if gate not in old_names:
+            errs.append(FieldError("Forbidden", "%s[%d].name" % (path, i),
+                                   "only deletion is allowed, but found new scheduling gate '%s'"
+                                   % gate))
+    return errs

@@ -1,0 +1,158 @@
+"""kubectl's Table form (``Accept: ...;as=Table``) in the test API server.
+
+The column definitions and row functions of each kind (as kubectl's server-side
+printers give them) and ``table()``, which builds a meta.k8s.io/v1 Table.
+"""
+
+import datetime
+import time
+
+
+def parse_time(s):
+    """Seconds since the epoch of an RFC 3339 UTC time (now if it does not parse)."""
+    s = s.rstrip("Z")
+    fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in s else "%Y-%m-%dT%H:%M:%S"
+    try:
+        return datetime.datetime.strptime(s, fmt).replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+    except ValueError:
+        return time.time()
+
+
+def human_duration(seconds):
+    """apimachinery util/duration.HumanDuration."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return "%ds" % s
+    minutes = s // 60
+    if minutes < 10:
+        return "%dm" % minutes if s % 60 == 0 else "%dm%ds" % (minutes, s % 60)
+    if minutes < 180:
+        return "%dm" % minutes
+    hours = s // 3600
+    if hours < 8:
+        return "%dh" % hours if minutes % 60 == 0 else "%dh%dm" % (hours, minutes % 60)
+    if hours < 48:
+        return "%dh" % hours
+    if hours < 24 * 8:
+        return "%dd" % (hours // 24) if hours % 24 == 0 else "%dd%dh" % (hours // 24, hours % 24)
+    if hours < 24 * 365 * 2:
+        return "%dd" % (hours // 24)
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return "%dy" % (hours // 24 // 365) if dy == 0 else "%dy%dd" % (hours // 24 // 365, dy)
+    return "%dy" % (hours // 24 // 365)
+
+
+def _age(obj):
+    ts = obj.get("metadata", {}).get("creationTimestamp")
+    if not ts:
+        return "<unknown>"
+    return human_duration(time.time() - parse_time(ts))
+
+
+def _col(name, typ="string", fmt="", priority=0, desc=""):
+    return {"name": name, "type": typ, "format": fmt, "description": desc, "priority": priority}
+
+
+def _pod_row(p):
+    spec, st = p.get("spec", {}), p.get("status", {})
+    statuses = st.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if c.get("ready"))
+    restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
+    reason = st.get("reason") or st.get("phase") or ""
+    if p.get("metadata", {}).get("deletionTimestamp"):
+        reason = "Terminating"
+    elif spec.get("schedulingGates"):
+        reason = "SchedulingGated"
+    return [p["metadata"]["name"], "%d/%d" % (ready, len(spec.get("containers") or [])), reason,
+            restarts, _age(p), st.get("podIP") or "<none>", spec.get("nodeName") or "<none>",
+            st.get("nominatedNodeName") or "<none>", "<none>"]
+
+
+POD_TABLE = ([_col("Name", fmt="name"), _col("Ready"), _col("Status"),
+              _col("Restarts", "string"), _col("Age"), _col("IP", priority=1),
+              _col("Node", priority=1), _col("Nominated Node", priority=1),
+              _col("Readiness Gates", priority=1)], _pod_row)
+
+
+def _job_row(j):
+    spec, st = j.get("spec", {}), j.get("status", {})
+    conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+    if conds.get("Complete") == "True":
+        status = "Complete"
+    elif conds.get("Failed") == "True":
+        status = "Failed"
+    elif conds.get("FailureTarget") == "True":
+        status = "FailureTarget"
+    elif conds.get("SuccessCriteriaMet") == "True":
+        status = "SuccessCriteriaMet"
+    elif spec.get("suspend") or conds.get("Suspended") == "True":
+        status = "Suspended"
+    else:
+        status = "Running"
+    comp = spec.get("completions")
+    completions = "%d/%s" % (st.get("succeeded", 0), comp if comp is not None else "1")
+    duration = ""
+    if st.get("startTime"):
+        end = parse_time(st["completionTime"]) if st.get("completionTime") else time.time()
+        duration = human_duration(end - parse_time(st["startTime"]))
+    containers = spec.get("template", {}).get("spec", {}).get("containers") or []
+    sel = (spec.get("selector") or {}).get("matchLabels") or {}
+    return [j["metadata"]["name"], status, completions, duration, _age(j),
+            ",".join(c.get("name", "") for c in containers),
+            ",".join(c.get("image", "") for c in containers),
+            ",".join("%s=%s" % kv for kv in sorted(sel.items()))]
+
+
+JOB_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Completions"), _col("Duration"),
+              _col("Age"), _col("Containers", priority=1), _col("Images", priority=1),
+              _col("Selector", priority=1)], _job_row)
+
+NAMESPACE_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Age")],
+                   lambda n: [n["metadata"]["name"], n.get("status", {}).get("phase", ""), _age(n)])
+
+LEASE_TABLE = ([_col("Name", fmt="name"), _col("Holder"), _col("Age")],
+               lambda l: [l["metadata"]["name"], l.get("spec", {}).get("holderIdentity", ""),
+                          _age(l)])
+
+
+def _event_row(e):
+    inv = e.get("involvedObject") or {}
+    last = e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")
+    return [human_duration(time.time() - parse_time(last)) if last else "<unknown>",
+            e.get("type", ""), e.get("reason", ""),
+            "%s/%s" % ((inv.get("kind") or "").lower(), inv.get("name", "")), e.get("message", "")]
+
+
+EVENT_TABLE = ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"),
+                _col("Message")], _event_row)
+
+DEFAULT_TABLE = ([_col("Name", fmt="name"), _col("Created At", "date")],
+                 lambda o: [o["metadata"]["name"], o["metadata"].get("creationTimestamp")])
+
+
+def table(res, items, rv, include_object, cont=None, headers=True):
+    """A meta.k8s.io/v1 Table of ``items``; ``include_object`` is the includeObject parameter."""
+    cols, row_fn = res.table or DEFAULT_TABLE
+    rows = []
+    for o in items:
+        row = {"cells": row_fn(o)}
+        if include_object == "Object":
+            row["object"] = o
+        elif include_object != "None":
+            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": o["metadata"]}
+        rows.append(row)
+    meta = {"resourceVersion": str(rv)}
+    if cont:
+        meta["continue"] = cont
+    out = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+           "columnDefinitions": cols if headers else None, "rows": rows}
+    if not headers:
+        del out["columnDefinitions"]
+    return out
