@@ -2,12 +2,14 @@
 """A test Kubernetes API server, Python 3 standard library only.
 
 It serves, over plain HTTP on 127.0.0.1, the part of the Kubernetes API that
-admitd's shim agents use: namespaces, pods, events (core/v1), jobs (batch/v1), leases
-(coordination.k8s.io/v1) and events (events.k8s.io/v1), with discovery, the
-minimal OpenAPI v3 documents kubectl consults, get/list/watch/create/update/
-patch/delete/deletecollection, the status subresource, label and field
-selectors, finalizers, resourceVersion preconditions and Kubernetes-shaped
-Status errors.
+admitd's shim agents use: namespaces, nodes, pods, events (core/v1), jobs
+(batch/v1), leases (coordination.k8s.io/v1) and events (events.k8s.io/v1), with
+discovery, the minimal OpenAPI v3 documents kubectl consults, get/list/watch/
+create/update/patch/delete/deletecollection, the status subresource, the pod
+binding subresource, label and field selectors, finalizers, resourceVersion
+preconditions and Kubernetes-shaped Status errors. ``--controllers job,
+scheduler,kubelet`` adds simulated controllers (jobcontroller.py, scheduler.py,
+kubelet.py) and ``--node`` fake nodes.
 
 Run:  /usr/bin/python3 apiserver.py --port 0 --kubeconfig-out /tmp/k.yaml
 The first stdout line is ``listening 127.0.0.1:PORT``.
@@ -169,7 +171,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and not (sub == "status" and res.has_status):
+        if sub and not ((sub == "status" and res.has_status)
+                        or (sub == "binding" and res.kind == "Pod")):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if res.namespaced and name is not None and ns is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
@@ -194,6 +197,12 @@ class Handler(BaseHTTPRequestHandler):
     def _resource(self, method, res, ns, name, sub, q, raw):
         store = self.server.app.store
         dry_run = q.get("dryRun") == "All"
+        if sub == "binding":
+            if method != "POST":
+                raise method_not_allowed()
+            store.bind(ns, name, self._decode(raw), dry_run)
+            return self._send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                    "status": "Success", "code": 201})
         if method == "GET" and name is None:
             lsel = LabelSelector(q.get("labelSelector", ""))
             fsel = FieldSelector(q.get("fieldSelector", ""), res)
@@ -486,11 +495,16 @@ class App:
         self.server_version = args.server_version
         self.bookmark_interval = args.bookmark_interval
         self.min_request_timeout = args.min_request_timeout
+        self.kubelet_start_delay = args.kubelet_start_delay
+        self.kubelet_grace_cap = args.kubelet_grace_cap
         self.address = ""
         with self.store.lock:
             self.store.create(RES_BY_KEY["namespaces"], None, {"metadata": {"name": "default"}})
             for n in args.namespace:
                 self.store.create(RES_BY_KEY["namespaces"], None, {"metadata": {"name": n}})
+            if args.node:
+                import scheduler
+                scheduler.create_nodes(self.store, args.node)
 
     def version_info(self):
         m = re.match(r"v(\d+)\.(\d+)", self.server_version)
@@ -540,7 +554,15 @@ def parse_args(argv=None):
     p.add_argument("--namespace", action="append", default=[],
                    help="extra namespace to create at start (repeatable)")
     p.add_argument("--controllers", default="",
-                   help="comma-separated simulated controllers to run (see controllers.py)")
+                   help="comma-separated simulated controllers to run: job, scheduler, kubelet")
+    p.add_argument("--node", action="append", default=[],
+                   help="fake node to create at start (repeatable): "
+                        "name:label=v,label2=v:cpu=4[:pods=N][:taint=key=value:NoSchedule]")
+    p.add_argument("--kubelet-start-delay", type=float, default=0.2,
+                   help="seconds from binding to Running (kubelet controller)")
+    p.add_argument("--kubelet-grace-cap", type=float, default=1.0,
+                   help="the kubelet waits min(grace period, this) seconds before killing "
+                        "a deleted pod's containers")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p.parse_args(argv)
 
@@ -552,9 +574,10 @@ def make_server(args):
     httpd.app = app
     host, port = httpd.server_address[:2]
     app.address = "%s:%d" % (host, port)
+    app.controllers = []
     if args.controllers:
         import controllers
-        controllers.start(app, [c for c in args.controllers.split(",") if c])
+        app.controllers = controllers.start(app, [c for c in args.controllers.split(",") if c])
     return httpd
 
 

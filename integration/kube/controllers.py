@@ -1,21 +1,33 @@
-"""Simulated Kubernetes controllers for the test API server (none yet).
+"""Simulated Kubernetes controllers for the test API server: base class and registry.
 
-A controller is a class with ``NAME`` and ``__init__(self, app)`` that reacts
-to committed writes. ``start(app, names)`` instantiates the named ones. A
-controller subscribes with ``app.store.listeners.append(fn)``; ``fn(event)``
-receives a ``store.WatchEvent`` (rv, res, type, obj, prev) while the store
-lock is held, so it must only queue work; a worker thread then reads and writes
-through ``app.store`` (create/update/patch/delete) like any client, which keeps
-admission hooks and resourceVersion semantics in force.
+A controller is a ``Controller`` subclass with a ``NAME``, registered with
+``@register``; ``start(app, names)`` instantiates the named ones (the
+``--controllers`` option). The controllers themselves live in
+``jobcontroller.py`` (batch/v1 Job controller), ``scheduler.py`` (binds pods to
+fake nodes) and ``kubelet.py`` (pod phases, graceful termination).
 
-Planned: job controller (pods for unsuspended Jobs, startTime, conditions),
-scheduler (binds ungated pods, PodScheduled condition), kubelet (pod phases,
-final deletion after the grace period), namespace controller (empties and
-finalizes Terminating namespaces), garbage collector (ownerReferences).
+How they work: ``Store.listeners`` calls ``_on_event`` with every committed
+``store.WatchEvent`` while the store lock is held, so it only queues the
+event. The controller's daemon thread takes events off the queue, turns them
+into keys (``keys_for(event)``, which may also record what the event showed)
+and calls ``sync(key)`` once per distinct key, level-triggered, reading and
+writing through ``app.store`` like an API client does (create, update with a
+resourceVersion precondition, the status subresource, delete, the pod binding),
+so admission hooks, watch events and 409 conflicts apply to them too. A sync
+that raises (a 409 included) is retried after a short back-off. ``after(delay,
+key)`` schedules a later sync (the kubelet's timers).
 """
 
+import copy
+import heapq
+import itertools
 import queue
+import sys
 import threading
+import time
+import traceback
+
+from errors import ApiError
 
 REGISTRY = {}
 
@@ -26,26 +38,159 @@ def register(cls):
 
 
 class Controller:
-    """Base: queue events from the store, handle them on a daemon thread."""
+    """Base: queue store events, sync the keys they map to on a daemon thread."""
 
     NAME = ""
+    KINDS = ()  # kinds whose events are queued
 
     def __init__(self, app):
         self.app = app
+        self.store = app.store
         self.queue = queue.Queue()
-        app.store.listeners.append(self.queue.put)
-        self.thread = threading.Thread(target=self._run, name=self.NAME, daemon=True)
+        self.timers = []  # heap of (when, seq, key)
+        self._seq = itertools.count()
+        self.failures = {}
+        app.store.listeners.append(self._on_event)
+        self.thread = threading.Thread(target=self._loop, name=self.NAME, daemon=True)
         self.thread.start()
 
-    def _run(self):
-        while True:
-            self.handle(self.queue.get())
+    # ---------------------------------------------------------- plumbing
+    def stop(self):
+        """Stop listening and end the worker thread (for in-process servers)."""
+        if self._on_event in self.store.listeners:
+            self.store.listeners.remove(self._on_event)
+        self.queue.put(None)
 
-    def handle(self, event):
+    def _on_event(self, event):
+        if event.res.kind in self.KINDS:
+            self.queue.put(event)
+
+    def after(self, delay, key):
+        """Sync ``key`` again in ``delay`` seconds (only call from the worker thread)."""
+        heapq.heappush(self.timers, (time.time() + max(0.0, delay), next(self._seq), key))
+
+    def _loop(self):
+        for key in self.initial_keys():
+            self.after(0, key)
+        while True:
+            timeout = None
+            if self.timers:
+                timeout = max(0.0, self.timers[0][0] - time.time())
+            events = []
+            try:
+                events.append(self.queue.get(timeout=timeout))
+                while True:
+                    events.append(self.queue.get_nowait())
+            except queue.Empty:
+                pass
+            if None in events:
+                return
+            dirty = {}
+            for ev in events:
+                try:
+                    for key in self.keys_for(ev):
+                        dirty[key] = None
+                except Exception:  # a bug here must not end the worker thread
+                    sys.stderr.write("%s: event %s %s failed:\n" % (self.NAME, ev.type, ev.rv))
+                    traceback.print_exc()
+            now = time.time()
+            while self.timers and self.timers[0][0] <= now:
+                dirty[heapq.heappop(self.timers)[2]] = None
+            for key in dirty:
+                self._sync_one(key)
+
+    def _sync_one(self, key):
+        try:
+            self.sync(key)
+            self.failures.pop(key, None)
+        except Exception as e:  # retry with back-off; 409s land here too
+            n = self.failures[key] = self.failures.get(key, 0) + 1
+            if not (isinstance(e, ApiError) and e.code == 409):
+                sys.stderr.write("%s: sync %r failed (attempt %d):\n" % (self.NAME, key, n))
+                traceback.print_exc()
+            self.after(min(0.05 * (2 ** min(n, 6)), 2.0), key)
+
+    # ------------------------------------------------------ to override
+    def initial_keys(self):
+        return []
+
+    def keys_for(self, event):
+        return []
+
+    def sync(self, key):
         raise NotImplementedError
+
+    # ------------------------------------------------------------ helpers
+    def get(self, res, ns, name):
+        """The stored object (a deep copy), or None."""
+        try:
+            return copy.deepcopy(self.store.get(res, ns, name))
+        except ApiError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def write_status(self, res, obj, status):
+        """PUT ``status`` through the status subresource, guarded by the read resourceVersion."""
+        if obj.get("status") == status:
+            return obj
+        body = copy.deepcopy(obj)
+        body["status"] = status
+        m = obj["metadata"]
+        return self.store.update(res, m.get("namespace"), m["name"], body, "status")
+
+    def delete(self, res, ns, name, uid, grace=None):
+        """DELETE with a UID precondition; False when the object is already gone."""
+        opts = {"preconditions": {"uid": uid}}
+        if grace is not None:
+            opts["gracePeriodSeconds"] = grace
+        try:
+            self.store.delete(res, ns, name, opts)
+            return True
+        except ApiError as e:
+            if e.code in (404, 409):
+                return False
+            raise
+
+
+def set_condition(conds, ctype, status, reason="", message="", now=None, probe=False):
+    """Set a condition in ``conds`` (a list); lastTransitionTime changes only with status."""
+    for c in conds:
+        if c.get("type") == ctype:
+            if c.get("status") != status:
+                c["lastTransitionTime"] = now
+                if probe:
+                    c["lastProbeTime"] = now
+            c["status"] = status
+            for k, v in (("reason", reason), ("message", message)):
+                if v:
+                    c[k] = v
+                else:
+                    c.pop(k, None)
+            return conds
+    c = {"type": ctype, "status": status}
+    if probe:
+        c["lastProbeTime"] = now
+    c["lastTransitionTime"] = now
+    if reason:
+        c["reason"] = reason
+    if message:
+        c["message"] = message
+    conds.append(c)
+    return conds
+
+
+def get_condition(obj, ctype):
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return None
 
 
 def start(app, names):
+    import jobcontroller  # noqa: F401  (modules register themselves)
+    import kubelet  # noqa: F401
+    import scheduler  # noqa: F401
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise SystemExit("unknown controllers: %s (available: %s)"

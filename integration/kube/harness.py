@@ -1,4 +1,4 @@
-"""Start and stop the test API server as a child process (for the tests)."""
+"""Start and stop the test API server as a child process, and poll helpers (for the tests)."""
 
 import json
 import os
@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -85,3 +87,66 @@ class ApiServerProcess:
             return code, json.loads(raw)
         except ValueError:
             return code, raw.decode()
+
+
+class InProcessApiServer:
+    """The server in this process, on a thread: also gives ``s.app`` and ``s.store``.
+
+    For tests that hook into the store (admission hooks, listeners) or read it
+    directly. ``args`` are command-line options, e.g. ``"--controllers", "job"``.
+    """
+
+    def __init__(self, *args):
+        self.args = list(args)
+
+    def start(self):
+        if HERE not in sys.path:
+            sys.path.insert(0, HERE)
+        import apiserver
+        self.tmp = tempfile.mkdtemp(prefix="kube-apiserver-test-")
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        self.httpd = apiserver.make_server(apiserver.parse_args(["--port", "0"] + self.args))
+        self.app = self.httpd.app
+        self.store = self.app.store
+        self.address = self.app.address
+        self.url = "http://" + self.address
+        apiserver.write_kubeconfig(self.kubeconfig, self.url)
+        self.thread = threading.Thread(target=self.httpd.serve_forever,
+                                       kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        for c in self.app.controllers:
+            c.stop()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    request = ApiServerProcess.request
+
+
+def wait_until(fn, timeout=10.0, interval=0.05, what="condition"):
+    """Poll ``fn()`` until it returns a truthy value, and return it.
+
+    An AssertionError raised by ``fn`` counts as falsy; after ``timeout`` seconds
+    this raises AssertionError.
+    """
+    deadline = time.time() + timeout
+    last = None
+    while True:
+        try:
+            last = fn()
+        except AssertionError:
+            last = None
+        if last:
+            return last
+        if time.time() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)

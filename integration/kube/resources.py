@@ -10,7 +10,8 @@ import collections
 import hashlib
 import json
 
-from tables import DEFAULT_TABLE, EVENT_TABLE, JOB_TABLE, LEASE_TABLE, NAMESPACE_TABLE, POD_TABLE
+from tables import (DEFAULT_TABLE, EVENT_TABLE, JOB_TABLE, LEASE_TABLE, NAMESPACE_TABLE,
+                    NODE_TABLE, POD_TABLE)
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -54,6 +55,8 @@ RESOURCES = [
              has_status=True, field_labels=("status.phase",), table=NAMESPACE_TABLE),
     Resource("", "v1", "pods", "Pod", True, "pod", ["po"], ["all"], has_status=True,
              generation=True, field_labels=POD_FIELDS, table=POD_TABLE),
+    Resource("", "v1", "nodes", "Node", False, "node", ["no"], [], has_status=True,
+             field_labels=("spec.unschedulable",), table=NODE_TABLE),
     Resource("", "v1", "events", "Event", True, "event", ["ev"], [],
              field_labels=EVENT_FIELDS, table=EVENT_TABLE),
     Resource("batch", "v1", "jobs", "Job", True, "job", [], ["all"], has_status=True,
@@ -109,6 +112,9 @@ def api_resource_list(group, version):
             resources.append({"name": r.plural + "/status", "singularName": "",
                               "namespaced": r.namespaced, "kind": r.kind,
                               "verbs": ["get", "patch", "update"]})
+        if r.kind == "Pod":
+            resources.append({"name": "pods/binding", "singularName": "", "namespaced": True,
+                              "kind": "Binding", "verbs": ["create"]})
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": version if not group else group + "/" + version,
             "resources": resources}

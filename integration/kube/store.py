@@ -5,13 +5,15 @@ bounded history of watch events (``WatchEvent``) that watches read and that
 ``compact()`` drops; it implements get, list, create, update, patch and delete
 with resourceVersion and UID preconditions, finalizers and grace periods.
 
-Extension points (no webhooks or controllers are active in this version):
+Extension points (no webhooks are active in this version):
 * ``Store.admission``: callables ``hook(req)`` run on every create/update/
   delete before the write, in order; ``req`` is an ``AdmissionRequest``; a hook
   may replace ``req.object`` (mutation) or raise ``ApiError`` (denial).
 * ``Store.listeners``: callables ``fn(event)`` run after every committed
   write with a ``WatchEvent``; they run under the store lock and must not block
-  (queue the work). ``controllers.py`` builds simulated controllers on them.
+  (queue the work). ``controllers.py`` builds simulated controllers on them;
+  ``WatchEvent.opts`` carries the DeleteOptions of a delete.
+``Store.bind`` is the pod binding subresource (``POST pods/<name>/binding``).
 """
 
 import collections
@@ -38,7 +40,8 @@ def now_rfc3339(offset=0.0):
 
 _GEN_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
-WatchEvent = collections.namedtuple("WatchEvent", "rv res type obj prev")
+# ``opts``: the DeleteOptions of the delete request that wrote the event (None otherwise).
+WatchEvent = collections.namedtuple("WatchEvent", "rv res type obj prev opts", defaults=(None,))
 
 
 class AdmissionRequest:
@@ -74,7 +77,7 @@ class Store:
         self.listeners = []
 
     # ------------------------------------------------------------- internals
-    def _commit(self, res, typ, obj, prev):
+    def _commit(self, res, typ, obj, prev, opts=None):
         self.rv += 1
         obj = copy.deepcopy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
@@ -83,7 +86,7 @@ class Store:
             self.objects[res.key].pop(key, None)
         else:
             self.objects[res.key][key] = obj
-        ev = WatchEvent(self.rv, res, typ, obj, prev)
+        ev = WatchEvent(self.rv, res, typ, obj, prev, opts)
         self.history.append(ev)
         while len(self.history) > self.history_size:
             self.compacted_rv = self.history.popleft().rv
@@ -314,7 +317,7 @@ class Store:
             if not finalizers and grace == 0:
                 if dry_run:
                     return old, True
-                return self._commit(res, "DELETED", old, old), True
+                return self._commit(res, "DELETED", old, old, opts), True
             # Graceful or blocked by finalizers: mark and keep.
             new = copy.deepcopy(old)
             nm = new["metadata"]
@@ -331,8 +334,50 @@ class Store:
             if dry_run:
                 return new, False
             if not finalizers and grace == 0:
-                return self._commit(res, "DELETED", new, old), True
-            return self._commit(res, "MODIFIED", new, old), False
+                return self._commit(res, "DELETED", new, old, opts), True
+            return self._commit(res, "MODIFIED", new, old, opts), False
+
+    # ------------------------------------------------------------ binding
+    def bind(self, ns, name, body, dry_run=False):
+        """POST pods/<name>/binding: set spec.nodeName and PodScheduled=True in one write.
+
+        As the pod binding registry does (``assignPod``): 409 when the pod is
+        already bound or being deleted; UID precondition from the Binding's
+        metadata.uid.
+        """
+        res = RES_BY_KEY["pods"]
+        if not isinstance(body, dict) or not isinstance(body.get("target"), dict):
+            raise bad_request("the object provided is unrecognized (must be of type Binding)")
+        node = body["target"].get("name") or ""
+        if not node:
+            raise invalid(RES_BY_KEY["pods"], name, [FieldError("Required", "target.name", "")])
+        with self.lock:
+            old = self._get(res, ns, name)
+            if old is None:
+                raise not_found(res, name)
+            uid = (body.get("metadata") or {}).get("uid")
+            if uid and uid != old["metadata"]["uid"]:
+                raise conflict(res, name, "Precondition failed: UID in precondition: %s, UID in "
+                               "object meta: %s" % (uid, old["metadata"]["uid"]))
+            if old["metadata"].get("deletionTimestamp"):
+                raise conflict(res, name, "pod %s is being deleted, cannot be assigned to a "
+                               "host" % name)
+            if (old.get("spec") or {}).get("nodeName"):
+                raise conflict(res, name, "pod %s is already assigned to node \"%s\""
+                               % (name, old["spec"]["nodeName"]))
+            if (old.get("spec") or {}).get("schedulingGates"):
+                raise conflict(res, name, "pod %s has non-empty .spec.schedulingGates" % name)
+            new = copy.deepcopy(old)
+            new["spec"]["nodeName"] = node
+            conds = [c for c in new.setdefault("status", {}).get("conditions") or []
+                     if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": now_rfc3339()})
+            new["status"]["conditions"] = conds
+            self._admit("CREATE", res, "binding", ns, name, body, None, dry_run)
+            if dry_run:
+                return new
+            return self._commit(res, "MODIFIED", new, old)
 
     @staticmethod
     def _grace_period(res, obj, opts):

@@ -65,6 +65,14 @@ def _pod_row(p):
     ready = sum(1 for c in statuses if c.get("ready"))
     restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
     reason = st.get("reason") or st.get("phase") or ""
+    for c in reversed(statuses):  # as kubectl's printPod: a container's state wins
+        state = c.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state:
+            t = state["terminated"] or {}
+            reason = t.get("reason") or ("Signal:%s" % t["signal"] if t.get("signal")
+                                         else "ExitCode:%s" % t.get("exitCode", 0))
     if p.get("metadata", {}).get("deletionTimestamp"):
         reason = "Terminating"
     elif spec.get("schedulingGates"):
@@ -131,6 +139,22 @@ def _event_row(e):
 
 EVENT_TABLE = ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"),
                 _col("Message")], _event_row)
+
+def _node_row(n):
+    spec, st = n.get("spec", {}), n.get("status", {})
+    ready = {c.get("type"): c.get("status") for c in st.get("conditions") or []}.get("Ready")
+    status = "Ready" if ready == "True" else "NotReady" if ready else "Unknown"
+    if spec.get("unschedulable"):
+        status += ",SchedulingDisabled"
+    labels = n["metadata"].get("labels") or {}
+    roles = sorted(k.split("/", 1)[1] for k in labels
+                   if k.startswith("node-role.kubernetes.io/")) or ["<none>"]
+    return [n["metadata"]["name"], status, ",".join(roles), _age(n),
+            (st.get("nodeInfo") or {}).get("kubeletVersion", "")]
+
+
+NODE_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Roles"), _col("Age"),
+               _col("Version")], _node_row)
 
 DEFAULT_TABLE = ([_col("Name", fmt="name"), _col("Created At", "date")],
                  lambda o: [o["metadata"]["name"], o["metadata"].get("creationTimestamp")])
