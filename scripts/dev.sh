@@ -13,7 +13,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev libcpp-httplib-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev
   python3 python3-kubernetes
 )
 BUILD_DIR=${BUILD_DIR:-build}

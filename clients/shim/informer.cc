@@ -1,0 +1,119 @@
+#include "clients/shim/informer.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+namespace admitd::shim {
+
+std::string ObjectKey(const nlohmann::json& object) {
+  const nlohmann::json& meta = object.value("metadata", nlohmann::json::object());
+  const std::string ns = meta.value("namespace", "");
+  const std::string name = meta.value("name", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+Informer::Informer(const KubeClient& client, std::string collection_path, Handler handler,
+                   int watch_timeout_seconds)
+    : client_(client),
+      path_(std::move(collection_path)),
+      handler_(std::move(handler)),
+      watch_timeout_seconds_(watch_timeout_seconds) {}
+
+absl::Status Informer::List() {
+  absl::StatusOr<nlohmann::json> list = client_.Get(path_);
+  if (!list.ok()) return list.status();
+  ++lists_;
+  std::map<std::string, nlohmann::json> fresh;
+  for (const nlohmann::json& item : list->value("items", nlohmann::json::array())) {
+    fresh[ObjectKey(item)] = item;
+  }
+  std::vector<std::pair<std::string, nlohmann::json>> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, obj] : cache_) {
+      if (!fresh.count(key)) changes.emplace_back("DELETED", obj);
+    }
+    for (const auto& [key, obj] : fresh) {
+      auto it = cache_.find(key);
+      if (it == cache_.end()) {
+        changes.emplace_back("ADDED", obj);
+      } else if (it->second != obj) {
+        changes.emplace_back("MODIFIED", obj);
+      }
+    }
+    cache_ = std::move(fresh);
+    resource_version_ = list->value("metadata", nlohmann::json::object())
+                            .value("resourceVersion", "");
+  }
+  if (handler_) {
+    for (const auto& [type, obj] : changes) handler_(type, obj);
+  }
+  return absl::OkStatus();
+}
+
+void Informer::Apply(const std::string& type, const nlohmann::json& object) {
+  const std::string rv =
+      object.value("metadata", nlohmann::json::object()).value("resourceVersion", "");
+  {
+    absl::MutexLock lock(&mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    if (type == "BOOKMARK") return;
+    if (type == "DELETED") {
+      cache_.erase(ObjectKey(object));
+    } else {
+      cache_[ObjectKey(object)] = object;
+    }
+  }
+  if (handler_) handler_(type, object);
+}
+
+absl::Status Informer::WatchOnce() {
+  absl::Status s = client_.Watch(path_, resource_version(), watch_timeout_seconds_,
+                                 [this](const WatchEvent& e) {
+                                   if (stopped_.load()) return false;
+                                   Apply(e.type, e.object);
+                                   return true;
+                                 });
+  if (s.code() == absl::StatusCode::kOutOfRange) return List();  // 410 Expired: start over
+  return s;
+}
+
+void Informer::Run() {
+  absl::Duration backoff = absl::Seconds(1);
+  bool listed = lists_.load() > 0;  // a List before Run is watched from
+  while (!stopped_.load()) {
+    absl::Status s = listed ? WatchOnce() : List();
+    if (s.ok()) {
+      listed = true;
+      backoff = absl::Seconds(1);
+      continue;
+    }
+    // Sleep in short steps so that Stop is prompt.
+    for (absl::Time until = absl::Now() + backoff; absl::Now() < until && !stopped_.load();) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    backoff = std::min(backoff * 2, absl::Seconds(30));
+  }
+}
+
+void Informer::Stop() { stopped_.store(true); }
+
+std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t Informer::Size() const {
+  absl::MutexLock lock(&mu_);
+  return cache_.size();
+}
+
+std::string Informer::resource_version() const {
+  absl::MutexLock lock(&mu_);
+  return resource_version_;
+}
+
+}  // namespace admitd::shim

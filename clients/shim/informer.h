@@ -1,0 +1,69 @@
+// An informer for the cluster shim: a local cache of one Kubernetes collection kept current by
+// listing it, then watching from the list's resourceVersion (with bookmarks), re-watching from
+// the last version seen when a stream ends, and listing again when that version has expired
+// (410). A handler sees every change applied to the cache.
+//
+//   Informer pods(kube, "/api/v1/namespaces/default/pods", [](const std::string& type,
+//                                                              const nlohmann::json& pod) {...});
+//   std::thread t([&] { pods.Run(); });  ...  pods.Stop(); t.join();
+//
+// Thread safety: Run on one thread; Stop, Get, Size and the counters from any.
+#ifndef ADMITD_CLIENTS_SHIM_INFORMER_H_
+#define ADMITD_CLIENTS_SHIM_INFORMER_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "clients/shim/kube_client.h"
+
+namespace admitd::shim {
+
+class Informer {
+ public:
+  // `type` is ADDED, MODIFIED or DELETED; a relist reports what it found changed that way too.
+  using Handler = std::function<void(const std::string& type, const nlohmann::json& object)>;
+
+  Informer(const KubeClient& client, std::string collection_path, Handler handler = nullptr,
+           int watch_timeout_seconds = 300);
+
+  // Lists the collection into the cache and remembers the list's resourceVersion.
+  absl::Status List();
+  // One watch from the last version seen, applied to the cache, until the server ends it or
+  // Stop. A 410 lists again. Returns what ended it.
+  absl::Status WatchOnce();
+  // List, then watch again and again, until Stop; errors are retried after a backoff (1 s
+  // doubling to 30 s).
+  void Run();
+  void Stop();
+
+  std::optional<nlohmann::json> Get(const std::string& key) const;  // "namespace/name" or "name"
+  size_t Size() const;
+  std::string resource_version() const;
+  int lists() const { return lists_.load(); }
+
+ private:
+  void Apply(const std::string& type, const nlohmann::json& object);
+
+  const KubeClient& client_;
+  const std::string path_;
+  const Handler handler_;
+  const int watch_timeout_seconds_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> lists_{0};
+  mutable absl::Mutex mu_;
+  std::map<std::string, nlohmann::json> cache_ ABSL_GUARDED_BY(mu_);
+  std::string resource_version_ ABSL_GUARDED_BY(mu_);
+};
+
+// "namespace/name", or "name" for a cluster-scoped object.
+std::string ObjectKey(const nlohmann::json& object);
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_INFORMER_H_

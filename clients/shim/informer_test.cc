@@ -1,0 +1,153 @@
+// The shim's Kubernetes client and informer against the test API server of integration/kube/
+// (run as a child process on a free port).
+#include "clients/shim/informer.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace admitd::shim {
+namespace {
+
+using ::testing::HasSubstr;
+
+// apiserver.py on 127.0.0.1:<free port>, stopped when destroyed.
+class TestCluster {
+ public:
+  TestCluster() {
+    int out[2];
+    if (pipe(out) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    const std::string script = ADMITD_SOURCE_DIR "/integration/kube/apiserver.py";
+    std::vector<std::string> args = {"/usr/bin/python3", script, "--port", "0",
+                                     "--bookmark-interval", "0.5"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    FILE* f = fdopen(out[0], "r");
+    char line[256] = {0};
+    if (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
+      const std::string s(line);  // "listening 127.0.0.1:PORT"
+      const size_t colon = s.rfind(':');
+      if (s.rfind("listening ", 0) == 0 && colon != std::string::npos) {
+        server_ = "http://127.0.0.1:" + s.substr(colon + 1, s.find_last_not_of("\r\n") - colon);
+      }
+    }
+    stdout_ = f;
+  }
+  ~TestCluster() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_ != nullptr) fclose(stdout_);
+  }
+  const std::string& server() const { return server_; }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* stdout_ = nullptr;
+  std::string server_;
+};
+
+nlohmann::json Pod(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"labels", {{"app", "x"}}}}},
+          {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+}
+
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+
+template <typename F>
+bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
+  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return done();
+}
+
+class InformerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(cluster_.server().empty()) << "the test cluster did not start"; }
+  TestCluster cluster_;
+  KubeClient kube_{KubeConfig{.server = cluster_.server()}};
+};
+
+TEST_F(InformerTest, KubernetesErrorsBecomeStatusCodes) {
+  absl::StatusOr<nlohmann::json> created = kube_.Create(kPods, Pod("a"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string rv = (*created)["metadata"]["resourceVersion"];
+  EXPECT_EQ(kube_.Create(kPods, Pod("a")).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(kube_.Get(absl::StrCat(kPods, "/nope")).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(kube_.Patch(absl::StrCat(kPods, "/a"), {{"metadata", {{"labels", {{"k", "1"}}}}}}).ok());
+  // A write that carries the old resourceVersion is a conflict: the shim refetches and retries.
+  absl::StatusOr<nlohmann::json> stale = kube_.Patch(
+      absl::StrCat(kPods, "/a"),
+      {{"metadata", {{"resourceVersion", rv}, {"labels", {{"k", "2"}}}}}});
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(stale.status().message(), HasSubstr("the object has been modified"));
+}
+
+TEST_F(InformerTest, TheCacheFollowsTheClusterAndTheHandlerSeesEachChange) {
+  ASSERT_TRUE(kube_.Create(kPods, Pod("a")).ok());
+  absl::Mutex mu;
+  std::vector<std::string> seen;
+  Informer pods(kube_, kPods, [&](const std::string& type, const nlohmann::json& pod) {
+    absl::MutexLock lock(&mu);
+    seen.push_back(type + " " + ObjectKey(pod));
+  }, /*watch_timeout_seconds=*/2);
+  ASSERT_TRUE(pods.List().ok());
+  EXPECT_EQ(pods.Size(), 1u);
+  std::thread run([&] { pods.Run(); });
+  ASSERT_TRUE(kube_.Create(kPods, Pod("b")).ok());
+  EXPECT_TRUE(WaitFor([&] { return pods.Get("default/b").has_value(); }));
+  ASSERT_TRUE(kube_.Delete(absl::StrCat(kPods, "/a")).ok());
+  EXPECT_TRUE(WaitFor([&] { return !pods.Get("default/a").has_value(); }));
+  // Streams that end are resumed from the last version seen, without listing again.
+  absl::SleepFor(absl::Seconds(3));
+  ASSERT_TRUE(kube_.Patch(absl::StrCat(kPods, "/b"), {{"metadata", {{"labels", {{"k", "1"}}}}}}).ok());
+  EXPECT_TRUE(WaitFor([&] {
+    auto b = pods.Get("default/b");
+    return b.has_value() && (*b)["metadata"]["labels"].value("k", "") == "1";
+  }));
+  pods.Stop();
+  run.join();
+  EXPECT_EQ(pods.lists(), 1);
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(seen, ::testing::ElementsAre("ADDED default/a", "ADDED default/b",
+                                           "DELETED default/a", "MODIFIED default/b"));
+}
+
+TEST_F(InformerTest, AnExpiredVersionListsAgain) {
+  ASSERT_TRUE(kube_.Create(kPods, Pod("a")).ok());
+  Informer pods(kube_, kPods, nullptr, /*watch_timeout_seconds=*/1);
+  ASSERT_TRUE(pods.List().ok());
+  ASSERT_TRUE(kube_.Create(kPods, Pod("b")).ok());
+  ASSERT_TRUE(kube_.Create("/_fixture/compact", nlohmann::json::object()).ok());
+  EXPECT_TRUE(pods.WatchOnce().ok());  // 410, then a fresh list
+  EXPECT_EQ(pods.lists(), 2);
+  EXPECT_TRUE(pods.Get("default/b").has_value());
+}
+
+}  // namespace
+}  // namespace admitd::shim

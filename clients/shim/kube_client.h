@@ -1,0 +1,78 @@
+// A Kubernetes API client for the cluster shim: JSON requests over libcurl (TLS with a CA file,
+// bearer tokens), Kubernetes' error Status mapped to absl::Status, and watch streams read line by
+// line as they arrive.
+//
+//   KubeClient kube(*KubeConfig::FromKubeconfig("/path/kubeconfig"));
+//   absl::StatusOr<nlohmann::json> pods = kube.Get("/api/v1/namespaces/default/pods");
+//   kube.Watch("/api/v1/pods", rv, 30, [](const WatchEvent& e) { ...; return true; });
+//
+// Errors: the HTTP code of a Kubernetes Status becomes NOT_FOUND (404), ALREADY_EXISTS (409
+// AlreadyExists), ABORTED (409 Conflict: a stale resourceVersion), OUT_OF_RANGE (410 Expired),
+// INVALID_ARGUMENT (400, 422), PERMISSION_DENIED (403), UNAUTHENTICATED (401), UNAVAILABLE
+// (transport errors, 5xx); the message is the Status' message.
+//
+// Thread safety: a KubeClient may be used from several threads (each call has its own handle).
+#ifndef ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
+#define ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace admitd::shim {
+
+struct KubeConfig {
+  std::string server;      // https://host:port or http://host:port
+  std::string ca_file;     // PEM bundle to verify the server with; empty: the system's
+  std::string token;       // bearer token; empty: none
+  std::string token_file;  // re-read on every request when set (rotated service-account tokens)
+
+  // The current context of a kubeconfig file (server, certificate-authority, token).
+  static absl::StatusOr<KubeConfig> FromKubeconfig(const std::string& path);
+};
+
+// One event of a watch stream.
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK (ERROR becomes the Watch's status)
+  nlohmann::json object;
+};
+
+class KubeClient {
+ public:
+  explicit KubeClient(KubeConfig config);
+
+  absl::StatusOr<nlohmann::json> Get(const std::string& path) const;
+  absl::StatusOr<nlohmann::json> Create(const std::string& path, const nlohmann::json& body) const;
+  // `content_type`: application/merge-patch+json, application/json-patch+json or
+  // application/strategic-merge-patch+json.
+  absl::StatusOr<nlohmann::json> Patch(const std::string& path, const nlohmann::json& body,
+                                       const std::string& content_type =
+                                           "application/merge-patch+json") const;
+  absl::StatusOr<nlohmann::json> Delete(const std::string& path) const;
+
+  // Watches `path` (a collection) from `resource_version` with bookmarks, for at most
+  // `timeout_seconds`, calling `on_event` for each event until it returns false. OK when the
+  // server ended the stream (re-watch from the last version seen); OUT_OF_RANGE when the version
+  // is too old (list again); another error otherwise.
+  absl::Status Watch(const std::string& path, const std::string& resource_version,
+                     int timeout_seconds,
+                     const std::function<bool(const WatchEvent&)>& on_event) const;
+
+ private:
+  absl::StatusOr<nlohmann::json> Request(const std::string& method, const std::string& path,
+                                         const std::string& body,
+                                         const std::string& content_type) const;
+  std::string Token() const;
+
+  KubeConfig config_;
+};
+
+// The absl::Status for an HTTP answer: `code` and, when it is one, the Kubernetes Status in `body`.
+absl::Status StatusFromHttp(long code, const std::string& body);
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
