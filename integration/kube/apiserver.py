@@ -9,7 +9,8 @@ create/update/patch/delete/deletecollection, the status subresource, the pod
 binding subresource, label and field selectors, finalizers, resourceVersion
 preconditions and Kubernetes-shaped Status errors. ``--controllers job,
 scheduler,kubelet`` adds simulated controllers (jobcontroller.py, scheduler.py,
-kubelet.py) and ``--node`` fake nodes.
+kubelet.py) and ``--node`` fake nodes; webhooks.py calls the registered
+admission webhooks (admissionregistration.k8s.io/v1) over HTTPS.
 
 Run:  /usr/bin/python3 apiserver.py --port 0 --kubeconfig-out /tmp/k.yaml
 The first stdout line is ``listening 127.0.0.1:PORT``.
@@ -505,6 +506,10 @@ class App:
             if args.node:
                 import scheduler
                 scheduler.create_nodes(self.store, args.node)
+        import webhooks
+        self.store.admission.append(webhooks.WebhookAdmission(
+            self.store, parse_service_addresses(args.service_address),
+            args.webhook_forbidden_prefix))
 
     def version_info(self):
         m = re.match(r"v(\d+)\.(\d+)", self.server_version)
@@ -563,8 +568,25 @@ def parse_args(argv=None):
     p.add_argument("--kubelet-grace-cap", type=float, default=1.0,
                    help="the kubelet waits min(grace period, this) seconds before killing "
                         "a deleted pod's containers")
+    p.add_argument("--service-address", action="append", default=[],
+                   help="where a webhook's clientConfig.service is reached (no cluster DNS; "
+                        "repeatable): NAMESPACE/NAME=HOST:PORT")
+    p.add_argument("--webhook-forbidden-prefix", action="store_true",
+                   help='prefix webhook denials with <resource> "<name>" is forbidden: as the '
+                        "newest kube-apiserver sources do")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p.parse_args(argv)
+
+
+def parse_service_addresses(specs):
+    out = {}
+    for spec in specs:
+        key, sep, addr = spec.partition("=")
+        if not sep or key.count("/") != 1 or ":" not in addr:
+            raise SystemExit("--service-address: expected NAMESPACE/NAME=HOST:PORT, got %r"
+                             % spec)
+        out[key] = addr
+    return out
 
 
 def make_server(args):

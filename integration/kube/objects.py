@@ -85,9 +85,15 @@ def prepare_for_create(res, obj):
     elif res.kind == "Job":
         obj["status"] = {}
         default_job(obj)
+    elif res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        import webhooks
+        webhooks.default_configuration(obj, res.kind.startswith("Mutating"))
 
 
 def prepare_for_update(res, new, old):
+    if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        import webhooks
+        webhooks.default_configuration(new, res.kind.startswith("Mutating"))
     if res.kind == "Namespace":
         new.setdefault("spec", {})["finalizers"] = list(
             (old.get("spec") or {}).get("finalizers") or [])
@@ -154,6 +160,9 @@ def validate_create(res, obj):
         tmpl = (obj.get("spec") or {}).get("template") or {}
         if not (tmpl.get("spec") or {}).get("containers"):
             errs.append(FieldError("Required", "spec.template.spec.containers", ""))
+    if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        import webhooks
+        errs.extend(webhooks.validate_configuration(obj))
     for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items():
         if not valid_label_key(k):
             errs.append(FieldError("Invalid", "metadata.labels", "name part must consist of "
@@ -180,6 +189,9 @@ def validate_update(res, new, old):
         errs.extend(_validate_only_deleted_gates(
             (new.get("spec") or {}).get("schedulingGates") or [],
             (old.get("spec") or {}).get("schedulingGates") or [], "spec.schedulingGates"))
+    if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        import webhooks
+        errs.extend(webhooks.validate_configuration(new))
     for k, v in (nm.get("labels") or {}).items():
         if not valid_label_key(k) or not isinstance(v, str) or not valid_label_value(v):
             errs.append(FieldError("Invalid", "metadata.labels", "a valid label must be an empty "

@@ -65,9 +65,16 @@ RESOURCES = [
              table=LEASE_TABLE, strategic=True),
     Resource("events.k8s.io", "v1", "events", "Event", True, "event", ["ev"], [],
              field_labels=EVENTS_V1_FIELDS, table=DEFAULT_TABLE),
+    Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+             "MutatingWebhookConfiguration", False, "mutatingwebhookconfiguration",
+             categories=["api-extensions"], table=DEFAULT_TABLE),
+    Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+             "ValidatingWebhookConfiguration", False, "validatingwebhookconfiguration",
+             categories=["api-extensions"], table=DEFAULT_TABLE),
 ]
 
-GROUP_ORDER = ["", "batch", "coordination.k8s.io", "events.k8s.io"]
+GROUP_ORDER = ["", "batch", "coordination.k8s.io", "events.k8s.io",
+               "admissionregistration.k8s.io"]
 
 
 RES_BY_KEY = {r.key: r for r in RESOURCES}

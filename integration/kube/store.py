@@ -5,7 +5,7 @@ bounded history of watch events (``WatchEvent``) that watches read and that
 ``compact()`` drops; it implements get, list, create, update, patch and delete
 with resourceVersion and UID preconditions, finalizers and grace periods.
 
-Extension points (no webhooks are active in this version):
+Extension points (webhooks.py adds the admission webhook hook):
 * ``Store.admission``: callables ``hook(req)`` run on every create/update/
   delete before the write, in order; ``req`` is an ``AdmissionRequest``; a hook
   may replace ``req.object`` (mutation) or raise ``ApiError`` (denial).
