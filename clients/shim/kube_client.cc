@@ -159,6 +159,11 @@ absl::StatusOr<nlohmann::json> KubeClient::Create(const std::string& path,
   return Request("POST", path, body.dump(), "application/json");
 }
 
+absl::StatusOr<nlohmann::json> KubeClient::Update(const std::string& path,
+                                                  const nlohmann::json& body) const {
+  return Request("PUT", path, body.dump(), "application/json");
+}
+
 absl::StatusOr<nlohmann::json> KubeClient::Patch(const std::string& path,
                                                  const nlohmann::json& body,
                                                  const std::string& content_type) const {

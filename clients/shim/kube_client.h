@@ -46,6 +46,8 @@ class KubeClient {
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path) const;
   absl::StatusOr<nlohmann::json> Create(const std::string& path, const nlohmann::json& body) const;
+  // PUT: ABORTED when body's metadata.resourceVersion is stale.
+  absl::StatusOr<nlohmann::json> Update(const std::string& path, const nlohmann::json& body) const;
   // `content_type`: application/merge-patch+json, application/json-patch+json or
   // application/strategic-merge-patch+json.
   absl::StatusOr<nlohmann::json> Patch(const std::string& path, const nlohmann::json& body,
