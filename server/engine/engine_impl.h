@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/engine/cluster_queue.h"
+#include "common/workload_names.h"
 #include "server/engine/engine.h"
 #include "server/engine/flavor_assigner.h"
 #include "server/engine/quota_tree.h"
@@ -67,11 +68,6 @@ struct PodEntry {
 inline constexpr char kSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
 inline constexpr char kReplacementForAnnotation[] = "kueue.x-k8s.io/workload-slice-replacement-for";
 
-// Kueue's generated workload name (§1.6): "<kind>-<owner>" (lowercase kind, truncated) and the
-// first 5 hex digits of sha1(kind, group, owner name, owner uid[, extra]) joined by newlines.
-std::string GeneratedWorkloadName(const std::string& kind, const std::string& group,
-                                  const std::string& owner_name, const std::string& owner_uid,
-                                  const std::string& extra);
 // The workload opts in to elastic scaling (annotation kueue.x-k8s.io/elastic-job: "true").
 bool IsElastic(const v1::Workload& wl);
 
