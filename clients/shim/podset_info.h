@@ -1,0 +1,51 @@
+// Starting a Job on its admission (job framework §1.9, Job §2.3): the "podset info" Kueue derives
+// from an admitted Workload and its ResourceFlavors (count; the flavors' node labels and
+// tolerations; the podset, local-queue and cluster-queue labels; the workload annotation) and
+// its merge into the Job's pod template, with Kueue's conflict errors.
+//
+//   auto infos = PodSetInfos(workload, flavors);
+//   nlohmann::json patch = *StartPatch(job, *infos);  // a merge patch: unsuspend + templates
+//
+// Thread safety: pure functions.
+#ifndef ADMITD_CLIENTS_SHIM_PODSET_INFO_H_
+#define ADMITD_CLIENTS_SHIM_PODSET_INFO_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "admitd/v1/objects.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace admitd::shim {
+
+struct PodSetInfo {
+  std::string name;
+  int32_t count = 0;
+  std::map<std::string, std::string> node_selector;
+  std::vector<nlohmann::json> tolerations;  // Kubernetes Toleration objects
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+};
+
+// One per pod set of the Workload's admission, in order. FAILED_PRECONDITION ("invalid podset
+// infos: expecting <n> podset, got <m>") when the admission does not match the pod sets.
+absl::StatusOr<std::vector<PodSetInfo>> PodSetInfos(
+    const v1::Workload& workload, const std::map<std::string, v1::ResourceFlavor>& flavors);
+
+// Merges `info` into a pod template (JSON): labels, annotations and nodeSelector keys are added,
+// and a key already there with another value is a conflict (FAILED_PRECONDITION, Kueue's text);
+// tolerations are appended unless an equal one is there. For an elastic Workload the
+// workload-slice-name and workload annotations are overwritten instead.
+absl::Status MergeIntoTemplate(const PodSetInfo& info, bool elastic, nlohmann::json* pod_template);
+
+// The merge patch that starts a batch/v1 Job: spec.suspend=false, the template with the podset
+// info merged in and, for a partially admitted Job (job-min-parallelism), parallelism (and
+// completions with job-completions-equal-parallelism) set to the admitted count.
+absl::StatusOr<nlohmann::json> StartPatch(const nlohmann::json& job,
+                                          const std::vector<PodSetInfo>& infos, bool elastic);
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_PODSET_INFO_H_
