@@ -141,4 +141,87 @@ absl::StatusOr<nlohmann::json> StartPatch(const nlohmann::json& job,
   return patch;
 }
 
+bool IsSuspended(const nlohmann::json& job) {
+  const nlohmann::json annotations =
+      job.value("metadata", nlohmann::json::object()).value("annotations", nlohmann::json::object());
+  return job.value("spec", nlohmann::json::object()).value("suspend", false) &&
+         annotations.value("kueue.x-k8s.io/stopping", "") != "true";
+}
+
+namespace {
+
+// A merge patch that makes the JSON object `current` equal `want`: removed keys become null.
+nlohmann::json ReplaceMap(const nlohmann::json& current,
+                          const google::protobuf::Map<std::string, std::string>& want,
+                          const std::set<std::string>& keep = {}) {
+  nlohmann::json out = nlohmann::json::object();
+  if (current.is_object()) {
+    for (const auto& [k, v] : current.items()) {
+      if (keep.count(k)) continue;
+      if (want.find(k) == want.end()) out[k] = nullptr;
+    }
+  }
+  for (const auto& [k, v] : want) {
+    if (!keep.count(k)) out[k] = v;
+  }
+  return out;
+}
+
+}  // namespace
+
+StopPlan PlanStop(const nlohmann::json& job, const v1::Workload& workload) {
+  StopPlan plan;
+  const nlohmann::json meta = job.value("metadata", nlohmann::json::object());
+  const nlohmann::json annotations = meta.value("annotations", nlohmann::json::object());
+  const nlohmann::json spec = job.value("spec", nlohmann::json::object());
+  if (!spec.value("suspend", false)) {
+    plan.suspend = {{"metadata", {{"annotations", {{"kueue.x-k8s.io/stopping", "true"}}}}},
+                    {"spec", {{"suspend", true}}}};
+  }
+  const nlohmann::json status = job.value("status", nlohmann::json::object());
+  plan.clear_start_time = status.contains("startTime") && !status["startTime"].is_null();
+
+  const nlohmann::json tmpl = spec.value("template", nlohmann::json::object());
+  const nlohmann::json tmeta = tmpl.value("metadata", nlohmann::json::object());
+  const nlohmann::json tspec = tmpl.value("spec", nlohmann::json::object());
+  nlohmann::json restore_template = nlohmann::json::object();
+  if (workload.spec().pod_sets_size() > 0) {
+    const v1::PodTemplate& stored = workload.spec().pod_sets(0).template_();
+    // The labels the Job controller put on the template stay.
+    const std::set<std::string> controller_labels = {
+        "job-name", "controller-uid", "batch.kubernetes.io/job-name",
+        "batch.kubernetes.io/controller-uid"};
+    restore_template["metadata"]["labels"] =
+        ReplaceMap(tmeta.value("labels", nlohmann::json::object()), stored.labels(),
+                   controller_labels);
+    restore_template["metadata"]["annotations"] =
+        ReplaceMap(tmeta.value("annotations", nlohmann::json::object()), stored.annotations());
+    restore_template["spec"]["nodeSelector"] =
+        ReplaceMap(tspec.value("nodeSelector", nlohmann::json::object()),
+                   stored.spec().node_selector());
+    nlohmann::json tolerations = nlohmann::json::array();
+    for (const v1::Toleration& t : stored.spec().tolerations()) {
+      tolerations.push_back(TolerationJson(t));
+    }
+    restore_template["spec"]["tolerations"] =
+        tolerations.empty() ? nlohmann::json(nullptr) : tolerations;
+    nlohmann::json gates = nlohmann::json::array();
+    for (const v1::PodSchedulingGate& g : stored.spec().scheduling_gates()) {
+      gates.push_back({{"name", g.name()}});
+    }
+    restore_template["spec"]["schedulingGates"] = gates.empty() ? nlohmann::json(nullptr) : gates;
+  }
+  plan.restore = {{"metadata", {{"annotations", {{"kueue.x-k8s.io/stopping", nullptr}}}}},
+                  {"spec", {{"template", restore_template}}}};
+  if (annotations.contains("kueue.x-k8s.io/job-min-parallelism") &&
+      workload.spec().pod_sets_size() > 0) {
+    const int32_t original = workload.spec().pod_sets(0).count();
+    plan.restore["spec"]["parallelism"] = original;
+    if (annotations.value("kueue.x-k8s.io/job-completions-equal-parallelism", "") == "true") {
+      plan.restore["spec"]["completions"] = original;
+    }
+  }
+  return plan;
+}
+
 }  // namespace admitd::shim

@@ -46,6 +46,26 @@ absl::Status MergeIntoTemplate(const PodSetInfo& info, bool elastic, nlohmann::j
 absl::StatusOr<nlohmann::json> StartPatch(const nlohmann::json& job,
                                           const std::vector<PodSetInfo>& infos, bool elastic);
 
+// Stopping a batch/v1 Job (Job §2.3 Stop, job framework §1.10), as three separate patches so that
+// a Job left half-stopped still reads as running and is stopped again.
+struct StopPlan {
+  // Merge patch suspending the Job and marking it kueue.x-k8s.io/stopping; null when it is
+  // already suspended (then no `Stopped` event is recorded).
+  nlohmann::json suspend;
+  // Whether status.startTime must be cleared (a merge patch of the status subresource:
+  // {"status": {"startTime": null}}) before the template may change.
+  bool clear_start_time = false;
+  // Merge patch restoring the template's labels, annotations, nodeSelector, tolerations and
+  // schedulingGates to the Workload's stored ones (keeping the Job controller's labels), the
+  // original parallelism (and completions) of a partially admitted Job, and removing the
+  // stopping annotation.
+  nlohmann::json restore;
+};
+StopPlan PlanStop(const nlohmann::json& job, const v1::Workload& workload);
+
+// Whether Kueue counts the Job as suspended: spec.suspend and not being stopped.
+bool IsSuspended(const nlohmann::json& job);
+
 }  // namespace admitd::shim
 
 #endif  // ADMITD_CLIENTS_SHIM_PODSET_INFO_H_

@@ -99,5 +99,42 @@ TEST(PodSetInfoTest, ConflictsAndMismatchesAreKueuesErrors) {
             "job-sample-job-9b1de");
 }
 
+TEST(PodSetInfoTest, StoppingSuspendsClearsTheStartTimeAndRestoresTheTemplate) {
+  v1::Workload wl = Admitted(2);
+  v1::PodTemplate* stored = wl.mutable_spec()->mutable_pod_sets(0)->mutable_template_();
+  (*stored->mutable_labels())["app"] = "x";
+  // The running Job: unsuspended with the podset info merged in, partially admitted.
+  nlohmann::json job = Job();
+  job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = "1";
+  job["metadata"]["annotations"]["kueue.x-k8s.io/job-completions-equal-parallelism"] = "true";
+  nlohmann::json started = *StartPatch(job, *PodSetInfos(wl, Flavors()), false);
+  job["spec"] = started["spec"];
+  job["spec"]["template"]["metadata"]["labels"]["batch.kubernetes.io/job-name"] = "sample-job";
+  job["status"]["startTime"] = "2026-01-01T00:00:00Z";
+  EXPECT_FALSE(IsSuspended(job));
+
+  const StopPlan plan = PlanStop(job, wl);
+  EXPECT_EQ(plan.suspend["spec"]["suspend"], true);
+  EXPECT_EQ(plan.suspend["metadata"]["annotations"]["kueue.x-k8s.io/stopping"], "true");
+  EXPECT_TRUE(plan.clear_start_time);
+  const nlohmann::json& t = plan.restore["spec"]["template"];
+  EXPECT_EQ(t["metadata"]["labels"]["app"], "x");
+  EXPECT_TRUE(t["metadata"]["labels"]["kueue.x-k8s.io/podset"].is_null());  // removed
+  EXPECT_FALSE(t["metadata"]["labels"].contains("batch.kubernetes.io/job-name"));  // kept as is
+  EXPECT_TRUE(t["metadata"]["annotations"]["kueue.x-k8s.io/workload"].is_null());
+  EXPECT_TRUE(t["spec"]["nodeSelector"]["instance"].is_null());
+  EXPECT_TRUE(t["spec"]["tolerations"].is_null());
+  EXPECT_EQ(plan.restore["spec"]["parallelism"], 3);  // the original count
+  EXPECT_EQ(plan.restore["spec"]["completions"], 3);
+  EXPECT_TRUE(plan.restore["metadata"]["annotations"]["kueue.x-k8s.io/stopping"].is_null());
+
+  // Half-stopped (suspended, still marked stopping): not suspended for Kueue, and no new
+  // suspension (so no second Stopped event).
+  job["spec"]["suspend"] = true;
+  job["metadata"]["annotations"]["kueue.x-k8s.io/stopping"] = "true";
+  EXPECT_FALSE(IsSuspended(job));
+  EXPECT_TRUE(PlanStop(job, wl).suspend.is_null());
+}
+
 }  // namespace
 }  // namespace admitd::shim
