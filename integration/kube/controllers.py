@@ -180,6 +180,11 @@ def set_condition(conds, ctype, status, reason="", message="", now=None, probe=F
     return conds
 
 
+def pod_terminal(pod):
+    """Whether the pod has finished (phase Succeeded or Failed)."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 def get_condition(obj, ctype):
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == ctype:

@@ -57,9 +57,6 @@ INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 OWN_MANAGER = "kubernetes.io/job-controller"
 
 
-def _terminal(pod):
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
 
 def _owner_uid(pod):
     for ref in pod["metadata"].get("ownerReferences") or []:
@@ -211,7 +208,7 @@ class JobController(controllers.Controller):
                 status["completedIndexes"] = format_indexes(done_idx)
         succeeded, failed = status.get("succeeded", 0), status.get("failed", 0)
 
-        live = [p for p in pods if not _terminal(p)]
+        live = [p for p in pods if not controllers.pod_terminal(p)]
         active = [p for p in live if not p["metadata"].get("deletionTimestamp")]
         terminating = [p for p in live if p["metadata"].get("deletionTimestamp")]
         suspended = bool(spec.get("suspend"))

@@ -35,9 +35,6 @@ RUNTIME_ANNOTATION = "fixture.admitd.io/runtime-seconds"
 EXIT_CODE_ANNOTATION = "fixture.admitd.io/exit-code"
 
 
-def _terminal(pod):
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
 
 def _hex(*parts, n=64):
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
@@ -88,7 +85,7 @@ class Kubelet(controllers.Controller):
         st = self.state.setdefault(m["uid"], {"bound": now})
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if m.get("deletionTimestamp"):
-            if (m.get("deletionGracePeriodSeconds") or 0) == 0 and _terminal(pod):
+            if (m.get("deletionGracePeriodSeconds") or 0) == 0 and controllers.pod_terminal(pod):
                 return  # final delete done; finalizers hold the object
             if "kill" not in st:
                 grace = m.get("deletionGracePeriodSeconds") or 0
@@ -96,7 +93,7 @@ class Kubelet(controllers.Controller):
             if now < st["kill"]:
                 self.after(st["kill"] - now, key)
                 return
-            if not _terminal(pod):
+            if not controllers.pod_terminal(pod):
                 self._terminate(pod, 143, "Error", killed=True)
             self.delete(PODS, ns, name, m["uid"], grace=0)
             return

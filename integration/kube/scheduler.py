@@ -216,9 +216,6 @@ def untolerated_taint(pod, node):
     return None
 
 
-def _terminal(pod):
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
 
 # ----------------------------------------------------------------- scheduler
 @controllers.register
@@ -241,7 +238,7 @@ class Scheduler(controllers.Controller):
         pods_on = collections.Counter()
         for p in pods:
             n = (p.get("spec") or {}).get("nodeName")
-            if n and not _terminal(p):
+            if n and not controllers.pod_terminal(p):
                 cpu_used[n] += pod_cpu_request(p)
                 pods_on[n] += 1
         pending = [p for p in pods if self._wants_scheduling(p)]
