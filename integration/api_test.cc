@@ -7,7 +7,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "integration/in_process.h"
-#include "server/raw_http_client.h"
+#include "common/raw_http_client.h"
 
 namespace admitd {
 namespace {

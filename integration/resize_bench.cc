@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "integration/fixtures.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/server.h"
 
 namespace admitd {

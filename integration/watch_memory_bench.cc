@@ -19,7 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "integration/fixtures.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/server.h"
 
 namespace admitd {

@@ -8,7 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_join.h"
 #include "server/config.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/server.h"
 
 namespace {

@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/engine/engine.h"
-#include "server/http_endpoint.h"
+#include "common/http_endpoint.h"
 
 namespace admitd {
 

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/engine/conditions.h"
-#include "server/raw_http_client.h"
+#include "common/raw_http_client.h"
 
 namespace admitd {
 namespace {

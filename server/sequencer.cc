@@ -10,7 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/watch_hub.h"
 
 namespace admitd {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/parse_errors.h"
 
 namespace admitd {
@@ -143,6 +143,10 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   builder.RegisterService(server->admission_service_.get());
   builder.RegisterService(server->pod_service_.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
+  // Clients that keep long watches open (cluster shims) ping every 30 s to notice a dead
+  // connection; accept pings that often even when no data flows.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.experimental().SetInterceptorCreators(ParseErrorInterceptors());
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {

@@ -106,6 +106,23 @@ std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
   return it->second;
 }
 
+std::vector<nlohmann::json> Informer::Select(
+    const std::function<bool(const nlohmann::json&)>& keep) const {
+  std::vector<nlohmann::json> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, obj] : cache_) {
+    if (keep(obj)) out.push_back(obj);
+  }
+  return out;
+}
+
+std::vector<std::string> Informer::Keys() const {
+  std::vector<std::string> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, obj] : cache_) out.push_back(key);
+  return out;
+}
+
 size_t Informer::Size() const {
   absl::MutexLock lock(&mu_);
   return cache_.size();

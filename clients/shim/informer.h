@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -43,6 +44,11 @@ class Informer {
   void Stop();
 
   std::optional<nlohmann::json> Get(const std::string& key) const;  // "namespace/name" or "name"
+  // The cached objects `keep` accepts (a scan of the cache).
+  std::vector<nlohmann::json> Select(
+      const std::function<bool(const nlohmann::json&)>& keep) const;
+  // The keys of every cached object.
+  std::vector<std::string> Keys() const;
   size_t Size() const;
   std::string resource_version() const;
   int lists() const { return lists_.load(); }

@@ -29,7 +29,8 @@ absl::StatusOr<v1::Workload> WorkloadForJob(const nlohmann::json& job,
   if (name.empty() || uid.empty()) {
     return absl::InvalidArgumentError("metadata.name and metadata.uid are required");
   }
-  const bool elastic = Str(annotations, "kueue.x-k8s.io/elastic-job") == "true";
+  const bool elastic =
+      options.elastic_jobs && Str(annotations, "kueue.x-k8s.io/elastic-job") == "true";
   std::string extra;
   if (elastic) extra = absl::StrCat(meta.value("generation", 1));
 

@@ -23,6 +23,7 @@ namespace admitd::shim {
 
 struct JobWorkloadOptions {
   bool partial_admission = true;           // the PartialAdmission gate (β, on)
+  bool elastic_jobs = true;                // the ElasticJobsViaWorkloadSlices gate (β, on)
   std::set<std::string> label_keys_to_copy;  // Kueue's labelKeysToCopy
 };
 

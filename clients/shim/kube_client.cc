@@ -1,5 +1,7 @@
 #include "clients/shim/kube_client.h"
 
+#include <cstdlib>
+
 #include <curl/curl.h>
 #include <yaml-cpp/yaml.h>
 
@@ -98,6 +100,26 @@ absl::StatusOr<KubeConfig> KubeConfig::FromKubeconfig(const std::string& path) {
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
   }
+}
+
+absl::StatusOr<KubeConfig> KubeConfig::InCluster(const std::string& account_dir) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (host == nullptr || port == nullptr || *host == 0 || *port == 0) {
+    return absl::FailedPreconditionError(
+        "not in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset): "
+        "pass --kubeconfig");
+  }
+  KubeConfig out;
+  const std::string h = host;
+  out.server = absl::StrCat("https://", h.find(':') != std::string::npos ? "[" + h + "]" : h, ":",
+                            port);
+  out.token_file = account_dir + "/token";
+  out.ca_file = account_dir + "/ca.crt";
+  if (ReadFile(out.token_file).empty()) {
+    return absl::FailedPreconditionError("no service-account token at " + out.token_file);
+  }
+  return out;
 }
 
 KubeClient::KubeClient(KubeConfig config) : config_(std::move(config)) { GlobalInit(); }

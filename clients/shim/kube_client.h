@@ -32,6 +32,10 @@ struct KubeConfig {
 
   // The current context of a kubeconfig file (server, certificate-authority, token).
   static absl::StatusOr<KubeConfig> FromKubeconfig(const std::string& path);
+  // Inside a pod: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT with the mounted
+  // service-account token (re-read as it rotates) and CA. FAILED_PRECONDITION outside a pod.
+  static absl::StatusOr<KubeConfig> InCluster(
+      const std::string& account_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 };
 
 // One event of a watch stream.

@@ -1,4 +1,4 @@
-#include "server/http_endpoint.h"
+#include "common/http_endpoint.h"
 
 #include <atomic>
 #include <memory>
@@ -7,7 +7,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/raw_http_client.h"
+#include "common/raw_http_client.h"
 
 namespace admitd {
 namespace {

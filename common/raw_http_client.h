@@ -7,8 +7,8 @@
 //   std::string response = c.ReadUntilClosed(absl::Seconds(2));
 //
 // Thread safety: one client per thread. Test-only.
-#ifndef ADMITD_SERVER_RAW_HTTP_CLIENT_H_
-#define ADMITD_SERVER_RAW_HTTP_CLIENT_H_
+#ifndef ADMITD_COMMON_RAW_HTTP_CLIENT_H_
+#define ADMITD_COMMON_RAW_HTTP_CLIENT_H_
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -134,4 +134,4 @@ inline std::string HttpRequest(int port, const std::string& method, const std::s
 
 }  // namespace admitd
 
-#endif  // ADMITD_SERVER_RAW_HTTP_CLIENT_H_
+#endif  // ADMITD_COMMON_RAW_HTTP_CLIENT_H_

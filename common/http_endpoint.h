@@ -13,8 +13,8 @@
 //
 // Thread safety: port() may be called from any thread; Stop() from any thread but a handler's,
 // more than once. Handlers run on the worker threads, several at a time.
-#ifndef ADMITD_SERVER_HTTP_ENDPOINT_H_
-#define ADMITD_SERVER_HTTP_ENDPOINT_H_
+#ifndef ADMITD_COMMON_HTTP_ENDPOINT_H_
+#define ADMITD_COMMON_HTTP_ENDPOINT_H_
 
 #include <functional>
 #include <map>
@@ -86,4 +86,4 @@ class HttpEndpoint {
 
 }  // namespace admitd
 
-#endif  // ADMITD_SERVER_HTTP_ENDPOINT_H_
+#endif  // ADMITD_COMMON_HTTP_ENDPOINT_H_

@@ -4,8 +4,8 @@
 //   ADMITD_LOG(kInfo, "recovered", {{"workloads", absl::StrCat(n)}});
 //
 // Thread-safe: records from many threads never interleave within a line.
-#ifndef ADMITD_SERVER_LOG_H_
-#define ADMITD_SERVER_LOG_H_
+#ifndef ADMITD_COMMON_LOG_H_
+#define ADMITD_COMMON_LOG_H_
 
 #include <string>
 #include <utility>
@@ -34,4 +34,4 @@ void Write(Level level, absl::string_view msg, const Fields& fields = {});
       ::admitd::log::Write(::admitd::log::Level::level, __VA_ARGS__);           \
   } while (0)
 
-#endif  // ADMITD_SERVER_LOG_H_
+#endif  // ADMITD_COMMON_LOG_H_

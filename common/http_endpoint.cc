@@ -1,4 +1,4 @@
-#include "server/http_endpoint.h"
+#include "common/http_endpoint.h"
 
 #include <httplib.h>
 #include <netdb.h>
@@ -19,7 +19,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/log.h"
+#include "common/log.h"
 
 namespace admitd {
 namespace {

@@ -1,0 +1,321 @@
+#include "clients/shim/admitd_link.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace admitd::shim {
+namespace {
+
+std::string Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+std::string Key(const v1::Workload& wl) {
+  return Key(wl.metadata().namespace_(), wl.metadata().name());
+}
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& target) {
+  grpc::ChannelArguments args;
+  // Notice a dead connection under a long watch within 40 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+const v1::Condition* FindCondition(const v1::Workload& workload, const std::string& type) {
+  for (const v1::Condition& c : workload.status().conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+
+bool ConditionTrue(const v1::Workload& workload, const std::string& type) {
+  const v1::Condition* c = FindCondition(workload, type);
+  return c != nullptr && c->status() == "True";
+}
+
+const v1::OwnerReference* ControllerOwner(const v1::Workload& workload) {
+  const auto& refs = workload.metadata().owner_references();
+  for (const v1::OwnerReference& r : refs) {
+    if (r.controller()) return &r;
+  }
+  return refs.empty() ? nullptr : &refs[0];
+}
+
+AdmitdLink::AdmitdLink(AdmitdLinkOptions options, WorkloadHandler on_workload,
+                       EventHandler on_event)
+    : options_(std::move(options)),
+      on_workload_(std::move(on_workload)),
+      on_event_(std::move(on_event)),
+      channel_(Connect(options_.target)),
+      admission_(v1::AdmissionService::NewStub(channel_)),
+      queues_(v1::QueueService::NewStub(channel_)) {}
+
+AdmitdLink::~AdmitdLink() { Stop(); }
+
+bool AdmitdLink::Cached(const v1::Workload& wl) const {
+  auto it = wl.metadata().labels().find(kJobClusterLabel);
+  if (it == wl.metadata().labels().end() || it->second != options_.cluster) return false;
+  const v1::OwnerReference* owner = ControllerOwner(wl);
+  return owner != nullptr && owner->kind() == "Job" && owner->api_version() == "batch/v1";
+}
+
+void AdmitdLink::ReportCall(const grpc::Status& status) {
+  const bool unreachable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  absl::MutexLock lock(&mu_);
+  if (!unreachable) {
+    reachable_.store(true);
+    unreachable_reason_.clear();
+    return;
+  }
+  if (reachable_.exchange(false)) unreachable_since_ = absl::Now();
+  unreachable_reason_ = status.error_message();
+}
+
+std::string AdmitdLink::UnreachableReason() const {
+  absl::MutexLock lock(&mu_);
+  if (reachable_.load()) return "";
+  return absl::StrCat("unreachable since ", absl::FormatTime(unreachable_since_), ": ",
+                      unreachable_reason_);
+}
+
+absl::Status AdmitdLink::List() {
+  std::map<std::string, v1::Workload> fresh;
+  uint64_t revision = 0;
+  std::string token;
+  do {
+    v1::ListWorkloadsRequest req;
+    req.set_page_size(5000);
+    req.set_page_token(token);
+    v1::ListWorkloadsResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    grpc::Status s = admission_->List(&ctx, req, &resp);
+    ReportCall(s);
+    if (!s.ok()) return absl::UnavailableError(absl::StrCat("list workloads: ", s.error_message()));
+    // Pages are read at their own revisions: watching from the first replays what changed after.
+    if (token.empty()) revision = resp.revision();
+    for (v1::Workload& wl : *resp.mutable_workloads()) {
+      if (Cached(wl)) fresh[Key(wl)] = std::move(wl);
+    }
+    token = resp.next_page_token();
+  } while (!token.empty());
+
+  std::map<std::string, v1::ResourceFlavor> flavors;
+  token.clear();
+  do {
+    v1::ListObjectsRequest req;
+    req.set_kind(v1::OBJECT_KIND_RESOURCE_FLAVOR);
+    req.set_page_token(token);
+    v1::ListObjectsResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    grpc::Status s = queues_->List(&ctx, req, &resp);
+    ReportCall(s);
+    if (!s.ok()) return absl::UnavailableError(absl::StrCat("list flavors: ", s.error_message()));
+    for (const v1::QueueObject& o : resp.objects()) {
+      flavors[o.resource_flavor().metadata().name()] = o.resource_flavor();
+    }
+    token = resp.next_page_token();
+  } while (!token.empty());
+
+  std::vector<std::pair<v1::Workload, bool>> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, wl] : workloads_) {
+      if (!fresh.count(key)) changes.emplace_back(wl, true);
+    }
+    for (const auto& [key, wl] : fresh) {
+      auto it = workloads_.find(key);
+      if (it == workloads_.end() ||
+          it->second.metadata().resource_version() != wl.metadata().resource_version()) {
+        changes.emplace_back(wl, false);
+      }
+    }
+    workloads_ = std::move(fresh);
+    flavors_ = std::move(flavors);
+    revision_ = revision;
+  }
+  ++lists_;
+  synced_.store(true);
+  if (on_workload_) {
+    for (const auto& [wl, deleted] : changes) on_workload_(wl, deleted);
+  }
+  return absl::OkStatus();
+}
+
+void AdmitdLink::ApplyWorkload(const v1::Workload& wl, bool deleted) {
+  if (!Cached(wl)) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (deleted) {
+      workloads_.erase(Key(wl));
+    } else {
+      v1::Workload& slot = workloads_[Key(wl)];
+      if (slot.metadata().resource_version() > wl.metadata().resource_version()) return;
+      slot = wl;
+    }
+  }
+  if (on_workload_) on_workload_(wl, deleted);
+}
+
+void AdmitdLink::Remember(const v1::Workload& wl) { ApplyWorkload(wl, false); }
+
+void AdmitdLink::Forget(const std::string& ns, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  workloads_.erase(Key(ns, name));
+}
+
+absl::Status AdmitdLink::WatchOnce() {
+  v1::WatchRequest req;
+  req.set_since_revision(revision());
+  req.add_kinds(v1::OBJECT_KIND_WORKLOAD);
+  req.add_kinds(v1::OBJECT_KIND_RESOURCE_FLAVOR);
+  req.add_kinds(v1::OBJECT_KIND_EVENT);
+  grpc::ClientContext ctx;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_.load()) return absl::CancelledError("stopped");
+    watch_context_ = &ctx;
+  }
+  std::unique_ptr<grpc::ClientReader<v1::WatchEvent>> reader = admission_->Watch(&ctx, req);
+  // Events of a Workload that arrive before the Workload itself does (in the same commit).
+  std::map<std::string, std::vector<v1::Event>> early;
+  uint64_t early_commit = 0;
+  v1::WatchEvent ev;
+  while (reader->Read(&ev)) {
+    if (early_commit != 0 && ev.commit_revision() != early_commit) early.clear();
+    if (ev.type() == v1::WatchEvent::SYNCED) {
+      ReportCall(grpc::Status::OK);
+      continue;
+    }
+    if (ev.has_workload()) {
+      ApplyWorkload(ev.workload(), ev.type() == v1::WatchEvent::DELETED);
+      if (auto it = early.find(Key(ev.workload())); it != early.end()) {
+        if (Cached(ev.workload()) && on_event_) {
+          for (const v1::Event& e : it->second) on_event_(e);
+        }
+        early.erase(it);
+      }
+    } else if (ev.has_queue_object() && ev.queue_object().has_resource_flavor()) {
+      const v1::ResourceFlavor& rf = ev.queue_object().resource_flavor();
+      absl::MutexLock lock(&mu_);
+      if (ev.type() == v1::WatchEvent::DELETED) {
+        flavors_.erase(rf.metadata().name());
+      } else {
+        flavors_[rf.metadata().name()] = rf;
+      }
+    } else if (ev.has_event()) {
+      const v1::ObjectReference& r = ev.event().regarding();
+      bool known;
+      {
+        absl::MutexLock lock(&mu_);
+        known = workloads_.count(Key(r.namespace_(), r.name())) > 0;
+      }
+      if (known) {
+        if (on_event_) on_event_(ev.event());
+      } else {
+        early[Key(r.namespace_(), r.name())].push_back(ev.event());
+        early_commit = ev.commit_revision();
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    revision_ = std::max(revision_, ev.revision());
+  }
+  grpc::Status s = reader->Finish();
+  {
+    absl::MutexLock lock(&mu_);
+    watch_context_ = nullptr;
+  }
+  if (stopped_.load()) return absl::CancelledError("stopped");
+  ReportCall(s);
+  if (s.error_code() == grpc::StatusCode::OUT_OF_RANGE) return List();
+  return absl::UnavailableError(absl::StrCat("watch: ", s.error_message()));
+}
+
+void AdmitdLink::Run() {
+  absl::Duration backoff = absl::Milliseconds(500);
+  while (!stopped_.load()) {
+    const absl::Time started = absl::Now();
+    absl::Status s = synced_.load() ? WatchOnce() : List();
+    if (stopped_.load()) break;
+    if (s.ok()) {
+      backoff = absl::Milliseconds(500);
+      continue;
+    }
+    // A watch that ran a while before it broke starts over with a short wait.
+    if (absl::Now() - started > absl::Seconds(30)) backoff = absl::Milliseconds(500);
+    for (absl::Time until = absl::Now() + backoff; absl::Now() < until && !stopped_.load();) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+void AdmitdLink::Stop() {
+  stopped_.store(true);
+  absl::MutexLock lock(&mu_);
+  if (watch_context_ != nullptr) watch_context_->TryCancel();
+}
+
+std::vector<v1::Workload> AdmitdLink::WorkloadsOfJob(const std::string& ns,
+                                                     const std::string& job_name) const {
+  std::vector<v1::Workload> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = workloads_.lower_bound(ns + "/"); it != workloads_.end(); ++it) {
+      if (it->second.metadata().namespace_() != ns) break;
+      const v1::OwnerReference* owner = ControllerOwner(it->second);
+      if (owner != nullptr && owner->name() == job_name) out.push_back(it->second);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const v1::Workload& a, const v1::Workload& b) {
+    const auto& ta = a.metadata().creation_timestamp();
+    const auto& tb = b.metadata().creation_timestamp();
+    if (ta.seconds() != tb.seconds()) return ta.seconds() < tb.seconds();
+    if (ta.nanos() != tb.nanos()) return ta.nanos() < tb.nanos();
+    return a.metadata().name() < b.metadata().name();
+  });
+  return out;
+}
+
+std::optional<v1::Workload> AdmitdLink::Workload(const std::string& ns,
+                                                 const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = workloads_.find(Key(ns, name));
+  if (it == workloads_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> AdmitdLink::JobKeys() const {
+  std::vector<std::string> keys;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, wl] : workloads_) {
+    if (const v1::OwnerReference* owner = ControllerOwner(wl)) {
+      keys.push_back(Key(wl.metadata().namespace_(), owner->name()));
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+std::map<std::string, v1::ResourceFlavor> AdmitdLink::Flavors() const {
+  absl::MutexLock lock(&mu_);
+  return flavors_;
+}
+
+uint64_t AdmitdLink::revision() const {
+  absl::MutexLock lock(&mu_);
+  return revision_;
+}
+
+}  // namespace admitd::shim

@@ -1,0 +1,121 @@
+// The cluster shim's side of admitd: one gRPC channel with keepalive, and a cache of what the shim
+// reads from admitd (the Workloads of this cluster's Jobs, the ResourceFlavors) kept current by
+// listing, then watching from the list's revision; a broken watch resumes from the last revision
+// seen, and one the server cannot resume (OUT_OF_RANGE) lists again. While admitd cannot be
+// reached the link says so (Reachable, LastError) and retries with a backoff (0.5 s doubling to
+// 30 s). Workload events (Kueue's, kind OBJECT_KIND_EVENT) are passed on as they arrive.
+//
+//   AdmitdLink link({.target = "admitd:50051", .cluster = "c1"}, on_workload, on_event);
+//   std::thread t([&] { link.Run(); });
+//   for (const v1::Workload& wl : link.WorkloadsOfJob("ns", "job")) ...
+//
+// Thread safety: Run on one thread; everything else from any.
+#ifndef ADMITD_CLIENTS_SHIM_ADMITD_LINK_H_
+#define ADMITD_CLIENTS_SHIM_ADMITD_LINK_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "admitd/v1/admission_service.grpc.pb.h"
+#include "admitd/v1/queue_service.grpc.pb.h"
+
+namespace admitd::shim {
+
+// The label the shim puts on the Workloads of its cluster's Jobs: which cluster they belong to.
+inline constexpr char kJobClusterLabel[] = "admitd.io/job-cluster";
+
+struct AdmitdLinkOptions {
+  std::string target;   // host:port
+  std::string cluster;  // Workloads labelled with another cluster are not cached
+  absl::Duration max_backoff = absl::Seconds(30);
+};
+
+class AdmitdLink {
+ public:
+  // Called for every Workload change the link applies (after the cache has it); `deleted` when it
+  // is gone.
+  using WorkloadHandler = std::function<void(const v1::Workload& workload, bool deleted)>;
+  using EventHandler = std::function<void(const v1::Event& event)>;
+
+  AdmitdLink(AdmitdLinkOptions options, WorkloadHandler on_workload, EventHandler on_event);
+  ~AdmitdLink();
+
+  // List, then watch, until Stop.
+  void Run();
+  void Stop();
+
+  v1::AdmissionService::Stub& admission() { return *admission_; }
+  v1::QueueService::Stub& queues() { return *queues_; }
+
+  // True once the first list completed.
+  bool Synced() const { return synced_.load(); }
+  // False from a failed call until the next successful one.
+  bool Reachable() const { return reachable_.load(); }
+  // "" when reachable; else why not and since when.
+  std::string UnreachableReason() const;
+  // Reports the outcome of any call to admitd (the watch's, or a write's): whether it reached it.
+  void ReportCall(const grpc::Status& status);
+
+  // The cached Workloads whose controller owner is the batch/v1 Job `ns`/`job_name`, oldest
+  // first (creation time, then name).
+  std::vector<v1::Workload> WorkloadsOfJob(const std::string& ns, const std::string& job_name) const;
+  std::optional<v1::Workload> Workload(const std::string& ns, const std::string& name) const;
+  // "ns/name" of every Job that owns a cached Workload.
+  std::vector<std::string> JobKeys() const;
+  std::map<std::string, v1::ResourceFlavor> Flavors() const;
+  // Applies the Workload a write answered, unless the cache already has a newer version (read
+  // your writes before the watch delivers it).
+  void Remember(const v1::Workload& workload);
+  void Forget(const std::string& ns, const std::string& name);
+
+  uint64_t revision() const;
+  int lists() const { return lists_.load(); }
+
+ private:
+  absl::Status List();
+  // One watch from the last revision until it breaks (OUT_OF_RANGE: list again).
+  absl::Status WatchOnce();
+  bool Cached(const v1::Workload& workload) const;  // of this cluster's Jobs
+  void ApplyWorkload(const v1::Workload& workload, bool deleted);
+
+  const AdmitdLinkOptions options_;
+  const WorkloadHandler on_workload_;
+  const EventHandler on_event_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::AdmissionService::Stub> admission_;
+  std::unique_ptr<v1::QueueService::Stub> queues_;
+
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> reachable_{true};
+  std::atomic<int> lists_{0};
+
+  mutable absl::Mutex mu_;
+  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel on Stop
+  uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, v1::Workload> workloads_ ABSL_GUARDED_BY(mu_);  // "ns/name"
+  std::map<std::string, v1::ResourceFlavor> flavors_ ABSL_GUARDED_BY(mu_);
+  std::string unreachable_reason_ ABSL_GUARDED_BY(mu_);
+  absl::Time unreachable_since_ ABSL_GUARDED_BY(mu_);
+};
+
+// Helpers over a Workload's status.
+bool ConditionTrue(const v1::Workload& workload, const std::string& type);
+const v1::Condition* FindCondition(const v1::Workload& workload, const std::string& type);
+// The controller owner reference (or the first), nullptr when none.
+const v1::OwnerReference* ControllerOwner(const v1::Workload& workload);
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_ADMITD_LINK_H_

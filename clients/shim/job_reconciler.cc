@@ -1,0 +1,527 @@
+#include "clients/shim/job_reconciler.h"
+
+#include <openssl/sha.h>
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "clients/shim/elastic_pods.h"
+#include "clients/shim/job_status.h"
+#include "clients/shim/podset_info.h"
+#include "common/log.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace admitd::shim {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+constexpr absl::Duration kCallTimeout = absl::Seconds(15);
+
+std::string Str(const nlohmann::json& obj, const std::string& key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+nlohmann::json Meta(const nlohmann::json& obj) {
+  return obj.value("metadata", nlohmann::json::object());
+}
+
+std::string JobPath(const std::string& ns, const std::string& name) {
+  return absl::StrCat("/apis/batch/v1/namespaces/", ns, "/jobs/", name);
+}
+
+void SetDeadline(grpc::ClientContext* ctx) {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
+}
+
+absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+bool Reserved(const v1::Workload& wl) {
+  return ConditionTrue(wl, "QuotaReserved") && wl.status().has_admission();
+}
+
+bool Finished(const v1::Workload& wl) { return ConditionTrue(wl, "Finished"); }
+
+bool Admitted(const v1::Workload& wl) { return Reserved(wl) && ConditionTrue(wl, "Admitted"); }
+
+// Controller owners whose Jobs Kueue leaves to the owner's integration (§1.2).
+bool OwnedByManagedKind(const nlohmann::json& job) {
+  for (const nlohmann::json& ref : Meta(job).value("ownerReferences", nlohmann::json::array())) {
+    if (!ref.value("controller", false)) continue;
+    const std::string kind = Str(ref, "kind");
+    return kind == "Job" || kind == "JobSet" || kind == "RayJob" || kind == "RayCluster" ||
+           kind == "MPIJob" || kind == "TrainJob" || kind == "PyTorchJob" || kind == "TFJob" ||
+           kind == "AppWrapper";
+  }
+  return false;
+}
+
+bool SameRepeated(const google::protobuf::RepeatedPtrField<v1::Container>& a,
+                  const google::protobuf::RepeatedPtrField<v1::Container>& b) {
+  if (a.size() != b.size()) return false;
+  for (int i = 0; i < a.size(); ++i) {
+    if (!MessageDifferencer::Equals(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b) {
+  if (a.tolerations_size() != b.tolerations_size()) return false;
+  for (int i = 0; i < a.tolerations_size(); ++i) {
+    if (!MessageDifferencer::Equals(a.tolerations(i), b.tolerations(i))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ContainersDigest(const nlohmann::json& pod_template) {
+  const nlohmann::json spec = pod_template.value("spec", nlohmann::json::object());
+  const std::string text =
+      nlohmann::json{{"containers", spec.value("containers", nlohmann::json::array())},
+                     {"initContainers", spec.value("initContainers", nlohmann::json::array())}}
+          .dump();
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), 16));
+}
+
+JobReconciler::JobReconciler(const KubeClient& kube, AdmitdLink& admitd, const Informer& jobs,
+                             const Informer& pods, EventRecorder& events,
+                             JobReconcilerOptions options)
+    : kube_(kube),
+      admitd_(admitd),
+      jobs_(jobs),
+      pods_(pods),
+      events_(events),
+      options_(std::move(options)) {}
+
+absl::Status JobReconciler::Reconcile(const std::string& key) {
+  ++counters_.reconciles;
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return absl::OkStatus();
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  std::optional<nlohmann::json> job = jobs_.Get(key);
+  std::vector<v1::Workload> workloads = admitd_.WorkloadsOfJob(ns, name);
+  if (!job || !Meta(*job).value("deletionTimestamp", nlohmann::json()).is_null()) {
+    return Finalize(ns, name, workloads);
+  }
+  if (options_.excluded_namespaces.count(ns)) return absl::OkStatus();
+  const nlohmann::json labels = Meta(*job).value("labels", nlohmann::json::object());
+  if (Str(labels, "kueue.x-k8s.io/queue-name").empty() &&
+      !options_.manage_jobs_without_queue_name) {
+    return absl::OkStatus();
+  }
+  if (OwnedByManagedKind(*job)) return absl::OkStatus();
+
+  // Workloads of an earlier Job of the same name go.
+  const std::string uid = Str(Meta(*job), "uid");
+  std::vector<v1::Workload> owned;
+  for (v1::Workload& wl : workloads) {
+    if (ControllerOwner(wl)->uid() == uid) {
+      owned.push_back(std::move(wl));
+    } else if (absl::Status s = DeleteWorkload(wl); !s.ok()) {
+      return s;
+    }
+  }
+
+  absl::StatusOr<v1::Workload> built = WorkloadForJob(*job, options_.workload);
+  if (!built.ok()) {
+    ADMITD_LOG(kWarning, "job cannot be read", {{"job", key}, {"error", built.status().ToString()}});
+    return absl::OkStatus();  // nothing to do until the Job changes
+  }
+  (*built->mutable_metadata()->mutable_labels())[kJobClusterLabel] = options_.cluster;
+  (*built->mutable_metadata()->mutable_annotations())[kContainersDigestAnnotation] =
+      ContainersDigest((*job)["spec"].value("template", nlohmann::json::object()));
+
+  const nlohmann::json annotations = Meta(*job).value("annotations", nlohmann::json::object());
+  if (options_.workload.elastic_jobs && Str(annotations, "kueue.x-k8s.io/elastic-job") == "true") {
+    return ReconcileElastic(*job, *built, std::move(owned));
+  }
+
+  // One Workload that matches the Job (§1.7 step 1, §1.8).
+  const v1::Workload* match = nullptr;
+  std::vector<const v1::Workload*> others;
+  for (const v1::Workload& wl : owned) {
+    if (match == nullptr && Equivalent(*job, *built, wl)) {
+      match = &wl;
+    } else {
+      others.push_back(&wl);
+    }
+  }
+  const bool suspended = IsSuspended(*job);
+  if (match == nullptr && !others.empty()) {
+    const v1::Workload& first = *others.front();
+    if (suspended && !Reserved(first) && !Finished(first)) {
+      // A pending Workload follows the suspended Job's changes (Kueue updates it in place).
+      if (absl::Status s = DeleteWorkload(first); !s.ok()) return s;
+      absl::Status s = Submit(*job, *built);
+      if (s.ok()) {
+        events_.Record(*job, "Normal", "UpdatedWorkload",
+                       absl::StrCat("Updated not matching Workload for suspended job: ", ns, "/",
+                                    built->metadata().name()),
+                       kJobController);
+      }
+      return s;
+    }
+    if (!suspended && !JobFinished(*job)) {
+      const bool one = others.size() == 1;
+      if (absl::Status s = Stop(*job, one ? &first : nullptr,
+                                one ? "No matching Workload; restoring pod templates according "
+                                      "to existent Workload"
+                                    : "Missing Workload; unable to restore pod templates");
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  for (const v1::Workload* wl : others) {
+    if (absl::Status s = DeleteWorkload(*wl); !s.ok()) return s;
+    events_.Record(*job, "Normal", "DeletedWorkload",
+                   absl::StrCat("Deleted not matching Workload: ", ns, "/", wl->metadata().name()),
+                   kJobController);
+  }
+  if (match == nullptr && !others.empty()) {
+    return absl::AbortedError("not matching Workloads deleted: reconcile again");
+  }
+  return ReconcileWith(*job, *built, match, /*elastic=*/false);
+}
+
+absl::Status JobReconciler::Finalize(const std::string& ns, const std::string& name,
+                                     const std::vector<v1::Workload>& workloads) {
+  // Kueue finishes them (OwnerNotFound) and the garbage collector deletes them: here, at once.
+  for (const v1::Workload& wl : workloads) {
+    if (absl::Status s = DeleteWorkload(wl); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::ReconcileElastic(const nlohmann::json& job, const v1::Workload& built,
+                                             std::vector<v1::Workload> owned) {
+  std::vector<v1::Workload> live;
+  for (v1::Workload& wl : owned) {
+    if (!Finished(wl)) live.push_back(std::move(wl));
+  }
+  if (live.empty() || JobFinished(job)) {
+    return ReconcileWith(job, built, live.empty() ? nullptr : &live.back(), true);
+  }
+  // A parallelism change resizes the chain: in place, or a new slice (admitd decides).
+  const v1::Workload& newest = live.back();
+  bool same = newest.spec().pod_sets_size() == built.spec().pod_sets_size();
+  for (int i = 0; same && i < built.spec().pod_sets_size(); ++i) {
+    same = newest.spec().pod_sets(i).count() == built.spec().pod_sets(i).count();
+  }
+  if (!same) {
+    const nlohmann::json meta = Meta(job);
+    v1::ResizeRequest req;
+    req.set_namespace_(Str(meta, "namespace"));
+    req.mutable_job()->set_api_version("batch/v1");
+    req.mutable_job()->set_kind("Job");
+    req.mutable_job()->set_name(Str(meta, "name"));
+    req.mutable_job()->set_uid(Str(meta, "uid"));
+    req.set_generation(meta.value("generation", int64_t{1}));
+    for (const v1::PodSet& ps : built.spec().pod_sets()) {
+      v1::PodSetCount* c = req.add_pod_sets();
+      c->set_name(ps.name());
+      c->set_count(ps.count());
+    }
+    v1::ResizeResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    grpc::Status s = admitd_.admission().Resize(&ctx, req, &resp);
+    admitd_.ReportCall(s);
+    if (!s.ok()) return FromGrpc("resize", s);
+    ++counters_.resizes;
+    for (const v1::Workload& wl : resp.workloads()) admitd_.Remember(wl);
+    return absl::OkStatus();  // the next reconcile sees the new counts
+  }
+  // The slice that counts: the newest holding a reservation (a scale-up waits behind it).
+  const v1::Workload* current = &live.back();
+  for (auto it = live.rbegin(); it != live.rend(); ++it) {
+    if (Reserved(*it)) {
+      current = &*it;
+      break;
+    }
+  }
+  if (absl::Status s = ReconcileWith(job, built, current, true); !s.ok()) return s;
+  if (!IsSuspended(job) && Admitted(*current) && !ConditionTrue(*current, "Evicted")) {
+    return Ungate(job, {*current});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::ReconcileWith(const nlohmann::json& job, const v1::Workload& built,
+                                          const v1::Workload* wl, bool elastic) {
+  if (wl != nullptr && Finished(*wl)) return absl::OkStatus();
+  const std::string ns = Str(Meta(job), "namespace");
+  if (std::optional<JobFinish> finish = JobFinished(job)) {
+    if (wl == nullptr) return absl::OkStatus();  // a finished Job never gets a Workload
+    v1::ReleaseQuotaRequest req;
+    req.set_namespace_(ns);
+    req.set_name(wl->metadata().name());
+    req.set_uid(wl->metadata().uid());
+    req.mutable_finished()->set_succeeded(finish->succeeded);
+    req.mutable_finished()->set_message(finish->message);
+    if (absl::Status s = ReleaseQuota(req); !s.ok()) return s;
+    events_.Record(job, "Normal", "FinishedWorkload",
+                   absl::StrCat("Workload '", ns, "/", wl->metadata().name(),
+                                "' is declared finished"),
+                   kJobController);
+    return absl::OkStatus();
+  }
+  if (wl == nullptr) {
+    if (JobActive(job) && !elastic) return absl::OkStatus();  // wait for its pods to go
+    return Submit(job, built);
+  }
+
+  // Reclaimable pods (§2.5), capped to the pod set's count.
+  if (int n = JobReclaimablePods(job); n > 0 && wl->spec().pod_sets_size() > 0) {
+    n = std::min(n, wl->spec().pod_sets(0).count());
+    const std::string pod_set = wl->spec().pod_sets(0).name();
+    int reported = 0;
+    for (const v1::ReclaimablePod& p : wl->status().reclaimable_pods()) {
+      if (p.name() == pod_set) reported = p.count();
+    }
+    if (n != reported && Reserved(*wl)) {
+      v1::ReleaseQuotaRequest req;
+      req.set_namespace_(ns);
+      req.set_name(wl->metadata().name());
+      req.set_uid(wl->metadata().uid());
+      v1::ReclaimablePod* p = req.mutable_reclaimable()->add_pods();
+      p->set_name(pod_set);
+      p->set_count(n);
+      return ReleaseQuota(req);
+    }
+  }
+
+  if (const v1::Condition* evicted = FindCondition(*wl, "Evicted");
+      evicted != nullptr && evicted->status() == "True") {
+    if (absl::Status s = Stop(job, wl, evicted->message()); !s.ok()) return s;
+    if (Reserved(*wl) && !JobActive(job)) {
+      v1::ReleaseQuotaRequest req;
+      req.set_namespace_(ns);
+      req.set_name(wl->metadata().name());
+      req.set_uid(wl->metadata().uid());
+      req.mutable_stopped();
+      return ReleaseQuota(req);
+    }
+    return absl::OkStatus();  // quota goes back once the Job's pods are gone
+  }
+  if (IsSuspended(job)) {
+    return Admitted(*wl) ? Start(job, *wl, elastic) : absl::OkStatus();
+  }
+  if (!Admitted(*wl) && !elastic) return Stop(job, wl, "Not admitted by cluster queue");
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::Submit(const nlohmann::json& job, const v1::Workload& built) {
+  v1::SubmitRequest req;
+  *req.mutable_workload() = built;
+  v1::SubmitResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admitd_.admission().Submit(&ctx, req, &resp);
+  admitd_.ReportCall(s);
+  if (!s.ok()) return FromGrpc("submit", s);
+  admitd_.Remember(resp.workload());
+  if (resp.created()) {
+    ++counters_.submits;
+    events_.Record(job, "Normal", "CreatedWorkload",
+                   absl::StrCat("Created Workload: ", built.metadata().namespace_(), "/",
+                                built.metadata().name()),
+                   kJobController);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::DeleteWorkload(const v1::Workload& wl) {
+  v1::DeleteWorkloadRequest req;
+  req.set_namespace_(wl.metadata().namespace_());
+  req.set_name(wl.metadata().name());
+  req.set_uid(wl.metadata().uid());
+  v1::DeleteWorkloadResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admitd_.admission().Delete(&ctx, req, &resp);
+  admitd_.ReportCall(s);
+  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND &&
+      s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
+    return FromGrpc("delete workload", s);
+  }
+  ++counters_.deletes;
+  admitd_.Forget(wl.metadata().namespace_(), wl.metadata().name());
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::ReleaseQuota(const v1::ReleaseQuotaRequest& req) {
+  v1::ReleaseQuotaResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admitd_.admission().ReleaseQuota(&ctx, req, &resp);
+  admitd_.ReportCall(s);
+  if (!s.ok()) return FromGrpc("release quota", s);
+  ++counters_.releases;
+  admitd_.Remember(resp.workload());
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::Start(const nlohmann::json& job, const v1::Workload& wl,
+                                  bool elastic) {
+  const std::map<std::string, v1::ResourceFlavor> flavors = admitd_.Flavors();
+  for (const v1::PodSetAssignment& a : wl.status().admission().pod_set_assignments()) {
+    for (const auto& [resource, flavor] : a.flavors()) {
+      if (!flavors.count(flavor)) {
+        return absl::NotFoundError(absl::StrCat("ResourceFlavor ", flavor, " not known yet"));
+      }
+    }
+  }
+  absl::StatusOr<std::vector<PodSetInfo>> infos = PodSetInfos(wl, flavors);
+  absl::StatusOr<nlohmann::json> patch =
+      infos.ok() ? StartPatch(job, *infos, elastic) : absl::StatusOr<nlohmann::json>(infos.status());
+  if (!patch.ok()) {
+    // Permanent (Kueue finishes the Workload with reason FailedToStart).
+    v1::ReleaseQuotaRequest req;
+    req.set_namespace_(wl.metadata().namespace_());
+    req.set_name(wl.metadata().name());
+    req.set_uid(wl.metadata().uid());
+    req.mutable_finished()->set_succeeded(false);
+    req.mutable_finished()->set_message(std::string(patch.status().message()));
+    return ReleaseQuota(req);
+  }
+  absl::Status s = PatchJob(job, *patch);
+  if (!s.ok()) return s;
+  ++counters_.starts;
+  events_.Record(job, "Normal", "Started",
+                 absl::StrCat("Admitted by clusterQueue ", wl.status().admission().cluster_queue()),
+                 kJobController);
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::Stop(const nlohmann::json& job, const v1::Workload* wl,
+                                 const std::string& message) {
+  StopPlan plan;
+  if (wl != nullptr) {
+    plan = PlanStop(job, *wl);
+  } else if (!job.value("spec", nlohmann::json::object()).value("suspend", false)) {
+    plan.suspend = {{"spec", {{"suspend", true}}}};
+  }
+  nlohmann::json current = job;
+  auto apply = [&](const nlohmann::json& patch, bool status) -> absl::Status {
+    nlohmann::json after = current;
+    after.merge_patch(patch);
+    if (after == current) return absl::OkStatus();
+    nlohmann::json body = patch;
+    body["metadata"]["resourceVersion"] = Str(Meta(current), "resourceVersion");
+    const std::string path = JobPath(Str(Meta(current), "namespace"), Str(Meta(current), "name"));
+    absl::StatusOr<nlohmann::json> r = kube_.Patch(status ? path + "/status" : path, body);
+    if (!r.ok()) return r.status();
+    current = *std::move(r);
+    return absl::OkStatus();
+  };
+  if (!plan.suspend.is_null()) {
+    if (absl::Status s = apply(plan.suspend, false); !s.ok()) return s;
+    ++counters_.stops;
+    events_.Record(job, "Normal", "Stopped", message, kJobController);
+  }
+  if (plan.clear_start_time) {
+    if (absl::Status s = apply({{"status", {{"startTime", nullptr}}}}, true); !s.ok()) return s;
+  }
+  if (!plan.restore.is_null()) {
+    if (absl::Status s = apply(plan.restore, false); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobReconciler::PatchJob(const nlohmann::json& job, nlohmann::json patch,
+                                     bool status) {
+  nlohmann::json after = job;
+  after.merge_patch(patch);
+  if (after == job) return absl::OkStatus();
+  const nlohmann::json meta = Meta(job);
+  patch["metadata"]["resourceVersion"] = Str(meta, "resourceVersion");
+  std::string path = JobPath(Str(meta, "namespace"), Str(meta, "name"));
+  if (status) path += "/status";
+  return kube_.Patch(path, patch).status();
+}
+
+absl::Status JobReconciler::Ungate(const nlohmann::json& job,
+                                   const std::vector<v1::Workload>& slices) {
+  const v1::Workload& slice = slices.front();
+  auto chain_it = slice.metadata().annotations().find("kueue.x-k8s.io/workload-slice-name");
+  const std::string chain = chain_it != slice.metadata().annotations().end()
+                                ? chain_it->second
+                                : slice.metadata().name();
+  const std::string uid = Str(Meta(job), "uid");
+  std::vector<nlohmann::json> pods = pods_.Select([&](const nlohmann::json& pod) {
+    for (const nlohmann::json& ref : Meta(pod).value("ownerReferences", nlohmann::json::array())) {
+      if (Str(ref, "uid") == uid) return true;
+    }
+    return false;
+  });
+  std::map<std::string, int> admitted;
+  for (const v1::PodSet& ps : slice.spec().pod_sets()) admitted[ps.name()] = ps.count();
+  std::map<std::string, const nlohmann::json*> by_name;
+  for (const nlohmann::json& pod : pods) by_name[Str(Meta(pod), "name")] = &pod;
+  for (const std::string& name : PodsToUngate(pods, chain, admitted)) {
+    const nlohmann::json& pod = *by_name[name];
+    absl::StatusOr<nlohmann::json> r = kube_.Patch(
+        absl::StrCat("/api/v1/namespaces/", Str(Meta(pod), "namespace"), "/pods/", name),
+        UngatePatch(pod));
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) return r.status();
+    ++counters_.ungated;
+  }
+  return absl::OkStatus();
+}
+
+bool JobReconciler::Equivalent(const nlohmann::json& job, const v1::Workload& built,
+                               const v1::Workload& wl) const {
+  const v1::WorkloadSpec& a = built.spec();
+  const v1::WorkloadSpec& b = wl.spec();
+  if (a.has_maximum_execution_time_seconds() != b.has_maximum_execution_time_seconds() ||
+      a.maximum_execution_time_seconds() != b.maximum_execution_time_seconds()) {
+    return false;
+  }
+  if (a.pod_sets_size() != b.pod_sets_size()) return false;
+  const bool reserved = Reserved(wl);
+  for (int i = 0; i < a.pod_sets_size(); ++i) {
+    const v1::PodSet& x = a.pod_sets(i);
+    const v1::PodSet& y = b.pod_sets(i);
+    bool count_ok = x.count() == y.count();
+    // A partially admitted Job runs with its admitted count.
+    if (!count_ok && reserved && i < wl.status().admission().pod_set_assignments_size()) {
+      count_ok = x.count() == wl.status().admission().pod_set_assignments(i).count();
+    }
+    if (!count_ok) return false;
+    if (x.has_min_count() != y.has_min_count() || x.min_count() != y.min_count()) return false;
+    if (!Admitted(wl) && !SameTolerations(x.template_().spec(), y.template_().spec())) {
+      return false;
+    }
+  }
+  // Containers and init containers, whole: by the digest recorded at submission when there is
+  // one, else as far as the Workload keeps them.
+  auto want = built.metadata().annotations().find(kContainersDigestAnnotation);
+  auto have = wl.metadata().annotations().find(kContainersDigestAnnotation);
+  if (have != wl.metadata().annotations().end()) return have->second == want->second;
+  for (int i = 0; i < a.pod_sets_size(); ++i) {
+    const v1::PodSpec& x = a.pod_sets(i).template_().spec();
+    const v1::PodSpec& y = b.pod_sets(i).template_().spec();
+    if (!SameRepeated(x.containers(), y.containers()) ||
+        !SameRepeated(x.init_containers(), y.init_containers())) {
+      return false;
+    }
+  }
+  (void)job;
+  return true;
+}
+
+}  // namespace admitd::shim

@@ -1,0 +1,100 @@
+// The reconcile of one batch/v1 Job against its Workloads in admitd (job framework §1.7, Job §2):
+// submit the Workload built from the Job; start the Job when its Workload is admitted; stop it
+// when the Workload is evicted and give the quota back once no pod is active; finish the Workload
+// when the Job finishes; report reclaimable pods; replace a Workload the Job no longer matches
+// (§1.8); resize an elastic Job's Workload when its parallelism changes and ungate the pods its
+// admitted slice has room for; delete the Workloads of a deleted Job. Every step reads the
+// caches (the Job and Pod informers, the AdmitdLink) and writes at most what the step needs, so
+// a reconcile can be repeated at any time and after any restart.
+//
+//   JobReconciler r(kube, link, jobs, pods, events, options);
+//   absl::Status s = r.Reconcile("ns/job");  // error: retry later
+//
+// Thread safety: Reconcile may run on several threads for different keys (a WorkQueue never
+// hands the same key to two workers).
+#ifndef ADMITD_CLIENTS_SHIM_JOB_RECONCILER_H_
+#define ADMITD_CLIENTS_SHIM_JOB_RECONCILER_H_
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "admitd/v1/objects.pb.h"
+#include "clients/shim/admitd_link.h"
+#include "clients/shim/event_recorder.h"
+#include "clients/shim/informer.h"
+#include "clients/shim/job_workload.h"
+#include "clients/shim/kube_client.h"
+#include "nlohmann/json.hpp"
+
+namespace admitd::shim {
+
+// The reportingComponent of the events the shim records on Jobs (Kueue's).
+inline constexpr char kJobController[] = "batch/job-kueue-controller";
+// The annotation on a Job's Workload with a digest of the Job's containers and init containers
+// (what Kueue's equivalence compares, §1.8, beyond what a Workload keeps of them).
+inline constexpr char kContainersDigestAnnotation[] = "admitd.io/job-containers-digest";
+
+struct JobReconcilerOptions {
+  std::string cluster;
+  // Namespaces whose Jobs are never managed (Kueue's managedJobsNamespaceSelector default:
+  // kube-system and the shim's own namespace).
+  std::set<std::string> excluded_namespaces;
+  bool manage_jobs_without_queue_name = false;
+  JobWorkloadOptions workload;
+};
+
+struct JobReconcilerCounters {
+  std::atomic<int64_t> reconciles{0}, submits{0}, starts{0}, stops{0}, releases{0}, deletes{0},
+      resizes{0}, ungated{0};
+};
+
+class JobReconciler {
+ public:
+  JobReconciler(const KubeClient& kube, AdmitdLink& admitd, const Informer& jobs,
+                const Informer& pods, EventRecorder& events, JobReconcilerOptions options);
+
+  // One reconcile of the Job "namespace/name" (present or deleted). An error means "retry".
+  absl::Status Reconcile(const std::string& key);
+
+  const JobReconcilerCounters& counters() const { return counters_; }
+
+ private:
+  absl::Status Finalize(const std::string& ns, const std::string& name,
+                        const std::vector<v1::Workload>& workloads);
+  absl::Status ReconcileElastic(const nlohmann::json& job, const v1::Workload& built,
+                                std::vector<v1::Workload> owned);
+  absl::Status ReconcileWith(const nlohmann::json& job, const v1::Workload& built,
+                             const v1::Workload* workload, bool elastic);
+  absl::Status Submit(const nlohmann::json& job, const v1::Workload& built);
+  absl::Status DeleteWorkload(const v1::Workload& workload);
+  absl::Status Start(const nlohmann::json& job, const v1::Workload& workload, bool elastic);
+  // Stops the Job (three steps, §2.3), restoring the templates of `workload` (none: only
+  // suspends); records Stopped with `message` when it suspended the Job now.
+  absl::Status Stop(const nlohmann::json& job, const v1::Workload* workload,
+                    const std::string& message);
+  absl::Status Ungate(const nlohmann::json& job, const std::vector<v1::Workload>& slices);
+  absl::Status ReleaseQuota(const v1::ReleaseQuotaRequest& request);
+  // A merge patch of the Job carrying its resourceVersion (409 → retry), skipped when it would
+  // change nothing.
+  absl::Status PatchJob(const nlohmann::json& job, nlohmann::json patch, bool status = false);
+  bool Equivalent(const nlohmann::json& job, const v1::Workload& built,
+                  const v1::Workload& workload) const;
+
+  const KubeClient& kube_;
+  AdmitdLink& admitd_;
+  const Informer& jobs_;
+  const Informer& pods_;
+  EventRecorder& events_;
+  const JobReconcilerOptions options_;
+  JobReconcilerCounters counters_;
+};
+
+// Digest of a Job template's containers and initContainers (hex).
+std::string ContainersDigest(const nlohmann::json& pod_template);
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_JOB_RECONCILER_H_

@@ -1,0 +1,270 @@
+#include "clients/shim/shim.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "clients/shim/elastic_pods.h"
+#include "common/log.h"
+
+namespace admitd::shim {
+namespace {
+
+std::string Str(const nlohmann::json& obj, const std::string& key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The Job that controls `pod`, as "ns/name", or "".
+std::string OwnerJobKey(const nlohmann::json& pod) {
+  const nlohmann::json meta = pod.value("metadata", nlohmann::json::object());
+  for (const nlohmann::json& ref : meta.value("ownerReferences", nlohmann::json::array())) {
+    if (ref.value("controller", false) && Str(ref, "kind") == "Job") {
+      return Str(meta, "namespace") + "/" + Str(ref, "name");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Shim::Shim(const ShimConfig& config, KubeConfig kube)
+    : config_(config), kube_(std::move(kube)) {}
+
+absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
+  absl::StatusOr<KubeConfig> kube = config.kubeconfig.empty()
+                                        ? KubeConfig::InCluster()
+                                        : KubeConfig::FromKubeconfig(config.kubeconfig);
+  if (!kube.ok()) return kube.status();
+  std::unique_ptr<Shim> shim(new Shim(config, *std::move(kube)));
+  Shim* s = shim.get();
+  s->events_ = std::make_unique<EventRecorder>(s->kube_, config.identity);
+  s->jobs_ = std::make_unique<Informer>(
+      s->kube_, "/apis/batch/v1/jobs",
+      [s](const std::string&, const nlohmann::json& job) { s->OnJob(job); });
+  // Only the Job controller's pods: those of elastic Jobs are ungated by the shim.
+  s->pods_ = std::make_unique<Informer>(
+      s->kube_, "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name",
+      [s](const std::string&, const nlohmann::json& pod) { s->OnPod(pod); });
+  s->admitd_ = std::make_unique<AdmitdLink>(
+      AdmitdLinkOptions{.target = config.admitd, .cluster = config.cluster},
+      [s](const v1::Workload& wl, bool) { s->OnWorkload(wl); },
+      [s](const v1::Event& e) { s->OnEvent(e); });
+  JobReconcilerOptions options;
+  options.cluster = config.cluster;
+  options.excluded_namespaces = config.excluded_namespaces;
+  options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
+  options.workload.elastic_jobs = config.elastic_jobs;
+  s->reconciler_ = std::make_unique<JobReconciler>(s->kube_, *s->admitd_, *s->jobs_, *s->pods_,
+                                                   *s->events_, options);
+
+  HttpEndpoint::Routes routes;
+  routes["/healthz"] = [s] { return s->Healthz(); };
+  routes["/readyz"] = [s] { return s->Readyz(); };
+  routes["/metrics"] = [s] {
+    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", s->Metrics()};
+  };
+  absl::StatusOr<std::unique_ptr<HttpEndpoint>> health =
+      HttpEndpoint::Start(config.health_listen, std::move(routes));
+  if (!health.ok()) return health.status();
+  s->health_ = *std::move(health);
+
+  s->threads_.emplace_back([s] { s->jobs_->Run(); });
+  s->threads_.emplace_back([s] { s->pods_->Run(); });
+  s->threads_.emplace_back([s] { s->admitd_->Run(); });
+  if (config.leader_elect) {
+    s->elector_ = std::make_unique<LeaderElector>(
+        s->kube_, LeaderElectionConfig{.ns = config.leader_election_namespace,
+                                       .name = config.leader_election_id,
+                                       .identity = config.identity,
+                                       .lease_duration = config.lease_duration,
+                                       .renew_deadline = config.renew_deadline,
+                                       .retry_period = config.retry_period});
+    s->threads_.emplace_back([s] {
+      s->elector_->Run([s] { s->Lead(); },
+                       [s] {
+                         if (s->stopping_.load()) return;
+                         ADMITD_LOG(kError, "leader election lost", {{"identity", s->config_.identity}});
+                         s->lost_leadership_.store(true);
+                         s->done_.Notify();
+                       });
+    });
+  } else {
+    s->threads_.emplace_back([s] { s->Lead(); });
+  }
+  ADMITD_LOG(kInfo, "admitd-shim started",
+             {{"cluster", config.cluster}, {"admitd", config.admitd},
+              {"identity", config.identity},
+              {"health", absl::StrCat(config.health_listen.substr(0, config.health_listen.rfind(':')),
+                                      ":", s->health_port())}});
+  return shim;
+}
+
+Shim::~Shim() { Stop(); }
+
+void Shim::Stop() {
+  absl::MutexLock lock(&stop_mu_);
+  if (stopping_.exchange(true)) return;
+  queue_.ShutDown();
+  if (elector_) elector_->Stop();
+  jobs_->Stop();
+  pods_->Stop();
+  admitd_->Stop();
+  if (health_) health_->Stop();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  if (!done_.HasBeenNotified()) done_.Notify();
+}
+
+bool Shim::Wait() {
+  done_.WaitForNotification();
+  return lost_leadership_.load();
+}
+
+bool Shim::Synced() const {
+  return jobs_->lists() > 0 && pods_->lists() > 0 && admitd_->Synced();
+}
+
+void Shim::OnJob(const nlohmann::json& job) { queue_.Add(ObjectKey(job)); }
+
+void Shim::OnPod(const nlohmann::json& pod) {
+  const nlohmann::json annotations =
+      pod.value("metadata", nlohmann::json::object()).value("annotations", nlohmann::json::object());
+  if (!HasElasticGate(pod) && !annotations.contains("kueue.x-k8s.io/workload-slice-name")) return;
+  if (std::string key = OwnerJobKey(pod); !key.empty()) queue_.Add(key);
+}
+
+void Shim::OnWorkload(const v1::Workload& wl) {
+  if (const v1::OwnerReference* owner = ControllerOwner(wl)) {
+    queue_.Add(wl.metadata().namespace_() + "/" + owner->name());
+  }
+}
+
+void Shim::OnEvent(const v1::Event& event) {
+  // admitd's Workloads are not objects of this cluster: their events go on the owning Job.
+  if (!leading_.load()) return;
+  const v1::ObjectReference& r = event.regarding();
+  std::optional<v1::Workload> wl = admitd_->Workload(r.namespace_(), r.name());
+  if (!wl) return;
+  const v1::OwnerReference* owner = ControllerOwner(*wl);
+  if (owner == nullptr) return;
+  std::optional<nlohmann::json> job = jobs_->Get(r.namespace_() + "/" + owner->name());
+  if (!job || Str((*job)["metadata"], "uid") != owner->uid()) return;
+  events_->Record(*job, event.type(), event.reason(), event.note(),
+                  event.reporting_controller().empty() ? "kueue-admission"
+                                                       : event.reporting_controller());
+}
+
+void Shim::Lead() {
+  // Reconcile only from complete caches: a Job missing from a half-listed cache would look
+  // deleted.
+  while (!stopping_.load() && !Synced()) absl::SleepFor(absl::Milliseconds(20));
+  if (stopping_.load()) return;
+  leading_.store(true);
+  ADMITD_LOG(kInfo, "leading", {{"identity", config_.identity},
+                                {"jobs", absl::StrCat(jobs_->Size())}});
+  Resync();
+  for (int i = 0; i < config_.workers; ++i) threads_.emplace_back([this] { Worker(); });
+  // The periodic resync runs on this thread (the elector's callback returns at once otherwise).
+  threads_.emplace_back([this] {
+    absl::Time next = absl::Now() + config_.resync_period;
+    while (!stopping_.load()) {
+      absl::SleepFor(absl::Milliseconds(200));
+      if (absl::Now() >= next) {
+        Resync();
+        next = absl::Now() + config_.resync_period;
+      }
+    }
+  });
+}
+
+void Shim::Resync() {
+  for (const std::string& key : jobs_->Keys()) queue_.Add(key);
+  for (const std::string& key : admitd_->JobKeys()) queue_.Add(key);
+}
+
+void Shim::Worker() {
+  std::string key;
+  while (queue_.Get(&key)) {
+    absl::Status s = reconciler_->Reconcile(key);
+    if (s.ok()) {
+      queue_.Forget(key);
+    } else {
+      ++reconcile_errors_;
+      if (queue_.Retries(key) >= 3) {
+        ADMITD_LOG(kWarning, "reconcile failed", {{"job", key}, {"error", s.ToString()}});
+      } else {
+        ADMITD_LOG(kDebug, "reconcile failed", {{"job", key}, {"error", s.ToString()}});
+      }
+      queue_.AddRateLimited(key);
+    }
+    queue_.Done(key);
+  }
+}
+
+HttpReply Shim::Healthz() const {
+  const std::string admitd = admitd_->UnreachableReason();
+  return HttpReply{200, "text/plain",
+                   absl::StrCat("[+]ping ok\n",
+                                admitd.empty() ? "[+]admitd ok\n" : "[-]admitd " + admitd + "\n",
+                                "healthz check passed\n")};
+}
+
+HttpReply Shim::Readyz() const {
+  const std::string admitd = admitd_->UnreachableReason();
+  const bool jobs = jobs_->lists() > 0, pods = pods_->lists() > 0, link = admitd_->Synced();
+  const bool ready = jobs && pods && link;
+  std::string body = absl::StrCat(
+      jobs ? "[+]informer-jobs synced\n" : "[-]informer-jobs not synced\n",
+      pods ? "[+]informer-pods synced\n" : "[-]informer-pods not synced\n",
+      link ? "[+]admitd synced\n" : "[-]admitd not synced\n",
+      admitd.empty() ? "[+]admitd reachable\n" : "[-]admitd " + admitd + "\n",
+      leading_.load() ? "[+]leader\n" : "[+]follower\n",
+      ready ? "readyz check passed\n" : "readyz check failed\n");
+  return HttpReply{ready ? 200 : 503, "text/plain", std::move(body)};
+}
+
+std::string Shim::Metrics() const {
+  const JobReconcilerCounters& c = reconciler_->counters();
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n", name, " ", v,
+                    "\n");
+  };
+  auto counter = [&](const char* name, const char* help, int64_t v) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ",
+                    v, "\n");
+  };
+  gauge("admitd_shim_admitd_reachable", "1 while admitd answers, 0 while it cannot be reached.",
+        admitd_->Reachable() ? 1 : 0);
+  gauge("admitd_shim_leader", "1 while this replica leads (reconciles).", leading_.load() ? 1 : 0);
+  gauge("admitd_shim_synced", "1 once the Kubernetes and admitd caches have synced.",
+        Synced() ? 1 : 0);
+  gauge("admitd_shim_workqueue_depth", "Jobs waiting to be reconciled.",
+        static_cast<double>(queue_.Len()));
+  gauge("admitd_shim_jobs_cached", "Jobs in the informer's cache.",
+        static_cast<double>(jobs_->Size()));
+  counter("admitd_shim_reconciles_total", "Job reconciles run.", c.reconciles.load());
+  counter("admitd_shim_reconcile_errors_total", "Job reconciles that failed and were retried.",
+          reconcile_errors_.load());
+  counter("admitd_shim_workloads_submitted_total", "Workloads created in admitd.",
+          c.submits.load());
+  counter("admitd_shim_jobs_started_total", "Jobs unsuspended on admission.", c.starts.load());
+  counter("admitd_shim_jobs_stopped_total", "Jobs suspended (eviction, no admission).",
+          c.stops.load());
+  counter("admitd_shim_quota_releases_total", "ReleaseQuota calls (finished, stopped, reclaimable).",
+          c.releases.load());
+  counter("admitd_shim_workloads_deleted_total", "Workloads deleted in admitd.", c.deletes.load());
+  counter("admitd_shim_resizes_total", "Resize calls for elastic Jobs.", c.resizes.load());
+  counter("admitd_shim_pods_ungated_total", "Elastic Job pods ungated.", c.ungated.load());
+  counter("admitd_shim_admitd_lists_total", "Full lists of admitd's Workloads (start, lost watch).",
+          admitd_->lists());
+  counter("admitd_shim_events_recorded_total", "Kubernetes Events written.", events_->recorded());
+  counter("admitd_shim_events_dropped_total", "Kubernetes Events that could not be written.",
+          events_->dropped());
+  return out;
+}
+
+}  // namespace admitd::shim

@@ -1,0 +1,83 @@
+// admitd-shim, wired: the Kubernetes informers (Jobs, and the pods of elastic Jobs), the link to
+// admitd, leader election, the work queue and its workers running the JobReconciler (on the
+// leader only, once every cache has synced), the event recorder, and the /healthz, /readyz and
+// /metrics endpoint.
+//
+//   absl::StatusOr<std::unique_ptr<Shim>> shim = Shim::Start(config);
+//   ... (*shim)->Stop();
+//
+// Thread safety: Stop and the accessors from any thread.
+#ifndef ADMITD_CLIENTS_SHIM_SHIM_H_
+#define ADMITD_CLIENTS_SHIM_SHIM_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "clients/shim/admitd_link.h"
+#include "clients/shim/event_recorder.h"
+#include "clients/shim/informer.h"
+#include "clients/shim/job_reconciler.h"
+#include "clients/shim/kube_client.h"
+#include "clients/shim/leader_election.h"
+#include "clients/shim/shim_config.h"
+#include "clients/shim/work_queue.h"
+#include "common/http_endpoint.h"
+
+namespace admitd::shim {
+
+class Shim {
+ public:
+  // Errors: the Kubernetes configuration cannot be read, or an address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Shim>> Start(const ShimConfig& config);
+  ~Shim();
+
+  // Stops every thread; returns once they ended. Idempotent.
+  void Stop();
+  // Blocks until Stop, or until this replica lost the leadership it held (then true: a replica
+  // that lost it exits, as Kubernetes controllers do, and is restarted as a follower).
+  bool Wait();
+
+  int health_port() const { return health_ ? health_->port() : 0; }
+  bool Synced() const;
+  bool Leading() const { return leading_.load(); }
+
+ private:
+  explicit Shim(const ShimConfig& config, KubeConfig kube);
+  void OnJob(const nlohmann::json& job);
+  void OnPod(const nlohmann::json& pod);
+  void OnWorkload(const v1::Workload& workload);
+  void OnEvent(const v1::Event& event);
+  void Lead();   // on becoming leader
+  void Worker();
+  void Resync();  // every key once more
+  std::string Metrics() const;
+  HttpReply Healthz() const;
+  HttpReply Readyz() const;
+
+  const ShimConfig config_;
+  KubeClient kube_;
+  WorkQueue queue_;
+  std::unique_ptr<EventRecorder> events_;
+  std::unique_ptr<Informer> jobs_;
+  std::unique_ptr<Informer> pods_;
+  std::unique_ptr<AdmitdLink> admitd_;
+  std::unique_ptr<JobReconciler> reconciler_;
+  std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<HttpEndpoint> health_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> lost_leadership_{false};
+  std::atomic<int64_t> reconcile_errors_{0};
+  absl::Notification done_;
+  absl::Mutex stop_mu_;
+};
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_SHIM_H_

@@ -1,0 +1,50 @@
+// The admitd-shim command line: what each flag means, its default, and the parse (with errors
+// that name the flag).
+//
+//   absl::StatusOr<ShimConfig> config = ParseShimConfig(args, &help);
+//
+// Thread safety: pure functions.
+#ifndef ADMITD_CLIENTS_SHIM_SHIM_CONFIG_H_
+#define ADMITD_CLIENTS_SHIM_SHIM_CONFIG_H_
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace admitd::shim {
+
+struct ShimConfig {
+  std::string kubeconfig;  // empty: in-cluster
+  std::string admitd;      // host:port
+  std::string cluster;
+  bool leader_elect = true;
+  std::string leader_election_namespace;  // default $POD_NAMESPACE, else admitd-system
+  std::string leader_election_id = "admitd-shim";
+  std::string identity;                   // default $POD_NAME, else the host name
+  absl::Duration lease_duration = absl::Seconds(15);
+  absl::Duration renew_deadline = absl::Seconds(10);
+  absl::Duration retry_period = absl::Seconds(2);
+  std::string health_listen = "0.0.0.0:8081";
+  std::string webhook_listen = "0.0.0.0:9443";  // empty: no webhook server
+  std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
+  std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
+  bool manage_jobs_without_queue_name = false;
+  bool elastic_jobs = true;  // the ElasticJobsViaWorkloadSlices gate
+  int workers = 8;
+  absl::Duration resync_period = absl::Minutes(10);
+  std::string log_level = "info";
+};
+
+extern const char kShimUsage[];
+
+// `env` looks up POD_NAMESPACE / POD_NAME / HOSTNAME (getenv in main). INVALID_ARGUMENT names the
+// flag at fault.
+absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args, bool* help,
+                                           std::string (*env)(const char*));
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_SHIM_CONFIG_H_
