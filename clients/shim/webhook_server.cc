@@ -1,0 +1,336 @@
+#include "clients/shim/webhook_server.h"
+
+#include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace admitd::shim {
+namespace {
+
+constexpr char kMutatePath[] = "/mutate-batch-v1-job";
+constexpr char kValidatePath[] = "/validate-batch-v1-job";
+
+// ---- Certificate and key, reloaded when their files change
+// ---------------------------------------
+
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct ChainFree {
+  void operator()(STACK_OF(X509) * s) const { sk_X509_pop_free(s, X509_free); }
+};
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+
+// A loaded certificate (with the rest of its chain) and its private key.
+struct ServingPair {
+  std::unique_ptr<X509, X509Free> cert;
+  std::unique_ptr<STACK_OF(X509), ChainFree> chain;
+  std::unique_ptr<EVP_PKEY, PkeyFree> key;
+};
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string OpenSslError() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "no detail";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return buf;
+}
+
+absl::StatusOr<std::shared_ptr<const ServingPair>> LoadPair(const std::string& cert_path,
+                                                            const std::string& key_path) {
+  absl::StatusOr<std::string> cert_pem = ReadFile(cert_path);
+  if (!cert_pem.ok()) return cert_pem.status();
+  absl::StatusOr<std::string> key_pem = ReadFile(key_path);
+  if (!key_pem.ok()) return key_pem.status();
+  auto pair = std::make_shared<ServingPair>();
+  std::unique_ptr<BIO, BioFree> bio(
+      BIO_new_mem_buf(cert_pem->data(), static_cast<int>(cert_pem->size())));
+  pair->cert.reset(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (pair->cert == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no certificate in ", cert_path, ": ", OpenSslError()));
+  }
+  pair->chain.reset(sk_X509_new_null());
+  while (X509* extra = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    sk_X509_push(pair->chain.get(), extra);
+  }
+  ERR_clear_error();  // the end of the file
+  bio.reset(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
+  pair->key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  if (pair->key == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no private key in ", key_path, ": ", OpenSslError()));
+  }
+  if (X509_check_private_key(pair->cert.get(), pair->key.get()) != 1) {
+    ERR_clear_error();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the private key in ", key_path, " does not match the certificate in ", cert_path));
+  }
+  return std::shared_ptr<const ServingPair>(std::move(pair));
+}
+
+// What identifies a version of a file: a rename, a rewrite or a symlink swap changes it.
+using FileStamp = std::tuple<dev_t, ino_t, int64_t, int64_t, off_t>;
+FileStamp StampOf(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return {};
+  return {st.st_dev, st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
+}
+
+// The pair served at each handshake, looked up again when the files' stamps change.
+class CertificateStore {
+ public:
+  CertificateStore(const std::string& dir, absl::Duration check_interval)
+      : cert_path_(dir + "/tls.crt"),
+        key_path_(dir + "/tls.key"),
+        check_interval_(check_interval) {}
+
+  absl::Status Load() {
+    absl::MutexLock lock(&mu_);
+    const FileStamp cert_stamp = StampOf(cert_path_), key_stamp = StampOf(key_path_);
+    absl::StatusOr<std::shared_ptr<const ServingPair>> pair = LoadPair(cert_path_, key_path_);
+    if (!pair.ok()) return pair.status();
+    current_ = *std::move(pair);
+    stamps_ = {cert_stamp, key_stamp};
+    last_check_ = absl::Now();
+    return absl::OkStatus();
+  }
+
+  // The pair to serve, reloaded first when the interval has passed and the files changed.
+  std::shared_ptr<const ServingPair> Current() {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    if (now - last_check_ >= check_interval_) {
+      last_check_ = now;
+      const std::pair<FileStamp, FileStamp> stamps = {StampOf(cert_path_), StampOf(key_path_)};
+      if (stamps != stamps_) {
+        // A pair that does not load yet (one file written, not the other) is tried again at the
+        // next check; the previous pair stays in use meanwhile.
+        absl::StatusOr<std::shared_ptr<const ServingPair>> pair = LoadPair(cert_path_, key_path_);
+        if (pair.ok()) {
+          current_ = *std::move(pair);
+          stamps_ = stamps;
+        }
+      }
+    }
+    return current_;
+  }
+
+  // SSL_CTX_set_cert_cb: puts the current pair on each connection before its handshake.
+  static int SelectCertificate(SSL* ssl, void* arg) {
+    std::shared_ptr<const ServingPair> pair = static_cast<CertificateStore*>(arg)->Current();
+    if (pair == nullptr) return 0;
+    return SSL_use_cert_and_key(ssl, pair->cert.get(), pair->key.get(), pair->chain.get(),
+                                /*override=*/1) == 1
+               ? 1
+               : 0;
+  }
+
+ private:
+  const std::string cert_path_;
+  const std::string key_path_;
+  const absl::Duration check_interval_;
+  absl::Mutex mu_;
+  std::shared_ptr<const ServingPair> current_ ABSL_GUARDED_BY(mu_);
+  std::pair<FileStamp, FileStamp> stamps_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_check_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+// ---- AdmissionReview
+// -----------------------------------------------------------------------------
+
+WebhookReply BadRequest(const std::string& why) { return {400, {{"error", why}}}; }
+
+nlohmann::json Review(const nlohmann::json& request_review, nlohmann::json response) {
+  return {{"apiVersion", request_review["apiVersion"]},
+          {"kind", "AdmissionReview"},
+          {"response", std::move(response)}};
+}
+
+// The object as the webhook judges it: the request's namespace filled in when the object (a
+// Job created with generateName, say) does not carry one.
+nlohmann::json WithNamespace(nlohmann::json object, const nlohmann::json& request) {
+  if (object.is_object() && object["metadata"].is_object() &&
+      !object["metadata"].contains("namespace") && request.value("namespace", "") != "") {
+    object["metadata"]["namespace"] = request["namespace"];
+  }
+  return object;
+}
+
+bool SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = address.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  if (host->empty()) *host = "0.0.0.0";
+  return absl::SimpleAtoi(address.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
+}
+
+}  // namespace
+
+WebhookReply AnswerJobReview(const std::string& path, const std::string& body,
+                             JobWebhookContext& context, const JobWebhookOptions& options) {
+  const nlohmann::json review = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!review.is_object()) return BadRequest("the body is not a JSON object");
+  const std::string api_version = review.value("apiVersion", nlohmann::json()).is_string()
+                                      ? review["apiVersion"].get<std::string>()
+                                      : "";
+  if (review.value("kind", nlohmann::json()) != "AdmissionReview" ||
+      (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1")) {
+    return BadRequest("the body is not an admission.k8s.io/v1 AdmissionReview");
+  }
+  const nlohmann::json& request = review.contains("request") ? review["request"] : nlohmann::json();
+  if (!request.is_object() || !request.value("uid", nlohmann::json()).is_string()) {
+    return BadRequest("the AdmissionReview has no request with a uid");
+  }
+  nlohmann::json response = {{"uid", request["uid"]}, {"allowed", true}};
+  const std::string operation = request.value("operation", nlohmann::json()).is_string()
+                                    ? request["operation"].get<std::string>()
+                                    : "";
+  const bool create = operation == "CREATE", update = operation == "UPDATE";
+  const nlohmann::json object = WithNamespace(request.value("object", nlohmann::json()), request);
+  const nlohmann::json old_object =
+      WithNamespace(request.value("oldObject", nlohmann::json()), request);
+  if ((create || update) && (!object.is_object() || (update && !old_object.is_object()))) {
+    response["allowed"] = false;
+    response["status"] = {{"code", 400}, {"message", "the request carries no Job to decode"}};
+    return {200, Review(review, std::move(response))};
+  }
+  if (path == kMutatePath) {
+    if (create) {
+      std::vector<nlohmann::json> ops = DefaultJob(object, context, options);
+      if (!ops.empty()) {
+        response["patchType"] = "JSONPatch";
+        response["patch"] = absl::Base64Escape(nlohmann::json(ops).dump());
+      }
+    }
+    return {200, Review(review, std::move(response))};
+  }
+  std::vector<FieldError> errors;
+  if (create) errors = ValidateJobCreate(object, context, options);
+  if (update) errors = ValidateJobUpdate(old_object, object, context, options);
+  if (errors.empty()) {
+    response["status"] = {{"metadata", nlohmann::json::object()}, {"code", 200}};
+  } else {
+    response["allowed"] = false;
+    response["status"] = {{"metadata", nlohmann::json::object()},
+                          {"code", 403},
+                          {"reason", "Forbidden"},
+                          {"message", AggregateErrors(errors)}};
+  }
+  return {200, Review(review, std::move(response))};
+}
+
+class WebhookServer::Impl {
+ public:
+  Impl(const std::string& cert_dir, absl::Duration check_interval)
+      : certificates(cert_dir, check_interval), server([this](SSL_CTX& ctx) {
+          SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+          SSL_CTX_set_cert_cb(&ctx, &CertificateStore::SelectCertificate, &certificates);
+          return true;
+        }) {}
+
+  CertificateStore certificates;
+  httplib::SSLServer server;
+};
+
+WebhookServer::WebhookServer(std::string address, std::string cert_dir, JobWebhookContext& context,
+                             WebhookServerOptions options)
+    : address_(std::move(address)),
+      cert_dir_(std::move(cert_dir)),
+      context_(context),
+      options_(std::move(options)) {}
+
+WebhookServer::~WebhookServer() { Stop(); }
+
+absl::Status WebhookServer::Start() {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(address_, &host, &port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the webhook address ", address_, " is not host:port"));
+  }
+  auto impl = std::make_unique<Impl>(cert_dir_, options_.cert_check_interval);
+  if (absl::Status s = impl->certificates.Load(); !s.ok()) return s;
+  if (!impl->server.is_valid()) return absl::InternalError("cannot set up TLS: " + OpenSslError());
+  httplib::SSLServer& server = impl->server;
+  const auto seconds = [](absl::Duration d) {
+    return static_cast<time_t>(absl::ToInt64Seconds(d));
+  };
+  const auto micros = [](absl::Duration d) {
+    return static_cast<time_t>(absl::ToInt64Microseconds(d) % 1000000);
+  };
+  server.set_read_timeout(seconds(options_.read_timeout), micros(options_.read_timeout));
+  server.set_write_timeout(seconds(options_.write_timeout), micros(options_.write_timeout));
+  server.set_payload_max_length(options_.max_body_bytes);
+  for (const char* path : {kMutatePath, kValidatePath}) {
+    server.Post(path, [this, path](const httplib::Request& req, httplib::Response& res) {
+      WebhookReply reply = AnswerJobReview(path, req.body, context_, options_.job);
+      res.status = reply.http_status;
+      res.set_content(reply.body.dump(), "application/json");
+    });
+  }
+  if (host.find(':') != std::string::npos) server.set_address_family(AF_INET6);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would
+  // share a port already taken instead of failing.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  const int bound =
+      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  if (bound < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address_, " for the webhook"));
+  }
+  port_ = bound;
+  impl_ = std::move(impl);
+  listener_ = std::thread([server = &impl_->server] { server->listen_after_bind(); });
+  // Stop() only reaches a server that runs: wait for the listener to get there.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!impl_->server.is_running() && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return absl::OkStatus();
+}
+
+void WebhookServer::Stop() {
+  if (impl_ == nullptr) return;
+  impl_->server.stop();
+  if (listener_.joinable()) listener_.join();
+  impl_.reset();
+}
+
+}  // namespace admitd::shim
