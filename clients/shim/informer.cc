@@ -25,8 +25,15 @@ absl::Status Informer::List() {
   if (!list.ok()) return list.status();
   ++lists_;
   std::map<std::string, nlohmann::json> fresh;
-  for (const nlohmann::json& item : list->value("items", nlohmann::json::array())) {
-    fresh[ObjectKey(item)] = item;
+  // A list's items carry no apiVersion and kind (the list has them): add them, so that cached
+  // objects look the same however they arrived.
+  std::string kind = list->value("kind", "");
+  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) kind.resize(kind.size() - 4);
+  const std::string api_version = list->value("apiVersion", "");
+  for (nlohmann::json& item : (*list)["items"]) {
+    if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
+    if (!item.contains("apiVersion") && !api_version.empty()) item["apiVersion"] = api_version;
+    fresh[ObjectKey(item)] = std::move(item);
   }
   std::vector<std::pair<std::string, nlohmann::json>> changes;
   {

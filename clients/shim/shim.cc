@@ -59,6 +59,20 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   s->reconciler_ = std::make_unique<JobReconciler>(s->kube_, *s->admitd_, *s->jobs_, *s->pods_,
                                                    *s->events_, options);
 
+  if (!config.webhook_listen.empty()) {
+    AdmitdWebhookContextOptions context_options;
+    context_options.excluded_namespaces.assign(config.excluded_namespaces.begin(),
+                                               config.excluded_namespaces.end());
+    s->webhook_context_ =
+        std::make_unique<AdmitdWebhookContext>(s->admitd_->queues(), context_options);
+    WebhookServerOptions webhook_options;
+    webhook_options.job.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
+    webhook_options.job.elastic_jobs = config.elastic_jobs;
+    s->webhook_ = std::make_unique<WebhookServer>(config.webhook_listen, config.webhook_cert_dir,
+                                                  *s->webhook_context_, webhook_options);
+    if (absl::Status st = s->webhook_->Start(); !st.ok()) return st;
+  }
+
   HttpEndpoint::Routes routes;
   routes["/healthz"] = [s] { return s->Healthz(); };
   routes["/readyz"] = [s] { return s->Readyz(); };
@@ -96,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   ADMITD_LOG(kInfo, "admitd-shim started",
              {{"cluster", config.cluster}, {"admitd", config.admitd},
               {"identity", config.identity},
+              {"webhook", s->webhook_ ? absl::StrCat(s->webhook_->port()) : "off"},
               {"health", absl::StrCat(config.health_listen.substr(0, config.health_listen.rfind(':')),
                                       ":", s->health_port())}});
   return shim;
@@ -112,6 +127,7 @@ void Shim::Stop() {
   pods_->Stop();
   admitd_->Stop();
   if (health_) health_->Stop();
+  if (webhook_) webhook_->Stop();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }

@@ -1,7 +1,7 @@
 // admitd-shim, wired: the Kubernetes informers (Jobs, and the pods of elastic Jobs), the link to
 // admitd, leader election, the work queue and its workers running the JobReconciler (on the
-// leader only, once every cache has synced), the event recorder, and the /healthz, /readyz and
-// /metrics endpoint.
+// leader only, once every cache has synced), the event recorder, the admission webhook (on every
+// replica), and the /healthz, /readyz and /metrics endpoint.
 //
 //   absl::StatusOr<std::unique_ptr<Shim>> shim = Shim::Start(config);
 //   ... (*shim)->Stop();
@@ -19,12 +19,14 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "clients/shim/admitd_link.h"
+#include "clients/shim/admitd_webhook_context.h"
 #include "clients/shim/event_recorder.h"
 #include "clients/shim/informer.h"
 #include "clients/shim/job_reconciler.h"
 #include "clients/shim/kube_client.h"
 #include "clients/shim/leader_election.h"
 #include "clients/shim/shim_config.h"
+#include "clients/shim/webhook_server.h"
 #include "clients/shim/work_queue.h"
 #include "common/http_endpoint.h"
 
@@ -69,6 +71,8 @@ class Shim {
   std::unique_ptr<JobReconciler> reconciler_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<HttpEndpoint> health_;
+  std::unique_ptr<AdmitdWebhookContext> webhook_context_;
+  std::unique_ptr<WebhookServer> webhook_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> leading_{false};

@@ -1,0 +1,290 @@
+"""admitd, the test Kubernetes API server and admitd-shim as real processes, for end-to-end tests.
+
+``Stack`` starts the API server (integration/kube/apiserver.py, with its Job controller,
+scheduler and kubelet), admitd on a fixed free port with a data directory (so it can be killed
+and restarted), and any number of shim replicas. The binaries come from the environment (set by
+CTest): ADMITD_BIN, ADMITCTL_BIN, ADMITD_SHIM_BIN.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "kube"))
+import harness  # noqa: E402  (integration/kube)
+
+wait_until = harness.wait_until
+
+ADMITD = os.environ.get("ADMITD_BIN", "build/server/admitd")
+ADMITCTL = os.environ.get("ADMITCTL_BIN", "build/clients/admitctl")
+SHIM = os.environ.get("ADMITD_SHIM_BIN", "build/clients/shim/admitd-shim")
+
+SHIM_NAMESPACE = "admitd-system"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Shim:
+    """One admitd-shim replica."""
+
+    def __init__(self, stack, identity, extra):
+        self.identity = identity
+        self.log_path = os.path.join(stack.tmp, "shim-%s.log" % identity)
+        self._log = open(self.log_path, "w")
+        args = [SHIM, "--admitd", stack.admitd_address, "--cluster", "c1",
+                "--kubeconfig", stack.api.kubeconfig,
+                "--leader-election-namespace", SHIM_NAMESPACE, "--identity", identity,
+                "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
+                "--health-listen", "127.0.0.1:0", "--log-level", "debug"] + list(extra)
+        if not any(a.startswith("--webhook-listen") for a in extra):
+            args.append("--webhook-listen=")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+        m = wait_until(lambda: re.search(r"health=[0-9.]+:(\d+)", self.log()), timeout=10,
+                       what="shim %s to start" % identity)
+        self.health = "http://127.0.0.1:%s" % m.group(1)
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(self.health + path, timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metric(self, name):
+        _, text = self.get("/metrics")
+        m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+        return float(m.group(1)) if m else None
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(10)
+        self._log.close()
+
+
+class Stack:
+    def __init__(self, nodes=("n1:pool=a:cpu=16", "n2:pool=b:cpu=16"), api_args=()):
+        self.tmp = tempfile.mkdtemp(prefix="admitd-e2e-")
+        args = ["--controllers", "job,scheduler,kubelet", "--namespace", SHIM_NAMESPACE,
+                "--namespace", "kube-system", "--kubelet-start-delay", "0.1",
+                "--kubelet-grace-cap", "0.3", "--bookmark-interval", "1"]
+        for n in nodes:
+            args += ["--node", n]
+        self.api = harness.ApiServerProcess(*(args + list(api_args)), python="/usr/bin/python3")
+        self.api.start()
+        self.admitd_port = free_port()
+        self.admitd_address = "127.0.0.1:%d" % self.admitd_port
+        self.admitd = None
+        self.admitd_log = open(os.path.join(self.tmp, "admitd.log"), "a")
+        self.start_admitd()
+        self.shims = []
+
+    # --- admitd ---------------------------------------------------------------------------
+    def start_admitd(self):
+        self.admitd = subprocess.Popen(
+            [ADMITD, "--listen", self.admitd_address, "--data-dir", os.path.join(self.tmp, "data")],
+            stdout=self.admitd_log, stderr=subprocess.STDOUT)
+        wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.admitd_address, "get", "cq"],
+                                          capture_output=True).returncode == 0,
+                   timeout=20, interval=0.1, what="admitd to serve")
+
+    def kill_admitd(self):
+        self.admitd.send_signal(signal.SIGKILL)
+        self.admitd.wait(10)
+
+    def admitctl(self, *args, check=True):
+        r = subprocess.run([ADMITCTL, "--server", self.admitd_address] + list(args),
+                           capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise AssertionError("admitctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r.stdout
+
+    def apply(self, yaml_text):
+        path = os.path.join(self.tmp, "apply-%d.yaml" % time.monotonic_ns())
+        with open(path, "w") as f:
+            f.write(yaml_text)
+        return self.admitctl("apply", "-f", path)
+
+    def workloads(self, ns):
+        out = self.admitctl("get", "workloads", "-n", ns, "-o", "json").strip()
+        if not out:
+            return []
+        # One JSON document per workload, one after the other.
+        docs, dec, i = [], json.JSONDecoder(), 0
+        while i < len(out):
+            doc, i = dec.raw_decode(out, i)
+            docs.append(doc)
+            while i < len(out) and out[i].isspace():
+                i += 1
+        return docs
+
+    def cq_usage(self, cq, flavor, resource="cpu"):
+        cq_doc = json.loads(self.admitctl("get", "cq", cq, "-o", "json"))["clusterQueue"]
+        for f in cq_doc.get("status", {}).get("flavorsUsage", []):
+            if f["name"] == flavor:
+                for r in f["resources"]:
+                    if r["name"] == resource:
+                        return r.get("total", "0")
+        return "0"
+
+    # --- shims ----------------------------------------------------------------------------
+    def start_shim(self, identity="shim-0", extra=()):
+        shim = Shim(self, identity, extra)
+        self.shims.append(shim)
+        return shim
+
+    # --- Kubernetes -----------------------------------------------------------------------
+    def kube(self, method, path, body=None, content_type="application/json"):
+        return self.api.request(method, path, body, content_type)
+
+    def create_job(self, job):
+        ns = job["metadata"].get("namespace", "default")
+        code, body = self.kube("POST", "/apis/batch/v1/namespaces/%s/jobs" % ns, job)
+        assert code == 201, (code, body)
+        return body
+
+    def job(self, ns, name):
+        code, body = self.kube("GET", "/apis/batch/v1/namespaces/%s/jobs/%s" % (ns, name))
+        assert code == 200, (code, body)
+        return body
+
+    def patch_job(self, ns, name, patch):
+        code, body = self.kube("PATCH", "/apis/batch/v1/namespaces/%s/jobs/%s" % (ns, name),
+                               patch, "application/merge-patch+json")
+        assert code == 200, (code, body)
+        return body
+
+    def pods(self, ns, job_name):
+        code, body = self.kube("GET", "/api/v1/namespaces/%s/pods?labelSelector=%s" %
+                               (ns, "batch.kubernetes.io/job-name%3D" + job_name))
+        assert code == 200, (code, body)
+        return body["items"]
+
+    def events(self, ns, name):
+        code, body = self.kube("GET", "/api/v1/namespaces/%s/events?fieldSelector=%s" %
+                               (ns, "involvedObject.name%3D" + name))
+        assert code == 200, (code, body)
+        return body["items"]
+
+    def create_namespace(self, ns):
+        code, body = self.kube("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        assert code in (201, 409), (code, body)
+
+    def stop(self):
+        for s in self.shims:
+            try:
+                s.kill(signal.SIGTERM)
+            except Exception:  # noqa: BLE001 - best effort on teardown
+                pass
+        if self.admitd and self.admitd.poll() is None:
+            self.admitd.terminate()
+            self.admitd.wait(10)
+        self.admitd_log.close()
+        self.api.stop()
+        if not os.environ.get("KEEP_E2E_TMP"):
+            import shutil
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            sys.stderr.write("kept %s\n" % self.tmp)
+
+    def dump_logs(self):
+        """Everything the processes said, for a failing test's message."""
+        out = []
+        for s in self.shims:
+            out.append("--- shim %s ---\n%s" % (s.identity, s.log()[-6000:]))
+        with open(os.path.join(self.tmp, "admitd.log")) as f:
+            out.append("--- admitd ---\n" + f.read()[-3000:])
+        return "\n".join(out)
+
+
+def queues(ns, cq, quota, flavor="pool-a", pool="a", preemption=None):
+    """ResourceFlavor, ClusterQueue and LocalQueue "lq" in ``ns`` (admitctl manifests)."""
+    pre = ""
+    if preemption:
+        pre = "  preemption:\n    withinClusterQueue: %s\n" % preemption
+    return """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: %(flavor)s
+spec:
+  nodeLabels:
+    pool: %(pool)s
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: %(cq)s
+spec:
+  namespaceSelector: {}
+%(pre)s  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: %(flavor)s
+      resources:
+      - name: cpu
+        nominalQuota: %(quota)s
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: %(ns)s
+  name: lq
+spec:
+  clusterQueue: %(cq)s
+""" % dict(flavor=flavor, pool=pool, cq=cq, quota=quota, ns=ns, pre=pre)
+
+
+def job(ns, name, parallelism=1, completions=None, cpu="1", runtime=None, queue="lq",
+        priority_class=None, elastic=False, suspend=True, labels=None):
+    """A batch/v1 Job as a user writes it (suspended, as the shim's webhook would make it)."""
+    meta_labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
+    if priority_class:
+        meta_labels["kueue.x-k8s.io/priority-class"] = priority_class
+    meta_labels.update(labels or {})
+    annotations = {}
+    pod_annotations = {}
+    if runtime is not None:
+        pod_annotations["fixture.admitd.io/runtime-seconds"] = str(runtime)
+    spec = {"parallelism": parallelism, "suspend": suspend,
+            "template": {"metadata": {"annotations": pod_annotations},
+                         "spec": {"restartPolicy": "Never",
+                                  "containers": [{"name": "c", "image": "busybox",
+                                                  "resources": {"requests": {"cpu": cpu}}}]}}}
+    if completions is not None:
+        spec["completions"] = completions
+    if elastic:
+        annotations["kueue.x-k8s.io/elastic-job"] = "true"
+        spec["template"]["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/elastic-job"}]
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns, "labels": meta_labels,
+                         "annotations": annotations},
+            "spec": spec}
+
+
+def condition(obj, ctype):
+    for c in obj.get("status", {}).get("conditions", []) or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+def is_true(obj, ctype):
+    c = condition(obj, ctype)
+    return c is not None and c.get("status") == "True"
