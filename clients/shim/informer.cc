@@ -33,7 +33,8 @@ absl::Status Informer::List() {
   for (nlohmann::json& item : (*list)["items"]) {
     if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
     if (!item.contains("apiVersion") && !api_version.empty()) item["apiVersion"] = api_version;
-    fresh[ObjectKey(item)] = std::move(item);
+    std::string key = ObjectKey(item);  // before the move (the right side is evaluated first)
+    fresh[std::move(key)] = std::move(item);
   }
   std::vector<std::pair<std::string, nlohmann::json>> changes;
   {

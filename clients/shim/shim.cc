@@ -204,7 +204,12 @@ void Shim::Resync() {
 void Shim::Worker() {
   std::string key;
   while (queue_.Get(&key)) {
-    absl::Status s = reconciler_->Reconcile(key);
+    absl::Status s;
+    try {
+      s = reconciler_->Reconcile(key);
+    } catch (const std::exception& e) {  // an object of an unexpected shape: retry, stay up
+      s = absl::InternalError(absl::StrCat("unexpected object: ", e.what()));
+    }
     if (s.ok()) {
       queue_.Forget(key);
     } else {

@@ -61,11 +61,14 @@ class Shim:
             return f.read()
 
     def get(self, path):
+        """(HTTP status, body); (0, reason) when the shim does not answer."""
         try:
             with urllib.request.urlopen(self.health + path, timeout=5) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+        except (urllib.error.URLError, OSError) as e:
+            return 0, str(e)
 
     def metric(self, name):
         _, text = self.get("/metrics")
