@@ -154,6 +154,45 @@ value: 10
         wait_until(lambda: s.cq_usage("cq-pre", "pool-a") == "0", timeout=T,
                    what="usage to drop to 0")
 
+    def test_reclaimable_pods_give_quota_back_before_the_job_ends(self):
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, "cq-recl", 4))
+        # p=2, c=3: once 2 pods succeeded only 1 more is needed, so 1 pod's quota is reclaimable.
+        s.create_job(job(ns, "recl", parallelism=2, completions=3, runtime=2))
+        wl = wait_until(lambda: (lambda w: w if w and w["status"].get("reclaimablePods") else None)(
+            self.workload()), timeout=T, what="reclaimable pods on the Workload")
+        self.assertEqual(wl["status"]["reclaimablePods"], [{"name": "main", "count": 1}])
+        self.assertFalse(is_true(wl, "Finished"))
+        self.assertEqual(s.cq_usage("cq-recl", "pool-a"), "1")
+        wait_until(lambda: is_true(s.job(ns, "recl"), "Complete"), timeout=T,
+                   what="the Job to complete")
+
+    def test_a_changed_suspended_job_gets_a_new_workload(self):
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, "cq-chg", 1))
+        s.create_job(job(ns, "hog", parallelism=1, completions=1))  # runs until deleted
+        wait_until(lambda: not s.job(ns, "hog")["spec"]["suspend"], timeout=T,
+                   what="the first Job to start")
+        s.create_job(job(ns, "chg", parallelism=1, completions=1, cpu="1", runtime=1))
+        first = wait_until(lambda: self.workload("chg"), timeout=T, what="the Workload")
+        # While suspended, the template may change: the Workload must follow (§1.8).
+        s.patch_job(ns, "chg", {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}]}}}})
+        wl = wait_until(lambda: (lambda w: w if w and w["metadata"]["uid"] !=
+                                 first["metadata"]["uid"] else None)(self.workload("chg")),
+                        timeout=T, what="a new Workload")
+        self.assertEqual(wl["metadata"]["name"], first["metadata"]["name"])
+        self.assertEqual(wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
+                         ["resources"]["requests"]["cpu"], "500m")
+        ev = wait_until(lambda: [e for e in s.events(ns, "chg") if e["reason"] == "UpdatedWorkload"],
+                        timeout=T, what="an UpdatedWorkload event")
+        self.assertEqual(ev[0]["message"], "Updated not matching Workload for suspended job: "
+                         "%s/%s" % (ns, wl["metadata"]["name"]))
+        code, _ = s.kube("DELETE", "/apis/batch/v1/namespaces/%s/jobs/hog" % ns)
+        self.assertEqual(code, 200)
+        wait_until(lambda: is_true(s.job(ns, "chg"), "Complete"), timeout=T,
+                   what="the changed Job to run")
+
     def running(self, name):
         return sorted((p["metadata"]["name"], p["metadata"]["uid"]) for p in self.s.pods(self.ns, name)
                       if p["status"].get("phase") == "Running" and

@@ -64,6 +64,20 @@ class ResilienceE2E(unittest.TestCase):
         live = [w for w in s.workloads(ns) if not is_true(w, "Finished")]
         self.assertEqual([w["spec"]["podSets"][0]["count"] for w in live], [4])
 
+    def test_a_job_deleted_while_the_shim_was_down_loses_its_workload(self):
+        s, ns = self.s, self.ns
+        shim = s.start_shim("shim-0")
+        s.apply(queues(ns, "cq", 4))
+        s.create_job(job(ns, "gone", parallelism=2, completions=2))  # runs until deleted
+        self.wait(lambda: len(self.running("gone")) == 2, "2 running pods")
+        self.assertEqual(len(s.workloads(ns)), 1)
+        shim.kill()
+        code, _ = s.kube("DELETE", "/apis/batch/v1/namespaces/%s/jobs/gone" % ns)
+        self.assertEqual(code, 200)
+        s.start_shim("shim-1")
+        self.wait(lambda: s.workloads(ns) == [], "the orphaned Workload to go", timeout=2 * T)
+        self.wait(lambda: s.cq_usage("cq", "pool-a") == "0", "usage 0")
+
     def test_admitd_killed_with_sigkill_during_admissions(self):
         s, ns = self.s, self.ns
         shim = s.start_shim()
