@@ -82,7 +82,8 @@ absl::Status Informer::WatchOnce() {
                                    if (stopped_.load()) return false;
                                    Apply(e.type, e.object);
                                    return true;
-                                 });
+                                 },
+                                 &stopped_);
   if (s.code() == absl::StatusCode::kOutOfRange) return List();  // 410 Expired: start over
   return s;
 }

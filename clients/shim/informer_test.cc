@@ -99,3 +99,23 @@ TEST_F(InformerTest, AnExpiredVersionListsAgain) {
 
 }  // namespace
 }  // namespace admitd::shim
+
+namespace admitd::shim {
+namespace {
+
+TEST(InformerStop, EndsAQuietWatchPromptly) {
+  TestCluster cluster("600");  // no bookmark will come to end the watch
+  ASSERT_FALSE(cluster.server().empty());
+  KubeClient kube(KubeConfig{.server = cluster.server()});
+  Informer pods(kube, kPods);
+  ASSERT_TRUE(pods.List().ok());
+  std::thread t([&] { pods.Run(); });
+  absl::SleepFor(absl::Milliseconds(300));  // the watch is open and idle
+  const absl::Time start = absl::Now();
+  pods.Stop();
+  t.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+}  // namespace
+}  // namespace admitd::shim

@@ -206,7 +206,19 @@ struct WatchState {
   std::string first_bytes;  // kept for an error answer's body
   absl::Status status;
   bool stopped = false;
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+// Called by libcurl about once a second even while no byte arrives: ends the transfer once the
+// caller cancels.
+int OnWatchProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* st = static_cast<WatchState*>(user);
+  if (st->cancel != nullptr && st->cancel->load()) {
+    st->stopped = true;
+    return 1;
+  }
+  return 0;
+}
 
 size_t OnWatchBytes(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<WatchState*>(user);
@@ -245,7 +257,8 @@ size_t OnWatchBytes(char* data, size_t size, size_t n, void* user) {
 
 absl::Status KubeClient::Watch(const std::string& path, const std::string& resource_version,
                                int timeout_seconds,
-                               const std::function<bool(const WatchEvent&)>& on_event) const {
+                               const std::function<bool(const WatchEvent&)>& on_event,
+                               const std::atomic<bool>* cancel) const {
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   if (!curl) return absl::InternalError("curl_easy_init failed");
   const std::string url =
@@ -259,6 +272,11 @@ absl::Status KubeClient::Watch(const std::string& path, const std::string& resou
   add("Accept: application/json");
   if (const std::string token = Token(); !token.empty()) add("Authorization: Bearer " + token);
   WatchState st{curl.get(), &on_event};
+  st.cancel = cancel;
+  curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, OnWatchProgress);
+  curl_easy_setopt(curl.get(), CURLOPT_XFERINFODATA, &st);
+  curl_easy_setopt(curl.get(), CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, OnWatchBytes);

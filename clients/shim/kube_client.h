@@ -15,6 +15,7 @@
 #ifndef ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
 #define ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -62,10 +63,11 @@ class KubeClient {
   // Watches `path` (a collection) from `resource_version` with bookmarks, for at most
   // `timeout_seconds`, calling `on_event` for each event until it returns false. OK when the
   // server ended the stream (re-watch from the last version seen); OUT_OF_RANGE when the version
-  // is too old (list again); another error otherwise.
+  // is too old (list again); another error otherwise. Setting `*cancel` ends the watch within
+  // about a second (OK), even while no event arrives.
   absl::Status Watch(const std::string& path, const std::string& resource_version,
-                     int timeout_seconds,
-                     const std::function<bool(const WatchEvent&)>& on_event) const;
+                     int timeout_seconds, const std::function<bool(const WatchEvent&)>& on_event,
+                     const std::atomic<bool>* cancel = nullptr) const;
 
  private:
   absl::StatusOr<nlohmann::json> Request(const std::string& method, const std::string& path,

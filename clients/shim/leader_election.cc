@@ -80,6 +80,19 @@ absl::StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   return true;
 }
 
+absl::Status LeaderElector::Release() {
+  absl::StatusOr<nlohmann::json> lease = client_.Get(LeasePath());
+  if (!lease.ok()) return lease.status();
+  nlohmann::json& spec = (*lease)["spec"];
+  if (spec.value("holderIdentity", "") != config_.identity) return absl::OkStatus();
+  const absl::Time now = clock_();
+  spec["holderIdentity"] = "";
+  spec["leaseDurationSeconds"] = 1;
+  spec["renewTime"] = MicroTime(now);
+  spec["acquireTime"] = MicroTime(now);
+  return client_.Update(LeasePath(), *lease).status();
+}
+
 void LeaderElector::Run(const std::function<void()>& on_started,
                         const std::function<void()>& on_stopped) {
   while (!stopped_.load()) {

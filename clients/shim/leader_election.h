@@ -45,6 +45,9 @@ class LeaderElector {
   // when it cannot renew within the renew deadline (or on Stop) calls `on_stopped` and returns.
   void Run(const std::function<void()>& on_started, const std::function<void()>& on_stopped);
   void Stop() { stopped_.store(true); }
+  // Gives the lease up when this candidate holds it (an empty holder and a one-second duration,
+  // as client-go releases it), so another replica takes over at once. Call after Run returned.
+  absl::Status Release();
   bool IsLeader() const { return leading_.load(); }
 
  private:

@@ -76,5 +76,19 @@ TEST_F(LeaderElectionTest, RunLeadsAndAnotherReplicaFollowsWhenItStops) {
   tb.join();
 }
 
+TEST_F(LeaderElectionTest, AReleasedLeaseIsTakenAtOnce) {
+  LeaderElector a(kube_, Config("a"), [this] { return now_; });
+  LeaderElector b(kube_, Config("b"), [this] { return now_; });
+  ASSERT_TRUE(*a.TryAcquireOrRenew());
+  EXPECT_FALSE(*b.TryAcquireOrRenew());
+  ASSERT_TRUE(b.Release().ok());  // not the holder: changes nothing
+  EXPECT_EQ(Lease()["spec"]["holderIdentity"], "a");
+  ASSERT_TRUE(a.Release().ok());
+  EXPECT_EQ(Lease()["spec"]["holderIdentity"], "");
+  EXPECT_EQ(Lease()["spec"]["leaseDurationSeconds"], 1);
+  ASSERT_TRUE(*b.TryAcquireOrRenew());  // no wait for the 15 s lease to expire
+  EXPECT_EQ(Lease()["spec"]["holderIdentity"], "b");
+}
+
 }  // namespace
 }  // namespace admitd::shim

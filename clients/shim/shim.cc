@@ -131,6 +131,18 @@ void Shim::Stop() {
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
+  std::vector<std::thread> workers;
+  {
+    absl::MutexLock lock(&workers_mu_);  // Lead (on the elector's thread) has returned by now
+    workers.swap(workers_);
+  }
+  for (std::thread& t : workers) t.join();
+  // Nothing reconciles any more: hand the lease over at once rather than after it expires.
+  if (elector_ && leading_.load()) {
+    if (absl::Status st = elector_->Release(); !st.ok()) {
+      ADMITD_LOG(kWarning, "lease not released", {{"error", st.ToString()}});
+    }
+  }
   if (!done_.HasBeenNotified()) done_.Notify();
 }
 
@@ -174,17 +186,25 @@ void Shim::OnEvent(const v1::Event& event) {
 }
 
 void Shim::Lead() {
+  // Returns at once (the elector renews the lease on its thread); the work starts on another.
+  absl::MutexLock lock(&workers_mu_);
+  if (stopping_.load()) return;
+  workers_.emplace_back([this] { StartWork(); });
+}
+
+void Shim::StartWork() {
   // Reconcile only from complete caches: a Job missing from a half-listed cache would look
   // deleted.
   while (!stopping_.load() && !Synced()) absl::SleepFor(absl::Milliseconds(20));
-  if (stopping_.load()) return;
+  absl::MutexLock lock(&workers_mu_);
+  if (stopping_.load()) return;  // Stop has taken (or will find) every thread started so far
   leading_.store(true);
   ADMITD_LOG(kInfo, "leading", {{"identity", config_.identity},
                                 {"jobs", absl::StrCat(jobs_->Size())}});
   Resync();
-  for (int i = 0; i < config_.workers; ++i) threads_.emplace_back([this] { Worker(); });
-  // The periodic resync runs on this thread (the elector's callback returns at once otherwise).
-  threads_.emplace_back([this] {
+  for (int i = 0; i < config_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+  // Every Job again now and then, in case a change was missed.
+  workers_.emplace_back([this] {
     absl::Time next = absl::Now() + config_.resync_period;
     while (!stopping_.load()) {
       absl::SleepFor(absl::Milliseconds(200));

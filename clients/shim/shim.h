@@ -54,7 +54,8 @@ class Shim {
   void OnPod(const nlohmann::json& pod);
   void OnWorkload(const v1::Workload& workload);
   void OnEvent(const v1::Event& event);
-  void Lead();   // on becoming leader
+  void Lead();       // on becoming leader
+  void StartWork();  // once the caches have synced: the workers and the periodic resync
   void Worker();
   void Resync();  // every key once more
   std::string Metrics() const;
@@ -73,7 +74,9 @@ class Shim {
   std::unique_ptr<HttpEndpoint> health_;
   std::unique_ptr<AdmitdWebhookContext> webhook_context_;
   std::unique_ptr<WebhookServer> webhook_;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;  // started by Start (constant afterwards)
+  absl::Mutex workers_mu_;
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(workers_mu_);  // started on leading
   std::atomic<bool> stopping_{false};
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_leadership_{false};

@@ -19,7 +19,8 @@ namespace admitd::shim {
 // apiserver.py on 127.0.0.1:<free port>, stopped when destroyed.
 class TestCluster {
  public:
-  TestCluster() {
+  // `bookmark_interval`: seconds between the server's BOOKMARK events on an idle watch.
+  explicit TestCluster(const char* bookmark_interval = "0.5") {
     int out[2];
     if (pipe(out) != 0) return;
     posix_spawn_file_actions_t actions;
@@ -28,7 +29,7 @@ class TestCluster {
     posix_spawn_file_actions_addclose(&actions, out[0]);
     const std::string script = ADMITD_SOURCE_DIR "/integration/kube/apiserver.py";
     std::vector<std::string> args = {"/usr/bin/python3", script, "--port", "0",
-                                     "--bookmark-interval", "0.5"};
+                                     "--bookmark-interval", bookmark_interval};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -5,6 +5,7 @@ the shim, then unreachable with failurePolicy Fail). A fresh stack for each test
 
 import base64
 import os
+import signal
 import subprocess
 import sys
 import unittest
@@ -125,6 +126,15 @@ class ResilienceE2E(unittest.TestCase):
                                     "leases/admitd-shim")
         self.assertEqual(code, 200)
         self.assertEqual(lease["spec"]["holderIdentity"], "shim-b")
+        # A replica stopped cleanly (SIGTERM) hands the lease over at once.
+        c = s.start_shim("shim-c")
+        self.wait(lambda: c.metric("admitd_shim_synced") == 1, "shim-c to sync")
+        b.kill(signal.SIGTERM)
+        self.assertEqual(b.proc.returncode, 0)
+        _, lease = s.kube("GET", "/apis/coordination.k8s.io/v1/namespaces/admitd-system/"
+                                 "leases/admitd-shim")
+        self.assertIn(lease["spec"]["holderIdentity"], ("", "shim-c"))
+        self.wait(lambda: c.metric("admitd_shim_leader") == 1, "shim-c to lead")
 
     def register_webhooks(self, port, ca_pem, failure_policy="Fail"):
         def hook(name, path, operations):
