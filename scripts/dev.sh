@@ -2,6 +2,9 @@
 # The quick start: installs what is missing (Debian 12 packages), builds, and then
 #   serve  runs admitd on localhost:50051 with its embedded RocksDB in ./data and the demo
 #          queues of clients/examples/demo.yaml applied, until Ctrl-C;
+#   demo   runs a simulated Kubernetes cluster (integration/kube/apiserver.py), admitd with the
+#          demo queues and admitd-shim connecting the two, all in a temporary directory, and
+#          prints the kubectl commands to try, until Ctrl-C (see docs/shim.md);
 #   test   checks the Helm charts (helm/check.sh, with the helm fetched into tools/bin), then runs
 #          every test (ctest), then the sanitizer build's unit tests and a bounded run of each fuzz
 #          target (see docs/testing.md; SANITIZE=0 skips that part).
@@ -118,10 +121,128 @@ TXT
   wait $pid
 }
 
+# The demo: a simulated cluster (API server with Job controller, scheduler and kubelet; two nodes
+# labelled pool=default, the label the demo flavor carries), admitd on a free local port and
+# admitd-shim between them, each logging into a temporary directory that Ctrl-C removes. The shim
+# runs without its webhook, which needs a serving certificate: Jobs are not suspended at creation,
+# so the sample Job asks for `suspend: true` itself.
+demo() {
+  DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/admitd-demo.XXXXXX")
+  DEMO_PIDS=()
+  trap demo_stop EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  local dir=$DEMO_DIR
+  command -v kubectl >/dev/null ||
+    echo "dev.sh: no kubectl on PATH: the demo runs, but the commands below need one" >&2
+
+  echo "==> the test cluster (integration/kube/apiserver.py)"
+  /usr/bin/python3 integration/kube/apiserver.py --port 0 --kubeconfig-out "$dir/kubeconfig" \
+    --controllers job,scheduler,kubelet --namespace admitd-system --namespace kube-system \
+    --node worker-1:pool=default:cpu=8 --node worker-2:pool=default:cpu=8 \
+    >"$dir/apiserver.out" 2>"$dir/apiserver.log" &
+  DEMO_PIDS+=($!)
+  local api
+  api=$(demo_wait_for "the test cluster" "$!" "$dir/apiserver.out" 's/^listening \([^ ]*\)$/\1/p')
+
+  echo "==> admitd (data in $dir/data)"
+  "$BUILD_DIR/server/admitd" --listen 127.0.0.1:0 --data-dir "$dir/data" 2>"$dir/admitd.log" &
+  DEMO_PIDS+=($!)
+  local admitd
+  admitd=$(demo_wait_for admitd "$!" "$dir/admitd.log" \
+    's/.*msg="\{0,1\}listening"\{0,1\} addr=\([^ ]*\).*/\1/p')
+  local ctl="$BUILD_DIR/clients/admitctl --server $admitd"
+  for _ in $(seq 1 200); do
+    $ctl get clusterqueues >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  $ctl apply -f clients/examples/demo.yaml
+
+  echo "==> admitd-shim (cluster demo)"
+  "$BUILD_DIR/clients/shim/admitd-shim" --admitd "$admitd" --cluster demo \
+    --kubeconfig "$dir/kubeconfig" --leader-election-namespace admitd-system \
+    --health-listen 127.0.0.1:0 --webhook-listen= 2>"$dir/shim.log" &
+  DEMO_PIDS+=($!)
+  local health
+  health=$(demo_wait_for admitd-shim "$!" "$dir/shim.log" 's/.* health=\([^ ]*\).*/\1/p')
+  # It reconciles once it leads, which it does once its caches have synced.
+  local ready=""
+  for _ in $(seq 1 300); do
+    /usr/bin/python3 -c 'import sys, urllib.request
+metrics = urllib.request.urlopen(sys.argv[1], timeout=2).read()
+sys.exit(b"\nadmitd_shim_leader 1\n" not in metrics)' "http://$health/metrics" 2>/dev/null &&
+      ready=1 && break
+    kill -0 "${DEMO_PIDS[2]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$ready" ]; then
+    echo "dev.sh: admitd-shim did not start leading; see $dir/shim.log" >&2
+    exit 1
+  fi
+
+  cat <<TXT
+
+Running: a simulated cluster on http://$api (nodes worker-1 and worker-2, 8 CPUs each),
+admitd on $admitd, and admitd-shim (/healthz, /readyz, /metrics on http://$health).
+Try, in another shell in $PWD:
+  export KUBECONFIG=$dir/kubeconfig
+  kubectl apply -f clients/examples/sample-k8s-job.yaml
+  kubectl get jobs,pods
+  kubectl get pods -w
+  kubectl describe job sample-job
+  $ctl get wl
+  $ctl get clusterqueues
+The shim runs without its webhook (it needs a serving certificate), so a Job is not suspended
+when it is created: the sample Job says \`suspend: true\` itself, as the webhook would make it.
+Logs: $dir/{apiserver,admitd,shim}.log. Ctrl-C stops everything and removes $dir.
+TXT
+  # Until Ctrl-C, or until one of them stops by itself.
+  local rc=0
+  wait -n "${DEMO_PIDS[@]}" || rc=$?
+  echo "dev.sh: a demo process exited (status $rc); stopping the others" >&2
+  exit 1
+}
+
+# Prints what `sed_expr` extracts from `file` once it appears there (the process `pid` writes it);
+# fails, showing the end of the process's log (`file` with the extension .log), when the process
+# exits first or 30 s pass.
+demo_wait_for() {
+  local what=$1 pid=$2 file=$3 sed_expr=$4 value
+  for _ in $(seq 1 300); do
+    value=$(sed -n "$sed_expr" "$file" 2>/dev/null | head -n 1)
+    [ -n "$value" ] && { echo "$value"; return 0; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "dev.sh: $what did not start; the end of ${file%.*}.log:" >&2
+  tail -n 20 "${file%.*}.log" >&2 || true
+  return 1
+}
+
+# Stops the demo's processes (the shim, then admitd, then the cluster: each with SIGTERM, then
+# SIGKILL after 10 s) and removes its directory.
+demo_stop() {
+  trap - EXIT INT TERM
+  local i pid
+  for ((i = ${#DEMO_PIDS[@]} - 1; i >= 0; i--)); do
+    pid=${DEMO_PIDS[i]}
+    kill -TERM "$pid" 2>/dev/null || continue
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$DEMO_DIR"
+  echo "==> demo stopped"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
   serve) install_missing; build; serve "$@" ;;
+  demo) install_missing; build; demo ;;
   test)
     install_missing; charts; build
     echo "==> testing"
@@ -131,5 +252,5 @@ case "$cmd" in
   sanitize) install_missing; sanitize ;;
   charts) install_missing; charts ;;
   build) install_missing; build ;;
-  *) echo "usage: scripts/dev.sh serve|test|sanitize|charts|build" >&2; exit 2 ;;
+  *) echo "usage: scripts/dev.sh serve|demo|test|sanitize|charts|build" >&2; exit 2 ;;
 esac
