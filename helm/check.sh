@@ -101,6 +101,7 @@ if [ -n "$HELM" ]; then
   must_refuse "$chart" "/replicaCount" "${required[@]}" --set replicaCount=0
   must_refuse "$chart" "/webhook/failurePolicy" "${required[@]}" --set webhook.failurePolicy=Maybe
   must_refuse "$chart" "unknownKey" "${required[@]}" --set unknownKey=1
+  must_refuse "$chart" "/cluster/name" "${required[@]}" --set cluster.name=a/b
   must_refuse "$chart" "unknownKey" "${required[@]}" --set webhook.unknownKey=1
   must_refuse "$chart" "/webhook/certificate/caBundle" "${required[@]}" \
     --set webhook.certificate.existingSecret=shim-cert

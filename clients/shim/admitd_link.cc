@@ -141,6 +141,8 @@ absl::Status AdmitdLink::List() {
       }
     }
     workloads_ = std::move(fresh);
+    by_job_.clear();
+    for (const auto& [key, wl] : workloads_) IndexLocked(wl, true);
     flavors_ = std::move(flavors);
     revision_ = revision;
   }
@@ -158,10 +160,12 @@ void AdmitdLink::ApplyWorkload(const v1::Workload& wl, bool deleted) {
     absl::MutexLock lock(&mu_);
     if (deleted) {
       workloads_.erase(Key(wl));
+      IndexLocked(wl, false);
     } else {
       v1::Workload& slot = workloads_[Key(wl)];
       if (slot.metadata().resource_version() > wl.metadata().resource_version()) return;
       slot = wl;
+      IndexLocked(wl, true);
     }
   }
   if (on_workload_) on_workload_(wl, deleted);
@@ -171,7 +175,22 @@ void AdmitdLink::Remember(const v1::Workload& wl) { ApplyWorkload(wl, false); }
 
 void AdmitdLink::Forget(const std::string& ns, const std::string& name) {
   absl::MutexLock lock(&mu_);
-  workloads_.erase(Key(ns, name));
+  auto it = workloads_.find(Key(ns, name));
+  if (it == workloads_.end()) return;
+  IndexLocked(it->second, false);
+  workloads_.erase(it);
+}
+
+void AdmitdLink::IndexLocked(const v1::Workload& wl, bool add) {
+  const v1::OwnerReference* owner = ControllerOwner(wl);
+  if (owner == nullptr) return;
+  const std::string job = Key(wl.metadata().namespace_(), owner->name());
+  if (add) {
+    by_job_[job].insert(Key(wl));
+  } else if (auto it = by_job_.find(job); it != by_job_.end()) {
+    it->second.erase(Key(wl));
+    if (it->second.empty()) by_job_.erase(it);
+  }
 }
 
 absl::Status AdmitdLink::WatchOnce() {
@@ -271,10 +290,9 @@ std::vector<v1::Workload> AdmitdLink::WorkloadsOfJob(const std::string& ns,
   std::vector<v1::Workload> out;
   {
     absl::MutexLock lock(&mu_);
-    for (auto it = workloads_.lower_bound(ns + "/"); it != workloads_.end(); ++it) {
-      if (it->second.metadata().namespace_() != ns) break;
-      const v1::OwnerReference* owner = ControllerOwner(it->second);
-      if (owner != nullptr && owner->name() == job_name) out.push_back(it->second);
+    auto it = by_job_.find(Key(ns, job_name));
+    if (it != by_job_.end()) {
+      for (const std::string& key : it->second) out.push_back(workloads_.at(key));
     }
   }
   std::sort(out.begin(), out.end(), [](const v1::Workload& a, const v1::Workload& b) {
@@ -298,13 +316,7 @@ std::optional<v1::Workload> AdmitdLink::Workload(const std::string& ns,
 std::vector<std::string> AdmitdLink::JobKeys() const {
   std::vector<std::string> keys;
   absl::MutexLock lock(&mu_);
-  for (const auto& [key, wl] : workloads_) {
-    if (const v1::OwnerReference* owner = ControllerOwner(wl)) {
-      keys.push_back(Key(wl.metadata().namespace_(), owner->name()));
-    }
-  }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const auto& [job, workloads] : by_job_) keys.push_back(job);
   return keys;
 }
 

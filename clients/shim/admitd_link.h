@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,7 @@ class AdmitdLink {
   absl::Status WatchOnce();
   bool Cached(const v1::Workload& workload) const;  // of this cluster's Jobs
   void ApplyWorkload(const v1::Workload& workload, bool deleted);
+  void IndexLocked(const v1::Workload& workload, bool add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AdmitdLinkOptions options_;
   const WorkloadHandler on_workload_;
@@ -105,6 +107,8 @@ class AdmitdLink {
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel on Stop
   uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, v1::Workload> workloads_ ABSL_GUARDED_BY(mu_);  // "ns/name"
+  // "ns/job name" -> the keys of the Workloads that Job controls.
+  std::map<std::string, std::set<std::string>> by_job_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::ResourceFlavor> flavors_ ABSL_GUARDED_BY(mu_);
   std::string unreachable_reason_ ABSL_GUARDED_BY(mu_);
   absl::Time unreachable_since_ ABSL_GUARDED_BY(mu_);

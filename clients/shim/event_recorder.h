@@ -4,8 +4,9 @@
 // one's count and lastTimestamp instead of creating another. Best effort: a failed write is
 // logged and dropped.
 //
-//   EventRecorder events(kube, "batch/job-kueue-controller", "shim-0");
-//   events.Record(job, "Normal", "Started", "Admitted by clusterQueue cq");
+//   EventRecorder events(kube, "shim-0");  // reportingInstance
+//   events.Record(job, "Normal", "Started", "Admitted by clusterQueue cq",
+//                 "batch/job-kueue-controller");
 //
 // Thread safety: Record from any thread; the destructor drains what is queued (for at most 2 s).
 #ifndef ADMITD_CLIENTS_SHIM_EVENT_RECORDER_H_

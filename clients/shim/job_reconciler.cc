@@ -53,14 +53,16 @@ bool Finished(const v1::Workload& wl) { return ConditionTrue(wl, "Finished"); }
 
 bool Admitted(const v1::Workload& wl) { return Reserved(wl) && ConditionTrue(wl, "Admitted"); }
 
-// Controller owners whose Jobs Kueue leaves to the owner's integration (§1.2).
+// A Job whose controller is of a kind the shim integrates (batch/v1 Job, v1 Pod, ray.io/v1
+// RayCluster: the webhook's list too) is left to its owner's integration (§1.2).
 bool OwnedByManagedKind(const nlohmann::json& job) {
-  for (const nlohmann::json& ref : Meta(job).value("ownerReferences", nlohmann::json::array())) {
-    if (!ref.value("controller", false)) continue;
-    const std::string kind = Str(ref, "kind");
-    return kind == "Job" || kind == "JobSet" || kind == "RayJob" || kind == "RayCluster" ||
-           kind == "MPIJob" || kind == "TrainJob" || kind == "PyTorchJob" || kind == "TFJob" ||
-           kind == "AppWrapper";
+  const nlohmann::json refs = Meta(job).value("ownerReferences", nlohmann::json::array());
+  if (!refs.is_array()) return false;
+  for (const nlohmann::json& ref : refs) {
+    if (!ref.is_object() || !ref.value("controller", false)) continue;
+    const std::string kind = Str(ref, "kind"), api_version = Str(ref, "apiVersion");
+    return (kind == "Job" && api_version == "batch/v1") || (kind == "Pod" && api_version == "v1") ||
+           (kind == "RayCluster" && api_version == "ray.io/v1");
   }
   return false;
 }
@@ -165,7 +167,7 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
     if (suspended && !Reserved(first) && !Finished(first)) {
       // A pending Workload follows the suspended Job's changes (Kueue updates it in place).
       if (absl::Status s = DeleteWorkload(first); !s.ok()) return s;
-      absl::Status s = Submit(*job, *built);
+      absl::Status s = Submit(*job, *built, /*record_created=*/false);
       if (s.ok()) {
         events_.Record(*job, "Normal", "UpdatedWorkload",
                        absl::StrCat("Updated not matching Workload for suspended job: ", ns, "/",
@@ -174,16 +176,19 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
       }
       return s;
     }
-    if (!suspended && !JobFinished(*job)) {
-      const bool one = others.size() == 1;
-      if (absl::Status s = Stop(*job, one ? &first : nullptr,
-                                one ? "No matching Workload; restoring pod templates according "
-                                      "to existent Workload"
-                                    : "Missing Workload; unable to restore pod templates");
-          !s.ok()) {
-        return s;
-      }
+  }
+  // A running Job without a matching Workload runs outside any quota: stop it (Kueue does so
+  // whether or not a Workload exists); it is submitted once its pods are gone.
+  if (match == nullptr && !suspended && !JobFinished(*job)) {
+    const bool one = others.size() == 1;
+    if (absl::Status s = Stop(*job, one ? others.front() : nullptr,
+                              one ? "No matching Workload; restoring pod templates according "
+                                    "to existent Workload"
+                                  : "Missing Workload; unable to restore pod templates");
+        !s.ok()) {
+      return s;
     }
+    if (others.empty()) return absl::OkStatus();  // submitted once no pod is active
   }
   for (const v1::Workload* wl : others) {
     if (absl::Status s = DeleteWorkload(*wl); !s.ok()) return s;
@@ -324,7 +329,8 @@ absl::Status JobReconciler::ReconcileWith(const nlohmann::json& job, const v1::W
   return absl::OkStatus();
 }
 
-absl::Status JobReconciler::Submit(const nlohmann::json& job, const v1::Workload& built) {
+absl::Status JobReconciler::Submit(const nlohmann::json& job, const v1::Workload& built,
+                                   bool record_created) {
   v1::SubmitRequest req;
   *req.mutable_workload() = built;
   v1::SubmitResponse resp;
@@ -334,8 +340,8 @@ absl::Status JobReconciler::Submit(const nlohmann::json& job, const v1::Workload
   admitd_.ReportCall(s);
   if (!s.ok()) return FromGrpc("submit", s);
   admitd_.Remember(resp.workload());
-  if (resp.created()) {
-    ++counters_.submits;
+  if (resp.created()) ++counters_.submits;
+  if (resp.created() && record_created) {
     events_.Record(job, "Normal", "CreatedWorkload",
                    absl::StrCat("Created Workload: ", built.metadata().namespace_(), "/",
                                 built.metadata().name()),

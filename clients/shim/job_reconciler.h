@@ -68,7 +68,9 @@ class JobReconciler {
                                 std::vector<v1::Workload> owned);
   absl::Status ReconcileWith(const nlohmann::json& job, const v1::Workload& built,
                              const v1::Workload* workload, bool elastic);
-  absl::Status Submit(const nlohmann::json& job, const v1::Workload& built);
+  // Records CreatedWorkload when it created one and `record_created`.
+  absl::Status Submit(const nlohmann::json& job, const v1::Workload& built,
+                      bool record_created = true);
   absl::Status DeleteWorkload(const v1::Workload& workload);
   absl::Status Start(const nlohmann::json& job, const v1::Workload& workload, bool elastic);
   // Stops the Job (three steps, §2.3), restoring the templates of `workload` (none: only

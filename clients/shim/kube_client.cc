@@ -10,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
@@ -57,6 +58,22 @@ std::string ReadFile(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// A kubeconfig's relative file paths are relative to the kubeconfig's directory.
+std::string Resolve(const std::string& kubeconfig, const std::string& file) {
+  if (file.empty() || file[0] == '/') return file;
+  const size_t slash = kubeconfig.rfind('/');
+  return slash == std::string::npos ? file : kubeconfig.substr(0, slash + 1) + file;
+}
+
+void SetBlob(CURL* curl, CURLoption option, const std::string& pem) {
+  curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+  curl_easy_setopt(curl, option, &blob);
+}
+
+}  // namespace
+
 absl::Status StatusFromHttp(long code, const std::string& body) {
   if (code >= 200 && code < 300) return absl::OkStatus();
   std::string message = body;
@@ -85,13 +102,46 @@ absl::StatusOr<KubeConfig> KubeConfig::FromKubeconfig(const std::string& path) {
       if (c["name"].as<std::string>() != cluster) continue;
       out.server = c["cluster"]["server"].as<std::string>();
       if (c["cluster"]["certificate-authority"]) {
-        out.ca_file = c["cluster"]["certificate-authority"].as<std::string>();
+        out.ca_file = Resolve(path, c["cluster"]["certificate-authority"].as<std::string>());
+      }
+      if (c["cluster"]["certificate-authority-data"]) {
+        if (!absl::Base64Unescape(c["cluster"]["certificate-authority-data"].as<std::string>(),
+                                  &out.ca_data)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": certificate-authority-data is not base64"));
+        }
+      }
+      if (c["cluster"]["insecure-skip-tls-verify"]) {
+        out.insecure_skip_tls_verify = c["cluster"]["insecure-skip-tls-verify"].as<bool>();
       }
     }
     for (const YAML::Node& u : doc["users"]) {
       if (u["name"].as<std::string>() != user || !u["user"]) continue;
-      if (u["user"]["token"]) out.token = u["user"]["token"].as<std::string>();
-      if (u["user"]["tokenFile"]) out.token_file = u["user"]["tokenFile"].as<std::string>();
+      const YAML::Node& user_node = u["user"];
+      if (user_node["token"]) out.token = user_node["token"].as<std::string>();
+      if (user_node["tokenFile"]) {
+        out.token_file = Resolve(path, user_node["tokenFile"].as<std::string>());
+      }
+      if (user_node["client-certificate"]) {
+        out.client_cert_file = Resolve(path, user_node["client-certificate"].as<std::string>());
+      }
+      if (user_node["client-key"]) {
+        out.client_key_file = Resolve(path, user_node["client-key"].as<std::string>());
+      }
+      for (const auto& [key, field] : {std::pair<const char*, std::string*>{
+                                           "client-certificate-data", &out.client_cert_data},
+                                       {"client-key-data", &out.client_key_data}}) {
+        if (user_node[key] && !absl::Base64Unescape(user_node[key].as<std::string>(), field)) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": ", key, " is not base64"));
+        }
+      }
+      for (const char* unsupported : {"exec", "auth-provider", "username"}) {
+        if (user_node[unsupported]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ": user \"", user, "\" authenticates with ", unsupported,
+              ", which admitd-shim does not support (use a token or a client certificate)"));
+        }
+      }
     }
     if (out.server.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": no server for cluster \"", cluster, "\""));
@@ -124,6 +174,24 @@ absl::StatusOr<KubeConfig> KubeConfig::InCluster(const std::string& account_dir)
 
 KubeClient::KubeClient(KubeConfig config) : config_(std::move(config)) { GlobalInit(); }
 
+void KubeClient::SetTls(void* handle) const {
+  CURL* curl = static_cast<CURL*>(handle);
+  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
+  if (!config_.ca_data.empty()) SetBlob(curl, CURLOPT_CAINFO_BLOB, config_.ca_data);
+  if (!config_.client_cert_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
+  }
+  if (!config_.client_key_file.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
+  }
+  if (!config_.client_cert_data.empty()) SetBlob(curl, CURLOPT_SSLCERT_BLOB, config_.client_cert_data);
+  if (!config_.client_key_data.empty()) SetBlob(curl, CURLOPT_SSLKEY_BLOB, config_.client_key_data);
+  if (config_.insecure_skip_tls_verify) {
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+}
+
 std::string KubeClient::Token() const {
   if (!config_.token_file.empty()) {
     return std::string(absl::StripAsciiWhitespace(ReadFile(config_.token_file)));
@@ -153,7 +221,7 @@ absl::StatusOr<nlohmann::json> KubeClient::Request(const std::string& method,
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &response);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 30L);
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-  if (!config_.ca_file.empty()) curl_easy_setopt(curl.get(), CURLOPT_CAINFO, config_.ca_file.c_str());
+  SetTls(curl.get());
   if (!body.empty()) {
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
@@ -284,7 +352,7 @@ absl::Status KubeClient::Watch(const std::string& path, const std::string& resou
   // The server ends the stream after timeoutSeconds; the margin covers a slow last write.
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, static_cast<long>(timeout_seconds) + 30L);
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-  if (!config_.ca_file.empty()) curl_easy_setopt(curl.get(), CURLOPT_CAINFO, config_.ca_file.c_str());
+  SetTls(curl.get());
   const CURLcode rc = curl_easy_perform(curl.get());
   if (!st.status.ok()) return st.status;
   if (st.stopped) return absl::OkStatus();

@@ -30,8 +30,14 @@ struct KubeConfig {
   std::string ca_file;     // PEM bundle to verify the server with; empty: the system's
   std::string token;       // bearer token; empty: none
   std::string token_file;  // re-read on every request when set (rotated service-account tokens)
+  std::string ca_data;     // PEM (a kubeconfig's certificate-authority-data, decoded)
+  // A client certificate and key: files, or PEM (client-certificate-data, client-key-data).
+  std::string client_cert_file, client_key_file, client_cert_data, client_key_data;
+  bool insecure_skip_tls_verify = false;
 
-  // The current context of a kubeconfig file (server, certificate-authority, token).
+  // The current context of a kubeconfig file: the cluster's server, certificate-authority(-data)
+  // and insecure-skip-tls-verify; the user's token, tokenFile, client-certificate(-data) and
+  // client-key(-data). INVALID_ARGUMENT for what it cannot use (an exec plugin, say).
   static absl::StatusOr<KubeConfig> FromKubeconfig(const std::string& path);
   // Inside a pod: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT with the mounted
   // service-account token (re-read as it rotates) and CA. FAILED_PRECONDITION outside a pod.
@@ -74,6 +80,7 @@ class KubeClient {
                                          const std::string& body,
                                          const std::string& content_type) const;
   std::string Token() const;
+  void SetTls(void* curl) const;  // the CA, client certificate and verification options
 
   KubeConfig config_;
 };

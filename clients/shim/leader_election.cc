@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 
 namespace admitd::shim {
 namespace {
@@ -95,9 +96,16 @@ absl::Status LeaderElector::Release() {
 
 void LeaderElector::Run(const std::function<void()>& on_started,
                         const std::function<void()>& on_stopped) {
+  std::string last_error;
   while (!stopped_.load()) {
     absl::StatusOr<bool> got = TryAcquireOrRenew();
     if (got.ok() && *got) break;
+    // An error (RBAC, a missing namespace) is logged once until it changes.
+    if (!got.ok() && got.status().ToString() != last_error) {
+      last_error = got.status().ToString();
+      ADMITD_LOG(kWarning, "cannot acquire the lease",
+                 {{"lease", absl::StrCat(config_.ns, "/", config_.name)}, {"error", last_error}});
+    }
     SleepUnless(stopped_, config_.retry_period);
   }
   if (stopped_.load()) return;
@@ -108,6 +116,11 @@ void LeaderElector::Run(const std::function<void()>& on_started,
     SleepUnless(stopped_, config_.retry_period);
     if (stopped_.load()) break;
     absl::StatusOr<bool> kept = TryAcquireOrRenew();
+    if (!kept.ok()) {
+      ADMITD_LOG(kWarning, "cannot renew the lease",
+                 {{"lease", absl::StrCat(config_.ns, "/", config_.name)},
+                  {"error", kept.status().ToString()}});
+    }
     if (kept.ok() && *kept) {
       renewed = absl::Now();
     } else if (absl::Now() - renewed > config_.renew_deadline || (kept.ok() && !*kept)) {

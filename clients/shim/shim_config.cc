@@ -1,6 +1,7 @@
 #include "clients/shim/shim_config.h"
 
 #include <map>
+#include <regex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -127,6 +128,13 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
   }
   if (c.admitd.empty()) return Bad("admitd", "is required (or set ADMITD_SERVER)");
   if (c.cluster.empty()) return Bad("cluster", "is required");
+  // It becomes the value of a label on every Workload.
+  static const std::regex kLabelValue("[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?");
+  if (!std::regex_match(c.cluster, kLabelValue)) {
+    return Bad("cluster", "\"" + c.cluster +
+                              "\" is not a valid label value (at most 63 characters: letters, "
+                              "digits, '-', '_' or '.', starting and ending with a letter or digit)");
+  }
   if (c.renew_deadline >= c.lease_duration) {
     return Bad("renew-deadline", "must be shorter than --lease-duration");
   }

@@ -72,6 +72,10 @@ TEST_F(ShimConfigTest, ErrorsNameTheFlag) {
   EXPECT_EQ(Parse({"--cluster=c", "--feature-gates=Nope=true"}).status().message(),
             "--feature-gates: unknown feature gate \"Nope\" (known: ElasticJobsViaWorkloadSlices)");
   EXPECT_EQ(Parse({"--cluster"}).status().message(), "--cluster: needs a value");
+  EXPECT_EQ(Parse({"--cluster=a/b"}).status().message(),
+            "--cluster: \"a/b\" is not a valid label value (at most 63 characters: letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit)");
+  EXPECT_TRUE(Parse({"--cluster=eu-west_1.prod"}).ok());
 }
 
 }  // namespace

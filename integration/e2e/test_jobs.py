@@ -193,6 +193,21 @@ value: 10
         wait_until(lambda: is_true(s.job(ns, "chg"), "Complete"), timeout=T,
                    what="the changed Job to run")
 
+    def test_a_job_created_running_without_the_webhook_is_stopped_then_admitted(self):
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, "cq-run", 4))
+        s.create_job(job(ns, "eager", parallelism=2, completions=2, runtime=1, suspend=False))
+        ev = wait_until(lambda: [e for e in s.events(ns, "eager") if e["reason"] == "Stopped"],
+                        timeout=T, what="the running Job to be stopped")
+        self.assertEqual(ev[0]["message"], "Missing Workload; unable to restore pod templates")
+        wait_until(lambda: is_true(s.job(ns, "eager"), "Complete"), timeout=T,
+                   what="the Job to be admitted and complete")
+        wl = self.workload("eager")
+        self.assertEqual(condition(wl, "Finished")["reason"], "Succeeded")
+        reasons = [e["reason"] for e in s.events(ns, "eager")]
+        self.assertIn("CreatedWorkload", reasons)
+        self.assertIn("Started", reasons)
+
     def running(self, name):
         return sorted((p["metadata"]["name"], p["metadata"]["uid"]) for p in self.s.pods(self.ns, name)
                       if p["status"].get("phase") == "Running" and
