@@ -19,7 +19,8 @@ This module is the entry point and the HTTP layer: request routing, list
 pagination, watch streaming, the fixture-only endpoints, the command line and
 main(). The rest lives in resources.py (resource table, discovery, OpenAPI),
 store.py (objects, resourceVersions, watch history, admission hooks and
-listeners), objects.py (per-kind defaulting and validation), kselectors.py
+listeners), objects.py (per-kind defaulting and validation), updaterules.py
+(what pod and Job updates may change, and the feature gates), kselectors.py
 (label and field selectors), tables.py (kubectl's Table form), errors.py
 (Status errors) and kpatch.py (patch algorithms).
 """
@@ -37,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import tables
+import updaterules
 from errors import (ApiError, bad_request, expired, method_not_allowed, status_details,
                     unsupported_media_type)
 from kselectors import FieldSelector, LabelSelector
@@ -492,6 +494,11 @@ class App:
 
     def __init__(self, args):
         self.store = Store(args.history_size)
+        try:
+            self.store.features = updaterules.feature_gates(args.server_version,
+                                                            args.feature_gates)
+        except ValueError as e:
+            raise SystemExit("--feature-gates: %s" % e)
         self.verbose = args.verbose
         self.server_version = args.server_version
         self.bookmark_interval = args.bookmark_interval
@@ -555,7 +562,11 @@ def parse_args(argv=None):
                    help="seconds between BOOKMARK events on watches that allow them")
     p.add_argument("--min-request-timeout", type=float, default=1800.0,
                    help="watches without timeoutSeconds end after [x, 2x) seconds")
-    p.add_argument("--server-version", default=DEFAULT_VERSION)
+    p.add_argument("--server-version", default=DEFAULT_VERSION,
+                   help="version reported; also picks the feature gates' defaults")
+    p.add_argument("--feature-gates", default="",
+                   help="Name=true|false,... (MutableSchedulingDirectivesForSuspendedJobs, "
+                        "MutablePodResourcesForSuspendedJobs; on by default from v1.36)")
     p.add_argument("--namespace", action="append", default=[],
                    help="extra namespace to create at start (repeatable)")
     p.add_argument("--controllers", default="",

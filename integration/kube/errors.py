@@ -107,10 +107,11 @@ def _go_value(v):
 
 def invalid(res, name, errors):
     """422 Invalid as errors.NewInvalid(qualifiedKind, name, errs)."""
-    if len(errors) == 1:
-        agg = errors[0].error()
-    else:
-        agg = "[" + ", ".join(e.error() for e in errors) + "]"
+    msgs = []
+    for e in errors:  # ErrorList.ToAggregate drops repeated messages
+        if e.error() not in msgs:
+            msgs.append(e.error())
+    agg = msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
     qkind = res.kind + ("." + res.group if res.group else "")
     details = {"name": name}
     if res.group:

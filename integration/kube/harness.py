@@ -36,8 +36,14 @@ class ApiServerProcess:
         ready, _, _ = select.select([self.proc.stdout], [], [], 10)
         line = self.proc.stdout.readline() if ready else ""
         if not line.startswith("listening "):
+            try:
+                self.proc.wait(5)  # let it finish writing why
+            except subprocess.TimeoutExpired:
+                pass
+            self._log.flush()
+            log = self.log()
             self.stop()
-            raise RuntimeError("apiserver did not start: %r (log: %s)" % (line, self.log()))
+            raise RuntimeError("apiserver did not start: %r (log: %s)" % (line, log))
         self.address = line.split()[1]
         self.url = "http://" + self.address
         return self

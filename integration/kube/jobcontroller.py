@@ -26,8 +26,10 @@ what kube-controller-manager's Job controller does as far as a shim can see:
   ``completionTime``; on failure (failed > backoffLimit, default 6, or
   activeDeadlineSeconds exceeded) ``FailureTarget`` and the active pods
   deleted, then ``Failed`` (BackoffLimitExceeded / DeadlineExceeded);
-* suspended: deletes the active pods and sets ``Suspended=True``; like
-  Kubernetes it does not clear ``startTime`` (Kueue clears it itself);
+* suspended: deletes the active pods and sets ``Suspended=True``; it clears
+  ``startTime`` then only with the MutableSchedulingDirectivesForSuspendedJobs
+  feature gate (on by default from v1.36, as in Kubernetes); before 1.36
+  Kubernetes leaves it (Kueue clears it itself through ``/status``);
 * a deleted Job, as the garbage collector would: with propagationPolicy
   Background or Foreground its pods are deleted; with Orphan, or with no
   policy at all (batch/v1's default, kept for compatibility: "child pods are
@@ -256,8 +258,13 @@ class JobController(controllers.Controller):
                 self._delete_pod(p)
             terminating += active
             active = []
+            susp = controllers.get_condition({"status": status}, "Suspended")
+            just_suspended = susp is None or susp.get("status") != "True"
             controllers.set_condition(conds, "Suspended", "True", "JobSuspended",
                                       "Job suspended", now, True)
+            gates = self.store.features
+            if just_suspended and gates.get("MutableSchedulingDirectivesForSuspendedJobs"):
+                status.pop("startTime", None)  # 1.36: cleared when marked suspended
         else:
             susp = controllers.get_condition({"status": status}, "Suspended")
             if susp is not None and susp.get("status") == "True":

@@ -2,12 +2,14 @@
 
 What the registry strategies of namespaces, pods and jobs do on create and
 update (status reset, spec defaults, the QoS class, a Job's selector), object
-name and label syntax, and the validation errors answered as 422 Invalid.
+name and label syntax, and the validation errors answered as 422 Invalid (the
+pod and Job update rules are in updaterules.py).
 """
 
 import json
 import re
 
+import updaterules
 from errors import FieldError
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -91,6 +93,16 @@ def prepare_for_create(res, obj):
 
 
 def prepare_for_update(res, new, old):
+    """Defaulting of the new object (kube-apiserver defaults every decoded body)."""
+    if res.kind == "Pod" and isinstance(new.get("spec"), dict):
+        spec, ospec = new["spec"], old.get("spec") or {}
+        # The Priority admission plugin keeps the priority it set on create.
+        for key in ("priority", "preemptionPolicy"):
+            if spec.get(key) is None and ospec.get(key) is not None:
+                spec[key] = ospec[key]
+        default_pod_spec(spec)
+    if res.kind == "Job" and isinstance(new.get("spec"), dict):
+        default_job_spec(new["spec"])
     if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         import webhooks
         webhooks.default_configuration(new, res.kind.startswith("Mutating"))
@@ -126,6 +138,20 @@ def default_pod_spec(spec):
 
 def default_job(job):
     spec = job.setdefault("spec", {})
+    default_job_spec(spec)
+    if spec.get("manualSelector") is None:
+        spec.pop("manualSelector", None)
+        uid = job["metadata"]["uid"]
+        name = job["metadata"]["name"]
+        labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+                  "controller-uid": uid, "job-name": name}
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        tmpl_meta = spec.setdefault("template", {}).setdefault("metadata", {})
+        tmpl_meta.setdefault("labels", {}).update(labels)
+
+
+def default_job_spec(spec):
+    """The batch/v1 defaults of a Job spec and of its pod template."""
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
         spec["parallelism"] = 1
@@ -134,17 +160,12 @@ def default_job(job):
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
-    spec.setdefault("manualSelector", None)
-    if spec.get("manualSelector") is None:
-        spec.pop("manualSelector")
-        uid = job["metadata"]["uid"]
-        name = job["metadata"]["name"]
-        labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
-                  "controller-uid": uid, "job-name": name}
-        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-        tmpl_meta = spec.setdefault("template", {}).setdefault("metadata", {})
-        tmpl_meta.setdefault("labels", {}).update(labels)
-    tspec = spec.setdefault("template", {}).setdefault("spec", {})
+    tmpl = spec.setdefault("template", {})
+    if not isinstance(tmpl, dict):
+        return
+    tspec = tmpl.setdefault("spec", {})
+    if not isinstance(tspec, dict):
+        return
     default_pod_spec(tspec)
     tspec.pop("priority", None)
     tspec.pop("preemptionPolicy", None)
@@ -175,7 +196,11 @@ def validate_create(res, obj):
     return errs
 
 
-def validate_update(res, new, old):
+def validate_update(res, new, old, sub="", features=None):
+    """Update validation; ``sub`` is the subresource written ("status": spec rules skipped).
+
+    ``features`` holds the feature gates (``updaterules.feature_gates``).
+    """
     errs = []
     om, nm = old["metadata"], new["metadata"]
     if om.get("deletionTimestamp"):
@@ -185,10 +210,6 @@ def validate_update(res, new, old):
                                    "no new finalizers can be added if the object is being "
                                    "deleted, found new finalizers []string{%s}"
                                    % ", ".join(json.dumps(f) for f in added)))
-    if res.kind == "Pod":
-        errs.extend(_validate_only_deleted_gates(
-            (new.get("spec") or {}).get("schedulingGates") or [],
-            (old.get("spec") or {}).get("schedulingGates") or [], "spec.schedulingGates"))
     if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         import webhooks
         errs.extend(webhooks.validate_configuration(new))
@@ -198,20 +219,10 @@ def validate_update(res, new, old):
                                    "string or consist of alphanumeric characters, '-', '_' or "
                                    "'.', and must start and end with an alphanumeric character",
                                    v, True))
+    if sub != "status":
+        if res.kind == "Pod":
+            errs.extend(updaterules.pod_update_errors(new, old))
+        elif res.kind == "Job":
+            errs.extend(updaterules.job_update_errors(new, old, features))
     return errs
 
-
-def _validate_only_deleted_gates(new_gates, old_gates, path):
-    """validateOnlyDeletedSchedulingGates (pkg/apis/core/validation)."""
-    old_names = {g.get("name") for g in old_gates if isinstance(g, dict)}
-    additional = {}
-    for i, g in enumerate(new_gates):
-        if isinstance(g, dict):
-            additional[g.get("name")] = i
-    errs = []
-    for gate, i in sorted(additional.items(), key=lambda kv: kv[1]):
-        if gate not in old_names:
-            errs.append(FieldError("Forbidden", "%s[%d].name" % (path, i),
-                                   "only deletion is allowed, but found new scheduling gate '%s'"
-                                   % gate))
-    return errs

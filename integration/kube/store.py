@@ -75,6 +75,7 @@ class Store:
         self.compacted_rv = 0  # events with rv <= compacted_rv are gone
         self.admission = []
         self.listeners = []
+        self.features = {}  # feature gates (updaterules.feature_gates); none on by default
 
     # ------------------------------------------------------------- internals
     def _commit(self, res, typ, obj, prev, opts=None):
@@ -241,7 +242,7 @@ class Store:
                 nm.pop("namespace", None)
             nm.pop("managedFields", None)
             new["apiVersion"], new["kind"] = res.api_version, res.kind
-            errs = validate_update(res, new, old)
+            errs = validate_update(res, new, old, sub, self.features)
             if errs:
                 raise invalid(res, name, errs)
             new = self._admit("UPDATE", res, sub, ns, name, new, old, dry_run)

@@ -228,7 +228,8 @@ class WebhookAdmission:
         if req.operation == "CREATE" and not req.subresource:
             errs = validate_create(req.res, obj)
         elif req.operation == "UPDATE":
-            errs = validate_update(req.res, obj, req.old_object)
+            errs = validate_update(req.res, obj, req.old_object, req.subresource,
+                                   self.store.features)
         else:
             errs = []
         if errs:
