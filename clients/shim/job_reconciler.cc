@@ -418,8 +418,18 @@ absl::Status JobReconciler::Stop(const nlohmann::json& job, const v1::Workload* 
   StopPlan plan;
   if (wl != nullptr) {
     plan = PlanStop(job, *wl);
-  } else if (!job.value("spec", nlohmann::json::object()).value("suspend", false)) {
-    plan.suspend = {{"spec", {{"suspend", true}}}};
+  } else {
+    // No template to restore; the other steps as always (startTime must go before a start may
+    // change the template).
+    const nlohmann::json& spec = job.contains("spec") ? job["spec"] : nlohmann::json::object();
+    if (!spec.is_object() || !spec.value("suspend", false)) {
+      plan.suspend = {{"metadata", {{"annotations", {{"kueue.x-k8s.io/stopping", "true"}}}}},
+                      {"spec", {{"suspend", true}}}};
+    }
+    const nlohmann::json status = job.value("status", nlohmann::json::object());
+    plan.clear_start_time =
+        status.is_object() && status.contains("startTime") && !status["startTime"].is_null();
+    plan.restore = {{"metadata", {{"annotations", {{"kueue.x-k8s.io/stopping", nullptr}}}}}};
   }
   nlohmann::json current = job;
   auto apply = [&](const nlohmann::json& patch, bool status) -> absl::Status {

@@ -175,15 +175,17 @@ value: 10
                    what="the first Job to start")
         s.create_job(job(ns, "chg", parallelism=1, completions=1, cpu="1", runtime=1))
         first = wait_until(lambda: self.workload("chg"), timeout=T, what="the Workload")
-        # While suspended, the template may change: the Workload must follow (§1.8).
-        s.patch_job(ns, "chg", {"spec": {"template": {"spec": {"containers": [
-            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}]}}}})
+        # While suspended (and never started), a Job's scheduling directives may change; a new
+        # toleration makes the Workload differ (§1.8), so it follows.
+        toleration = {"key": "dedicated", "operator": "Equal", "value": "batch",
+                      "effect": "NoSchedule"}
+        s.patch_job(ns, "chg", {"spec": {"template": {"spec": {"tolerations": [toleration]}}}})
         wl = wait_until(lambda: (lambda w: w if w and w["metadata"]["uid"] !=
                                  first["metadata"]["uid"] else None)(self.workload("chg")),
                         timeout=T, what="a new Workload")
         self.assertEqual(wl["metadata"]["name"], first["metadata"]["name"])
-        self.assertEqual(wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
-                         ["resources"]["requests"]["cpu"], "500m")
+        self.assertEqual(wl["spec"]["podSets"][0]["template"]["spec"]["tolerations"],
+                         [toleration])
         ev = wait_until(lambda: [e for e in s.events(ns, "chg") if e["reason"] == "UpdatedWorkload"],
                         timeout=T, what="an UpdatedWorkload event")
         self.assertEqual(ev[0]["message"], "Updated not matching Workload for suspended job: "
