@@ -137,14 +137,11 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
     }
   }
 
-  absl::StatusOr<v1::Workload> built = WorkloadForJob(*job, options_.workload);
+  absl::StatusOr<v1::Workload> built = Build(key, *job);
   if (!built.ok()) {
     ADMITD_LOG(kWarning, "job cannot be read", {{"job", key}, {"error", built.status().ToString()}});
     return absl::OkStatus();  // nothing to do until the Job changes
   }
-  (*built->mutable_metadata()->mutable_labels())[kJobClusterLabel] = options_.cluster;
-  (*built->mutable_metadata()->mutable_annotations())[kContainersDigestAnnotation] =
-      ContainersDigest((*job)["spec"].value("template", nlohmann::json::object()));
 
   const nlohmann::json annotations = Meta(*job).value("annotations", nlohmann::json::object());
   if (options_.workload.elastic_jobs && Str(annotations, "kueue.x-k8s.io/elastic-job") == "true") {
@@ -202,8 +199,35 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
   return ReconcileWith(*job, *built, match, /*elastic=*/false);
 }
 
+absl::StatusOr<v1::Workload> JobReconciler::Build(const std::string& key,
+                                                  const nlohmann::json& job) {
+  const std::string uid = Str(Meta(job), "uid"), rv = Str(Meta(job), "resourceVersion");
+  {
+    absl::MutexLock lock(&built_mu_);
+    auto it = built_.find(key);
+    if (it != built_.end() && it->second.uid == uid && it->second.resource_version == rv &&
+        !rv.empty()) {
+      return it->second.workload;
+    }
+  }
+  absl::StatusOr<v1::Workload> built = WorkloadForJob(job, options_.workload);
+  if (!built.ok()) return built;
+  (*built->mutable_metadata()->mutable_labels())[kJobClusterLabel] = options_.cluster;
+  const nlohmann::json& spec = job.contains("spec") ? job["spec"] : nlohmann::json::object();
+  (*built->mutable_metadata()->mutable_annotations())[kContainersDigestAnnotation] =
+      ContainersDigest(spec.is_object() ? spec.value("template", nlohmann::json::object())
+                                        : nlohmann::json::object());
+  absl::MutexLock lock(&built_mu_);
+  built_[key] = Built{uid, rv, *built};
+  return built;
+}
+
 absl::Status JobReconciler::Finalize(const std::string& ns, const std::string& name,
                                      const std::vector<v1::Workload>& workloads) {
+  {
+    absl::MutexLock lock(&built_mu_);
+    built_.erase(ns + "/" + name);
+  }
   // Kueue finishes them (OwnerNotFound) and the garbage collector deletes them: here, at once.
   for (const v1::Workload& wl : workloads) {
     if (absl::Status s = DeleteWorkload(wl); !s.ok()) return s;

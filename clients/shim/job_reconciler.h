@@ -16,11 +16,14 @@
 #define ADMITD_CLIENTS_SHIM_JOB_RECONCILER_H_
 
 #include <atomic>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "admitd/v1/objects.pb.h"
 #include "clients/shim/admitd_link.h"
 #include "clients/shim/event_recorder.h"
@@ -84,6 +87,8 @@ class JobReconciler {
   absl::Status PatchJob(const nlohmann::json& job, nlohmann::json patch, bool status = false);
   bool Equivalent(const nlohmann::json& job, const v1::Workload& built,
                   const v1::Workload& workload) const;
+  // The Workload the Job makes (with the shim's label and digest), built once per Job version.
+  absl::StatusOr<v1::Workload> Build(const std::string& key, const nlohmann::json& job);
 
   const KubeClient& kube_;
   AdmitdLink& admitd_;
@@ -92,6 +97,12 @@ class JobReconciler {
   EventRecorder& events_;
   const JobReconcilerOptions options_;
   JobReconcilerCounters counters_;
+  struct Built {
+    std::string uid, resource_version;
+    v1::Workload workload;
+  };
+  absl::Mutex built_mu_;
+  std::map<std::string, Built> built_ ABSL_GUARDED_BY(built_mu_);  // by "ns/name"
 };
 
 // Digest of a Job template's containers and initContainers (hex).

@@ -203,8 +203,12 @@ absl::StatusOr<nlohmann::json> KubeClient::Request(const std::string& method,
                                                    const std::string& path,
                                                    const std::string& body,
                                                    const std::string& content_type) const {
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) return absl::InternalError("curl_easy_init failed");
+  // One handle per thread, reset between requests: its connections stay open for the next
+  // request (no TCP or TLS handshake per call).
+  thread_local std::unique_ptr<CURL, CurlDeleter> handle(curl_easy_init());
+  if (!handle) return absl::InternalError("curl_easy_init failed");
+  curl_easy_reset(handle.get());
+  CURL* const curl = handle.get();
   const std::string url = config_.server + path;
   std::string response;
   std::unique_ptr<curl_slist, HeaderDeleter> headers;
@@ -214,24 +218,24 @@ absl::StatusOr<nlohmann::json> KubeClient::Request(const std::string& method,
   add("Accept: application/json");
   if (!content_type.empty()) add("Content-Type: " + content_type);
   if (const std::string token = Token(); !token.empty()) add("Authorization: Bearer " + token);
-  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, method.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &response);
-  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 30L);
-  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-  SetTls(curl.get());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  SetTls(curl);
   if (!body.empty()) {
-    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
   }
-  const CURLcode rc = curl_easy_perform(curl.get());
+  const CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
     return absl::UnavailableError(absl::StrCat(method, " ", url, ": ", curl_easy_strerror(rc)));
   }
   long code = 0;
-  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
   if (absl::Status s = StatusFromHttp(code, response); !s.ok()) return s;
   nlohmann::json out = nlohmann::json::parse(response, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) {

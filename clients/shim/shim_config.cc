@@ -33,7 +33,7 @@ become Workloads in admitd, and admitd's decisions start, stop and finish them.
                                     (default kube-system,<leader election namespace>)
   --manage-jobs-without-queue-name  manage Jobs that have no queue-name label too
   --feature-gates ElasticJobsViaWorkloadSlices=true|false
-  --workers N                       Jobs reconciled at once (default 8)
+  --workers N                       Jobs reconciled at once (default 16)
   --resync-period D                 reconcile every Job again this often (default 10m)
   --log-level debug|info|warning|error
 )";

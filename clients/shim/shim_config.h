@@ -33,7 +33,7 @@ struct ShimConfig {
   std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
   bool manage_jobs_without_queue_name = false;
   bool elastic_jobs = true;  // the ElasticJobsViaWorkloadSlices gate
-  int workers = 8;
+  int workers = 16;
   absl::Duration resync_period = absl::Minutes(10);
   std::string log_level = "info";
 };

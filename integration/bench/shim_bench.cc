@@ -72,7 +72,7 @@ constexpr char kUsage[] =
     "  --apiserver-arg ARG  an extra argument for the test API server (repeatable), e.g.\n"
     "                       --apiserver-arg --controllers=job\n"
     "  --shim-arg ARG       an extra argument for admitd-shim (repeatable), e.g. --shim-arg "
-    "--workers=16\n";
+    "--workers=32\n";
 
 constexpr char kJobNamespace[] = "shim-bench";
 constexpr char kDirectNamespace[] = "direct-bench";

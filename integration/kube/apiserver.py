@@ -602,6 +602,9 @@ def parse_service_addresses(specs):
 
 def make_server(args):
     app = App(args)
+    # A real API server accepts far more pending connections than http.server's default 5: a
+    # client creating many objects at once must not see connections dropped.
+    ThreadingHTTPServer.request_queue_size = 1024
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)
     httpd.daemon_threads = True
     httpd.app = app
