@@ -65,6 +65,22 @@ must_render() {
   fi
 }
 
+# Renders chart $1 with the values after $3, and checks that its webhook configurations hold the
+# webhooks $2 (names sorted, space-separated) and that the shim's arguments hold $3 ("-": no
+# --integrations flag).
+must_have_webhooks() {
+  local chart=$1 names=$2 integrations=$3 out got flag
+  shift 3
+  out=$("$HELM" template r "$chart" --namespace admitd-system "$@")
+  got=$(grep -E '^  - name: [a-z]+\.kb\.io$' <<<"$out" | sed 's/.*name: //' | LC_ALL=C sort |
+    paste -sd' ')
+  [ "$got" = "$names" ] ||
+    { echo "helm: rendering $chart with $*: webhooks [$got], want [$names]" >&2; exit 1; }
+  flag=$(grep -oE -- '--integrations=[^ "]*' <<<"$out" || true)
+  [ "${flag:--}" = "$integrations" ] ||
+    { echo "helm: rendering $chart with $*: [$flag], want [$integrations]" >&2; exit 1; }
+}
+
 if [ -n "${HELM:-}" ] && [ ! -x "$HELM" ]; then
   echo "helm: HELM=$HELM is not an executable" >&2  # asked for explicitly, so not a skip
   exit 1
@@ -95,6 +111,10 @@ if [ -n "$HELM" ]; then
     --set webhook.failurePolicy=Ignore --set manageJobsWithoutQueueName=true
   must_render "$chart" "ClusterRole ClusterRoleBinding Deployment ServiceAccount" "${required[@]}" \
     --set webhook.enabled=false --set leaderElection.enabled=false --set replicaCount=1
+  must_have_webhooks "$chart" "mjob.kb.io vjob.kb.io" - "${required[@]}"
+  must_render "$chart" "$all" "${required[@]}" --set integrations.pods=true
+  must_have_webhooks "$chart" "mjob.kb.io mpod.kb.io vjob.kb.io vpod.kb.io" \
+    --integrations=batch/job,pod "${required[@]}" --set integrations.pods=true
   must_refuse "$chart" "/admitd" --set cluster.name=c1
   must_refuse "$chart" "/cluster" --set admitd.address=admitd:50051
   must_refuse "$chart" "/admitd/address" "${required[@]}" --set admitd.address=admitd
@@ -103,6 +123,8 @@ if [ -n "$HELM" ]; then
   must_refuse "$chart" "unknownKey" "${required[@]}" --set unknownKey=1
   must_refuse "$chart" "/cluster/name" "${required[@]}" --set cluster.name=a/b
   must_refuse "$chart" "unknownKey" "${required[@]}" --set webhook.unknownKey=1
+  must_refuse "$chart" "unknownKey" "${required[@]}" --set integrations.unknownKey=1
+  must_refuse "$chart" "/integrations/pods" "${required[@]}" --set-string integrations.pods=yes
   must_refuse "$chart" "/webhook/certificate/caBundle" "${required[@]}" \
     --set webhook.certificate.existingSecret=shim-cert
   must_refuse "$chart" "leaderElection.enabled=false" "${required[@]}" \

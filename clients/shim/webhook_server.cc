@@ -26,6 +26,8 @@ namespace {
 
 constexpr char kMutatePath[] = "/mutate-batch-v1-job";
 constexpr char kValidatePath[] = "/validate-batch-v1-job";
+constexpr char kMutatePodPath[] = "/mutate--v1-pod";
+constexpr char kValidatePodPath[] = "/validate--v1-pod";
 
 // ---- Certificate and key, reloaded when their files change
 // ---------------------------------------
@@ -188,6 +190,83 @@ nlohmann::json WithNamespace(nlohmann::json object, const nlohmann::json& reques
   return object;
 }
 
+// What a webhook reads from an AdmissionReview, and the response it starts from.
+struct ReviewRequest {
+  nlohmann::json review;
+  nlohmann::json response;  // {uid, allowed: true}
+  nlohmann::json object;
+  nlohmann::json old_object;
+  bool create = false;
+  bool update = false;
+};
+
+// Reads `body`; false with `*reply` set when it is answered at once: HTTP 400 for a body that is
+// not an AdmissionReview, a denial for a CREATE or UPDATE without the `kind` object to decode.
+bool ReadReview(const std::string& body, const char* kind, ReviewRequest* out,
+                WebhookReply* reply) {
+  nlohmann::json review = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!review.is_object()) {
+    *reply = BadRequest("the body is not a JSON object");
+    return false;
+  }
+  const std::string api_version = review.value("apiVersion", nlohmann::json()).is_string()
+                                      ? review["apiVersion"].get<std::string>()
+                                      : "";
+  if (review.value("kind", nlohmann::json()) != "AdmissionReview" ||
+      (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1")) {
+    *reply = BadRequest("the body is not an admission.k8s.io/v1 AdmissionReview");
+    return false;
+  }
+  const nlohmann::json& request = review.contains("request") ? review["request"] : nlohmann::json();
+  if (!request.is_object() || !request.value("uid", nlohmann::json()).is_string()) {
+    *reply = BadRequest("the AdmissionReview has no request with a uid");
+    return false;
+  }
+  out->response = {{"uid", request["uid"]}, {"allowed", true}};
+  const std::string operation = request.value("operation", nlohmann::json()).is_string()
+                                    ? request["operation"].get<std::string>()
+                                    : "";
+  out->create = operation == "CREATE";
+  out->update = operation == "UPDATE";
+  out->object = WithNamespace(request.value("object", nlohmann::json()), request);
+  out->old_object = WithNamespace(request.value("oldObject", nlohmann::json()), request);
+  out->review = std::move(review);
+  if ((out->create || out->update) &&
+      (!out->object.is_object() || (out->update && !out->old_object.is_object()))) {
+    out->response["allowed"] = false;
+    out->response["status"] = {
+        {"code", 400}, {"message", absl::StrCat("the request carries no ", kind, " to decode")}};
+    *reply = {200, Review(out->review, std::move(out->response))};
+    return false;
+  }
+  return true;
+}
+
+// The answer of a mutating webhook: `ops` as a base64 JSONPatch, none when empty.
+WebhookReply Mutated(ReviewRequest& r, const std::vector<nlohmann::json>& ops) {
+  if (!ops.empty()) {
+    r.response["patchType"] = "JSONPatch";
+    r.response["patch"] = absl::Base64Escape(nlohmann::json(ops).dump());
+  }
+  return {200, Review(r.review, std::move(r.response))};
+}
+
+// The answer of a validating webhook: allowed, or denied with the aggregated errors.
+WebhookReply Judged(ReviewRequest& r, const std::vector<FieldError>& errors,
+                    const std::vector<std::string>& warnings) {
+  if (errors.empty()) {
+    r.response["status"] = {{"metadata", nlohmann::json::object()}, {"code", 200}};
+  } else {
+    r.response["allowed"] = false;
+    r.response["status"] = {{"metadata", nlohmann::json::object()},
+                            {"code", 403},
+                            {"reason", "Forbidden"},
+                            {"message", AggregateErrors(errors)}};
+  }
+  if (!warnings.empty()) r.response["warnings"] = warnings;
+  return {200, Review(r.review, std::move(r.response))};
+}
+
 bool SplitHostPort(const std::string& address, std::string* host, int* port) {
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos) return false;
@@ -203,55 +282,33 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
 
 WebhookReply AnswerJobReview(const std::string& path, const std::string& body,
                              JobWebhookContext& context, const JobWebhookOptions& options) {
-  const nlohmann::json review = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!review.is_object()) return BadRequest("the body is not a JSON object");
-  const std::string api_version = review.value("apiVersion", nlohmann::json()).is_string()
-                                      ? review["apiVersion"].get<std::string>()
-                                      : "";
-  if (review.value("kind", nlohmann::json()) != "AdmissionReview" ||
-      (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1")) {
-    return BadRequest("the body is not an admission.k8s.io/v1 AdmissionReview");
-  }
-  const nlohmann::json& request = review.contains("request") ? review["request"] : nlohmann::json();
-  if (!request.is_object() || !request.value("uid", nlohmann::json()).is_string()) {
-    return BadRequest("the AdmissionReview has no request with a uid");
-  }
-  nlohmann::json response = {{"uid", request["uid"]}, {"allowed", true}};
-  const std::string operation = request.value("operation", nlohmann::json()).is_string()
-                                    ? request["operation"].get<std::string>()
-                                    : "";
-  const bool create = operation == "CREATE", update = operation == "UPDATE";
-  const nlohmann::json object = WithNamespace(request.value("object", nlohmann::json()), request);
-  const nlohmann::json old_object =
-      WithNamespace(request.value("oldObject", nlohmann::json()), request);
-  if ((create || update) && (!object.is_object() || (update && !old_object.is_object()))) {
-    response["allowed"] = false;
-    response["status"] = {{"code", 400}, {"message", "the request carries no Job to decode"}};
-    return {200, Review(review, std::move(response))};
-  }
+  ReviewRequest r;
+  WebhookReply reply;
+  if (!ReadReview(body, "Job", &r, &reply)) return reply;
   if (path == kMutatePath) {
-    if (create) {
-      std::vector<nlohmann::json> ops = DefaultJob(object, context, options);
-      if (!ops.empty()) {
-        response["patchType"] = "JSONPatch";
-        response["patch"] = absl::Base64Escape(nlohmann::json(ops).dump());
-      }
-    }
-    return {200, Review(review, std::move(response))};
+    return Mutated(
+        r, r.create ? DefaultJob(r.object, context, options) : std::vector<nlohmann::json>());
   }
   std::vector<FieldError> errors;
-  if (create) errors = ValidateJobCreate(object, context, options);
-  if (update) errors = ValidateJobUpdate(old_object, object, context, options);
-  if (errors.empty()) {
-    response["status"] = {{"metadata", nlohmann::json::object()}, {"code", 200}};
-  } else {
-    response["allowed"] = false;
-    response["status"] = {{"metadata", nlohmann::json::object()},
-                          {"code", 403},
-                          {"reason", "Forbidden"},
-                          {"message", AggregateErrors(errors)}};
+  if (r.create) errors = ValidateJobCreate(r.object, context, options);
+  if (r.update) errors = ValidateJobUpdate(r.old_object, r.object, context, options);
+  return Judged(r, errors, {});
+}
+
+WebhookReply AnswerPodReview(const std::string& path, const std::string& body,
+                             JobWebhookContext& context, const PodWebhookOptions& options) {
+  ReviewRequest r;
+  WebhookReply reply;
+  if (!ReadReview(body, "Pod", &r, &reply)) return reply;
+  if (path == kMutatePodPath) {
+    return Mutated(
+        r, r.create ? DefaultPod(r.object, context, options) : std::vector<nlohmann::json>());
   }
-  return {200, Review(review, std::move(response))};
+  std::vector<FieldError> errors;
+  std::vector<std::string> warnings;
+  if (r.create) errors = ValidatePodCreate(r.object, context, options, &warnings);
+  if (r.update) errors = ValidatePodUpdate(r.old_object, r.object, context, options, &warnings);
+  return Judged(r, errors, warnings);
 }
 
 class WebhookServer::Impl {
@@ -302,6 +359,16 @@ absl::Status WebhookServer::Start() {
       res.status = reply.http_status;
       res.set_content(reply.body.dump(), "application/json");
     });
+  }
+  PodWebhookOptions pod_options = options_.pod;
+  pod_options.integration_enabled = options_.pods;
+  for (const char* path : {kMutatePodPath, kValidatePodPath}) {
+    server.Post(path,
+                [this, path, pod_options](const httplib::Request& req, httplib::Response& res) {
+                  WebhookReply reply = AnswerPodReview(path, req.body, context_, pod_options);
+                  res.status = reply.http_status;
+                  res.set_content(reply.body.dump(), "application/json");
+                });
   }
   if (host.find(':') != std::string::npos) server.set_address_family(AF_INET6);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would

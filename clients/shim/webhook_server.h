@@ -1,10 +1,16 @@
 // The shim's admission webhook server: HTTPS (cpp-httplib over OpenSSL) answering the API
-// server's AdmissionReview v1 calls for batch/v1 Jobs the way Kueue's webhook does (job framework
-// §1.3, §1.4, Job §2.1; Kubernetes §6.10):
+// server's AdmissionReview v1 calls for batch/v1 Jobs and v1 Pods the way Kueue's webhooks do
+// (job framework §1.3, §1.4, Job §2.1, Pods §3.1 to §3.3; Kubernetes §6.10):
 //
 //   POST /mutate-batch-v1-job    CREATE: the defaulting of DefaultJob as a base64 JSONPatch
 //   POST /validate-batch-v1-job  CREATE, UPDATE: allowed, or allowed:false with status
 //                                {code: 403, reason: Forbidden, message: <aggregated errors>}
+//   POST /mutate--v1-pod         CREATE: the mutation of DefaultPod, likewise
+//   POST /validate--v1-pod       CREATE, UPDATE: ValidatePodCreate/Update, likewise, with
+//                                Kueue's admission warnings in `warnings`
+//
+// With the pod integration off (WebhookServerOptions::pods, the default) the pod paths allow
+// every pod unchanged, as Kueue's no-op webhook does.
 //
 // A body that is not an AdmissionReview is answered HTTP 400. The serving certificate and key are
 // read from `<cert_dir>/tls.crt` and `<cert_dir>/tls.key`, and read again when those files change
@@ -29,12 +35,16 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "clients/shim/job_webhook.h"
+#include "clients/shim/pod_webhook.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
 
 struct WebhookServerOptions {
   JobWebhookOptions job;
+  // Kueue's `pod` framework is enabled; it sets `pod.integration_enabled`.
+  bool pods = false;
+  PodWebhookOptions pod;
   // The certificate files' change times are looked at no more often than this.
   absl::Duration cert_check_interval = absl::Seconds(5);
   // Limits on one request (the API server's calls are small and quick).
@@ -51,6 +61,9 @@ struct WebhookReply {
 // `path` is /mutate-batch-v1-job or /validate-batch-v1-job; `body` the request's body.
 WebhookReply AnswerJobReview(const std::string& path, const std::string& body,
                              JobWebhookContext& context, const JobWebhookOptions& options);
+// `path` is /mutate--v1-pod or /validate--v1-pod.
+WebhookReply AnswerPodReview(const std::string& path, const std::string& body,
+                             JobWebhookContext& context, const PodWebhookOptions& options);
 
 class WebhookServer {
  public:

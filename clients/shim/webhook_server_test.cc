@@ -1,7 +1,7 @@
-// The Job webhook server called by the test API server of integration/kube/ (a child process) as
-// kube-apiserver calls Kueue's webhook: registered with Mutating/ValidatingWebhookConfigurations
-// pointing at its HTTPS URL, Jobs created through the API are defaulted and denied with Kueue's
-// messages, and a rotated certificate is served without a restart.
+// The webhook server called by the test API server of integration/kube/ (a child process) as
+// kube-apiserver calls Kueue's webhooks: registered with Mutating/ValidatingWebhookConfigurations
+// pointing at its HTTPS URL, Jobs and Pods created through the API are defaulted and denied with
+// Kueue's messages, and a rotated certificate is served without a restart.
 #include "clients/shim/webhook_server.h"
 
 #include <arpa/inet.h>
@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/kube_client.h"
+#include "clients/shim/pod_webhook_role_hash.h"
 #include "clients/shim/test_cluster.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -32,6 +33,7 @@ namespace admitd::shim {
 namespace {
 
 constexpr char kJobs[] = "/apis/batch/v1/namespaces/default/jobs";
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
 constexpr char kAdmissionApi[] = "/apis/admissionregistration.k8s.io/v1/";
 
 template <typename F>
@@ -148,6 +150,18 @@ nlohmann::json Job(const std::string& name, const nlohmann::json& labels,
                 {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}};
 }
 
+nlohmann::json Pod(const std::string& name, const nlohmann::json& labels,
+                   const nlohmann::json& annotations) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"labels", labels}, {"annotations", annotations}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"containers",
+         {{{"name", "c"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}}};
+}
+
 class WebhookServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -159,23 +173,24 @@ class WebhookServerTest : public ::testing::Test {
     InstallCertificate(cert_dir_, first_);
     server_ = std::make_unique<WebhookServer>(
         "127.0.0.1:0", cert_dir_, context_,
-        WebhookServerOptions{.cert_check_interval = absl::Milliseconds(100)});
+        WebhookServerOptions{.pods = true, .cert_check_interval = absl::Milliseconds(100)});
     ASSERT_TRUE(server_->Start().ok());
   }
   void TearDown() override { std::filesystem::remove_all(cert_dir_); }
 
   // One webhook of a configuration, Kueue's registration (§1.3) with the server's URL.
   nlohmann::json Hook(const std::string& name, const std::string& path,
-                      const std::vector<std::string>& operations, const std::string& ca_pem) {
+                      const std::vector<std::string>& operations, const std::string& ca_pem,
+                      const std::string& group = "batch", const std::string& resource = "jobs") {
     return {{"name", name},
             {"clientConfig",
              {{"url", absl::StrCat("https://127.0.0.1:", server_->port(), path)},
               {"caBundle", absl::Base64Escape(ca_pem)}}},
             {"rules",
-             {{{"apiGroups", {"batch"}},
+             {{{"apiGroups", {group}},
                {"apiVersions", {"v1"}},
                {"operations", operations},
-               {"resources", {"jobs"}}}}},
+               {"resources", {resource}}}}},
             {"failurePolicy", "Fail"},
             {"sideEffects", "None"},
             {"admissionReviewVersions", {"v1"}},
@@ -206,6 +221,24 @@ class WebhookServerTest : public ::testing::Test {
       } else {
         ASSERT_TRUE(kube_.Create(plural, config).ok());
       }
+    }
+  }
+
+  // Registers Kueue's pod webhooks, in configurations of their own.
+  void RegisterPods(const std::string& ca_pem) {
+    for (const auto& [kind, hook] :
+         {std::pair{"Mutating",
+                    Hook("mpod.kb.io", "/mutate--v1-pod", {"CREATE"}, ca_pem, "", "pods")},
+          std::pair{"Validating", Hook("vpod.kb.io", "/validate--v1-pod", {"CREATE", "UPDATE"},
+                                       ca_pem, "", "pods")}}) {
+      const std::string plural =
+          absl::StrCat(kAdmissionApi, absl::AsciiStrToLower(kind), "webhookconfigurations");
+      nlohmann::json config = {
+          {"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", absl::StrCat(kind, "WebhookConfiguration")},
+          {"metadata", {{"name", absl::StrCat("kueue-pod-", absl::AsciiStrToLower(kind))}}},
+          {"webhooks", {hook}}};
+      ASSERT_TRUE(kube_.Create(plural, config).ok());
     }
   }
 
@@ -252,6 +285,55 @@ TEST_F(WebhookServerTest, JobsAreDefaultedAndDeniedAsKueueDoes) {
   EXPECT_EQ(moved.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(moved.status().message(),
               ::testing::HasSubstr("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "
+                                   "\"q\": field is immutable"));
+}
+
+TEST_F(WebhookServerTest, PodsAreGatedAndDeniedAsKueueDoes) {
+  RegisterPods(first_.cert_pem);
+
+  absl::StatusOr<nlohmann::json> created = kube_.Create(
+      kPods,
+      Pod("queued", {{"kueue.x-k8s.io/queue-name", "user-queue"}}, nlohmann::json::object()));
+  ASSERT_TRUE(created.ok()) << created.status();
+  absl::StatusOr<nlohmann::json> stored = kube_.Get(absl::StrCat(kPods, "/queued"));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  const nlohmann::json& meta = (*stored)["metadata"];
+  EXPECT_EQ(meta["labels"]["kueue.x-k8s.io/managed"], "true");
+  EXPECT_EQ(meta["labels"]["kueue.x-k8s.io/queue-name"], "user-queue");
+  EXPECT_EQ(meta["finalizers"], nlohmann::json({"kueue.x-k8s.io/managed"}));
+  EXPECT_EQ((*stored)["spec"]["schedulingGates"],
+            nlohmann::json::parse(
+                R"([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}])"));
+  EXPECT_EQ(meta["annotations"]["kueue.x-k8s.io/role-hash"], PodRoleHash((*stored)["spec"]));
+
+  // A pod without a queue is not Kueue's: stored as sent.
+  created = kube_.Create(kPods, Pod("plain", nlohmann::json::object(), nlohmann::json::object()));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_FALSE((*created)["metadata"]["labels"].contains("kueue.x-k8s.io/managed"));
+  EXPECT_FALSE((*created)["spec"].contains("schedulingGates"));
+
+  absl::StatusOr<nlohmann::json> denied = kube_.Create(
+      kPods,
+      Pod("bad",
+          {{"kueue.x-k8s.io/queue-name", "user-queue"}, {"kueue.x-k8s.io/pod-group-name", "g"}},
+          nlohmann::json::object()));
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(denied.status().message()),
+              ::testing::EndsWith(
+                  ": admission webhook \"vpod.kb.io\" denied the request: "
+                  "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: "
+                  "both the 'kueue.x-k8s.io/pod-group-total-count' annotation and the "
+                  "'kueue.x-k8s.io/pod-group-name' label should be set"));
+  EXPECT_FALSE(kube_.Get(absl::StrCat(kPods, "/bad")).ok());
+
+  // Updates are validated too: a pod that is not gated cannot be moved to a queue.
+  absl::StatusOr<nlohmann::json> moved =
+      kube_.Patch(absl::StrCat(kPods, "/plain"),
+                  {{"metadata", {{"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}}});
+  EXPECT_EQ(moved.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(moved.status().message(),
+              ::testing::HasSubstr("admission webhook \"vpod.kb.io\" denied the request: "
+                                   "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "
                                    "\"q\": field is immutable"));
 }
 

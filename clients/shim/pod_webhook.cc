@@ -1,0 +1,615 @@
+#include "clients/shim/pod_webhook.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "clients/shim/pod_webhook_role_hash.h"
+#include "clients/shim/pod_webhook_tas.h"
+#include "common/manifest/manifest.h"
+
+namespace admitd::shim {
+namespace {
+
+constexpr char kQueueNameLabel[] = "kueue.x-k8s.io/queue-name";
+constexpr char kPriorityClassLabel[] = "kueue.x-k8s.io/priority-class";
+constexpr char kMaxExecTimeLabel[] = "kueue.x-k8s.io/max-exec-time-seconds";
+constexpr char kPrebuiltWorkloadKey[] = "kueue.x-k8s.io/prebuilt-workload-name";
+constexpr char kElasticJobKey[] = "kueue.x-k8s.io/elastic-job";
+constexpr char kAdmissionGatedBy[] = "kueue.x-k8s.io/admission-gated-by";
+constexpr char kManagedKey[] = "kueue.x-k8s.io/managed";  // the label and the finalizer
+constexpr char kAdmissionGate[] = "kueue.x-k8s.io/admission";
+constexpr char kTopologyGate[] = "kueue.x-k8s.io/topology";
+constexpr char kSuspendingParent[] = "kueue.x-k8s.io/pod-suspending-parent";
+constexpr char kGroupName[] = "kueue.x-k8s.io/pod-group-name";  // the label and the annotation
+constexpr char kGroupTotalCount[] = "kueue.x-k8s.io/pod-group-total-count";
+constexpr char kRoleHash[] = "kueue.x-k8s.io/role-hash";
+constexpr char kRetriableInGroup[] = "kueue.x-k8s.io/retriable-in-group";
+constexpr char kPodIndexLabelAnnotation[] = "kueue.x-k8s.io/pod-group-pod-index-label";
+constexpr char kPodIndexLabel[] = "kueue.x-k8s.io/pod-group-pod-index";
+constexpr char kGroupSets[] = "kueue.x-k8s.io/pod-group-sets";
+constexpr char kGroupRole[] = "kueue.x-k8s.io/pod-group-role";
+constexpr char kImmutable[] = "field is immutable";
+constexpr size_t kLabelValueMaxLength = 63;
+constexpr size_t kMaxGateNameLength = 63;
+
+std::string LabelPath(const std::string& key) { return "metadata.labels[" + key + "]"; }
+std::string AnnotationPath(const std::string& key) { return "metadata.annotations[" + key + "]"; }
+
+// ---- Reading the pod's JSON --------------------------------------------------------------------
+
+const nlohmann::json& Member(const nlohmann::json& obj, const char* key) {
+  static const nlohmann::json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+std::optional<std::string> Entry(const nlohmann::json& map, const std::string& key) {
+  if (!map.is_object()) return std::nullopt;
+  auto it = map.find(key);
+  if (it == map.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+bool ListHas(const nlohmann::json& list, const std::string& value, const char* member) {
+  if (!list.is_array()) return false;
+  return std::any_of(list.begin(), list.end(), [&](const nlohmann::json& e) {
+    return member == nullptr ? e == value : Entry(e, member) == value;
+  });
+}
+
+struct PodView {
+  PodView(const nlohmann::json& pod, const PodWebhookOptions& options)
+      : meta(Member(pod, "metadata")),
+        labels(Member(meta, "labels")),
+        annotations(Member(meta, "annotations")),
+        spec(Member(pod, "spec")),
+        phase(Entry(Member(pod, "status"), "phase").value_or("")),
+        identifier_annotations(options.workload_identifier_annotations) {}
+  std::string Label(const std::string& k) const { return Entry(labels, k).value_or(""); }
+  std::string Annotation(const std::string& k) const { return Entry(annotations, k).value_or(""); }
+  bool HasAnnotation(const std::string& k) const { return Entry(annotations, k).has_value(); }
+  std::string Namespace() const { return Entry(meta, "namespace").value_or(""); }
+  bool HasGate(const std::string& gate) const {
+    return ListHas(Member(spec, "schedulingGates"), gate, "name");
+  }
+  // Kueue's podSuspended: gated for admission, or terminated.
+  bool IsSuspended() const {
+    return HasGate(kAdmissionGate) || phase == "Succeeded" || phase == "Failed";
+  }
+  // GetPodGroupName: with WorkloadIdentifierAnnotations the annotation first.
+  std::string GroupName() const {
+    if (identifier_annotations) {
+      if (std::string name = Annotation(kGroupName); !name.empty()) return name;
+    }
+    return Label(kGroupName);
+  }
+  std::string GroupNamePath() const {
+    return identifier_annotations && !Annotation(kGroupName).empty() ? AnnotationPath(kGroupName)
+                                                                     : LabelPath(kGroupName);
+  }
+  // The prebuilt Workload's key: from the annotation with WorkloadIdentifierAnnotations (or a
+  // value too long for a label), else from the label.
+  bool PrebuiltFromAnnotation() const {
+    const std::string annotation = Annotation(kPrebuiltWorkloadKey);
+    return (identifier_annotations || annotation.size() > kLabelValueMaxLength) &&
+           !annotation.empty();
+  }
+  std::string PrebuiltPath() const {
+    return PrebuiltFromAnnotation() ? AnnotationPath(kPrebuiltWorkloadKey)
+                                    : LabelPath(kPrebuiltWorkloadKey);
+  }
+  std::string PrebuiltName() const {
+    const std::string annotation = Annotation(kPrebuiltWorkloadKey);
+    if (identifier_annotations) {
+      return !annotation.empty() ? annotation : Label(kPrebuiltWorkloadKey);
+    }
+    if (std::string label = Label(kPrebuiltWorkloadKey); !label.empty()) return label;
+    return annotation.size() > kLabelValueMaxLength ? annotation : "";
+  }
+
+  const nlohmann::json& meta;
+  const nlohmann::json& labels;
+  const nlohmann::json& annotations;
+  const nlohmann::json& spec;
+  const std::string phase;
+  const bool identifier_annotations;
+};
+
+bool Elastic(const PodView& pod, const PodWebhookOptions& options) {
+  return options.elastic_jobs && pod.Annotation(kElasticJobKey) == "true";
+}
+
+bool OwnerManagedByKueue(const PodView& pod, const PodWebhookOptions& options) {
+  const nlohmann::json& owners = Member(pod.meta, "ownerReferences");
+  if (!owners.is_array()) return false;
+  for (const nlohmann::json& ref : owners) {
+    if (Member(ref, "controller") != true) continue;
+    const std::string api_version = Entry(ref, "apiVersion").value_or("");
+    const std::string kind = Entry(ref, "kind").value_or("");
+    return std::any_of(
+        options.managed_owner_kinds.begin(), options.managed_owner_kinds.end(),
+        [&](const OwnerKind& k) { return k.api_version == api_version && k.kind == kind; });
+  }
+  return false;
+}
+
+// ---- JSON Patch --------------------------------------------------------------------------------
+
+// RFC 6901: '~' and '/' in a reference token are escaped.
+std::string PointerOf(const std::vector<std::string>& tokens, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += '/';
+    for (char c : tokens[i]) {
+      if (c == '~') {
+        out += "~0";
+      } else if (c == '/') {
+        out += "~1";
+      } else {
+        out += c;
+      }
+    }
+  }
+  return out;
+}
+
+// An "add" of `value` at the object member `tokens`; parents that are missing (or not objects)
+// are created in the same operation.
+void AddAt(const nlohmann::json& doc, const std::vector<std::string>& tokens, nlohmann::json value,
+           std::vector<nlohmann::json>* ops) {
+  const nlohmann::json* cur = &doc;
+  size_t existing = 0;  // tokens[0, existing) are objects in doc
+  while (existing + 1 < tokens.size()) {
+    const nlohmann::json& next = Member(*cur, tokens[existing].c_str());
+    if (!next.is_object()) break;
+    cur = &next;
+    ++existing;
+  }
+  for (size_t j = tokens.size() - 1; j > existing; --j) value = {{tokens[j], std::move(value)}};
+  ops->push_back({{"op", "add"}, {"path", PointerOf(tokens, existing + 1)}, {"value", value}});
+}
+
+// Sets the string entries of the map at `tokens`: one operation per entry when the map exists,
+// one for the whole map otherwise.
+void SetEntries(const nlohmann::json& doc, const std::vector<std::string>& tokens,
+                const std::map<std::string, std::string>& entries,
+                std::vector<nlohmann::json>* ops) {
+  if (entries.empty()) return;
+  const nlohmann::json* map = &doc;
+  for (const std::string& t : tokens) map = &Member(*map, t.c_str());
+  if (!map->is_object()) {
+    AddAt(doc, tokens, nlohmann::json(entries), ops);
+    return;
+  }
+  for (const auto& [k, v] : entries) {
+    std::vector<std::string> path = tokens;
+    path.push_back(k);
+    AddAt(doc, path, v, ops);
+  }
+}
+
+// Appends `items` to the list at `tokens`, creating the list when it is missing.
+void AppendToList(const nlohmann::json& doc, const std::vector<std::string>& tokens,
+                  const std::vector<nlohmann::json>& items, std::vector<nlohmann::json>* ops) {
+  if (items.empty()) return;
+  const nlohmann::json* list = &doc;
+  for (const std::string& t : tokens) list = &Member(*list, t.c_str());
+  if (!list->is_array()) {
+    AddAt(doc, tokens, nlohmann::json(items), ops);
+    return;
+  }
+  for (const nlohmann::json& item : items) {
+    ops->push_back(
+        {{"op", "add"}, {"path", PointerOf(tokens, tokens.size()) + "/-"}, {"value", item}});
+  }
+}
+
+// ---- Validation --------------------------------------------------------------------------------
+
+// A name-valued key must be a DNS-1123 subdomain (ValidateLabelAsCRDName and its annotation twin).
+void CheckSubdomain(const std::string& path, const std::optional<std::string>& value,
+                    std::vector<FieldError>* errs) {
+  if (!value) return;
+  if (std::vector<std::string> e = DnsSubdomainErrors(*value); !e.empty()) {
+    errs->push_back(FieldError::Invalid(path, GoQuote(*value), absl::StrJoin(e, ",")));
+  }
+}
+
+void CheckPrebuiltName(const PodView& pod, std::vector<FieldError>* errs) {
+  if (pod.PrebuiltFromAnnotation()) {
+    CheckSubdomain(AnnotationPath(kPrebuiltWorkloadKey),
+                   Entry(pod.annotations, kPrebuiltWorkloadKey), errs);
+  } else {
+    CheckSubdomain(LabelPath(kPrebuiltWorkloadKey), Entry(pod.labels, kPrebuiltWorkloadKey), errs);
+  }
+}
+
+// Kueue's csv.Parse: comma-separated, each trimmed; nothing for a blank value.
+std::vector<std::string> ParseCsv(const std::string& s) {
+  if (absl::StripAsciiWhitespace(s).empty()) return {};
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(s, ',')) {
+    out.emplace_back(absl::StripAsciiWhitespace(part));
+  }
+  return out;
+}
+
+void CheckAdmissionGatedByFormat(const std::string& value, std::vector<FieldError>* errs) {
+  const std::string path = AnnotationPath(kAdmissionGatedBy);
+  std::set<std::string> seen;
+  for (const std::string& gate : ParseCsv(value)) {
+    if (gate.empty()) {
+      errs->push_back(FieldError::Invalid(path, GoQuote(value), "cannot contain empty gate names"));
+      continue;
+    }
+    if (!seen.insert(gate).second) {
+      errs->push_back(FieldError::Invalid(path, GoQuote(value), "duplicate gate name: " + gate));
+      continue;
+    }
+    // IsDomainPrefixedPath: <DNS subdomain>/<path>.
+    const size_t slash = gate.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == gate.size()) {
+      errs->push_back(FieldError::Invalid(
+          path, GoQuote(gate), "must be a domain-prefixed path (such as \"acme.io/foo\")"));
+    } else {
+      const std::string host = gate.substr(0, slash), rest = gate.substr(slash + 1);
+      for (const std::string& e : DnsSubdomainErrors(host)) {
+        errs->push_back(FieldError::Invalid(path, GoQuote(host), e));
+      }
+      static const std::string kPathChars = "/-._~%!$&'()*+,;=:";
+      const bool valid_path = std::all_of(rest.begin(), rest.end(), [](char c) {
+        return absl::ascii_isalnum(c) || kPathChars.find(c) != std::string::npos;
+      });
+      if (!valid_path) {
+        errs->push_back(FieldError::Invalid(
+            path, GoQuote(rest),
+            RegexError("Invalid path", R"([A-Za-z0-9/\-._~%!$&'()*+,;=:]+)", {})));
+      }
+    }
+    if (gate.size() > kMaxGateNameLength) {
+      errs->push_back(FieldError::TooLong(path, static_cast<int>(kMaxGateNameLength)));
+    }
+  }
+}
+
+// jobframework.ValidateJobOnCreate for a pod.
+void CheckJobOnCreate(const PodView& pod, const PodWebhookOptions& options,
+                      std::vector<FieldError>* errs) {
+  CheckSubdomain(LabelPath(kQueueNameLabel), Entry(pod.labels, kQueueNameLabel), errs);
+  CheckPrebuiltName(pod, errs);  // a Pod may use a prebuilt Workload
+  if (std::optional<std::string> max_exec = Entry(pod.labels, kMaxExecTimeLabel)) {
+    std::string error;
+    std::optional<int64_t> v = GoAtoi(*max_exec, &error);
+    if (!v) {
+      errs->push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel), GoQuote(*max_exec), error));
+    } else if (*v <= 0) {
+      errs->push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel), absl::StrCat(*v),
+                                          "should be greater than 0"));
+    }
+  }
+  if (Elastic(pod, options)) {
+    errs->push_back(FieldError::Forbidden(AnnotationPath(kElasticJobKey),
+                                          "elastic job is not supported for \"/v1, Kind=Pod\""));
+  }
+  if (options.admission_gated_by) {
+    CheckAdmissionGatedByFormat(pod.Annotation(kAdmissionGatedBy), errs);
+  }
+}
+
+bool IsDnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+bool HasTemplate(const v1::PodSet& set) {
+  return set.has_template_() && set.template_().spec().containers_size() > 0;
+}
+
+// What admitd finds wrong with a kueue.x-k8s.io/pod-group-sets annotation (the texts of its
+// PodService report errors); empty when it is well formed.
+std::string DeclaredSetsError(const PodView& pod, const PodWebhookOptions& options) {
+  absl::StatusOr<std::vector<v1::PodSet>> parsed =
+      manifest::ParsePodSets(pod.Annotation(kGroupSets));
+  if (!parsed.ok()) return std::string(parsed.status().message());
+  const std::vector<v1::PodSet>& sets = *parsed;
+  if (sets.empty()) return "at least one pod set is required";
+  if (static_cast<int>(sets.size()) > options.max_pod_sets) {
+    return absl::StrCat("pod group can't include more than ", options.max_pod_sets, " roles");
+  }
+  std::vector<std::string> errors, untemplated;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    const v1::PodSet& s = sets[i];
+    if (s.name().empty()) {
+      errors.push_back(absl::StrCat("[", i, "].name: Required value"));
+    } else if (!IsDnsLabel(s.name())) {
+      errors.push_back(absl::StrCat("[", i, "].name: Invalid value: \"", s.name(),
+                                    "\": must be a lowercase RFC 1123 label"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (!s.name().empty() && sets[j].name() == s.name()) {
+        errors.push_back(absl::StrCat("[", i, "].name: Duplicate value: \"", s.name(), "\""));
+      }
+    }
+    if (s.count() < 1) {
+      errors.push_back(absl::StrCat("[", i, "].count: Invalid value: ", s.count(),
+                                    ": must be greater than or equal to 1"));
+    }
+    if (s.has_min_count()) {
+      errors.push_back(
+          absl::StrCat("[", i, "].minCount: Forbidden: pod groups are not partially admitted"));
+    }
+    if (!HasTemplate(s)) untemplated.push_back(s.name());
+  }
+  if (untemplated.size() > 1) {
+    errors.push_back(
+        absl::StrCat("only one pod set may leave its template empty to take the pod's ",
+                     "own spec, not ", absl::StrJoin(untemplated, ", ")));
+  }
+  if (!errors.empty()) return absl::StrJoin(errors, "; ");
+  if (std::string role = pod.Label(kGroupRole); !role.empty()) {
+    if (std::none_of(sets.begin(), sets.end(),
+                     [&](const v1::PodSet& s) { return s.name() == role; })) {
+      return absl::StrCat("the pod's '", kGroupRole, "' label \"", role,
+                          "\" names none of the pod sets");
+    }
+  } else if (untemplated.empty()) {
+    return absl::StrCat("the pod belongs to no pod set: give it the '", kGroupRole,
+                        "' label or leave one pod set's template empty");
+  }
+  if (pod.HasAnnotation(kGroupTotalCount)) {
+    std::string ignored;
+    int64_t total = 0;
+    for (const v1::PodSet& s : sets) total += s.count();
+    std::optional<int64_t> declared = GoAtoi(pod.Annotation(kGroupTotalCount), &ignored);
+    if (declared && *declared != total) {
+      return absl::StrCat("the '", kGroupTotalCount, "' annotation (", *declared,
+                          ") differs from the pod sets' total count (", total, ")");
+    }
+  }
+  return "";
+}
+
+// validatePodGroupMetadata, with admitd's declared pod sets: a pod that declares its group's sets
+// (or names its set with a role label) needs no total count.
+void CheckGroupMetadata(const PodView& pod, const PodWebhookOptions& options,
+                        std::vector<FieldError>* errs) {
+  const std::optional<std::string> total = Entry(pod.annotations, kGroupTotalCount);
+  std::string detail = absl::StrCat("both the '", kGroupTotalCount, "' annotation and the '",
+                                    kGroupName, "' label should be set");
+  if (options.workload_identifier_annotations && !pod.Annotation(kGroupName).empty()) {
+    detail = absl::StrCat("both the '", kGroupTotalCount, "' annotation and the '", kGroupName,
+                          "' annotation should be set");
+  }
+  const std::string group = pod.GroupName();
+  const bool declares = pod.HasAnnotation(kGroupSets);
+  const bool has_role = !pod.Label(kGroupRole).empty();
+  if (group.empty() && (declares || has_role)) {
+    errs->push_back(FieldError::Required(
+        pod.GroupNamePath(),
+        absl::StrCat("the '", declares ? kGroupSets : kGroupRole, "' ",
+                     declares ? "annotation" : "label", " needs the '", kGroupName, "' label")));
+    return;
+  }
+  if (declares) {
+    if (std::string e = DeclaredSetsError(pod, options); !e.empty()) {
+      errs->push_back(FieldError::Invalid(AnnotationPath(kGroupSets), "", e));
+    }
+  }
+  if (group.empty()) {
+    if (total) errs->push_back(FieldError::Required(pod.GroupNamePath(), detail));
+    return;
+  }
+  CheckSubdomain(pod.GroupNamePath(), group, errs);
+  if (!total) {
+    if (!declares && !has_role) {
+      errs->push_back(FieldError::Required(AnnotationPath(kGroupTotalCount), detail));
+    }
+    return;
+  }
+  std::string error;
+  std::optional<int64_t> count = GoAtoi(*total, &error);
+  if (count && *count < 1) {
+    error = absl::StrCat("incorrect annotation value '", kGroupTotalCount, "=", *total,
+                         "': group total count should be greater than zero");
+  }
+  if (!count || *count < 1) {
+    errs->push_back(FieldError::Invalid(AnnotationPath(kGroupTotalCount), GoQuote(*total), error));
+  }
+}
+
+// The pod webhook's validateCommon.
+void CheckCommon(const PodView& pod, const PodWebhookOptions& options,
+                 std::vector<FieldError>* errs) {
+  if (std::optional<std::string> managed = Entry(pod.labels, kManagedKey);
+      managed && *managed != "true") {
+    errs->push_back(
+        FieldError::Forbidden(LabelPath(kManagedKey), "managed label value can only be 'true'"));
+  }
+  CheckGroupMetadata(pod, options, errs);
+  std::vector<FieldError> tas =
+      TasPodSetRequestErrors("metadata", pod.annotations, options.tas_multi_layer_topology);
+  errs->insert(errs->end(), tas.begin(), tas.end());
+  const std::string group = pod.GroupName(), prebuilt = pod.PrebuiltName();
+  if (!group.empty() && !prebuilt.empty() && prebuilt != group) {
+    errs->push_back(FieldError::Invalid(pod.PrebuiltPath(), GoQuote(prebuilt),
+                                        "prebuilt workload and pod group should be equal"));
+  }
+}
+
+void AddManagedOwnerWarning(const PodView& pod, const PodWebhookOptions& options,
+                            std::vector<std::string>* warnings) {
+  if (warnings != nullptr && pod.Label(kManagedKey) == "true" &&
+      OwnerManagedByKueue(pod, options)) {
+    warnings->push_back(absl::StrCat("pod owner is managed by kueue, label '", kManagedKey,
+                                     "=true' might lead to unexpected behaviour"));
+  }
+}
+
+}  // namespace
+
+// ---- Public functions --------------------------------------------------------------------------
+
+std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookContext& context,
+                                       const PodWebhookOptions& options) {
+  std::vector<nlohmann::json> ops;
+  if (!options.integration_enabled) return ops;
+  const PodView view(pod, options);
+  const std::string ns = view.Namespace();
+  // A pod its parent's integration suspends is gated for it: no label, no finalizer.
+  const bool by_parent = view.HasAnnotation(kSuspendingParent);
+  std::map<std::string, std::string> labels;
+  if (!by_parent) {
+    if (!context.NamespaceManaged(ns) || OwnerManagedByKueue(view, options)) return ops;
+    if (view.Label(kQueueNameLabel).empty() && context.DefaultLocalQueueExists(ns)) {
+      labels[kQueueNameLabel] = "default";
+    }
+    if (options.workload_priority_class_defaulting && view.Label(kPriorityClassLabel).empty() &&
+        context.DefaultPriorityClassExists()) {
+      labels[kPriorityClassLabel] = "default";
+    }
+    const bool has_queue =
+        labels.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
+    if (!has_queue && !options.manage_jobs_without_queue_name) {
+      // Kueue writes the priority class into the pod's own label map, and keeps it for a pod it
+      // does not manage only through that map: a pod without labels gets none.
+      if (view.labels.is_object()) SetEntries(pod, {"metadata", "labels"}, labels, &ops);
+      return ops;
+    }
+    if (Entry(view.labels, kManagedKey) != std::optional<std::string>("true")) {
+      labels[kManagedKey] = "true";
+    }
+  }
+  std::vector<nlohmann::json> gates;
+  if (!view.HasGate(kAdmissionGate)) gates.push_back({{"name", kAdmissionGate}});
+  if (options.topology_aware_scheduling) {
+    if (std::optional<std::string> key = Entry(view.annotations, kPodIndexLabelAnnotation)) {
+      const std::string index = view.Label(*key);
+      if (Entry(view.labels, kPodIndexLabel) != index) labels[kPodIndexLabel] = index;
+    }
+    if (!view.HasGate(kTopologyGate)) gates.push_back({{"name", kTopologyGate}});
+  }
+  SetEntries(pod, {"metadata", "labels"}, labels, &ops);
+  if (!by_parent && !ListHas(Member(view.meta, "finalizers"), kManagedKey, nullptr)) {
+    AppendToList(pod, {"metadata", "finalizers"}, {kManagedKey}, &ops);
+  }
+  AppendToList(pod, {"spec", "schedulingGates"}, gates, &ops);
+  if (!view.HasAnnotation(kRoleHash)) {
+    SetEntries(pod, {"metadata", "annotations"}, {{kRoleHash, PodRoleHash(view.spec)}}, &ops);
+  }
+  return ops;
+}
+
+std::vector<FieldError> ValidatePodCreate(const nlohmann::json& pod, JobWebhookContext& context,
+                                          const PodWebhookOptions& options,
+                                          std::vector<std::string>* warnings) {
+  std::vector<FieldError> errs;
+  if (!options.integration_enabled) return errs;
+  const PodView view(pod, options);
+  CheckJobOnCreate(view, options, &errs);
+  CheckCommon(view, options, &errs);
+  AddManagedOwnerWarning(view, options, warnings);
+  return errs;
+}
+
+std::vector<FieldError> ValidatePodUpdate(const nlohmann::json& old_pod,
+                                          const nlohmann::json& new_pod, JobWebhookContext& context,
+                                          const PodWebhookOptions& options,
+                                          std::vector<std::string>* warnings) {
+  std::vector<FieldError> errs;
+  if (!options.integration_enabled) return errs;
+  const PodView prev(old_pod, options), next(new_pod, options);
+
+  // jobframework.ValidateJobOnUpdate; a pod is suspended while gated or terminated.
+  const std::string queue_path = LabelPath(kQueueNameLabel);
+  const std::string old_queue = prev.Label(kQueueNameLabel),
+                    new_queue = next.Label(kQueueNameLabel);
+  if (!next.IsSuspended() && new_queue != old_queue) {
+    errs.push_back(FieldError::Invalid(queue_path, JsonQuote(new_queue), kImmutable));
+  }
+  if (new_queue.empty() && !old_queue.empty() &&
+      context.DefaultLocalQueueExists(prev.Namespace())) {
+    errs.push_back(FieldError::Invalid(
+        queue_path, GoQuote(""), "queue-name must not be empty in namespace with default queue"));
+  }
+  if (next.IsSuspended() || Elastic(prev, options)) {
+    CheckPrebuiltName(next, &errs);
+  } else if (next.PrebuiltName() != prev.PrebuiltName()) {
+    errs.push_back(
+        FieldError::Invalid(next.PrebuiltPath(), GoQuote(next.PrebuiltName()), kImmutable));
+  }
+  if ((!next.IsSuspended() || !prev.IsSuspended()) &&
+      next.Label(kMaxExecTimeLabel) != prev.Label(kMaxExecTimeLabel)) {
+    errs.push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel),
+                                       GoQuote(next.Label(kMaxExecTimeLabel)), kImmutable));
+  }
+  const std::string old_class = prev.Label(kPriorityClassLabel),
+                    new_class = next.Label(kPriorityClassLabel);
+  if (!next.IsSuspended() && old_class.empty() && !new_class.empty()) {
+    errs.push_back(
+        FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
+                            "WorkloadPriorityClass cannot be added to a non-suspended workload"));
+  } else if (new_class.empty() && !old_class.empty()) {
+    errs.push_back(FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
+                                       "WorkloadPriorityClass cannot be removed from a workload"));
+  }
+  if (Elastic(prev, options) != Elastic(next, options)) {
+    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobKey),
+                                       Elastic(next, options) ? "true" : "false", kImmutable));
+  }
+  if (options.admission_gated_by) {
+    const std::string path = AnnotationPath(kAdmissionGatedBy);
+    const std::string old_gates = prev.Annotation(kAdmissionGatedBy);
+    const std::string new_gates = next.Annotation(kAdmissionGatedBy);
+    if (old_gates.empty() && !new_gates.empty()) {
+      errs.push_back(FieldError::Forbidden(path, "cannot add admission gate after creation"));
+    }
+    if (!old_gates.empty() && !new_gates.empty()) {
+      const std::vector<std::string> before = ParseCsv(old_gates);
+      for (const std::string& gate : ParseCsv(new_gates)) {
+        if (std::find(before.begin(), before.end(), gate) == before.end()) {
+          errs.push_back(FieldError::Forbidden(path, "can only remove gates, not add new ones"));
+          break;
+        }
+      }
+    }
+    CheckAdmissionGatedByFormat(new_gates, &errs);
+  }
+
+  // The pod webhook's own rules.
+  CheckCommon(next, options, &errs);
+  const auto unretriable = [](const PodView& p) {
+    return p.Annotation(kRetriableInGroup) == "false";
+  };
+  if (!next.GroupName().empty() && unretriable(prev) && !unretriable(next)) {
+    errs.push_back(FieldError::Forbidden(AnnotationPath(kRetriableInGroup),
+                                         "unretriable pod group can't be converted to retriable"));
+  }
+  // admitd's: a group's declared sets and a pod's set are fixed once the pod exists.
+  if (next.Annotation(kGroupSets) != prev.Annotation(kGroupSets)) {
+    errs.push_back(FieldError::Invalid(AnnotationPath(kGroupSets),
+                                       GoQuote(next.Annotation(kGroupSets)), kImmutable));
+  }
+  if (next.Label(kGroupRole) != prev.Label(kGroupRole)) {
+    errs.push_back(
+        FieldError::Invalid(LabelPath(kGroupRole), GoQuote(next.Label(kGroupRole)), kImmutable));
+  }
+  if (const std::string old_group = prev.GroupName(); !old_group.empty()) {
+    if (const std::string new_group = next.GroupName(); new_group != old_group) {
+      errs.push_back(FieldError::Invalid(next.GroupNamePath(), GoQuote(new_group), kImmutable));
+    }
+  }
+  if (!next.HasAnnotation(kSuspendingParent)) AddManagedOwnerWarning(next, options, warnings);
+  return errs;
+}
+
+}  // namespace admitd::shim
