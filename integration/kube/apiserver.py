@@ -3,14 +3,18 @@
 
 It serves, over plain HTTP on 127.0.0.1, the part of the Kubernetes API that
 admitd's shim agents use: namespaces, nodes, pods, events (core/v1), jobs
-(batch/v1), leases (coordination.k8s.io/v1) and events (events.k8s.io/v1), with
-discovery, the minimal OpenAPI v3 documents kubectl consults, get/list/watch/
-create/update/patch/delete/deletecollection, the status subresource, the pod
-binding subresource, label and field selectors, finalizers, resourceVersion
-preconditions and Kubernetes-shaped Status errors. ``--controllers job,
-scheduler,kubelet`` adds simulated controllers (jobcontroller.py, scheduler.py,
-kubelet.py) and ``--node`` fake nodes; webhooks.py calls the registered
-admission webhooks (admissionregistration.k8s.io/v1) over HTTPS.
+(batch/v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1) and
+CustomResourceDefinitions (apiextensions.k8s.io/v1) with the custom resources
+they define (crds.py; ``--crd raycluster,workload`` installs KubeRay's and
+Kueue's), with discovery (legacy and aggregated), the minimal OpenAPI v3
+documents kubectl consults, get/list/watch/create/update/patch/delete/
+deletecollection, the status subresource, the pod binding subresource, label
+and field selectors, finalizers, resourceVersion preconditions and
+Kubernetes-shaped Status errors. ``--controllers job,scheduler,kubelet,
+raycluster`` adds simulated controllers (jobcontroller.py, scheduler.py,
+kubelet.py, rayclustercontroller.py) and ``--node`` fake nodes; webhooks.py
+calls the registered admission webhooks (admissionregistration.k8s.io/v1) over
+HTTPS.
 
 Run:  /usr/bin/python3 apiserver.py --port 0 --kubeconfig-out /tmp/k.yaml
 The first stdout line is ``listening 127.0.0.1:PORT``.
@@ -20,7 +24,8 @@ pagination, watch streaming, the fixture-only endpoints, the command line and
 main(). The rest lives in resources.py (resource table, discovery, OpenAPI),
 store.py (objects, resourceVersions, watch history, admission hooks and
 listeners), objects.py (per-kind defaulting and validation), updaterules.py
-(what pod and Job updates may change, and the feature gates), kselectors.py
+(what pod and Job updates may change, and the feature gates), crds.py
+(CustomResourceDefinitions and custom resources), kselectors.py
 (label and field selectors), tables.py (kubectl's Table form), errors.py
 (Status errors) and kpatch.py (patch algorithms).
 """
@@ -37,13 +42,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import crds
 import tables
 import updaterules
 from errors import (ApiError, bad_request, expired, method_not_allowed, status_details,
                     unsupported_media_type)
 from kselectors import FieldSelector, LabelSelector
-from resources import (RES_BY_KEY, api_group, api_resource_list, find_resource, group_versions,
-                       openapi_v3_doc, openapi_v3_index)
+from resources import (AGGREGATED_CONTENT_TYPE, RES_BY_KEY, aggregated_discovery, api_group,
+                       api_resource_list, openapi_v3_doc, openapi_v3_index, wants_aggregated)
 from store import Store
 
 DEFAULT_VERSION = "v1.33.0"
@@ -69,9 +75,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        self._send_warnings()
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def _send_warnings(self):
+        for text in getattr(self, "warnings", ()):
+            self.send_header("Warning", '299 - %s' % json.dumps(text))
 
     def _read_body(self):
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -106,6 +117,7 @@ class Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method):
+        self.warnings = []
         raw = self._read_body()
         try:
             self._route(method, raw)
@@ -139,7 +151,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._fixture(method, parts[1:], raw)
         if not parts or parts[0] not in ("api", "apis"):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
-        gvs = group_versions()
+        registry = app.store.registry
+        gvs = registry.group_versions()
+        if len(parts) == 1 and wants_aggregated(self.headers.get("Accept")):
+            return self._send(200, aggregated_discovery(registry, parts[0] == "api"),
+                              AGGREGATED_CONTENT_TYPE, {"Vary": "Accept"})
         if parts[0] == "api":
             if len(parts) == 1:
                 return self._send(200, {"kind": "APIVersions", "versions": ["v1"],
@@ -163,19 +179,19 @@ class Handler(BaseHTTPRequestHandler):
         if not rest:
             if method != "GET":
                 raise method_not_allowed()
-            return self._send(200, api_resource_list(group, version))
+            return self._send(200, api_resource_list(registry, group, version))
         ns = None
         if (rest[0] == "namespaces" and len(rest) >= 3
-                and find_resource(group, version, rest[2]) is not None
-                and find_resource(group, version, rest[2]).namespaced):
+                and registry.find(group, version, rest[2]) is not None
+                and registry.find(group, version, rest[2]).namespaced):
             ns, rest = rest[1], rest[2:]
-        res = find_resource(group, version, rest[0])
+        res = registry.find(group, version, rest[0])
         if res is None or len(rest) > 3:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else ""
         if sub and not ((sub == "status" and res.has_status)
-                        or (sub == "binding" and res.kind == "Pod")):
+                        or (sub == "binding" and res.kind == "Pod" and res.crd is None)):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if res.namespaced and name is not None and ns is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
@@ -200,6 +216,8 @@ class Handler(BaseHTTPRequestHandler):
     def _resource(self, method, res, ns, name, sub, q, raw):
         store = self.server.app.store
         dry_run = q.get("dryRun") == "All"
+        if res.deprecation:
+            self.warnings.append(res.deprecation)
         if sub == "binding":
             if method != "POST":
                 raise method_not_allowed()
@@ -220,6 +238,7 @@ class Handler(BaseHTTPRequestHandler):
         if method == "POST" and name is None:
             if ns is None and res.namespaced:
                 raise method_not_allowed()
+            crds.refuse_create_if_terminating(res)
             obj = store.create(res, ns, self._decode(raw), dry_run)
             return self._send(201, obj)
         if method == "PUT" and name is not None:
@@ -227,10 +246,10 @@ class Handler(BaseHTTPRequestHandler):
         if method == "PATCH" and name is not None:
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if ctype == "application/strategic-merge-patch+json" and not res.strategic:
-                raise unsupported_media_type(ctype)
+                raise unsupported_media_type(ctype, res.strategic)
             if ctype not in ("application/merge-patch+json", "application/json-patch+json",
                              "application/strategic-merge-patch+json"):
-                raise unsupported_media_type(ctype)
+                raise unsupported_media_type(ctype, res.strategic)
             return self._send(200, store.patch(res, ns, name, ctype, self._decode(raw), sub,
                                                dry_run))
         if method == "DELETE" and name is not None and not sub:
@@ -287,7 +306,7 @@ class Handler(BaseHTTPRequestHandler):
             meta["continue"] = cont
             if remaining:
                 meta["remainingItemCount"] = remaining
-        return {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta,
+        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
                 "items": out}
 
     def _list(self, res, ns, lsel, fsel, q):
@@ -380,6 +399,7 @@ class Handler(BaseHTTPRequestHandler):
                          if not table else "application/json;as=Table;v=v1;g=meta.k8s.io")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
+        self._send_warnings()
         self.end_headers()
         self.close_connection = True
         first = [True]
@@ -412,6 +432,9 @@ class Handler(BaseHTTPRequestHandler):
                 now = time.time()
                 if now >= deadline:
                     break
+                if store.registry.find(res.group, res.version, res.plural) is None:
+                    break  # the CRD (or this version of it) is gone: the stream ends
+                res = store.registry.find(res.group, res.version, res.plural)
                 with store.lock:
                     if store.rv == last:
                         store.cond.wait(min(deadline, next_bookmark if bookmarks else deadline,
@@ -423,10 +446,10 @@ class Handler(BaseHTTPRequestHandler):
                                           % (last, store.compacted_rv)).status())
                     break
                 for ev in events:
-                    if ev.res is res:
+                    if ev.res.key == res.key and ev.res.crd == res.crd:
                         out = self._filter_event(ev, ns, lsel, fsel)
                         if out is not None:
-                            emit(*out)
+                            emit(out[0], res.present(out[1]))
                     last = ev.rv
                 last = max(last, current) if not events else last
                 if bookmarks and time.time() >= next_bookmark:
@@ -464,15 +487,16 @@ class Handler(BaseHTTPRequestHandler):
     # --------------------------------------------------------------- openapi
     def _openapi(self, parts):
         app = self.server.app
+        registry = app.store.registry
         if parts == ["v3"]:
-            return self._send(200, openapi_v3_index(app.server_version))
+            return self._send(200, openapi_v3_index(registry, app.server_version))
         if len(parts) >= 3 and parts[0] == "v3":
             if parts[1] == "api" and parts[2:] == ["v1"]:
-                return self._send(200, openapi_v3_doc("", "v1", app.server_version))
+                return self._send(200, openapi_v3_doc(registry, "", "v1", app.server_version))
             if parts[1] == "apis" and len(parts) == 4:
                 g, v = parts[2], parts[3]
-                if v in group_versions().get(g, []) and g:
-                    return self._send(200, openapi_v3_doc(g, v, app.server_version))
+                if v in registry.group_versions().get(g, []) and g:
+                    return self._send(200, openapi_v3_doc(registry, g, v, app.server_version))
         raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
     # ------------------------------------------------ fixture-only endpoints
@@ -513,6 +537,7 @@ class App:
             if args.node:
                 import scheduler
                 scheduler.create_nodes(self.store, args.node)
+            crds.install(self.store, [n for spec in args.crd for n in spec.split(",") if n])
         import webhooks
         self.store.admission.append(webhooks.WebhookAdmission(
             self.store, parse_service_addresses(args.service_address),
@@ -570,7 +595,12 @@ def parse_args(argv=None):
     p.add_argument("--namespace", action="append", default=[],
                    help="extra namespace to create at start (repeatable)")
     p.add_argument("--controllers", default="",
-                   help="comma-separated simulated controllers to run: job, scheduler, kubelet")
+                   help="comma-separated simulated controllers to run: job, scheduler, kubelet, "
+                        "raycluster")
+    p.add_argument("--crd", action="append", default=[],
+                   help="CustomResourceDefinitions to create at start (repeatable, or "
+                        "comma-separated): raycluster (rayclusters.ray.io v1), workload "
+                        "(workloads.kueue.x-k8s.io v1beta2)")
     p.add_argument("--node", action="append", default=[],
                    help="fake node to create at start (repeatable): "
                         "name:label=v,label2=v:cpu=4[:pods=N][:taint=key=value:NoSchedule]")
@@ -610,10 +640,10 @@ def make_server(args):
     httpd.app = app
     host, port = httpd.server_address[:2]
     app.address = "%s:%d" % (host, port)
-    app.controllers = []
+    app.controllers = [crds.CRDFinalizer(app)]  # part of the API server, always running
     if args.controllers:
         import controllers
-        app.controllers = controllers.start(app, [c for c in args.controllers.split(",") if c])
+        app.controllers += controllers.start(app, [c for c in args.controllers.split(",") if c])
     return httpd
 
 

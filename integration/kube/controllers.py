@@ -4,7 +4,10 @@ A controller is a ``Controller`` subclass with a ``NAME``, registered with
 ``@register``; ``start(app, names)`` instantiates the named ones (the
 ``--controllers`` option). The controllers themselves live in
 ``jobcontroller.py`` (batch/v1 Job controller), ``scheduler.py`` (binds pods to
-fake nodes) and ``kubelet.py`` (pod phases, graceful termination).
+fake nodes), ``kubelet.py`` (pod phases, graceful termination) and
+``rayclustercontroller.py`` (KubeRay's RayCluster controller);
+``crds.CRDFinalizer`` (deletes the custom resources of a deleted CRD) is built
+on the same base and always runs.
 
 How they work: ``Store.listeners`` calls ``_on_event`` with every committed
 ``store.WatchEvent`` while the store lock is held, so it only queues the
@@ -62,7 +65,7 @@ class Controller:
         self.queue.put(None)
 
     def _on_event(self, event):
-        if event.res.kind in self.KINDS:
+        if event.res.kind in self.KINDS and event.res.crd is None:
             self.queue.put(event)
 
     def after(self, delay, key):
@@ -195,6 +198,7 @@ def get_condition(obj, ctype):
 def start(app, names):
     import jobcontroller  # noqa: F401  (modules register themselves)
     import kubelet  # noqa: F401
+    import rayclustercontroller  # noqa: F401
     import scheduler  # noqa: F401
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:

@@ -122,12 +122,17 @@ def invalid(res, name, errors):
     return ApiError(422, "Invalid", '%s "%s" is invalid: %s' % (qkind, name, agg), details)
 
 
-def unsupported_media_type(ctype):
+PATCH_TYPES = ["application/json-patch+json", "application/merge-patch+json",
+               "application/apply-patch+yaml", "application/strategic-merge-patch+json"]
+
+
+def unsupported_media_type(ctype, strategic=True):
+    """415 for a PATCH content type the resource does not take (custom resources: no strategic
+    merge patch, as kube-apiserver lists them)."""
+    accepted = PATCH_TYPES if strategic else PATCH_TYPES[:3]
     return ApiError(415, "UnsupportedMediaType",
                     "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json, "
-                    "application/apply-patch+yaml, application/strategic-merge-patch+json",
-                    {})
+                    "include: " + ", ".join(accepted), {})
 
 
 def method_not_allowed():

@@ -3,7 +3,8 @@
 What the registry strategies of namespaces, pods and jobs do on create and
 update (status reset, spec defaults, the QoS class, a Job's selector), object
 name and label syntax, and the validation errors answered as 422 Invalid (the
-pod and Job update rules are in updaterules.py).
+pod and Job update rules are in updaterules.py; CustomResourceDefinitions and
+custom resources are handled by crds.py).
 """
 
 import json
@@ -19,7 +20,7 @@ _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 def name_errors(res, name):
     """metadata.name errors: a DNS-1123 label for namespaces, a subdomain otherwise."""
-    if res.kind == "Namespace":
+    if res.kind == "Namespace" and res.crd is None:
         if len(name) > 63 or not _DNS1123_LABEL.match(name):
             return [FieldError("Invalid", "metadata.name", (
                 "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
@@ -75,7 +76,13 @@ def _pod_qos(spec):
 def prepare_for_create(res, obj):
     """Status reset and defaulting that the kind's registry strategy performs."""
     meta = obj["metadata"]
-    if res.kind == "Namespace":
+    if res.crd is not None:
+        import crds
+        crds.prepare_create(res, obj)
+    elif res.kind == "CustomResourceDefinition":
+        import crds
+        crds.prepare_crd_create(obj)
+    elif res.kind == "Namespace":
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
         spec = obj.setdefault("spec", {})
         spec["finalizers"] = ["kubernetes"]
@@ -94,6 +101,13 @@ def prepare_for_create(res, obj):
 
 def prepare_for_update(res, new, old):
     """Defaulting of the new object (kube-apiserver defaults every decoded body)."""
+    if res.crd is not None:
+        import crds
+        crds.prepare_update(res, new)
+        return
+    if res.kind == "CustomResourceDefinition":
+        import crds
+        crds.prepare_crd_update(new, old)
     if res.kind == "Pod" and isinstance(new.get("spec"), dict):
         spec, ospec = new["spec"], old.get("spec") or {}
         # The Priority admission plugin keeps the priority it set on create.
@@ -174,16 +188,21 @@ def default_job_spec(spec):
 
 def validate_create(res, obj):
     errs = []
-    if res.kind == "Pod":
+    builtin = res.crd is None  # a custom resource may have a built-in kind's name
+    if builtin and res.kind == "Pod":
         if not (obj.get("spec") or {}).get("containers"):
             errs.append(FieldError("Required", "spec.containers", ""))
-    if res.kind == "Job":
+    if builtin and res.kind == "Job":
         tmpl = (obj.get("spec") or {}).get("template") or {}
         if not (tmpl.get("spec") or {}).get("containers"):
             errs.append(FieldError("Required", "spec.template.spec.containers", ""))
-    if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+    if builtin and res.kind in ("MutatingWebhookConfiguration",
+                                "ValidatingWebhookConfiguration"):
         import webhooks
         errs.extend(webhooks.validate_configuration(obj))
+    if res.kind == "CustomResourceDefinition" and res.crd is None:
+        import crds
+        errs.extend(crds.validate_crd(obj))
     for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items():
         if not valid_label_key(k):
             errs.append(FieldError("Invalid", "metadata.labels", "name part must consist of "
@@ -210,16 +229,21 @@ def validate_update(res, new, old, sub="", features=None):
                                    "no new finalizers can be added if the object is being "
                                    "deleted, found new finalizers []string{%s}"
                                    % ", ".join(json.dumps(f) for f in added)))
-    if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+    builtin = res.crd is None
+    if builtin and res.kind in ("MutatingWebhookConfiguration",
+                                "ValidatingWebhookConfiguration"):
         import webhooks
         errs.extend(webhooks.validate_configuration(new))
+    if res.kind == "CustomResourceDefinition" and res.crd is None and sub != "status":
+        import crds
+        errs.extend(crds.validate_crd(new, old))
     for k, v in (nm.get("labels") or {}).items():
         if not valid_label_key(k) or not isinstance(v, str) or not valid_label_value(v):
             errs.append(FieldError("Invalid", "metadata.labels", "a valid label must be an empty "
                                    "string or consist of alphanumeric characters, '-', '_' or "
                                    "'.', and must start and end with an alphanumeric character",
                                    v, True))
-    if sub != "status":
+    if sub != "status" and builtin:
         if res.kind == "Pod":
             errs.extend(updaterules.pod_update_errors(new, old))
         elif res.kind == "Job":

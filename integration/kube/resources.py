@@ -1,14 +1,17 @@
 """The resources the test API server serves, and its discovery and OpenAPI documents.
 
-``RESOURCES`` is the resource table (group, version, kind, scope, status
-subresource, field labels, Table printer); from it come the legacy discovery
-documents (APIGroup, APIResourceList) and the minimal OpenAPI v3 documents.
+``RESOURCES`` is the table of built-in resources (group, version, kind, scope,
+status subresource, field labels, Table printer). A ``Registry`` (one per
+store) adds the resources that CustomResourceDefinitions define (crds.py
+builds them); from the registry come the legacy discovery documents
+(APIGroup, APIResourceList) and the minimal OpenAPI v3 documents.
 """
 
 import base64
 import collections
 import hashlib
 import json
+import re
 
 from tables import (DEFAULT_TABLE, EVENT_TABLE, JOB_TABLE, LEASE_TABLE, NAMESPACE_TABLE,
                     NODE_TABLE, POD_TABLE)
@@ -21,7 +24,7 @@ class Resource:
 
     def __init__(self, group, version, plural, kind, namespaced, singular,
                  short_names=(), categories=(), has_status=False, generation=False,
-                 field_labels=(), table=None, strategic=True):
+                 field_labels=(), table=None, strategic=True, list_kind=None):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.namespaced, self.singular = namespaced, singular
         self.short_names, self.categories = list(short_names), list(categories)
@@ -33,10 +36,38 @@ class Resource:
         self.key = plural if not group else plural + "." + group
         self.qualified = self.key
         self.api_version = version if not group else group + "/" + version
+        self.list_kind = list_kind or kind + "List"
+        # Set on the resources of CustomResourceDefinitions (crds.py):
+        self.crd = None  # the CRD's name (plural.group)
+        self.storage_api_version = self.api_version  # objects are stored at this version
+        self.storage = True  # whether this version is the storage version
+        self.schema = None  # the version's openAPIV3Schema
+        self.deprecation = None  # the Warning a deprecated version answers with
+        self.terminating = False  # the CRD is being deleted: no creates
 
     @property
     def gv(self):
         return (self.group, self.version)
+
+    def spec_changed(self, new, old):
+        """Whether an update changes what ``metadata.generation`` counts.
+
+        Built-in kinds: ``spec``. Custom resources: everything but metadata
+        (and status when the status subresource is enabled).
+        """
+        if self.crd is None:
+            return new.get("spec") != old.get("spec")
+        skip = {"metadata", "apiVersion", "kind"} | ({"status"} if self.has_status else set())
+        return ({k: v for k, v in new.items() if k not in skip}
+                != {k: v for k, v in old.items() if k not in skip})
+
+    def present(self, obj):
+        """``obj`` as this version serves it (conversion strategy None: the apiVersion only)."""
+        if obj is None or self.crd is None or obj.get("apiVersion") == self.api_version:
+            return obj
+        out = dict(obj)
+        out["apiVersion"] = self.api_version
+        return out
 
 
 POD_FIELDS = ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
@@ -71,40 +102,99 @@ RESOURCES = [
     Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
              "ValidatingWebhookConfiguration", False, "validatingwebhookconfiguration",
              categories=["api-extensions"], table=DEFAULT_TABLE),
+    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+             "CustomResourceDefinition", False, "customresourcedefinition", ["crd", "crds"],
+             ["api-extensions"], has_status=True, generation=True, table=DEFAULT_TABLE),
 ]
 
 GROUP_ORDER = ["", "batch", "coordination.k8s.io", "events.k8s.io",
-               "admissionregistration.k8s.io"]
+               "admissionregistration.k8s.io", "apiextensions.k8s.io"]
 
 
 RES_BY_KEY = {r.key: r for r in RESOURCES}
 
-
-def find_resource(group, version, plural):
-    for r in RESOURCES:
-        if r.group == group and r.version == version and r.plural == plural:
-            return r
-    return None
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 
-def group_versions():
-    out = collections.OrderedDict()
-    for g in GROUP_ORDER:
-        for r in RESOURCES:
-            if r.group == g:
-                out.setdefault(g, [])
-                if r.version not in out[g]:
-                    out[g].append(r.version)
-    return out
+def version_priority(v):
+    """Sort key of Kubernetes' version ordering: GA, then beta, then alpha, newest first; other
+    names last, alphabetically (v1 < v1beta2 < v1beta1 < v1alpha1 < foo)."""
+    m = _KUBE_VERSION.match(v)
+    if not m:
+        return (3, 0, 0, v)
+    major, level, minor = int(m.group(1)), m.group(2), int(m.group(3) or 0)
+    return ({None: 0, "beta": 1, "alpha": 2}[level], -major, -minor, v)
+
+
+class Registry:
+    """The resources a server serves: the built-in ones and those of its CRDs.
+
+    ``custom`` maps a CRD's name to the resources of its served versions
+    (crds.py rebuilds them whenever the CRD is written); lookups are by
+    (group, version, plural) and by storage key (``plural.group``).
+    """
+
+    def __init__(self):
+        self.custom = {}
+        self._index = {}
+        self._reindex()
+
+    def _reindex(self):
+        self._index = {(r.group, r.version, r.plural): r for r in self.all()}
+
+    def set_custom(self, crd_name, resources):
+        if resources:
+            self.custom[crd_name] = list(resources)
+        else:
+            self.custom.pop(crd_name, None)
+        self._reindex()
+
+    def all(self):
+        out = list(RESOURCES)
+        for name in sorted(self.custom):
+            out.extend(self.custom[name])
+        return out
+
+    def find(self, group, version, plural):
+        return self._index.get((group, version, plural))
+
+    def by_key(self, key):
+        """The built-in resource, or the storage version of the custom one, stored under ``key``."""
+        if key in RES_BY_KEY:
+            return RES_BY_KEY[key]
+        for r in self.custom.get(key) or []:
+            if r.storage:
+                return r
+        rs = self.custom.get(key)
+        return rs[0] if rs else None
+
+    def group_versions(self):
+        """Group -> served versions, preferred first: built-in groups, then the CRDs' groups
+        by name (as kube-apiserver orders them)."""
+        out = collections.OrderedDict()
+        for g in GROUP_ORDER:
+            for r in RESOURCES:
+                if r.group == g:
+                    out.setdefault(g, [])
+                    if r.version not in out[g]:
+                        out[g].append(r.version)
+        custom = collections.defaultdict(set)
+        for rs in self.custom.values():
+            for r in rs:
+                if r.group not in out:
+                    custom[r.group].add(r.version)
+        for g in sorted(custom):
+            out[g] = sorted(custom[g], key=version_priority)
+        return out
 
 
 def _storage_hash(res):
     return base64.b64encode(hashlib.sha256(res.key.encode()).digest()[:8]).decode()
 
 
-def api_resource_list(group, version):
+def api_resource_list(registry, group, version):
     resources = []
-    for r in RESOURCES:
+    for r in registry.all():
         if r.gv != (group, version):
             continue
         entry = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
@@ -113,13 +203,14 @@ def api_resource_list(group, version):
             entry["shortNames"] = r.short_names
         if r.categories:
             entry["categories"] = r.categories
-        entry["storageVersionHash"] = _storage_hash(r)
+        if r.storage:
+            entry["storageVersionHash"] = _storage_hash(r)
         resources.append(entry)
         if r.has_status:
             resources.append({"name": r.plural + "/status", "singularName": "",
                               "namespaced": r.namespaced, "kind": r.kind,
                               "verbs": ["get", "patch", "update"]})
-        if r.kind == "Pod":
+        if r.kind == "Pod" and r.crd is None:
             resources.append({"name": "pods/binding", "singularName": "", "namespaced": True,
                               "kind": "Binding", "verbs": ["create"]})
     return {"kind": "APIResourceList", "apiVersion": "v1",
@@ -127,27 +218,102 @@ def api_resource_list(group, version):
             "resources": resources}
 
 
+def aggregated_discovery(registry, core):
+    """The aggregated discovery document (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) of
+    ``/api`` (``core``) or ``/apis``: every group, its versions (preferred first) and their
+    resources with scope, verbs, short names, categories and subresources."""
+    items = []
+    for g, versions in registry.group_versions().items():
+        if bool(g) == core:
+            continue
+        out_versions = []
+        for v in versions:
+            resources = []
+            for r in registry.all():
+                if r.gv != (g, v):
+                    continue
+                kind = {"group": "", "version": "", "kind": r.kind}
+                entry = {"resource": r.plural, "responseKind": kind,
+                         "scope": "Namespaced" if r.namespaced else "Cluster",
+                         "singularResource": r.singular, "verbs": ALL_VERBS}
+                if r.short_names:
+                    entry["shortNames"] = r.short_names
+                if r.categories:
+                    entry["categories"] = r.categories
+                subs = []
+                if r.has_status:
+                    subs.append({"subresource": "status", "responseKind": kind,
+                                 "verbs": ["get", "patch", "update"]})
+                if r.kind == "Pod" and r.crd is None:
+                    subs.append({"subresource": "binding", "responseKind": {
+                        "group": "", "version": "", "kind": "Binding"}, "verbs": ["create"]})
+                if subs:
+                    entry["subresources"] = subs
+                resources.append(entry)
+            out_versions.append({"version": v, "resources": resources, "freshness": "Current"})
+        meta = {"creationTimestamp": None}
+        if g:
+            meta = {"name": g, "creationTimestamp": None}
+        items.append({"metadata": meta, "versions": out_versions})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items}
+
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept):
+    """Whether an Accept header asks for aggregated discovery v2 (v2beta1, gone from
+    kube-apiserver 1.33, is answered with the legacy documents)."""
+    for part in (accept or "").split(","):
+        params = {}
+        for p in part.split(";")[1:]:
+            k, _, v = p.strip().partition("=")
+            params[k] = v
+        if (params.get("g") == "apidiscovery.k8s.io" and params.get("v") == "v2"
+                and params.get("as") == "APIGroupDiscoveryList"):
+            return True
+    return False
+
+
 def api_group(group, versions):
     vs = [{"groupVersion": group + "/" + v, "version": v} for v in versions]
     return {"name": group, "versions": vs, "preferredVersion": vs[0]}
 
 
-def openapi_v3_doc(group, version, server_version):
+def schema_name(res, list_kind=False):
+    """The component name of a custom resource's schema: the group reversed, the version, the
+    kind (``io.ray.v1.RayCluster``), as kube-apiserver names them."""
+    return "%s.%s.%s" % (".".join(reversed(res.group.split("."))), res.version,
+                         res.list_kind if list_kind else res.kind)
+
+
+def openapi_v3_doc(registry, group, version, server_version):
     """A minimal OpenAPI v3 document: the paths and operations of each resource.
 
     kubectl reads it to learn that PATCH supports the ``fieldValidation`` query
     parameter (then it leaves validation to the server) and which patch
-    content types each kind accepts. No component schemas are published, so
-    kubectl computes apply patches from its compiled-in types.
+    content types each kind accepts. Built-in kinds have no component schemas,
+    so kubectl computes apply patches from its compiled-in types; custom
+    resources have the schema of their CRD (``crds.published_schema``), with
+    ``x-kubernetes-group-version-kind``, and no strategic merge patch.
     """
+    import crds
     paths = {}
+    schemas = {}
     prefix = "/api/v1" if not group else "/apis/%s/%s" % (group, version)
     params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
               for n in ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")]
-    for r in RESOURCES:
+    for r in registry.all():
         if r.gv != (group, version):
             continue
         gvk = {"group": r.group, "version": r.version, "kind": r.kind}
+        ok = {"description": "OK"}
+        if r.crd is not None:
+            schemas[schema_name(r)] = crds.published_schema(r)
+            schemas[schema_name(r, True)] = crds.published_list_schema(r)
+            ok = {"description": "OK", "content": {"application/json": {"schema": {
+                "$ref": "#/components/schemas/" + schema_name(r)}}}}
         base = prefix + ("/namespaces/{namespace}/" if r.namespaced else "/") + r.plural
         content = ["application/json-patch+json", "application/merge-patch+json",
                    "application/apply-patch+yaml"]
@@ -160,7 +326,7 @@ def openapi_v3_doc(group, version, server_version):
                 if suffix.endswith("status") and verb == "delete":
                     continue
                 op = {"operationId": "%s%s" % (verb, r.kind), "parameters": params,
-                      "responses": {"200": {"description": "OK"}},
+                      "responses": {"200": ok},
                       "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk}
                 if verb == "patch":
                     op["requestBody"] = {"content": {c: {"schema": {
@@ -176,21 +342,21 @@ def openapi_v3_doc(group, version, server_version):
                                 "responses": {"201": {"description": "Created"}},
                                 "x-kubernetes-action": "post",
                                 "x-kubernetes-group-version-kind": gvk}}
+    schemas["io.k8s.apimachinery.pkg.apis.meta.v1.Patch"] = {
+        "type": "object",
+        "description": "Patch is provided to give a concrete name and type to the "
+                       "Kubernetes PATCH request body."}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": server_version},
-            "paths": paths,
-            "components": {"schemas": {"io.k8s.apimachinery.pkg.apis.meta.v1.Patch": {
-                "type": "object",
-                "description": "Patch is provided to give a concrete name and type to the "
-                               "Kubernetes PATCH request body."}}}}
+            "paths": paths, "components": {"schemas": schemas}}
 
 
-def openapi_v3_index(server_version):
+def openapi_v3_index(registry, server_version):
     """``/openapi/v3``: each group-version's document path, with the hash of its content."""
     paths = {}
-    for g, vs in group_versions().items():
+    for g, vs in registry.group_versions().items():
         for v in vs:
             key = "api/v1" if not g else "apis/%s/%s" % (g, v)
-            doc = json.dumps(openapi_v3_doc(g, v, server_version), sort_keys=True)
+            doc = json.dumps(openapi_v3_doc(registry, g, v, server_version), sort_keys=True)
             h = hashlib.sha512(doc.encode()).hexdigest().upper()[:128]
             paths[key] = {"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (key, h)}
     return {"paths": paths}

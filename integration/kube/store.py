@@ -14,6 +14,11 @@ Extension points (webhooks.py adds the admission webhook hook):
   (queue the work). ``controllers.py`` builds simulated controllers on them;
   ``WatchEvent.opts`` carries the DeleteOptions of a delete.
 ``Store.bind`` is the pod binding subresource (``POST pods/<name>/binding``).
+
+``Store.registry`` (resources.Registry) holds the served resources; every
+write of a CustomResourceDefinition updates it (crds.sync_registry). Custom
+resources are stored at their storage version and returned at the version
+asked for (``Resource.present``).
 """
 
 import collections
@@ -24,12 +29,13 @@ import threading
 import time
 import uuid
 
+import crds
 import kpatch
 from errors import (ApiError, FieldError, already_exists, bad_request, conflict, forbidden,
                     invalid, not_found, unsupported_media_type)
 from objects import (name_errors, prepare_for_create, prepare_for_update, validate_create,
                      validate_update)
-from resources import RES_BY_KEY, RESOURCES
+from resources import RES_BY_KEY, RESOURCES, Registry
 
 
 def now_rfc3339(offset=0.0):
@@ -70,6 +76,7 @@ class Store:
         self.cond = threading.Condition(self.lock)
         self.rv = 0
         self.objects = {r.key: {} for r in RESOURCES}
+        self.registry = Registry()
         self.history = collections.deque()
         self.history_size = history_size
         self.compacted_rv = 0  # events with rv <= compacted_rv are gone
@@ -82,12 +89,16 @@ class Store:
         self.rv += 1
         obj = copy.deepcopy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
+        if res.crd is not None:
+            obj["apiVersion"] = res.storage_api_version
         key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         if typ == "DELETED":
             self.objects[res.key].pop(key, None)
         else:
             self.objects[res.key][key] = obj
         ev = WatchEvent(self.rv, res, typ, obj, prev, opts)
+        if res is crds.CRD_RES:
+            crds.sync_registry(self, obj, typ)
         self.history.append(ev)
         while len(self.history) > self.history_size:
             self.compacted_rv = self.history.popleft().rv
@@ -127,11 +138,11 @@ class Store:
             obj = self._get(res, ns, name)
             if obj is None:
                 raise not_found(res, name)
-            return obj
+            return res.present(obj)
 
     def list(self, res, ns, lsel, fsel):
         with self.lock:
-            items = [o for (ons, _), o in sorted(self.objects[res.key].items())
+            items = [res.present(o) for (ons, _), o in sorted(self.objects[res.key].items())
                      if (ns is None or ons == ns) and lsel.matches(o["metadata"].get("labels"))
                      and fsel.matches(o)]
             return items, self.rv
@@ -189,7 +200,7 @@ class Store:
                 raise already_exists(res, name)
             if dry_run:
                 return obj
-            return self._commit(res, "ADDED", obj, None)
+            return res.present(self._commit(res, "ADDED", obj, None))
 
     # ------------------------------------------------------------ update
     def update(self, res, ns, name, body, sub="", dry_run=False, old=None):
@@ -219,6 +230,13 @@ class Store:
                     new["status"] = copy.deepcopy(body["status"])
                 else:
                     new.pop("status", None)
+                if res is crds.CRD_RES and isinstance(meta.get("finalizers"), list):
+                    # The CRD status strategy resets only spec, labels, annotations, owners.
+                    new["metadata"]["finalizers"] = list(meta["finalizers"])
+                    if not new["metadata"]["finalizers"]:
+                        del new["metadata"]["finalizers"]
+                if res.crd is not None:
+                    crds.prepare_status_update(res, new)
             else:
                 new = copy.deepcopy(body)
                 new["metadata"] = copy.deepcopy(meta)
@@ -245,22 +263,24 @@ class Store:
             errs = validate_update(res, new, old, sub, self.features)
             if errs:
                 raise invalid(res, name, errs)
-            new = self._admit("UPDATE", res, sub, ns, name, new, old, dry_run)
-            if res.generation and new.get("spec") != old.get("spec"):
+            new = self._admit("UPDATE", res, sub, ns, name, new, res.present(old), dry_run)
+            if res.crd is not None:
+                new["apiVersion"] = res.storage_api_version
+            if res.generation and res.spec_changed(new, old):
                 new["metadata"]["generation"] = om.get("generation", 0) + 1
             new["metadata"]["resourceVersion"] = om["resourceVersion"]
             if _strip_rv(new) == _strip_rv(old):
-                return old  # no-op update: no new resourceVersion, no watch event
+                return res.present(old)  # no-op update: no new resourceVersion, no watch event
             if dry_run:
-                return new
+                return res.present(new)
             nm = new["metadata"]
             pending = list(nm.get("finalizers") or [])
-            if res.kind == "Namespace":
+            if res.kind == "Namespace" and res.crd is None:
                 pending += list((new.get("spec") or {}).get("finalizers") or [])
             if (nm.get("deletionTimestamp") and not pending
                     and nm.get("deletionGracePeriodSeconds", 0) == 0):
-                return self._commit(res, "DELETED", new, old)
-            return self._commit(res, "MODIFIED", new, old)
+                return res.present(self._commit(res, "DELETED", new, old))
+            return res.present(self._commit(res, "MODIFIED", new, old))
 
     # ------------------------------------------------------------- patch
     def patch(self, res, ns, name, ptype, patch, sub="", dry_run=False):
@@ -310,33 +330,36 @@ class Store:
                 raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: "
                                "%s, ResourceVersion in object meta: %s"
                                % (pre["resourceVersion"], om["resourceVersion"]))
-            self._admit("DELETE", res, "", ns, name, None, old, dry_run)
+            self._admit("DELETE", res, "", ns, name, None, res.present(old), dry_run)
+            if res is crds.CRD_RES and not om.get("deletionTimestamp"):
+                old = crds.mark_for_deletion(old)  # the cleanup finalizer holds it
+                om = old["metadata"]
             grace = self._grace_period(res, old, opts)
             finalizers = list(om.get("finalizers") or [])
-            if res.kind == "Namespace":
+            if res.kind == "Namespace" and res.crd is None:
                 finalizers += list((old.get("spec") or {}).get("finalizers") or [])
             if not finalizers and grace == 0:
                 if dry_run:
-                    return old, True
-                return self._commit(res, "DELETED", old, old, opts), True
+                    return res.present(old), True
+                return res.present(self._commit(res, "DELETED", old, old, opts)), True
             # Graceful or blocked by finalizers: mark and keep.
             new = copy.deepcopy(old)
             nm = new["metadata"]
             if nm.get("deletionTimestamp"):
                 cur = nm.get("deletionGracePeriodSeconds", 0)
                 if grace >= cur:
-                    return old, False
+                    return res.present(old), False
             nm["deletionTimestamp"] = now_rfc3339(grace)
             nm["deletionGracePeriodSeconds"] = grace
-            if res.kind == "Namespace":
+            if res.kind == "Namespace" and res.crd is None:
                 new.setdefault("status", {})["phase"] = "Terminating"
-            if res.generation and "generation" in nm and res.kind != "Pod":
+            if res.generation and "generation" in nm and (res.kind != "Pod" or res.crd):
                 nm["generation"] += 1
             if dry_run:
-                return new, False
+                return res.present(new), False
             if not finalizers and grace == 0:
-                return self._commit(res, "DELETED", new, old, opts), True
-            return self._commit(res, "MODIFIED", new, old, opts), False
+                return res.present(self._commit(res, "DELETED", new, old, opts)), True
+            return res.present(self._commit(res, "MODIFIED", new, old, opts)), False
 
     # ------------------------------------------------------------ binding
     def bind(self, ns, name, body, dry_run=False):
@@ -382,7 +405,7 @@ class Store:
 
     @staticmethod
     def _grace_period(res, obj, opts):
-        if res.kind != "Pod":
+        if res.kind != "Pod" or res.crd is not None:
             return 0
         spec, st = obj.get("spec") or {}, obj.get("status") or {}
         if opts.get("gracePeriodSeconds") is not None:

@@ -5,6 +5,8 @@ printers give them) and ``table()``, which builds a meta.k8s.io/v1 Table.
 """
 
 import datetime
+import json
+import re
 import time
 
 
@@ -158,6 +160,153 @@ NODE_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Roles"), _col("Ag
 
 DEFAULT_TABLE = ([_col("Name", fmt="name"), _col("Created At", "date")],
                  lambda o: [o["metadata"]["name"], o["metadata"].get("creationTimestamp")])
+
+
+# ------------------------------------------------ custom resources' printer columns
+
+class JSONPathError(ValueError):
+    pass
+
+
+def _jsonpath_tokens(path):
+    """Split a simple JSONPath (``.a.b[0].c``, ``[*]``, ``['k']``, ``[?(@.x=='v')]``)."""
+    out, i, n = [], 0, len(path)
+    while i < n:
+        ch = path[i]
+        if ch == ".":
+            i += 1
+            name = ""
+            while i < n and path[i] not in ".[":
+                if path[i] == "\\" and i + 1 < n:
+                    i += 1
+                name += path[i]
+                i += 1
+            if name:
+                out.append(("field", name))
+        elif ch == "[":
+            depth, j = 0, i
+            while j < n:
+                if path[j] == "[":
+                    depth += 1
+                elif path[j] == "]":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            if j >= n:
+                raise JSONPathError("unterminated [")
+            inner = path[i + 1:j].strip()
+            i = j + 1
+            if inner == "*":
+                out.append(("all", None))
+            elif inner.startswith("?(") and inner.endswith(")"):
+                out.append(("filter", _parse_filter(inner[2:-1].strip())))
+            elif inner[:1] in "'\"" and inner[-1:] == inner[:1]:
+                out.append(("field", inner[1:-1]))
+            else:
+                try:
+                    out.append(("index", int(inner)))
+                except ValueError:
+                    raise JSONPathError("unsupported subscript [%s]" % inner)
+        else:
+            raise JSONPathError("unexpected %r" % ch)
+    return out
+
+
+_FILTER = re.compile(r"^@((?:\.[^.=!<> ]+)+)\s*(==|!=)\s*(.+)$")
+
+
+def _parse_filter(text):
+    m = _FILTER.match(text)
+    if not m:
+        raise JSONPathError("unsupported filter %s" % text)
+    fields = [f for f in m.group(1).split(".") if f]
+    raw = m.group(3).strip()
+    if raw[:1] in "'\"" and raw[-1:] == raw[:1]:
+        value = raw[1:-1]
+    else:
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            raise JSONPathError("unsupported filter value %s" % raw)
+    return fields, m.group(2), value
+
+
+def jsonpath(obj, path):
+    """The values ``path`` finds in ``obj`` (the simple JSONPath forms of printer columns)."""
+    values = [obj]
+    for kind, arg in _jsonpath_tokens(path):
+        nxt = []
+        for v in values:
+            if kind == "field" and isinstance(v, dict) and arg in v:
+                nxt.append(v[arg])
+            elif kind == "index" and isinstance(v, list) and -len(v) <= arg < len(v):
+                nxt.append(v[arg])
+            elif kind == "all":
+                nxt.extend(v if isinstance(v, list) else list(v.values())
+                           if isinstance(v, dict) else [])
+            elif kind == "filter" and isinstance(v, list):
+                fields, op, want = arg
+                for item in v:
+                    cur = item
+                    for f in fields:
+                        cur = cur.get(f) if isinstance(cur, dict) else None
+                    if (cur == want) == (op == "=="):
+                        nxt.append(item)
+        values = nxt
+    return values
+
+
+def _go_text(value):
+    """A value as the jsonpath printer writes it (Go's fmt; maps and lists as JSON)."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=isinstance(value, dict))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    return str(value)
+
+
+def _cell(col, obj):
+    try:
+        found = jsonpath(obj, col.get("jsonPath") or "")
+    except JSONPathError:
+        return None
+    if not found or found[0] is None:
+        return None
+    value, typ = found[0], col.get("type")
+    if typ == "string":
+        return _go_text(value)
+    if typ == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if typ == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if typ == "boolean" and isinstance(value, bool):
+        return value
+    if typ == "date" and isinstance(value, str):
+        try:
+            datetime.datetime.strptime(value.rstrip("Z").split(".")[0], "%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            return "<invalid>"
+        return human_duration(time.time() - parse_time(value))
+    return None
+
+
+def crd_table(columns):
+    """The Table columns and row function of a CRD version's ``additionalPrinterColumns``
+    (``Age`` from creationTimestamp when it declares none), as apiextensions' table convertor."""
+    columns = [c for c in columns if isinstance(c, dict)] or [
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+         "description": "CreationTimestamp is a timestamp representing the server time when "
+                        "this object was created."}]
+    defs = [_col("Name", fmt="name", desc="Name must be unique within a namespace.")]
+    for c in columns:
+        defs.append(_col(c.get("name", ""), c.get("type", "string"), c.get("format", ""),
+                         int(c.get("priority") or 0), c.get("description") or
+                         "Custom resource definition column (in JSONPath format): %s"
+                         % c.get("jsonPath", "")))
+    return defs, lambda o: [o["metadata"]["name"]] + [_cell(c, o) for c in columns]
 
 
 def table(res, items, rv, include_object, cont=None, headers=True):

@@ -25,7 +25,7 @@ class RawApiTest(unittest.TestCase):
         code, body = self.s.request("GET", "/apis")
         self.assertEqual([g["name"] for g in body["groups"]],
                          ["batch", "coordination.k8s.io", "events.k8s.io",
-                          "admissionregistration.k8s.io"])
+                          "admissionregistration.k8s.io", "apiextensions.k8s.io"])
         code, body = self.s.request("GET", "/apis/batch/v1")
         self.assertEqual(body["groupVersion"], "batch/v1")
         self.assertEqual([r["name"] for r in body["resources"]], ["jobs", "jobs/status"])

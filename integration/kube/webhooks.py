@@ -200,7 +200,7 @@ class WebhookAdmission:
                    for r in wh.get("rules") or []):
             return False
         nsel = wh.get("namespaceSelector") or {}
-        if req.res.kind == "Namespace":
+        if req.res.kind == "Namespace" and req.res.crd is None:
             if not (selector_matches(nsel, _labels(req.object))
                     or (req.old_object is not None
                         and selector_matches(nsel, _labels(req.old_object)))):

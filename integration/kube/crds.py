@@ -1,0 +1,647 @@
+"""CustomResourceDefinitions (apiextensions.k8s.io/v1) in the test API server.
+
+What kube-apiserver's apiextensions part does, as far as clients can tell:
+
+* a CRD is defaulted (``names.singular``, ``names.listKind``,
+  ``conversion.strategy: None``), validated (name ``<plural>.<group>``, group,
+  scope, versions and their storage flag, schemas required, names, printer
+  columns, protected ``*.k8s.io`` groups; group, plural, and once established
+  scope and kind, immutable) and at once accepted and established (status
+  ``acceptedNames``, ``NamesAccepted`` and ``Established`` conditions,
+  ``storedVersions``);
+* each served version becomes a ``resources.Resource`` of the store's
+  ``Registry`` (``sync_registry``, called by the store on every write of a
+  CRD): discovery, OpenAPI v3, list/watch/get/create/update/patch/delete, the
+  ``/status`` subresource when the version declares it, Table output from
+  ``additionalPrinterColumns`` (tables.crd_table), no strategic merge patch;
+  objects are stored at the storage version and served at the requested one
+  (conversion strategy None: only ``apiVersion`` changes);
+* custom resources (``prepare_create``, ``prepare_update``): status dropped on
+  create when the status subresource is enabled, the schema's ``default``
+  values applied; ``metadata.generation`` counts changes outside metadata
+  (and status) (``Resource.spec_changed``);
+* deleting a CRD (``mark_for_deletion``, ``CRDFinalizer``): the
+  ``customresourcecleanup.apiextensions.k8s.io`` finalizer and a
+  ``Terminating`` condition are added, creates are refused (405), every custom
+  resource is deleted (their own finalizers honoured), then the finalizer is
+  removed and the resource is no longer served.
+
+``BUILTIN`` holds the definitions the ``--crd`` option installs at start:
+``raycluster`` (``rayclusters.ray.io`` v1, KubeRay's names, printer columns and
+defaults) and ``workload`` (``workloads.kueue.x-k8s.io`` v1beta2, Kueue's names
+and printer columns), with permissive schemas.
+
+Simplified: objects are not validated against the schema, unknown fields are
+not pruned and ``fieldValidation`` is ignored (as for built-in kinds here);
+no conversion webhooks (every version shares the stored object); no scale
+subresource, selectable fields or CEL rules; names are not checked for
+conflicts between CRDs.
+"""
+
+import copy
+import re
+
+import controllers
+import tables
+from errors import ApiError, FieldError
+from resources import RES_BY_KEY, Resource
+from updaterules import GoValue
+
+CRD_RES = RES_BY_KEY["customresourcedefinitions.apiextensions.k8s.io"]
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
+COLUMN_FORMATS = ["byte", "date", "date-time", "double", "float", "int32", "int64", "password"]
+
+
+def _dns1035_errors(value):
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1035.match(value):
+        errs.append("a DNS-1035 label must consist of lower case alphanumeric characters or "
+                    "'-', start with an alphabetic character, and end with an alphanumeric "
+                    "character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                    "'[a-z]([-a-z0-9]*[a-z0-9])?')")
+    return errs
+
+
+def _subdomain_errors(value):
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errs.append("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                    "characters, '-' or '.', and must start and end with an alphanumeric "
+                    "character (e.g. 'example.com', regex used for validation is "
+                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    return errs
+
+
+def _dict(v):
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v):
+    return v if isinstance(v, list) else []
+
+
+# ------------------------------------------------------------------ the CRD object
+
+def default_crd(obj):
+    """apiextensions/v1 defaults: names.singular, names.listKind, conversion.strategy."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict):
+        kind = names.get("kind")
+        if not names.get("singular") and isinstance(kind, str) and kind:
+            names["singular"] = kind.lower()
+        if not names.get("listKind") and isinstance(kind, str) and kind:
+            names["listKind"] = kind + "List"
+    if spec.get("conversion") is None:
+        spec["conversion"] = {"strategy": "None"}
+
+
+def storage_version(obj):
+    for v in _list(_dict(obj.get("spec")).get("versions")):
+        if isinstance(v, dict) and v.get("storage"):
+            return v.get("name")
+    return None
+
+
+def _accepted_names(spec):
+    names = copy.deepcopy(_dict(spec.get("names")))
+    return names
+
+
+def _set_condition(status, ctype, value, reason, message, now):
+    conds = status.setdefault("conditions", [])
+    for c in conds:
+        if c.get("type") == ctype:
+            if c.get("status") != value:
+                c["lastTransitionTime"] = now
+            c.update({"status": value, "reason": reason, "message": message})
+            return
+    conds.append({"type": ctype, "status": value, "lastTransitionTime": now, "reason": reason,
+                  "message": message})
+
+
+def prepare_crd_create(obj):
+    """Create: defaults, and the status the naming and establishing controllers would write."""
+    from store import now_rfc3339
+    default_crd(obj)
+    now = now_rfc3339()
+    spec = _dict(obj.get("spec"))
+    status = {"acceptedNames": _accepted_names(spec), "conditions": []}
+    _set_condition(status, "NamesAccepted", "True", "NoConflicts", "no conflicts found", now)
+    _set_condition(status, "Established", "True", "InitialNamesAccepted",
+                   "the initial names have been accepted", now)
+    sv = storage_version(obj)
+    status["storedVersions"] = [sv] if sv else []
+    obj["status"] = status
+
+
+def prepare_crd_update(new, old):
+    """Update of the main resource: defaults; accepted names and stored versions follow."""
+    default_crd(new)
+    status = new.setdefault("status", {})
+    if isinstance(status, dict) and isinstance(new.get("spec"), dict):
+        status["acceptedNames"] = _accepted_names(new["spec"])
+        sv = storage_version(new)
+        stored = list(status.get("storedVersions") or [])
+        if sv and sv not in stored:
+            stored.append(sv)
+        status["storedVersions"] = stored
+
+
+def mark_for_deletion(obj):
+    """The first DELETE of a CRD: its cleanup finalizer and the Terminating condition."""
+    from store import now_rfc3339
+    out = copy.deepcopy(obj)
+    fins = out["metadata"].setdefault("finalizers", [])
+    if CLEANUP_FINALIZER not in fins:
+        fins.append(CLEANUP_FINALIZER)
+    _set_condition(out.setdefault("status", {}), "Terminating", "True", "InstanceDeletionPending",
+                   "CustomResourceDefinition marked for deletion; CustomResource deletion will "
+                   "begin soon", now_rfc3339())
+    return out
+
+
+def _versions_value():
+    return GoValue("[]apiextensions.CustomResourceDefinitionVersion{...}")
+
+
+def validate_crd(obj, old=None):
+    """ValidateCustomResourceDefinition (and ...Update when ``old`` is given): the common checks."""
+    errs = []
+    meta = _dict(obj.get("metadata"))
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [FieldError("Required", "spec", "")]
+    names = _dict(spec.get("names"))
+    group = spec.get("group") or ""
+    plural = names.get("plural") or ""
+    name = meta.get("name") or ""
+    if name != "%s.%s" % (plural, group):
+        errs.append(FieldError("Invalid", "metadata.name",
+                               'must be spec.names.plural+"."+spec.group', name, True))
+    if not group:
+        errs.append(FieldError("Required", "spec.group", ""))
+    elif _subdomain_errors(group):
+        errs.append(FieldError("Invalid", "spec.group", ",".join(_subdomain_errors(group)),
+                               group, True))
+    elif len(group.split(".")) < 2:
+        errs.append(FieldError("Invalid", "spec.group", "should be a domain with at least one dot",
+                               group, True))
+    scope = spec.get("scope") or ""
+    if not scope:
+        errs.append(FieldError("Required", "spec.scope", ""))
+    elif scope not in ("Cluster", "Namespaced"):
+        errs.append(FieldError("NotSupported", "spec.scope",
+                               'supported values: "Cluster", "Namespaced"', scope, True))
+    versions = _list(spec.get("versions"))
+    storage = 0
+    seen, unique = set(), True
+    for i, v in enumerate(versions):
+        v = _dict(v)
+        path = "spec.versions[%d]" % i
+        vname = v.get("name") or ""
+        if v.get("storage"):
+            storage += 1
+        if vname in seen:
+            unique = False
+        seen.add(vname)
+        if _dns1035_errors(vname):
+            errs.append(FieldError("Invalid", path + ".name", ",".join(_dns1035_errors(vname)),
+                                   vname, True))
+        if not isinstance(_dict(v.get("schema")).get("openAPIV3Schema"), dict):
+            errs.append(FieldError("Required", path + ".schema.openAPIV3Schema",
+                                   "schemas are required"))
+        for j, col in enumerate(_list(v.get("additionalPrinterColumns"))):
+            errs.extend(_column_errors(_dict(col), "%s.additionalPrinterColumns[%d]" % (path, j)))
+    if not unique:
+        errs.append(FieldError("Invalid", "spec.versions", "must contain unique version names",
+                               _versions_value(), True))
+    if storage != 1:
+        errs.append(FieldError("Invalid", "spec.versions",
+                               "must have exactly one version marked as storage version",
+                               _versions_value(), True))
+    for field in ("plural", "singular", "kind", "listKind"):
+        if not names.get(field):
+            errs.append(FieldError("Required", "spec.names." + field, ""))
+    for field in ("plural", "singular"):
+        val = names.get(field) or ""
+        if val and _dns1035_errors(val):
+            errs.append(FieldError("Invalid", "spec.names." + field,
+                                   ",".join(_dns1035_errors(val)), val, True))
+    for field in ("kind", "listKind"):
+        val = names.get(field) or ""
+        if val and _dns1035_errors(val.lower()):
+            errs.append(FieldError("Invalid", "spec.names." + field,
+                                   "may have mixed case, but should otherwise match: "
+                                   + ",".join(_dns1035_errors(val.lower())), val, True))
+    for i, short in enumerate(_list(names.get("shortNames"))):
+        if not isinstance(short, str) or _dns1035_errors(short):
+            errs.append(FieldError("Invalid", "spec.names.shortNames[%d]" % i,
+                                   ",".join(_dns1035_errors(str(short))), short, True))
+    strategy = _dict(spec.get("conversion")).get("strategy") or ""
+    if strategy not in ("None", "Webhook"):
+        errs.append(FieldError("NotSupported", "spec.conversion.strategy",
+                               'supported values: "None", "Webhook"', strategy, True))
+    if _protected(group) and APPROVAL_ANNOTATION not in (meta.get("annotations") or {}):
+        errs.append(FieldError("Required", "metadata.annotations[%s]" % APPROVAL_ANNOTATION,
+                               'protected groups must have approval annotation "%s", see '
+                               "https://github.com/kubernetes/enhancements/pull/1111"
+                               % APPROVAL_ANNOTATION))
+    if old is not None:
+        ospec = _dict(old.get("spec"))
+        onames = _dict(ospec.get("names"))
+        established = any(c.get("type") == "Established" and c.get("status") == "True"
+                          for c in _list(_dict(old.get("status")).get("conditions")))
+        immutable = [("spec.group", group, ospec.get("group")),
+                     ("spec.names.plural", plural, onames.get("plural"))]
+        if established:
+            immutable = [("spec.scope", scope, ospec.get("scope")),
+                         ("spec.names.kind", names.get("kind"), onames.get("kind"))] + immutable
+        for path, new, was in immutable:
+            if new != was:
+                errs.append(FieldError("Invalid", path, "field is immutable", new, True))
+        stored = _list(_dict(old.get("status")).get("storedVersions"))
+        names_now = {_dict(v).get("name") for v in versions}
+        for i, sv in enumerate(stored):
+            if sv not in names_now:
+                errs.append(FieldError(
+                    "Invalid", "status.storedVersions[%d]" % i,
+                    "missing from spec.versions; %s was previously a storage version, and must "
+                    "remain in spec.versions until a storage migration ensures no data remains "
+                    "persisted in %s and removes %s from status.storedVersions" % (sv, sv, sv),
+                    sv, True))
+    return errs
+
+
+def _protected(group):
+    return group in ("k8s.io", "kubernetes.io") or group.endswith(".k8s.io") or \
+        group.endswith(".kubernetes.io")
+
+
+def _column_errors(col, path):
+    errs = []
+    if not col.get("name"):
+        errs.append(FieldError("Required", path + ".name", ""))
+    typ = col.get("type") or ""
+    if not typ:
+        errs.append(FieldError("Required", path + ".type",
+                               "must be one of " + ",".join(COLUMN_TYPES)))
+    elif typ not in COLUMN_TYPES:
+        errs.append(FieldError("NotSupported", path + ".type", "supported values: "
+                               + ", ".join('"%s"' % t for t in COLUMN_TYPES), typ, True))
+    fmt = col.get("format") or ""
+    if fmt and fmt not in COLUMN_FORMATS:
+        errs.append(FieldError("NotSupported", path + ".format", "supported values: "
+                               + ", ".join('"%s"' % t for t in COLUMN_FORMATS), fmt, True))
+    jp = col.get("jsonPath") or ""
+    if not jp:
+        errs.append(FieldError("Required", path + ".jsonPath", ""))
+    elif not jp.startswith("."):
+        errs.append(FieldError("Invalid", path + ".jsonPath",
+                               "must be a simple json path starting with .", jp, True))
+    return errs
+
+
+# ------------------------------------------------------- the served resources
+
+def resources_for(crd):
+    """The ``Resource`` of each served version of ``crd`` (empty when it serves none)."""
+    spec = _dict(crd.get("spec"))
+    names = _dict(_dict(crd.get("status")).get("acceptedNames")) or _dict(spec.get("names"))
+    group = spec.get("group") or ""
+    versions = [_dict(v) for v in _list(spec.get("versions"))]
+    sv = storage_version(crd)
+    out = []
+    for v in versions:
+        if not v.get("served"):
+            continue
+        kind = names.get("kind") or ""
+        res = Resource(group, v.get("name"), names.get("plural") or "", kind,
+                       spec.get("scope") == "Namespaced",
+                       names.get("singular") or kind.lower(),
+                       short_names=_list(names.get("shortNames")),
+                       categories=_list(names.get("categories")),
+                       has_status="status" in _dict(v.get("subresources")),
+                       generation=True,
+                       table=tables.crd_table(_list(v.get("additionalPrinterColumns"))),
+                       strategic=False, list_kind=names.get("listKind"))
+        res.crd = crd["metadata"]["name"]
+        res.storage_api_version = group + "/" + (sv or v.get("name"))
+        res.storage = v.get("name") == sv
+        res.schema = _dict(v.get("schema")).get("openAPIV3Schema")
+        if v.get("deprecated"):
+            res.deprecation = v.get("deprecationWarning") or "%s/%s %s is deprecated" % (
+                group, v.get("name"), kind)
+        res.terminating = bool(crd["metadata"].get("deletionTimestamp"))
+        out.append(res)
+    return out
+
+
+def sync_registry(store, crd, typ):
+    """After a write of a CRD: (un)register the resources it defines (store lock held)."""
+    name = crd["metadata"]["name"]
+    resources = [] if typ == "DELETED" else resources_for(crd)
+    store.registry.set_custom(name, resources)
+    if resources:
+        store.objects.setdefault(resources[0].key, {})
+    # Stored custom resources stay when the CRD goes (they reappear if it is created again,
+    # as objects left in etcd would); the cleanup finalizer normally deleted them first.
+
+
+def published_schema(res):
+    """The schema kubectl finds for a custom resource in OpenAPI v3 (``kubectl explain``)."""
+    schema = copy.deepcopy(res.schema) if isinstance(res.schema, dict) else {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema.setdefault("type", "object")
+    props = schema.setdefault("properties", {})
+    props.setdefault("apiVersion", {"type": "string", "description": (
+        "APIVersion defines the versioned schema of this representation of an object.")})
+    props.setdefault("kind", {"type": "string", "description": (
+        "Kind is a string value representing the REST resource this object represents.")})
+    props["metadata"] = {"type": "object", "description": "Standard object's metadata."}
+    schema["x-kubernetes-group-version-kind"] = [
+        {"group": res.group, "version": res.version, "kind": res.kind}]
+    return schema
+
+
+def published_list_schema(res):
+    from resources import schema_name
+    return {"type": "object", "required": ["items"], "properties": {
+        "apiVersion": {"type": "string"},
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/" + schema_name(res)}},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"}},
+        "x-kubernetes-group-version-kind": [
+            {"group": res.group, "version": res.version, "kind": res.list_kind}]}
+
+
+# ----------------------------------------------------------- custom resources
+
+def apply_defaults(schema, value, root=True):
+    """Set the schema's ``default`` values of absent fields (structural defaulting)."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            for key, sub in props.items():
+                if not isinstance(sub, dict) or (root and key == "metadata"):
+                    continue
+                if key not in value and "default" in sub:
+                    value[key] = copy.deepcopy(sub["default"])
+                if key in value:
+                    apply_defaults(sub, value[key], False)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in list(value):
+                if not (isinstance(props, dict) and key in props):
+                    apply_defaults(extra, value[key], False)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for v in value:
+                apply_defaults(items, v, False)
+
+
+def prepare_create(res, obj):
+    if res.has_status:
+        obj.pop("status", None)
+    apply_defaults(res.schema, obj)
+
+
+def prepare_update(res, new):
+    apply_defaults(res.schema, new)
+
+
+def prepare_status_update(res, new):
+    """A write through ``/status``: the status schema's defaults (the rest is the old object)."""
+    if isinstance(res.schema, dict) and isinstance(new.get("status"), dict):
+        apply_defaults(((res.schema.get("properties") or {}).get("status")), new["status"], False)
+
+
+def refuse_create_if_terminating(res):
+    if res.terminating:
+        raise ApiError(405, "MethodNotAllowed",
+                       "create not allowed while custom resource definition is terminating",
+                       {"group": res.group, "kind": res.plural})
+
+
+# --------------------------------------------------------- the cleanup finalizer
+
+class _All:
+    @staticmethod
+    def matches(_):
+        return True
+
+
+class CRDFinalizer(controllers.Controller):
+    """Deletes the custom resources of a CRD being deleted, then lets the CRD go.
+
+    As apiextensions-apiserver's finalizing controller: condition
+    ``Terminating=True`` ``InstanceDeletionInProgress``, every instance deleted
+    (finalizers of the instances are waited for: the CRD stays until they are
+    gone), then ``Terminating=False`` ``InstanceDeletionCompleted`` and the
+    ``customresourcecleanup.apiextensions.k8s.io`` finalizer removed through
+    ``/status`` (which, for CRDs, keeps the finalizers of the request). Always
+    running: it is part of the API server, not a ``--controllers`` option.
+    """
+
+    NAME = "crd-finalizer"
+
+    def _on_event(self, event):
+        if event.res.kind == "CustomResourceDefinition" and event.res.group == CRD_RES.group:
+            self.queue.put(event)
+        elif event.res.crd is not None and event.type == "DELETED":
+            self.queue.put(event)
+
+    def initial_keys(self):
+        items, _ = self.store.list(CRD_RES, None, _All, _All)
+        return [o["metadata"]["name"] for o in items if o["metadata"].get("deletionTimestamp")]
+
+    def keys_for(self, ev):
+        if ev.res.crd is not None:
+            return [ev.res.crd]
+        if ev.type != "DELETED" and ev.obj["metadata"].get("deletionTimestamp"):
+            return [ev.obj["metadata"]["name"]]
+        return []
+
+    def sync(self, name):
+        from store import now_rfc3339
+        crd = self.get(CRD_RES, None, name)
+        if crd is None or not crd["metadata"].get("deletionTimestamp"):
+            return
+        if CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or []):
+            return
+        status = copy.deepcopy(crd.get("status") or {})
+        _set_condition(status, "Terminating", "True", "InstanceDeletionInProgress",
+                       "CustomResource deletion is in progress", now_rfc3339())
+        crd = self.write_status(CRD_RES, crd, status)
+        res = self.store.registry.by_key(name)
+        remaining = 0
+        if res is not None:
+            items, _ = self.store.list(res, None, _All, _All)
+            for o in items:
+                m = o["metadata"]
+                remaining += 1
+                if not m.get("deletionTimestamp"):
+                    self.delete(res, m.get("namespace"), m["name"], m["uid"])
+            items, _ = self.store.list(res, None, _All, _All)
+            remaining = len(items)
+        if remaining:
+            self.after(1.0, name)  # instances with finalizers: look again later
+            return
+        body = copy.deepcopy(crd)
+        _set_condition(body["status"], "Terminating", "False", "InstanceDeletionCompleted",
+                       "removed all instances", now_rfc3339())
+        body["metadata"]["finalizers"] = [f for f in body["metadata"].get("finalizers") or []
+                                          if f != CLEANUP_FINALIZER]
+        self.store.update(CRD_RES, None, name, body, "status")
+
+
+# ------------------------------------------------------------ built-in definitions
+
+def _int(default=None, fmt="int32"):
+    s = {"type": "integer", "format": fmt}
+    if default is not None:
+        s["default"] = default
+    return s
+
+
+def _open(**props):
+    s = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    if props:
+        s["properties"] = props
+    return s
+
+
+def raycluster_crd():
+    """``rayclusters.ray.io``: KubeRay's names, v1 printer columns and schema defaults."""
+    columns = [
+        {"jsonPath": ".status.desiredWorkerReplicas", "name": "desired workers",
+         "type": "integer"},
+        {"jsonPath": ".status.availableWorkerReplicas", "name": "available workers",
+         "type": "integer"},
+        {"jsonPath": ".status.desiredCPU", "name": "cpus", "type": "string"},
+        {"jsonPath": ".status.desiredMemory", "name": "memory", "type": "string"},
+        {"jsonPath": ".status.desiredGPU", "name": "gpus", "type": "string"},
+        {"jsonPath": ".status.desiredTPU", "name": "tpus", "priority": 1, "type": "string"},
+        {"jsonPath": ".status.state", "name": "status", "type": "string"},
+        {"jsonPath": ".metadata.creationTimestamp", "name": "age", "type": "date"},
+        {"jsonPath": ".status.head.podIP", "name": "head pod IP", "priority": 1,
+         "type": "string"},
+        {"jsonPath": ".status.head.serviceIP", "name": "head service IP", "priority": 1,
+         "type": "string"},
+    ]
+    worker = _open(
+        groupName={"type": "string"},
+        replicas=_int(0), minReplicas=_int(0), maxReplicas=_int(2147483647),
+        numOfHosts=_int(1), priority=_int(0), suspend={"type": "boolean"},
+        idleTimeoutSeconds=_int(),
+        rayStartParams={"type": "object", "additionalProperties": {"type": "string"}},
+        scaleStrategy={"type": "object", "properties": {
+            "workersToDelete": {"type": "array", "items": {"type": "string"}}}},
+        template=_open())
+    worker["required"] = ["groupName", "template"]
+    spec = _open(
+        suspend={"type": "boolean"}, managedBy={"type": "string"},
+        enableInTreeAutoscaling={"type": "boolean"}, rayVersion={"type": "string"},
+        autoscalerOptions=_open(),
+        headGroupSpec=_open(
+            rayStartParams={"type": "object", "additionalProperties": {"type": "string"}},
+            serviceType={"type": "string"}, template=_open()),
+        workerGroupSpecs={"type": "array", "items": worker})
+    spec["required"] = ["headGroupSpec"]
+    status = _open(
+        state={"type": "string"}, reason={"type": "string"},
+        readyWorkerReplicas=_int(), availableWorkerReplicas=_int(),
+        desiredWorkerReplicas=_int(), minWorkerReplicas=_int(), maxWorkerReplicas=_int(),
+        observedGeneration=_int(fmt="int64"),
+        desiredCPU={"anyOf": [{"type": "integer"}, {"type": "string"}],
+                    "x-kubernetes-int-or-string": True},
+        desiredMemory={"anyOf": [{"type": "integer"}, {"type": "string"}],
+                       "x-kubernetes-int-or-string": True},
+        desiredGPU={"anyOf": [{"type": "integer"}, {"type": "string"}],
+                    "x-kubernetes-int-or-string": True},
+        desiredTPU={"anyOf": [{"type": "integer"}, {"type": "string"}],
+                    "x-kubernetes-int-or-string": True},
+        head={"type": "object", "properties": {k: {"type": "string"} for k in (
+            "podIP", "podName", "serviceIP", "serviceName")}},
+        conditions={"type": "array", "items": _open()},
+        lastUpdateTime={"type": "string", "format": "date-time", "nullable": True})
+    schema = {"type": "object", "description": "RayCluster is the Schema for the RayClusters API",
+              "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                             "metadata": {"type": "object"}, "spec": spec, "status": status}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "rayclusters.ray.io"},
+            "spec": {"group": "ray.io", "scope": "Namespaced",
+                     "names": {"categories": ["all"], "kind": "RayCluster",
+                               "listKind": "RayClusterList", "plural": "rayclusters",
+                               "singular": "raycluster"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "additionalPrinterColumns": columns,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}}}]}}
+
+
+def workload_crd():
+    """``workloads.kueue.x-k8s.io`` v1beta2: Kueue's names, printer columns and spec defaults."""
+    columns = [
+        {"description": "Name of the queue this workload was submitted to",
+         "jsonPath": ".spec.queueName", "name": "Queue", "type": "string"},
+        {"description": "Name of the ClusterQueue where the workload is reserving quota",
+         "jsonPath": ".status.admission.clusterQueue", "name": "Reserved in", "type": "string"},
+        {"description": "Admission status",
+         "jsonPath": ".status.conditions[?(@.type=='Admitted')].status", "name": "Admitted",
+         "type": "string"},
+        {"description": "Workload finished",
+         "jsonPath": ".status.conditions[?(@.type=='Finished')].status", "name": "Finished",
+         "type": "string"},
+        {"description": "Time this workload was created",
+         "jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+    ]
+    podset = _open(name={"type": "string", "default": "main"}, count=_int(1),
+                   minCount=_int(), template=_open())
+    podset["required"] = ["count", "template"]
+    spec = _open(active={"type": "boolean", "default": True}, queueName={"type": "string"},
+                 podSets={"type": "array", "items": podset},
+                 priority=_int(), maximumExecutionTimeSeconds=_int())
+    schema = {"type": "object", "description": "Workload is the Schema for the workloads API",
+              "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                             "metadata": {"type": "object"}, "spec": spec,
+                             "status": _open(conditions={"type": "array", "items": _open()},
+                                             admission=_open())}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "workloads.kueue.x-k8s.io"},
+            "spec": {"group": "kueue.x-k8s.io", "scope": "Namespaced",
+                     "names": {"kind": "Workload", "listKind": "WorkloadList",
+                               "plural": "workloads", "singular": "workload",
+                               "shortNames": ["kwl", "kueueworkload", "kueueworkloads"]},
+                     "versions": [{"name": "v1beta2", "served": True, "storage": True,
+                                   "additionalPrinterColumns": columns,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}}}]}}
+
+
+BUILTIN = {"raycluster": raycluster_crd, "workload": workload_crd}
+
+
+def install(store, names):
+    """Create the ``--crd`` definitions (``BUILTIN`` names) at start."""
+    unknown = [n for n in names if n not in BUILTIN]
+    if unknown:
+        raise SystemExit("--crd: unknown definition %s (available: %s)"
+                         % (", ".join(unknown), ", ".join(sorted(BUILTIN))))
+    for n in names:
+        store.create(CRD_RES, None, BUILTIN[n]())
