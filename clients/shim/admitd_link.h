@@ -58,6 +58,8 @@ class AdmitdLink {
 
   v1::AdmissionService::Stub& admission() { return *admission_; }
   v1::QueueService::Stub& queues() { return *queues_; }
+  // The channel, for other services' stubs (PodService).
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
 
   // True once the first list completed.
   bool Synced() const { return synced_.load(); }

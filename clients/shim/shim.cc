@@ -47,6 +47,10 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   s->pods_ = std::make_unique<Informer>(
       s->kube_, "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name",
       [s](const std::string&, const nlohmann::json& pod) { s->OnPod(pod); });
+  s->namespaces_ = std::make_unique<Informer>(
+      s->kube_, "/api/v1/namespaces", [s](const std::string&, const nlohmann::json& ns) {
+        s->namespace_queue_.Add(ObjectKey(ns));
+      });
   s->admitd_ = std::make_unique<AdmitdLink>(
       AdmitdLinkOptions{.target = config.admitd, .cluster = config.cluster},
       [s](const v1::Workload& wl, bool) { s->OnWorkload(wl); },
@@ -56,6 +60,17 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   options.excluded_namespaces = config.excluded_namespaces;
   options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
   options.workload.elastic_jobs = config.elastic_jobs;
+  s->namespace_sync_ = std::make_unique<NamespaceSync>(*s->admitd_, *s->namespaces_);
+  if (config.integrations.count("pod")) {
+    // The pods the webhook took in (label kueue.x-k8s.io/managed=true).
+    s->managed_pods_ = std::make_unique<Informer>(
+        s->kube_, "/api/v1/pods?labelSelector=kueue.x-k8s.io%2Fmanaged%3Dtrue",
+        [s](const std::string& type, const nlohmann::json& pod) {
+          if (s->pod_sync_) s->pod_sync_->OnPod(type, pod);
+        });
+    s->pod_sync_ = std::make_unique<PodSync>(s->kube_, *s->admitd_, *s->managed_pods_,
+                                             *s->events_, config.cluster);
+  }
   s->reconciler_ = std::make_unique<JobReconciler>(s->kube_, *s->admitd_, *s->jobs_, *s->pods_,
                                                    *s->events_, options);
 
@@ -68,6 +83,12 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     WebhookServerOptions webhook_options;
     webhook_options.job.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
     webhook_options.job.elastic_jobs = config.elastic_jobs;
+    webhook_options.pods = config.integrations.count("pod") > 0;
+    webhook_options.pod.integration_enabled = webhook_options.pods;
+    webhook_options.pod.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
+    webhook_options.pod.elastic_jobs = config.elastic_jobs;
+    // admitd reads a pod's group name from its label (the annotation form is not read there).
+    webhook_options.pod.workload_identifier_annotations = false;
     s->webhook_ = std::make_unique<WebhookServer>(config.webhook_listen, config.webhook_cert_dir,
                                                   *s->webhook_context_, webhook_options);
     if (absl::Status st = s->webhook_->Start(); !st.ok()) return st;
@@ -86,6 +107,8 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
 
   s->threads_.emplace_back([s] { s->jobs_->Run(); });
   s->threads_.emplace_back([s] { s->pods_->Run(); });
+  s->threads_.emplace_back([s] { s->namespaces_->Run(); });
+  if (s->managed_pods_) s->threads_.emplace_back([s] { s->managed_pods_->Run(); });
   s->threads_.emplace_back([s] { s->admitd_->Run(); });
   if (config.leader_elect) {
     s->elector_ = std::make_unique<LeaderElector>(
@@ -122,9 +145,13 @@ void Shim::Stop() {
   absl::MutexLock lock(&stop_mu_);
   if (stopping_.exchange(true)) return;
   queue_.ShutDown();
+  namespace_queue_.ShutDown();
   if (elector_) elector_->Stop();
   jobs_->Stop();
   pods_->Stop();
+  namespaces_->Stop();
+  if (managed_pods_) managed_pods_->Stop();
+  if (pod_sync_) pod_sync_->Stop();
   admitd_->Stop();
   if (health_) health_->Stop();
   if (webhook_) webhook_->Stop();
@@ -152,10 +179,13 @@ bool Shim::Wait() {
 }
 
 bool Shim::Synced() const {
-  return jobs_->lists() > 0 && pods_->lists() > 0 && admitd_->Synced();
+  return jobs_->lists() > 0 && pods_->lists() > 0 && namespaces_->lists() > 0 &&
+         (!managed_pods_ || managed_pods_->lists() > 0) && admitd_->Synced();
 }
 
-void Shim::OnJob(const nlohmann::json& job) { queue_.Add(ObjectKey(job)); }
+void Shim::OnJob(const nlohmann::json& job) {
+  if (config_.integrations.count("batch/job")) queue_.Add(ObjectKey(job));
+}
 
 void Shim::OnPod(const nlohmann::json& pod) {
   const nlohmann::json annotations =
@@ -203,6 +233,8 @@ void Shim::StartWork() {
                                 {"jobs", absl::StrCat(jobs_->Size())}});
   Resync();
   for (int i = 0; i < config_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+  workers_.emplace_back([this] { NamespaceWorker(); });
+  if (pod_sync_) workers_.emplace_back([this] { pod_sync_->Run(); });
   // Every Job again now and then, in case a change was missed.
   workers_.emplace_back([this] {
     absl::Time next = absl::Now() + config_.resync_period;
@@ -217,7 +249,10 @@ void Shim::StartWork() {
 }
 
 void Shim::Resync() {
-  for (const std::string& key : jobs_->Keys()) queue_.Add(key);
+  for (const std::string& name : namespaces_->Keys()) namespace_queue_.Add(name);
+  if (config_.integrations.count("batch/job")) {
+    for (const std::string& key : jobs_->Keys()) queue_.Add(key);
+  }
   for (const std::string& key : admitd_->JobKeys()) queue_.Add(key);
 }
 
@@ -245,6 +280,20 @@ void Shim::Worker() {
   }
 }
 
+void Shim::NamespaceWorker() {
+  std::string name;
+  while (namespace_queue_.Get(&name)) {
+    absl::Status s = namespace_sync_->Sync(name);
+    if (s.ok()) {
+      namespace_queue_.Forget(name);
+    } else {
+      ADMITD_LOG(kWarning, "namespace not synced", {{"namespace", name}, {"error", s.ToString()}});
+      namespace_queue_.AddRateLimited(name);
+    }
+    namespace_queue_.Done(name);
+  }
+}
+
 HttpReply Shim::Healthz() const {
   const std::string admitd = admitd_->UnreachableReason();
   return HttpReply{200, "text/plain",
@@ -256,10 +305,12 @@ HttpReply Shim::Healthz() const {
 HttpReply Shim::Readyz() const {
   const std::string admitd = admitd_->UnreachableReason();
   const bool jobs = jobs_->lists() > 0, pods = pods_->lists() > 0, link = admitd_->Synced();
-  const bool ready = jobs && pods && link;
+  const bool ready = Synced();
   std::string body = absl::StrCat(
       jobs ? "[+]informer-jobs synced\n" : "[-]informer-jobs not synced\n",
       pods ? "[+]informer-pods synced\n" : "[-]informer-pods not synced\n",
+      namespaces_->lists() > 0 ? "[+]informer-namespaces synced\n"
+                               : "[-]informer-namespaces not synced\n",
       link ? "[+]admitd synced\n" : "[-]admitd not synced\n",
       admitd.empty() ? "[+]admitd reachable\n" : "[-]admitd " + admitd + "\n",
       leading_.load() ? "[+]leader\n" : "[+]follower\n",
@@ -302,6 +353,26 @@ std::string Shim::Metrics() const {
   counter("admitd_shim_pods_ungated_total", "Elastic Job pods ungated.", c.ungated.load());
   counter("admitd_shim_admitd_lists_total", "Full lists of admitd's Workloads (start, lost watch).",
           admitd_->lists());
+  if (pod_sync_) {
+    const PodSyncCounters& p = pod_sync_->counters();
+    counter("admitd_shim_pod_reports_total", "ReportPods calls.", p.reports.load());
+    counter("admitd_shim_pods_reported_total", "Pods reported (changed or deleted).",
+            p.reported_pods.load());
+    counter("admitd_shim_pod_report_errors_total", "ReportPods calls that failed.",
+            p.report_errors.load());
+    counter("admitd_shim_pods_ungated_by_directive_total", "Pods ungated on admitd's directive.",
+            p.ungated.load());
+    counter("admitd_shim_pods_deleted_total", "Pods deleted on admitd's directive.",
+            p.deleted.load());
+    counter("admitd_shim_pod_finalizers_removed_total", "Pod finalizers removed.",
+            p.finalizers_removed.load());
+    counter("admitd_shim_pod_directive_errors_total", "Directives that could not be applied yet.",
+            p.directive_errors.load());
+  }
+  counter("admitd_shim_namespaces_applied_total", "Namespaces (labels) applied to admitd.",
+          namespace_sync_->applied());
+  counter("admitd_shim_namespaces_deleted_total", "Namespaces deleted in admitd.",
+          namespace_sync_->deleted());
   counter("admitd_shim_events_recorded_total", "Kubernetes Events written.", events_->recorded());
   counter("admitd_shim_events_dropped_total", "Kubernetes Events that could not be written.",
           events_->dropped());

@@ -1,4 +1,5 @@
-// admitd-shim, wired: the Kubernetes informers (Jobs, and the pods of elastic Jobs), the link to
+// admitd-shim, wired: the Kubernetes informers (Jobs, the pods of elastic Jobs, namespaces), the
+// NamespaceSync that gives admitd the namespaces' labels, the link to
 // admitd, leader election, the work queue and its workers running the JobReconciler (on the
 // leader only, once every cache has synced), the event recorder, the admission webhook (on every
 // replica), and the /healthz, /readyz and /metrics endpoint.
@@ -25,6 +26,8 @@
 #include "clients/shim/job_reconciler.h"
 #include "clients/shim/kube_client.h"
 #include "clients/shim/leader_election.h"
+#include "clients/shim/namespace_sync.h"
+#include "clients/shim/pod_sync.h"
 #include "clients/shim/shim_config.h"
 #include "clients/shim/webhook_server.h"
 #include "clients/shim/work_queue.h"
@@ -57,6 +60,7 @@ class Shim {
   void Lead();       // on becoming leader
   void StartWork();  // once the caches have synced: the workers and the periodic resync
   void Worker();
+  void NamespaceWorker();
   void Resync();  // every key once more
   std::string Metrics() const;
   HttpReply Healthz() const;
@@ -68,6 +72,11 @@ class Shim {
   std::unique_ptr<EventRecorder> events_;
   std::unique_ptr<Informer> jobs_;
   std::unique_ptr<Informer> pods_;
+  std::unique_ptr<Informer> namespaces_;
+  std::unique_ptr<Informer> managed_pods_;  // with the pod integration only
+  std::unique_ptr<PodSync> pod_sync_;
+  std::unique_ptr<NamespaceSync> namespace_sync_;
+  WorkQueue namespace_queue_;
   std::unique_ptr<AdmitdLink> admitd_;
   std::unique_ptr<JobReconciler> reconciler_;
   std::unique_ptr<LeaderElector> elector_;

@@ -32,6 +32,8 @@ become Workloads in admitd, and admitd's decisions start, stop and finish them.
   --managed-namespaces-exclude LIST namespaces whose Jobs are never managed
                                     (default kube-system,<leader election namespace>)
   --manage-jobs-without-queue-name  manage Jobs that have no queue-name label too
+  --integrations LIST               the kinds managed (Kueue's integrations.frameworks; default
+                                    batch/job; also pod, ray.io/raycluster)
   --feature-gates ElasticJobsViaWorkloadSlices=true|false
   --workers N                       Jobs reconciled at once (default 16)
   --resync-period D                 reconcile every Job again this often (default 10m)
@@ -105,6 +107,16 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
     else if (name == "manage-jobs-without-queue-name") s = flag_bool(&c.manage_jobs_without_queue_name);
     else if (name == "resync-period") s = duration(&c.resync_period);
     else if (name == "log-level") c.log_level = value;
+    else if (name == "integrations") {
+      c.integrations.clear();
+      for (absl::string_view f : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+        if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster") {
+          return Bad(name, absl::StrCat("unknown integration \"", f,
+                                        "\" (known: batch/job, pod, ray.io/raycluster)"));
+        }
+        c.integrations.insert(std::string(f));
+      }
+    }
     else if (name == "workers") {
       if (!absl::SimpleAtoi(value, &c.workers) || c.workers < 1 || c.workers > 256) {
         s = Bad(name, "must be a number from 1 to 256");

@@ -33,6 +33,8 @@ struct ShimConfig {
   std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
   bool manage_jobs_without_queue_name = false;
   bool elastic_jobs = true;  // the ElasticJobsViaWorkloadSlices gate
+  // Kueue's integrations.frameworks: "batch/job" (the default), "pod", "ray.io/raycluster".
+  std::set<std::string> integrations = {"batch/job"};
   int workers = 16;
   absl::Duration resync_period = absl::Minutes(10);
   std::string log_level = "info";

@@ -76,6 +76,12 @@ TEST_F(ShimConfigTest, ErrorsNameTheFlag) {
             "--cluster: \"a/b\" is not a valid label value (at most 63 characters: letters, "
             "digits, '-', '_' or '.', starting and ending with a letter or digit)");
   EXPECT_TRUE(Parse({"--cluster=eu-west_1.prod"}).ok());
+  EXPECT_EQ(Parse({"--cluster=c", "--integrations=batch/job,kubeflow.org/mpijob"}).status().message(),
+            "--integrations: unknown integration \"kubeflow.org/mpijob\" (known: batch/job, pod, "
+            "ray.io/raycluster)");
+  absl::StatusOr<ShimConfig> both = Parse({"--cluster=c", "--integrations=batch/job,pod"});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->integrations, (std::set<std::string>{"batch/job", "pod"}));
 }
 
 }  // namespace

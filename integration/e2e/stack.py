@@ -186,9 +186,66 @@ class Stack:
         assert code == 200, (code, body)
         return body["items"]
 
-    def create_namespace(self, ns):
-        code, body = self.kube("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+    def create_namespace(self, ns, labels=None):
+        meta = {"name": ns}
+        if labels:
+            meta["labels"] = labels
+        code, body = self.kube("POST", "/api/v1/namespaces", {"metadata": meta})
         assert code in (201, 409), (code, body)
+
+    def webhook_certificate(self):
+        """A self-signed certificate for 127.0.0.1 in a new directory: (dir, PEM bytes)."""
+        cert_dir = tempfile.mkdtemp(prefix="certs-", dir=self.tmp)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-keyout", os.path.join(cert_dir, "tls.key"),
+                        "-out", os.path.join(cert_dir, "tls.crt"), "-subj", "/CN=admitd-shim",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True)
+        with open(os.path.join(cert_dir, "tls.crt"), "rb") as f:
+            return cert_dir, f.read()
+
+    def register_webhooks(self, port, ca_pem, pods=False, failure_policy="Fail"):
+        """Kueue's webhook configurations (mjob/vjob, and mpod/vpod with ``pods``), pointing at
+        https://127.0.0.1:<port>."""
+        import base64
+
+        def hook(name, path, resource, operations):
+            return {"name": name,
+                    "clientConfig": {"url": "https://127.0.0.1:%d%s" % (port, path),
+                                     "caBundle": base64.b64encode(ca_pem).decode()},
+                    "rules": [{"apiGroups": ["batch" if resource == "jobs" else ""],
+                               "apiVersions": ["v1"], "operations": operations,
+                               "resources": [resource]}],
+                    "failurePolicy": failure_policy, "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "namespaceSelector": {"matchExpressions": [{
+                        "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                        "values": ["kube-system", SHIM_NAMESPACE]}]}}
+        mutating = [hook("mjob.kb.io", "/mutate-batch-v1-job", "jobs", ["CREATE"])]
+        validating = [hook("vjob.kb.io", "/validate-batch-v1-job", "jobs", ["CREATE", "UPDATE"])]
+        if pods:
+            mutating.append(hook("mpod.kb.io", "/mutate--v1-pod", "pods", ["CREATE"]))
+            validating.append(hook("vpod.kb.io", "/validate--v1-pod", "pods",
+                                   ["CREATE", "UPDATE"]))
+        for kind, plural, hooks in (
+                ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", mutating),
+                ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", validating)):
+            code, resp = self.kube("POST", "/apis/admissionregistration.k8s.io/v1/" + plural,
+                                   {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                    "metadata": {"name": "admitd-shim-" + plural[:1]},
+                                    "webhooks": hooks})
+            assert code == 201, (code, resp)
+
+    def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=()):
+        """A shim serving the webhook on a free port, and the configurations registered."""
+        cert_dir, ca = self.webhook_certificate()
+        port = free_port()
+        args = ["--webhook-listen", "127.0.0.1:%d" % port, "--webhook-cert-dir", cert_dir]
+        if pods:
+            args.append("--integrations=batch/job,pod")
+        shim = self.start_shim(identity, args + list(extra))
+        self.register_webhooks(port, ca, pods=pods)
+        return shim
 
     def stop(self):
         for s in self.shims:
@@ -217,8 +274,10 @@ class Stack:
         return "\n".join(out)
 
 
-def queues(ns, cq, quota, flavor="pool-a", pool="a", preemption=None):
-    """ResourceFlavor, ClusterQueue and LocalQueue "lq" in ``ns`` (admitctl manifests)."""
+def queues(ns, cq, quota, flavor="pool-a", pool="a", preemption=None, selector="{}",
+           more_namespaces=()):
+    """ResourceFlavor, ClusterQueue and LocalQueue "lq" in ``ns`` (and in each of
+    ``more_namespaces``), as admitctl manifests; ``selector`` is the namespaceSelector (YAML)."""
     pre = ""
     if preemption:
         pre = "  preemption:\n    withinClusterQueue: %s\n" % preemption
@@ -235,7 +294,7 @@ kind: ClusterQueue
 metadata:
   name: %(cq)s
 spec:
-  namespaceSelector: {}
+  namespaceSelector: %(selector)s
 %(pre)s  resourceGroups:
   - coveredResources: ["cpu"]
     flavors:
@@ -251,7 +310,16 @@ metadata:
   name: lq
 spec:
   clusterQueue: %(cq)s
-""" % dict(flavor=flavor, pool=pool, cq=cq, quota=quota, ns=ns, pre=pre)
+""" % dict(flavor=flavor, pool=pool, cq=cq, quota=quota, ns=ns, pre=pre, selector=selector) + "".join(
+        """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: %s
+  name: lq
+spec:
+  clusterQueue: %s
+""" % (other, cq) for other in more_namespaces)
 
 
 def job(ns, name, parallelism=1, completions=None, cpu="1", runtime=None, queue="lq",

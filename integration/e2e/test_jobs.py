@@ -210,6 +210,31 @@ value: 10
         self.assertIn("CreatedWorkload", reasons)
         self.assertIn("Started", reasons)
 
+    def test_a_namespace_selector_on_labels_follows_the_clusters_namespaces(self):
+        s = self.s
+        s.create_namespace("sales", {"dep": "sales"})
+        s.create_namespace("other")
+        s.apply(queues("sales", "cq-dep", 4, selector="{matchLabels: {dep: sales}}",
+                       more_namespaces=["other"]))
+        s.create_job(job("sales", "in-sales", parallelism=1, completions=1, runtime=1))
+        s.create_job(job("other", "in-other", parallelism=1, completions=1, runtime=1))
+        wait_until(lambda: is_true(s.job("sales", "in-sales"), "Complete"), timeout=T,
+                   what="the Job of the labelled namespace to run")
+        wl = wait_until(lambda: (lambda w: w if w and condition(w[0], "QuotaReserved") else None)(
+            s.workloads("other")), timeout=T, what="the other Workload to be pending")[0]
+        qr = condition(wl, "QuotaReserved")
+        self.assertEqual(qr["status"], "False")
+        self.assertEqual(qr["message"], "workload namespace doesn't match ClusterQueue selector")
+        self.assertTrue(s.job("other", "in-other")["spec"]["suspend"])
+        # Labelling the namespace in the cluster changes the decision.
+        code, _ = s.kube("PATCH", "/api/v1/namespaces/other", {"metadata": {"labels": {
+            "dep": "sales"}}}, "application/merge-patch+json")
+        self.assertEqual(code, 200)
+        wait_until(lambda: is_true(s.job("other", "in-other"), "Complete"), timeout=T,
+                   what="the Job to run once its namespace is labelled")
+        ns_doc = s.admitctl("get", "namespace", "other", "-o", "json")
+        self.assertIn('"dep": "sales"', ns_doc)
+
     def running(self, name):
         return sorted((p["metadata"]["name"], p["metadata"]["uid"]) for p in self.s.pods(self.ns, name)
                       if p["status"].get("phase") == "Running" and

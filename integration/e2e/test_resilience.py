@@ -3,10 +3,8 @@ SIGKILL during admissions, two shim replicas with a leader that dies, and the we
 the shim, then unreachable with failurePolicy Fail). A fresh stack for each test.
 """
 
-import base64
 import os
 import signal
-import subprocess
 import sys
 import unittest
 
@@ -136,50 +134,10 @@ class ResilienceE2E(unittest.TestCase):
         self.assertIn(lease["spec"]["holderIdentity"], ("", "shim-c"))
         self.wait(lambda: c.metric("admitd_shim_leader") == 1, "shim-c to lead")
 
-    def register_webhooks(self, port, ca_pem, failure_policy="Fail"):
-        def hook(name, path, operations):
-            return {"name": name,
-                    "clientConfig": {"url": "https://127.0.0.1:%d%s" % (port, path),
-                                     "caBundle": base64.b64encode(ca_pem).decode()},
-                    "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"],
-                               "operations": operations, "resources": ["jobs"]}],
-                    "failurePolicy": failure_policy, "sideEffects": "None",
-                    "admissionReviewVersions": ["v1"],
-                    "namespaceSelector": {"matchExpressions": [{
-                        "key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                        "values": ["kube-system", "admitd-system"]}]}}
-        for kind, name, path, ops in (
-                ("mutatingwebhookconfigurations", "mjob.kb.io", "/mutate-batch-v1-job",
-                 ["CREATE"]),
-                ("validatingwebhookconfigurations", "vjob.kb.io", "/validate-batch-v1-job",
-                 ["CREATE", "UPDATE"])):
-            body = {"apiVersion": "admissionregistration.k8s.io/v1",
-                    "kind": "MutatingWebhookConfiguration" if kind.startswith("m")
-                    else "ValidatingWebhookConfiguration",
-                    "metadata": {"name": "admitd-shim-" + kind[:1]},
-                    "webhooks": [hook(name, path, ops)]}
-            code, resp = self.s.kube("POST", "/apis/admissionregistration.k8s.io/v1/" + kind, body)
-            self.assertEqual(code, 201, resp)
-
     def test_webhook_defaults_and_validates_jobs_and_unreachable_fails_closed(self):
         s, ns = self.s, self.ns
-        cert_dir = os.path.join(s.tmp, "certs")
-        os.makedirs(cert_dir)
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                        "-keyout", os.path.join(cert_dir, "tls.key"),
-                        "-out", os.path.join(cert_dir, "tls.crt"), "-subj", "/CN=admitd-shim",
-                        "-addext", "subjectAltName=IP:127.0.0.1"],
-                       check=True, capture_output=True)
-        with open(os.path.join(cert_dir, "tls.crt"), "rb") as f:
-            ca = f.read()
-        import socket
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        shim = s.start_shim("shim-0", ["--webhook-listen", "127.0.0.1:%d" % port,
-                                       "--webhook-cert-dir", cert_dir])
+        shim = s.start_shim_with_webhook("shim-0")
         self.wait(lambda: shim.metric("admitd_shim_leader") == 1, "the shim to lead")
-        self.register_webhooks(port, ca)
         s.apply(queues(ns, "cq", 4))
         # Created unsuspended: the webhook suspends it; then it is admitted and runs.
         created = s.create_job(job(ns, "web", parallelism=1, completions=1, runtime=1,
