@@ -83,7 +83,10 @@ class Shim:
 
 
 class Stack:
-    def __init__(self, nodes=("n1:pool=a:cpu=16", "n2:pool=b:cpu=16"), api_args=()):
+    def __init__(self, nodes=("n1:pool=a:cpu=16", "n2:pool=b:cpu=16"), api_args=(),
+                 admitd_args=()):
+        """``api_args`` go to the API server after the defaults (a later flag wins);
+        ``admitd_args`` to admitd, on every start (e.g. ``("--feature-gates", "Name=true")``)."""
         self.tmp = tempfile.mkdtemp(prefix="admitd-e2e-")
         args = ["--controllers", "job,scheduler,kubelet", "--namespace", SHIM_NAMESPACE,
                 "--namespace", "kube-system", "--kubelet-start-delay", "0.1",
@@ -95,6 +98,7 @@ class Stack:
         self.admitd_port = free_port()
         self.admitd_address = "127.0.0.1:%d" % self.admitd_port
         self.admitd = None
+        self.admitd_args = list(admitd_args)
         self.admitd_log = open(os.path.join(self.tmp, "admitd.log"), "a")
         self.start_admitd()
         self.shims = []
@@ -102,7 +106,8 @@ class Stack:
     # --- admitd ---------------------------------------------------------------------------
     def start_admitd(self):
         self.admitd = subprocess.Popen(
-            [ADMITD, "--listen", self.admitd_address, "--data-dir", os.path.join(self.tmp, "data")],
+            [ADMITD, "--listen", self.admitd_address, "--data-dir", os.path.join(self.tmp, "data")]
+            + self.admitd_args,
             stdout=self.admitd_log, stderr=subprocess.STDOUT)
         wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.admitd_address, "get", "cq"],
                                           capture_output=True).returncode == 0,

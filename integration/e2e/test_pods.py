@@ -2,6 +2,7 @@
 and the test cluster, as real processes.
 """
 
+import json
 import os
 import sys
 import unittest
@@ -13,34 +14,35 @@ from stack import wait_until as _wait_until  # noqa: E402
 T = 30
 
 
-def pod(ns, name, cpu="1", runtime=None, queue="lq", group=None, total=None):
-    """A pod as a user writes it: the shim's webhook adds the gate, label and finalizer."""
-    labels = {"kueue.x-k8s.io/queue-name": queue}
-    annotations = {}
+def pod(ns, name, cpu="1", runtime=None, queue="lq", group=None, total=None, exit_code=None,
+        labels=None, annotations=None, grace=None):
+    """A pod as a user writes it: the shim's webhook adds the gate, label and finalizer.
+    ``runtime`` None runs until deleted; ``grace`` is terminationGracePeriodSeconds."""
+    meta_labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
+    meta_annotations = {}
     if runtime is not None:
-        annotations["fixture.admitd.io/runtime-seconds"] = str(runtime)
+        meta_annotations["fixture.admitd.io/runtime-seconds"] = str(runtime)
+    if exit_code is not None:
+        meta_annotations["fixture.admitd.io/exit-code"] = str(exit_code)
     if group:
-        labels["kueue.x-k8s.io/pod-group-name"] = group
-        annotations["kueue.x-k8s.io/pod-group-total-count"] = str(total)
+        meta_labels["kueue.x-k8s.io/pod-group-name"] = group
+    if total is not None:
+        meta_annotations["kueue.x-k8s.io/pod-group-total-count"] = str(total)
+    meta_labels.update(labels or {})
+    meta_annotations.update(annotations or {})
+    spec = {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox",
+                            "resources": {"requests": {"cpu": cpu}}}]}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": labels,
-                         "annotations": annotations},
-            "spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "c", "image": "busybox",
-                                     "resources": {"requests": {"cpu": cpu}}}]}}
+            "metadata": {"name": name, "namespace": ns, "labels": meta_labels,
+                         "annotations": meta_annotations},
+            "spec": spec}
 
 
-class PodE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"))
-        cls.shim = cls.s.start_shim_with_webhook(pods=True)
-        _wait_until(lambda: cls.shim.metric("admitd_shim_leader") == 1, timeout=T,
-                    what="the shim to lead")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class PodCase(unittest.TestCase):
+    """Helpers over ``self.s``, a Stack whose shim runs the pod webhook and integration."""
 
     def wait(self, fn, what, timeout=T):
         try:
@@ -60,6 +62,48 @@ class PodE2E(unittest.TestCase):
         self.assertEqual(body["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true")
         self.assertIn("kueue.x-k8s.io/managed", body["metadata"]["finalizers"])
         self.assertIn({"name": "kueue.x-k8s.io/admission"}, body["spec"]["schedulingGates"])
+        return body
+
+    def patch_pod(self, ns, name, patch):
+        code, body = self.s.kube("PATCH", "/api/v1/namespaces/%s/pods/%s" % (ns, name), patch,
+                                 "application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        return body
+
+    def phase(self, ns, name):
+        """The pod's phase; None once it is gone."""
+        p = self.get_pod(ns, name)
+        return p["status"].get("phase") if p else None
+
+    def gated(self, ns, name):
+        p = self.get_pod(ns, name)
+        return p is not None and {"name": "kueue.x-k8s.io/admission"} in (
+            p["spec"].get("schedulingGates") or [])
+
+    def workload(self, ns, name):
+        """admitd's Workload ``name`` (a group's) or, for a single pod, the one it owns."""
+        for w in self.s.workloads(ns):
+            if w["metadata"]["name"] == name or (
+                    w["metadata"]["name"].startswith("pod-%s-" % name) and
+                    [o["name"] for o in w["metadata"].get("ownerReferences", [])] == [name]):
+                return w
+        return None
+
+    def pod_events(self, ns, name, reason):
+        return [e for e in self.s.events(ns, name) if e["reason"] == reason]
+
+
+class PodE2E(PodCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"))
+        cls.shim = cls.s.start_shim_with_webhook(pods=True)
+        _wait_until(lambda: cls.shim.metric("admitd_shim_leader") == 1, timeout=T,
+                    what="the shim to lead")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
 
     def test_single_pods_are_queued_admitted_and_finished(self):
         # KEP-976 story 1.
@@ -111,6 +155,155 @@ class PodE2E(unittest.TestCase):
         self.wait(lambda: is_true(s.workloads(ns)[0], "Finished"), "the group's Workload to finish")
         self.wait(lambda: all(not self.get_pod(ns, n)["metadata"].get("finalizers")
                               for n in ("g-1", "g-2", "g-3")), "the finalizers to be removed")
+
+    def test_excess_pods_of_a_group_are_deleted(self):
+        # KEP-976 story 2, a controller creating too many pods: the youngest go, at composition
+        # and, once the group runs, per role.
+        s, ns = self.s, "excess"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-excess", 4))
+        uids = {}
+        for name in ("e-1", "e-2", "e-3"):
+            uids[name] = self.create_pod(pod(ns, name, group="e", total=2))["metadata"]["uid"]
+        self.wait(lambda: self.get_pod(ns, "e-3") is None, "the excess pod e-3 to be deleted")
+        self.wait(lambda: all(self.phase(ns, n) == "Running" for n in ("e-1", "e-2")),
+                  "the group to run")
+        uids["e-4"] = self.create_pod(pod(ns, "e-4", group="e", total=2))["metadata"]["uid"]
+        self.wait(lambda: self.get_pod(ns, "e-4") is None, "the excess pod e-4 to be deleted")
+        for name in ("e-3", "e-4"):
+            ev = self.wait(lambda: self.pod_events(ns, name, "ExcessPodDeleted"),
+                           "ExcessPodDeleted on " + name)
+            self.assertEqual(ev[0]["message"], "Excess pod deleted")
+            self.assertEqual(ev[0]["involvedObject"]["uid"], uids[name])
+            self.assertEqual(ev[0]["type"], "Normal")
+        for name in ("e-1", "e-2"):  # the members were left alone
+            p = self.get_pod(ns, name)
+            self.assertEqual((p["metadata"]["uid"], p["status"]["phase"]), (uids[name], "Running"))
+            self.assertFalse(p["metadata"].get("deletionTimestamp"))
+        wl = self.workload(ns, "e")
+        self.assertEqual([ps["count"] for ps in wl["spec"]["podSets"]], [2])
+        self.assertEqual(sorted(o["name"] for o in wl["metadata"]["ownerReferences"]),
+                         ["e-1", "e-2"])
+        self.assertEqual(s.cq_usage("cq-excess", "pool-a"), "2")
+
+    def test_a_failed_pod_of_a_running_group_is_replaced(self):
+        # KEP-976 story 2: a pod fails; the group keeps its quota and waits for a replacement,
+        # which the user sends under another name; it is ungated into the same admission.
+        s, ns = self.s, "replace"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-replace", 2))
+        self.create_pod(pod(ns, "r-1", runtime=6, group="r", total=2))
+        self.create_pod(pod(ns, "r-2", runtime=1, exit_code=1, group="r", total=2))
+        self.wait(lambda: self.phase(ns, "r-2") == "Failed", "r-2 to fail")
+        wl = self.wait(lambda: (lambda w: w if w and is_true(w, "WaitingForReplacementPods")
+                                else None)(self.workload(ns, "r")),
+                       "the group to wait for a replacement")
+        c = condition(wl, "WaitingForReplacementPods")
+        self.assertEqual((c["reason"], c["message"]),
+                         ("PodsFailed", "Some Failed pods need replacement"))
+        self.assertTrue(is_true(wl, "Admitted"))
+        admitted_at = condition(wl, "Admitted")["lastTransitionTime"]
+        # No replacement yet: the failed pod keeps its finalizer.
+        self.assertIn("kueue.x-k8s.io/managed", self.get_pod(ns, "r-2")["metadata"]["finalizers"])
+        uid = self.create_pod(pod(ns, "r-3", runtime=2, group="r", total=2))["metadata"]["uid"]
+        self.wait(lambda: self.phase(ns, "r-3") in ("Running", "Succeeded"),
+                  "the replacement to run")
+        started = self.wait(lambda: self.pod_events(ns, "r-3", "Started"), "Started on r-3")
+        self.assertEqual(started[0]["message"], "Admitted by clusterQueue cq-replace")
+        self.wait(lambda: not self.get_pod(ns, "r-2")["metadata"].get("finalizers"),
+                  "the replaced pod's finalizer to go")
+        wl = self.wait(lambda: (lambda w: w if condition(w, "WaitingForReplacementPods")["status"]
+                                == "False" else None)(self.workload(ns, "r")),
+                       "the group to stop waiting")
+        c = condition(wl, "WaitingForReplacementPods")
+        self.assertEqual((c["reason"], c["message"]), ("PodsReady", "No pods need replacement"))
+        self.assertIn({"apiVersion": "v1", "kind": "Pod", "name": "r-3", "uid": uid},
+                      wl["metadata"]["ownerReferences"])
+        # The same admission all along: the replacement used the quota the group held.
+        self.assertEqual(condition(wl, "Admitted")["lastTransitionTime"], admitted_at)
+        self.assertIsNone(condition(wl, "Evicted"))
+        wl = self.wait(lambda: (lambda w: w if is_true(w, "Finished") else None)(
+            self.workload(ns, "r")), "the group to finish")
+        self.assertEqual((condition(wl, "Finished")["reason"], condition(wl, "Finished")["message"]),
+                         ("Succeeded", "Pods succeeded: 2/2."))
+        self.wait(lambda: all(not self.get_pod(ns, n)["metadata"].get("finalizers")
+                              for n in ("r-1", "r-3")), "the finalizers to be removed")
+        self.wait(lambda: s.cq_usage("cq-replace", "pool-a") == "0", "usage 0")
+
+    def test_an_unretriable_group_is_finished_once_no_pod_runs(self):
+        # KEP-976 story 2: the user declares the group failed with retriable-in-group: "false"
+        # on a failed pod; the group finishes once no pod runs, and every finalizer goes.
+        s, ns = self.s, "unretriable"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-unretriable", 2))
+        self.create_pod(pod(ns, "u-1", runtime=1, exit_code=1, group="u", total=2))
+        self.create_pod(pod(ns, "u-2", runtime=5, group="u", total=2))
+        self.wait(lambda: self.phase(ns, "u-1") == "Failed", "u-1 to fail")
+        self.wait(lambda: is_true(self.workload(ns, "u"), "WaitingForReplacementPods"),
+                  "the group to wait for a replacement")
+        self.patch_pod(ns, "u-1",
+                       {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}})
+
+        def finished_after_u2():
+            wl = self.workload(ns, "u")
+            # Read after the Workload: a pod running now ran when the Workload was read.
+            if self.phase(ns, "u-2") == "Running":
+                self.assertFalse(is_true(wl, "Finished"), "finished while u-2 runs")
+                return None
+            return wl if is_true(wl, "Finished") else None
+        wl = self.wait(finished_after_u2, "the group to finish")
+        self.assertEqual(self.phase(ns, "u-2"), "Succeeded")
+        self.assertEqual((condition(wl, "Finished")["reason"], condition(wl, "Finished")["message"]),
+                         ("Succeeded", "Pods succeeded: 1/2."))
+        self.wait(lambda: all(not self.get_pod(ns, n)["metadata"].get("finalizers")
+                              for n in ("u-1", "u-2")), "the finalizers to be removed")
+        self.wait(lambda: s.cq_usage("cq-unretriable", "pool-a") == "0", "usage 0")
+        self.assertEqual(self.pod_events(ns, "u-2", "FinishedWorkload")[0]["message"],
+                         "Workload '%s/u' is declared finished" % ns)
+
+    def test_a_driver_starts_only_when_its_declared_workers_fit(self):
+        # KEP-976 story 3: the driver declares its workers' pod sets; it stays gated until quota
+        # exists for all of them, and the workers it creates are ungated as they come.
+        s, ns = self.s, "driver"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-driver", 2))
+        worker_spec = {"containers": [{"name": "w", "image": "busybox",
+                                       "resources": {"requests": {"cpu": "1"}}}]}
+        sets = json.dumps([{"name": "driver", "count": 1},
+                           {"name": "workers", "count": 2, "template": {"spec": worker_spec}}])
+        self.create_pod(pod(ns, "sp-driver", runtime=6, group="sp",
+                            annotations={"kueue.x-k8s.io/pod-group-sets": sets}))
+        wl = self.wait(lambda: (lambda w: w if w and (condition(w, "QuotaReserved") or {}).get(
+            "status") == "False" else None)(self.workload(ns, "sp")), "the group to be pending")
+        self.assertEqual([(p["name"], p["count"]) for p in wl["spec"]["podSets"]],
+                         [("driver", 1), ("workers", 2)])
+        self.assertIn("insufficient quota", condition(wl, "QuotaReserved")["message"])
+        self.assertTrue(self.gated(ns, "sp-driver"))
+        s.apply(queues(ns, "cq-driver", 3))
+        self.wait(lambda: self.phase(ns, "sp-driver") == "Running", "the driver to run")
+        self.assertEqual(s.cq_usage("cq-driver", "pool-a"), "3")  # the workers' quota is held
+        self.assertEqual(self.get_pod(ns, "sp-driver")["metadata"]["labels"]
+                         ["kueue.x-k8s.io/podset"], "driver")
+        role = {"kueue.x-k8s.io/pod-group-role": "workers"}
+        for name in ("sp-worker-1", "sp-worker-2"):  # the running driver creates them
+            self.create_pod(pod(ns, name, runtime=1, group="sp", labels=role))
+            self.wait(lambda: self.phase(ns, name) in ("Running", "Succeeded"), name + " to run")
+            self.assertEqual(self.get_pod(ns, name)["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+                             "workers")
+        # One worker too many is deleted.
+        uid = self.create_pod(pod(ns, "sp-worker-3", runtime=1, group="sp", labels=role))[
+            "metadata"]["uid"]
+        self.wait(lambda: self.get_pod(ns, "sp-worker-3") is None, "the excess worker to go")
+        ev = self.wait(lambda: self.pod_events(ns, "sp-worker-3", "ExcessPodDeleted"),
+                       "ExcessPodDeleted on the excess worker")
+        self.assertEqual(ev[0]["involvedObject"]["uid"], uid)
+        wl = self.wait(lambda: (lambda w: w if is_true(w, "Finished") else None)(
+            self.workload(ns, "sp")), "the group to finish")
+        self.assertEqual(condition(wl, "Finished")["message"], "Pods succeeded: 3/3.")
+        self.wait(lambda: all(not self.get_pod(ns, n)["metadata"].get("finalizers")
+                              for n in ("sp-driver", "sp-worker-1", "sp-worker-2")),
+                  "the finalizers to be removed")
+        self.wait(lambda: s.cq_usage("cq-driver", "pool-a") == "0", "usage 0")
 
 
 if __name__ == "__main__":
