@@ -169,6 +169,36 @@ nlohmann::json ReplaceMap(const nlohmann::json& current,
 
 }  // namespace
 
+nlohmann::json RestoreTemplatePatch(const nlohmann::json& pod_template,
+                                    const v1::PodTemplate& stored,
+                                    const std::set<std::string>& keep_labels) {
+  const nlohmann::json tmeta = pod_template.is_object()
+                                   ? pod_template.value("metadata", nlohmann::json::object())
+                                   : nlohmann::json::object();
+  const nlohmann::json tspec = pod_template.is_object()
+                                   ? pod_template.value("spec", nlohmann::json::object())
+                                   : nlohmann::json::object();
+  nlohmann::json patch = nlohmann::json::object();
+  patch["metadata"]["labels"] =
+      ReplaceMap(tmeta.value("labels", nlohmann::json::object()), stored.labels(), keep_labels);
+  patch["metadata"]["annotations"] =
+      ReplaceMap(tmeta.value("annotations", nlohmann::json::object()), stored.annotations());
+  patch["spec"]["nodeSelector"] =
+      ReplaceMap(tspec.value("nodeSelector", nlohmann::json::object()),
+                 stored.spec().node_selector());
+  nlohmann::json tolerations = nlohmann::json::array();
+  for (const v1::Toleration& t : stored.spec().tolerations()) {
+    tolerations.push_back(TolerationJson(t));
+  }
+  patch["spec"]["tolerations"] = tolerations.empty() ? nlohmann::json(nullptr) : tolerations;
+  nlohmann::json gates = nlohmann::json::array();
+  for (const v1::PodSchedulingGate& g : stored.spec().scheduling_gates()) {
+    gates.push_back({{"name", g.name()}});
+  }
+  patch["spec"]["schedulingGates"] = gates.empty() ? nlohmann::json(nullptr) : gates;
+  return patch;
+}
+
 StopPlan PlanStop(const nlohmann::json& job, const v1::Workload& workload) {
   StopPlan plan;
   const nlohmann::json meta = job.value("metadata", nlohmann::json::object());
@@ -181,35 +211,13 @@ StopPlan PlanStop(const nlohmann::json& job, const v1::Workload& workload) {
   const nlohmann::json status = job.value("status", nlohmann::json::object());
   plan.clear_start_time = status.contains("startTime") && !status["startTime"].is_null();
 
-  const nlohmann::json tmpl = spec.value("template", nlohmann::json::object());
-  const nlohmann::json tmeta = tmpl.value("metadata", nlohmann::json::object());
-  const nlohmann::json tspec = tmpl.value("spec", nlohmann::json::object());
   nlohmann::json restore_template = nlohmann::json::object();
   if (workload.spec().pod_sets_size() > 0) {
-    const v1::PodTemplate& stored = workload.spec().pod_sets(0).template_();
     // The labels the Job controller put on the template stay.
-    const std::set<std::string> controller_labels = {
-        "job-name", "controller-uid", "batch.kubernetes.io/job-name",
-        "batch.kubernetes.io/controller-uid"};
-    restore_template["metadata"]["labels"] =
-        ReplaceMap(tmeta.value("labels", nlohmann::json::object()), stored.labels(),
-                   controller_labels);
-    restore_template["metadata"]["annotations"] =
-        ReplaceMap(tmeta.value("annotations", nlohmann::json::object()), stored.annotations());
-    restore_template["spec"]["nodeSelector"] =
-        ReplaceMap(tspec.value("nodeSelector", nlohmann::json::object()),
-                   stored.spec().node_selector());
-    nlohmann::json tolerations = nlohmann::json::array();
-    for (const v1::Toleration& t : stored.spec().tolerations()) {
-      tolerations.push_back(TolerationJson(t));
-    }
-    restore_template["spec"]["tolerations"] =
-        tolerations.empty() ? nlohmann::json(nullptr) : tolerations;
-    nlohmann::json gates = nlohmann::json::array();
-    for (const v1::PodSchedulingGate& g : stored.spec().scheduling_gates()) {
-      gates.push_back({{"name", g.name()}});
-    }
-    restore_template["spec"]["schedulingGates"] = gates.empty() ? nlohmann::json(nullptr) : gates;
+    restore_template = RestoreTemplatePatch(
+        spec.value("template", nlohmann::json::object()), workload.spec().pod_sets(0).template_(),
+        {"job-name", "controller-uid", "batch.kubernetes.io/job-name",
+         "batch.kubernetes.io/controller-uid"});
   }
   plan.restore = {{"metadata", {{"annotations", {{"kueue.x-k8s.io/stopping", nullptr}}}}},
                   {"spec", {{"template", restore_template}}}};

@@ -1,7 +1,9 @@
-// Starting a Job on its admission (job framework §1.9, Job §2.3): the "podset info" Kueue derives
+// Starting a job on its admission (job framework §1.9, Job §2.3): the "podset info" Kueue derives
 // from an admitted Workload and its ResourceFlavors (count; the flavors' node labels and
-// tolerations; the podset, local-queue and cluster-queue labels; the workload annotation) and
-// its merge into the Job's pod template, with Kueue's conflict errors.
+// tolerations; the podset, local-queue and cluster-queue labels; the workload annotation), its
+// merge into a pod template, with Kueue's conflict errors, and the template restored on a stop.
+// StartPatch and PlanStop are the batch/v1 Job's; a RayCluster applies the same per template to
+// its head and worker groups (raycluster_workload.h).
 //
 //   auto infos = PodSetInfos(workload, flavors);
 //   nlohmann::json patch = *StartPatch(job, *infos);  // a merge patch: unsuspend + templates
@@ -11,6 +13,7 @@
 #define ADMITD_CLIENTS_SHIM_PODSET_INFO_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,13 @@ absl::Status MergeIntoTemplate(const PodSetInfo& info, bool elastic, nlohmann::j
 // completions with job-completions-equal-parallelism) set to the admitted count.
 absl::StatusOr<nlohmann::json> StartPatch(const nlohmann::json& job,
                                           const std::vector<PodSetInfo>& infos, bool elastic);
+
+// The merge patch that makes a pod template's labels, annotations, nodeSelector, tolerations and
+// schedulingGates the ones stored in a Workload's pod set (Kueue's RestorePodSpec: replaced, not
+// merged, so whatever an admission added goes), keeping the labels named in `keep_labels`.
+nlohmann::json RestoreTemplatePatch(const nlohmann::json& pod_template,
+                                    const v1::PodTemplate& stored,
+                                    const std::set<std::string>& keep_labels = {});
 
 // Stopping a batch/v1 Job (Job §2.3 Stop, job framework §1.10), as three separate patches so that
 // a Job left half-stopped still reads as running and is stopped again.
