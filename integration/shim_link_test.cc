@@ -1,5 +1,5 @@
-// The shim's AdmitdLink against a real admitd in this process: the cache of a cluster's Job
-// Workloads and flavors filled by the list and kept by the watch, Workload events passed on, and
+// The shim's AdmitdLink against a real admitd in this process: the cache of a cluster's Job and
+// RayCluster Workloads and flavors filled by the list and kept by the watch, Workload events passed on, and
 // admitd going away (unreachable, then the watch resumed once it is back).
 #include "clients/shim/admitd_link.h"
 
@@ -29,14 +29,15 @@ bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
   return done();
 }
 
-// A Workload of Job `job` in cluster `cluster` (as the shim submits them).
+// A Workload of Job `job` in cluster `cluster` (as the shim submits them); of a RayCluster of
+// that name with `ray`.
 v1::Workload JobWorkload(const std::string& name, const std::string& job,
-                         const std::string& cluster) {
+                         const std::string& cluster, bool ray = false) {
   v1::Workload wl = testing::Workload("ns", name, "lq", 1, {{"cpu", "1"}});
   (*wl.mutable_metadata()->mutable_labels())[kJobClusterLabel] = cluster;
   v1::OwnerReference* owner = wl.mutable_metadata()->add_owner_references();
-  owner->set_api_version("batch/v1");
-  owner->set_kind("Job");
+  owner->set_api_version(ray ? "ray.io/v1" : "batch/v1");
+  owner->set_kind(ray ? "RayCluster" : "Job");
   owner->set_name(job);
   owner->set_uid("uid-" + job);
   owner->set_controller(true);
@@ -53,7 +54,7 @@ class AdmitdLinkTest : public testing::InProcessTest {
     config_.listen = address;
     Start();
     Apply(testing::Flavor("rf"));
-    Apply(testing::ClusterQueue("cq", {"rf"}, {{"cpu", "4"}}));
+    Apply(testing::ClusterQueue("cq", {"rf"}, {{"cpu", "8"}}));
     Apply(testing::LocalQueue("ns", "lq", "cq"));
   }
   void Submit(const v1::Workload& wl) {
@@ -63,9 +64,11 @@ class AdmitdLinkTest : public testing::InProcessTest {
     grpc::ClientContext ctx;
     ASSERT_TRUE(client_->admission->Submit(&ctx, req, &resp).ok());
   }
-  std::set<std::string> Names(const std::string& job) {
+  std::set<std::string> Names(const std::string& owner, const std::string& kind = "Job") {
     std::set<std::string> out;
-    for (const v1::Workload& wl : link_->WorkloadsOfJob("ns", job)) out.insert(wl.metadata().name());
+    for (const v1::Workload& wl : link_->WorkloadsOf(kind, "ns", owner)) {
+      out.insert(wl.metadata().name());
+    }
     return out;
   }
   void StartLink() {
@@ -104,11 +107,14 @@ TEST_F(AdmitdLinkTest, CachesThisClustersJobWorkloadsAndFollowsTheirChanges) {
   Submit(JobWorkload("a1", "job-a", "c1"));
   Submit(JobWorkload("other", "job-x", "c2"));             // another cluster's
   Submit(testing::Workload("ns", "plain", "lq", 1, {{"cpu", "1"}}));  // no Job
+  Submit(JobWorkload("r1", "job-a", "c1", /*ray=*/true));  // a RayCluster of the same name
   StartLink();
   ASSERT_TRUE(WaitFor([&] { return link_->Synced(); }));
   EXPECT_EQ(Names("job-a"), (std::set<std::string>{"a1"}));
+  EXPECT_EQ(Names("job-a", "RayCluster"), (std::set<std::string>{"r1"}));
   EXPECT_TRUE(Names("job-x").empty());
-  EXPECT_EQ(link_->JobKeys(), (std::vector<std::string>{"ns/job-a"}));
+  EXPECT_EQ(link_->OwnerKeys("Job"), (std::vector<std::string>{"ns/job-a"}));
+  EXPECT_EQ(link_->OwnerKeys("RayCluster"), (std::vector<std::string>{"ns/job-a"}));
   EXPECT_EQ(link_->Flavors().count("rf"), 1u);
   EXPECT_TRUE(link_->Reachable());
   EXPECT_EQ(link_->UnreachableReason(), "");

@@ -15,6 +15,10 @@ std::string Key(const v1::Workload& wl) {
   return Key(wl.metadata().namespace_(), wl.metadata().name());
 }
 
+std::string OwnerKey(const std::string& kind, const std::string& ns, const std::string& name) {
+  return kind + "/" + ns + "/" + name;
+}
+
 std::shared_ptr<grpc::Channel> Connect(const std::string& target) {
   grpc::ChannelArguments args;
   // Notice a dead connection under a long watch within 40 s.
@@ -64,7 +68,9 @@ bool AdmitdLink::Cached(const v1::Workload& wl) const {
   auto it = wl.metadata().labels().find(kJobClusterLabel);
   if (it == wl.metadata().labels().end() || it->second != options_.cluster) return false;
   const v1::OwnerReference* owner = ControllerOwner(wl);
-  return owner != nullptr && owner->kind() == "Job" && owner->api_version() == "batch/v1";
+  return owner != nullptr &&
+         ((owner->kind() == kJobOwnerKind && owner->api_version() == "batch/v1") ||
+          (owner->kind() == kRayClusterOwnerKind && owner->api_version() == "ray.io/v1"));
 }
 
 void AdmitdLink::ReportCall(const grpc::Status& status) {
@@ -141,7 +147,7 @@ absl::Status AdmitdLink::List() {
       }
     }
     workloads_ = std::move(fresh);
-    by_job_.clear();
+    by_owner_.clear();
     for (const auto& [key, wl] : workloads_) IndexLocked(wl, true);
     flavors_ = std::move(flavors);
     revision_ = revision;
@@ -184,12 +190,12 @@ void AdmitdLink::Forget(const std::string& ns, const std::string& name) {
 void AdmitdLink::IndexLocked(const v1::Workload& wl, bool add) {
   const v1::OwnerReference* owner = ControllerOwner(wl);
   if (owner == nullptr) return;
-  const std::string job = Key(wl.metadata().namespace_(), owner->name());
+  const std::string key = OwnerKey(owner->kind(), wl.metadata().namespace_(), owner->name());
   if (add) {
-    by_job_[job].insert(Key(wl));
-  } else if (auto it = by_job_.find(job); it != by_job_.end()) {
+    by_owner_[key].insert(Key(wl));
+  } else if (auto it = by_owner_.find(key); it != by_owner_.end()) {
     it->second.erase(Key(wl));
-    if (it->second.empty()) by_job_.erase(it);
+    if (it->second.empty()) by_owner_.erase(it);
   }
 }
 
@@ -285,13 +291,13 @@ void AdmitdLink::Stop() {
   if (watch_context_ != nullptr) watch_context_->TryCancel();
 }
 
-std::vector<v1::Workload> AdmitdLink::WorkloadsOfJob(const std::string& ns,
-                                                     const std::string& job_name) const {
+std::vector<v1::Workload> AdmitdLink::WorkloadsOf(const std::string& kind, const std::string& ns,
+                                                  const std::string& owner_name) const {
   std::vector<v1::Workload> out;
   {
     absl::MutexLock lock(&mu_);
-    auto it = by_job_.find(Key(ns, job_name));
-    if (it != by_job_.end()) {
+    auto it = by_owner_.find(OwnerKey(kind, ns, owner_name));
+    if (it != by_owner_.end()) {
       for (const std::string& key : it->second) out.push_back(workloads_.at(key));
     }
   }
@@ -313,10 +319,14 @@ std::optional<v1::Workload> AdmitdLink::Workload(const std::string& ns,
   return it->second;
 }
 
-std::vector<std::string> AdmitdLink::JobKeys() const {
+std::vector<std::string> AdmitdLink::OwnerKeys(const std::string& kind) const {
   std::vector<std::string> keys;
+  const std::string prefix = kind + "/";
   absl::MutexLock lock(&mu_);
-  for (const auto& [job, workloads] : by_job_) keys.push_back(job);
+  for (auto it = by_owner_.lower_bound(prefix);
+       it != by_owner_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    keys.push_back(it->first.substr(prefix.size()));
+  }
   return keys;
 }
 

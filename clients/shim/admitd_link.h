@@ -1,5 +1,6 @@
 // The cluster shim's side of admitd: one gRPC channel with keepalive, and a cache of what the shim
-// reads from admitd (the Workloads of this cluster's Jobs, the ResourceFlavors) kept current by
+// reads from admitd (the Workloads of this cluster's Jobs and RayClusters, the ResourceFlavors)
+// kept current by
 // listing, then watching from the list's revision; a broken watch resumes from the last revision
 // seen, and one the server cannot resume (OUT_OF_RANGE) lists again. While admitd cannot be
 // reached the link says so (Reachable, LastError) and retries with a backoff (0.5 s doubling to
@@ -7,7 +8,7 @@
 //
 //   AdmitdLink link({.target = "admitd:50051", .cluster = "c1"}, on_workload, on_event);
 //   std::thread t([&] { link.Run(); });
-//   for (const v1::Workload& wl : link.WorkloadsOfJob("ns", "job")) ...
+//   for (const v1::Workload& wl : link.WorkloadsOf("Job", "ns", "job")) ...
 //
 // Thread safety: Run on one thread; everything else from any.
 #ifndef ADMITD_CLIENTS_SHIM_ADMITD_LINK_H_
@@ -33,8 +34,14 @@
 
 namespace admitd::shim {
 
-// The label the shim puts on the Workloads of its cluster's Jobs: which cluster they belong to.
+// The label the shim puts on the Workloads of its cluster's Jobs and RayClusters: which cluster
+// they belong to.
 inline constexpr char kJobClusterLabel[] = "admitd.io/job-cluster";
+
+// The owners whose Workloads the link caches (by the controller owner reference's apiVersion and
+// kind): batch/v1 Job and ray.io/v1 RayCluster. `kind` below is one of these kinds.
+inline constexpr char kJobOwnerKind[] = "Job";
+inline constexpr char kRayClusterOwnerKind[] = "RayCluster";
 
 struct AdmitdLinkOptions {
   std::string target;   // host:port
@@ -70,12 +77,14 @@ class AdmitdLink {
   // Reports the outcome of any call to admitd (the watch's, or a write's): whether it reached it.
   void ReportCall(const grpc::Status& status);
 
-  // The cached Workloads whose controller owner is the batch/v1 Job `ns`/`job_name`, oldest
-  // first (creation time, then name).
-  std::vector<v1::Workload> WorkloadsOfJob(const std::string& ns, const std::string& job_name) const;
+  // The cached Workloads whose controller owner is the `kind` (Job, RayCluster) named
+  // `ns`/`owner_name`, oldest first (creation time, then name). A Job and a RayCluster of the
+  // same name have Workloads of their own.
+  std::vector<v1::Workload> WorkloadsOf(const std::string& kind, const std::string& ns,
+                                        const std::string& owner_name) const;
   std::optional<v1::Workload> Workload(const std::string& ns, const std::string& name) const;
-  // "ns/name" of every Job that owns a cached Workload.
-  std::vector<std::string> JobKeys() const;
+  // "ns/name" of every owner of `kind` that owns a cached Workload.
+  std::vector<std::string> OwnerKeys(const std::string& kind) const;
   std::map<std::string, v1::ResourceFlavor> Flavors() const;
   // Applies the Workload a write answered, unless the cache already has a newer version (read
   // your writes before the watch delivers it).
@@ -89,7 +98,7 @@ class AdmitdLink {
   absl::Status List();
   // One watch from the last revision until it breaks (OUT_OF_RANGE: list again).
   absl::Status WatchOnce();
-  bool Cached(const v1::Workload& workload) const;  // of this cluster's Jobs
+  bool Cached(const v1::Workload& workload) const;  // of this cluster's Jobs and RayClusters
   void ApplyWorkload(const v1::Workload& workload, bool deleted);
   void IndexLocked(const v1::Workload& workload, bool add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -109,8 +118,8 @@ class AdmitdLink {
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel on Stop
   uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, v1::Workload> workloads_ ABSL_GUARDED_BY(mu_);  // "ns/name"
-  // "ns/job name" -> the keys of the Workloads that Job controls.
-  std::map<std::string, std::set<std::string>> by_job_ ABSL_GUARDED_BY(mu_);
+  // "kind/ns/owner name" -> the keys of the Workloads that owner controls.
+  std::map<std::string, std::set<std::string>> by_owner_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::ResourceFlavor> flavors_ ABSL_GUARDED_BY(mu_);
   std::string unreachable_reason_ ABSL_GUARDED_BY(mu_);
   absl::Time unreachable_since_ ABSL_GUARDED_BY(mu_);

@@ -114,7 +114,7 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
   if (slash == std::string::npos) return absl::OkStatus();
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
   std::optional<nlohmann::json> job = jobs_.Get(key);
-  std::vector<v1::Workload> workloads = admitd_.WorkloadsOfJob(ns, name);
+  std::vector<v1::Workload> workloads = admitd_.WorkloadsOf(kJobOwnerKind, ns, name);
   if (!job || !Meta(*job).value("deletionTimestamp", nlohmann::json()).is_null()) {
     return Finalize(ns, name, workloads);
   }

@@ -195,7 +195,8 @@ void Shim::OnPod(const nlohmann::json& pod) {
 }
 
 void Shim::OnWorkload(const v1::Workload& wl) {
-  if (const v1::OwnerReference* owner = ControllerOwner(wl)) {
+  const v1::OwnerReference* owner = ControllerOwner(wl);
+  if (owner != nullptr && owner->kind() == kJobOwnerKind) {
     queue_.Add(wl.metadata().namespace_() + "/" + owner->name());
   }
 }
@@ -207,7 +208,7 @@ void Shim::OnEvent(const v1::Event& event) {
   std::optional<v1::Workload> wl = admitd_->Workload(r.namespace_(), r.name());
   if (!wl) return;
   const v1::OwnerReference* owner = ControllerOwner(*wl);
-  if (owner == nullptr) return;
+  if (owner == nullptr || owner->kind() != kJobOwnerKind) return;
   std::optional<nlohmann::json> job = jobs_->Get(r.namespace_() + "/" + owner->name());
   if (!job || Str((*job)["metadata"], "uid") != owner->uid()) return;
   events_->Record(*job, event.type(), event.reason(), event.note(),
@@ -253,7 +254,7 @@ void Shim::Resync() {
   if (config_.integrations.count("batch/job")) {
     for (const std::string& key : jobs_->Keys()) queue_.Add(key);
   }
-  for (const std::string& key : admitd_->JobKeys()) queue_.Add(key);
+  for (const std::string& key : admitd_->OwnerKeys(kJobOwnerKind)) queue_.Add(key);
 }
 
 void Shim::Worker() {
