@@ -249,6 +249,7 @@ class Stack:
         if pods:
             args.append("--integrations=batch/job,pod")
         shim = self.start_shim(identity, args + list(extra))
+        shim.webhook_args = args  # a replacement replica serves the same address and certificate
         self.register_webhooks(port, ca, pods=pods)
         return shim
 
@@ -260,7 +261,12 @@ class Stack:
                 pass
         if self.admitd and self.admitd.poll() is None:
             self.admitd.terminate()
-            self.admitd.wait(10)
+            try:
+                self.admitd.wait(10)
+            except subprocess.TimeoutExpired:  # a hung server must not outlive the test
+                sys.stderr.write("admitd did not stop on SIGTERM within 10 s: killed\n")
+                self.admitd.kill()
+                self.admitd.wait(10)
         self.admitd_log.close()
         self.api.stop()
         if not os.environ.get("KEEP_E2E_TMP"):

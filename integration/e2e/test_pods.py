@@ -15,9 +15,11 @@ T = 30
 
 
 def pod(ns, name, cpu="1", runtime=None, queue="lq", group=None, total=None, exit_code=None,
-        labels=None, annotations=None, grace=None):
+        labels=None, annotations=None, grace=None, priority=None):
     """A pod as a user writes it: the shim's webhook adds the gate, label and finalizer.
-    ``runtime`` None runs until deleted; ``grace`` is terminationGracePeriodSeconds."""
+    ``runtime`` None runs until deleted; ``grace`` is terminationGracePeriodSeconds;
+    ``priority`` (PriorityClass name, value) is what the API server's Priority admission stores
+    (the test API server has no PriorityClasses: the value is given as resolved)."""
     meta_labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
     meta_annotations = {}
     if runtime is not None:
@@ -35,6 +37,8 @@ def pod(ns, name, cpu="1", runtime=None, queue="lq", group=None, total=None, exi
                             "resources": {"requests": {"cpu": cpu}}}]}
     if grace is not None:
         spec["terminationGracePeriodSeconds"] = grace
+    if priority is not None:
+        spec["priorityClassName"], spec["priority"] = priority
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": ns, "labels": meta_labels,
                          "annotations": meta_annotations},
