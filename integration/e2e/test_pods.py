@@ -309,6 +309,25 @@ class PodE2E(PodCase):
                   "the finalizers to be removed")
         self.wait(lambda: s.cq_usage("cq-driver", "pool-a") == "0", "usage 0")
 
+    @unittest.expectedFailure
+    def test_a_pods_workload_priority_class_label_gives_its_workload_priority(self):
+        # Kueue's ExtractPriority: the kueue.x-k8s.io/priority-class label wins. admitd gives a
+        # pod Workload the pod's spec.priority too (which the API server always sets, 0 without
+        # a PriorityClass), and an explicit priority takes precedence over the class's value.
+        s, ns = self.s, "wpc"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-wpc", 1) + """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: wpc-high
+value: 1000
+""")
+        self.create_pod(pod(ns, "p", labels={"kueue.x-k8s.io/priority-class": "wpc-high"}))
+        wl = self.wait(lambda: self.workload(ns, "p"), "the Workload")
+        self.assertEqual(wl["spec"]["priorityClassRef"]["name"], "wpc-high")
+        self.assertEqual(int(wl["spec"].get("priority", 0)), 1000)
+
 
 if __name__ == "__main__":
     unittest.main()
