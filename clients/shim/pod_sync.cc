@@ -66,7 +66,10 @@ absl::Status PodSync::Send(v1::ReportPodsRequest& request) {
   v1::ReportPodsResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx, absl::Seconds(60));
+  if (!Track(&ctx)) return absl::CancelledError("stopping");
   grpc::Status s = stub_->ReportPods(&ctx, request, &resp);
+  Untrack(&ctx);
+  if (stopped_.load()) return absl::CancelledError("stopping");
   admitd_.ReportCall(s);
   if (!s.ok()) {
     ++counters_.report_errors;
@@ -258,7 +261,10 @@ void PodSync::WatchDirectives() {
     v1::ListDirectivesResponse listed;
     grpc::ClientContext list_ctx;
     SetDeadline(&list_ctx, absl::Seconds(30));
+    if (!Track(&list_ctx)) return;
     grpc::Status s = stub_->ListDirectives(&list_ctx, list_req, &listed);
+    Untrack(&list_ctx);
+    if (stopped_.load()) return;
     admitd_.ReportCall(s);
     if (s.ok()) {
       for (const v1::PodDirective& d : listed.directives()) {
@@ -269,11 +275,7 @@ void PodSync::WatchDirectives() {
       req.add_kinds(v1::OBJECT_KIND_POD_DIRECTIVE);
       req.set_cluster(cluster_);
       grpc::ClientContext ctx;
-      {
-        absl::MutexLock lock(&mu_);
-        if (stopped_.load()) return;
-        watch_context_ = &ctx;
-      }
+      if (!Track(&ctx)) return;
       std::unique_ptr<grpc::ClientReader<v1::WatchEvent>> reader =
           admitd_.admission().Watch(&ctx, req);
       v1::WatchEvent ev;
@@ -287,10 +289,7 @@ void PodSync::WatchDirectives() {
         if (ev.has_directive() && !Apply(ev.directive()).ok()) ++counters_.directive_errors;
       }
       s = reader->Finish();
-      {
-        absl::MutexLock lock(&mu_);
-        watch_context_ = nullptr;
-      }
+      Untrack(&ctx);
       if (s.error_code() == grpc::StatusCode::CANCELLED) continue;  // list again at once
     }
     if (stopped_.load()) return;
@@ -312,10 +311,22 @@ void PodSync::Run() {
   watcher.join();
 }
 
-void PodSync::Stop() {
-  stopped_.store(true);
+bool PodSync::Track(grpc::ClientContext* ctx) {
   absl::MutexLock lock(&mu_);
-  if (watch_context_ != nullptr) watch_context_->TryCancel();
+  if (stopped_.load()) return false;
+  calls_.insert(ctx);
+  return true;
+}
+
+void PodSync::Untrack(grpc::ClientContext* ctx) {
+  absl::MutexLock lock(&mu_);
+  calls_.erase(ctx);
+}
+
+void PodSync::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_.store(true);
+  for (grpc::ClientContext* ctx : calls_) ctx->TryCancel();
 }
 
 }  // namespace admitd::shim

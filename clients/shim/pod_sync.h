@@ -9,13 +9,15 @@
 //   informer handler: sync.OnPod(type, pod);
 //   leader: std::thread t([&] { sync.Run(); });  ... sync.Stop(); t.join();
 //
-// Thread safety: OnPod from any thread; Run on one; Stop from any.
+// Thread safety: OnPod from any thread; Run on one; Stop from any (it cancels the calls to admitd
+// in flight).
 #ifndef ADMITD_CLIENTS_SHIM_POD_SYNC_H_
 #define ADMITD_CLIENTS_SHIM_POD_SYNC_H_
 
 #include <atomic>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,9 @@ class PodSync {
   absl::Status Send(v1::ReportPodsRequest& request);
   void WatchDirectives();  // the directive stream, on its own thread
   void Record(const v1::PodEvent& event);
+  // An RPC in flight, for Stop to cancel: false (and not registered) once stopping.
+  bool Track(grpc::ClientContext* ctx);
+  void Untrack(grpc::ClientContext* ctx);
 
   const KubeClient& kube_;
   AdmitdLink& admitd_;
@@ -74,7 +79,9 @@ class PodSync {
   absl::Mutex mu_;
   // Pods changed since the last report: key -> the uid of a deleted pod (nullopt: present).
   std::map<std::string, std::optional<std::string>> changed_ ABSL_GUARDED_BY(mu_);
-  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The calls in flight (reports, lists, the watch): Stop cancels them, so that a stop does not
+  // wait out a slow or hung admitd.
+  std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace admitd::shim

@@ -6,7 +6,9 @@ import datetime
 import json
 import os
 import re
+import signal
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -173,6 +175,29 @@ class ShimRestartE2E(PodCase):
         for n in names:
             started = self.pod_events(ns, n, "Started")
             self.assertEqual([e.get("count", 1) for e in started], [1], n)
+
+    def test_a_shim_stops_at_once_while_admitd_does_not_answer(self):
+        # A report in flight to an admitd that hangs must not hold the shim's stop (and with it
+        # the lease's handover) for the call's deadline.
+        s = new_stack(self)
+        shim = s.start_shim_with_webhook(pods=True)
+        self.wait(lambda: shim.metric("admitd_shim_leader") == 1, "the shim to lead")
+        s.create_namespace("hang")
+        s.apply(queues("hang", "cq-hang", 4))
+        self.create_pod(pod("hang", "a"))
+        self.wait(lambda: self.phase("hang", "a") == "Running", "the pod to run")
+        reports = shim.metric("admitd_shim_pod_reports_total")
+        s.admitd.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda: s.admitd.send_signal(signal.SIGCONT))
+        self.patch_pod("hang", "a", {"metadata": {"labels": {"touched": "yes"}}})
+        # Time for the shim to see the change and send its report, which nothing shows (the
+        # counters move on answers): no answer comes.
+        time.sleep(1)
+        self.assertEqual(shim.metric("admitd_shim_pod_reports_total"), reports)
+        started = time.monotonic()
+        shim.proc.send_signal(signal.SIGTERM)
+        shim.proc.wait(15)
+        self.assertLess(time.monotonic() - started, 5, shim.log()[-2000:])
 
 
 if __name__ == "__main__":
