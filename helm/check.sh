@@ -115,6 +115,16 @@ if [ -n "$HELM" ]; then
   must_render "$chart" "$all" "${required[@]}" --set integrations.pods=true
   must_have_webhooks "$chart" "mjob.kb.io mpod.kb.io vjob.kb.io vpod.kb.io" \
     --integrations=batch/job,pod "${required[@]}" --set integrations.pods=true
+  must_have_webhooks "$chart" "mjob.kb.io mraycluster.kb.io vjob.kb.io vraycluster.kb.io" \
+    --integrations=batch/job,ray.io/raycluster "${required[@]}" --set integrations.rayclusters=true
+  must_have_webhooks "$chart" \
+    "mjob.kb.io mpod.kb.io mraycluster.kb.io vjob.kb.io vpod.kb.io vraycluster.kb.io" \
+    --integrations=batch/job,pod,ray.io/raycluster "${required[@]}" \
+    --set integrations.pods=true --set integrations.rayclusters=true
+  grep -q 'rayclusters/status' <<<"$("$HELM" template r "$chart" "${required[@]}" \
+    --set integrations.rayclusters=true)" ||
+    { echo "helm: rendering $chart with integrations.rayclusters: no rayclusters/status rule" >&2
+      exit 1; }
   must_refuse "$chart" "/admitd" --set cluster.name=c1
   must_refuse "$chart" "/cluster" --set admitd.address=admitd:50051
   must_refuse "$chart" "/admitd/address" "${required[@]}" --set admitd.address=admitd
@@ -125,6 +135,8 @@ if [ -n "$HELM" ]; then
   must_refuse "$chart" "unknownKey" "${required[@]}" --set webhook.unknownKey=1
   must_refuse "$chart" "unknownKey" "${required[@]}" --set integrations.unknownKey=1
   must_refuse "$chart" "/integrations/pods" "${required[@]}" --set-string integrations.pods=yes
+  must_refuse "$chart" "/integrations/rayclusters" "${required[@]}" \
+    --set-string integrations.rayclusters=yes
   must_refuse "$chart" "/webhook/certificate/caBundle" "${required[@]}" \
     --set webhook.certificate.existingSecret=shim-cert
   must_refuse "$chart" "leaderElection.enabled=false" "${required[@]}" \

@@ -22,6 +22,7 @@ Informer::Informer(const KubeClient& client, std::string collection_path, Handle
 
 absl::Status Informer::List() {
   absl::StatusOr<nlohmann::json> list = client_.Get(path_);
+  missing_.store(!list.ok() && list.status().code() == absl::StatusCode::kNotFound);
   if (!list.ok()) return list.status();
   ++lists_;
   std::map<std::string, nlohmann::json> fresh;

@@ -52,6 +52,9 @@ class Informer {
   size_t Size() const;
   std::string resource_version() const;
   int lists() const { return lists_.load(); }
+  // Whether the last List found no such collection (404: a custom resource whose definition is
+  // not installed); Run keeps trying, so the collection is picked up once it is served.
+  bool missing() const { return missing_.load(); }
 
  private:
   void Apply(const std::string& type, const nlohmann::json& object);
@@ -62,6 +65,7 @@ class Informer {
   const int watch_timeout_seconds_;
   std::atomic<bool> stopped_{false};
   std::atomic<int> lists_{0};
+  std::atomic<bool> missing_{false};
   mutable absl::Mutex mu_;
   std::map<std::string, nlohmann::json> cache_ ABSL_GUARDED_BY(mu_);
   std::string resource_version_ ABSL_GUARDED_BY(mu_);

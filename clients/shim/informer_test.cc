@@ -56,6 +56,17 @@ TEST_F(InformerTest, KubernetesErrorsBecomeStatusCodes) {
   EXPECT_THAT(stale.status().message(), HasSubstr("the object has been modified"));
 }
 
+TEST_F(InformerTest, ACollectionNotServedIsMissing) {
+  // rayclusters.ray.io is not installed in this cluster.
+  Informer rayclusters(kube_, "/apis/ray.io/v1/rayclusters");
+  EXPECT_EQ(rayclusters.List().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(rayclusters.missing());
+  EXPECT_EQ(rayclusters.lists(), 0);
+  Informer pods(kube_, kPods);
+  ASSERT_TRUE(pods.List().ok());
+  EXPECT_FALSE(pods.missing());
+}
+
 TEST_F(InformerTest, TheCacheFollowsTheClusterAndTheHandlerSeesEachChange) {
   ASSERT_TRUE(kube_.Create(kPods, Pod("a")).ok());
   absl::Mutex mu;

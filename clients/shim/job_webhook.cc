@@ -522,8 +522,8 @@ void CheckTopologyRequest(const JobView& job, const JobWebhookOptions& options,
 // ---- Public functions
 // ----------------------------------------------------------------------------
 
-std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookContext& context,
-                                       const JobWebhookOptions& options) {
+std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
+                                             const JobWebhookOptions& options) {
   const JobView view(job);
   const std::string ns = view.Namespace();
   const bool owned = OwnerManagedByKueue(view, options);
@@ -548,6 +548,13 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
       (has_queue || (options.manage_jobs_without_queue_name && context.NamespaceManaged(ns)))) {
     if (!view.SuspendField()) AddAt(job, {"spec", "suspend"}, true, &ops);
   }
+  return ops;
+}
+
+std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookContext& context,
+                                       const JobWebhookOptions& options) {
+  const JobView view(job);
+  std::vector<nlohmann::json> ops = DefaultFramework(job, context, options);
   // 5. Every pod of an elastic Job starts gated until its slice is admitted.
   if (Elastic(view, options)) {
     const std::vector<std::string> gates_path = {"spec", "template", "spec", "schedulingGates"};
@@ -567,29 +574,29 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
   return ops;
 }
 
+std::vector<FieldError> ValidateFrameworkCreate(const nlohmann::json& object,
+                                                const JobWebhookOptions& options) {
+  std::vector<FieldError> errs;
+  CheckCommonCreate(JobView(object), options, &errs);
+  return errs;
+}
+
 std::vector<FieldError> ValidateJobCreate(const nlohmann::json& job, JobWebhookContext& context,
                                           const JobWebhookOptions& options) {
   const JobView view(job);
-  std::vector<FieldError> errs;
-  CheckCommonCreate(view, options, &errs);
+  std::vector<FieldError> errs = ValidateFrameworkCreate(job, options);
   CheckPartialAdmission(view, options, &errs);
   CheckCompletionsEqualParallelism(view, &errs);
   CheckTopologyRequest(view, options, &errs);
   return errs;
 }
 
-std::vector<FieldError> ValidateJobUpdate(const nlohmann::json& old_job,
-                                          const nlohmann::json& new_job, JobWebhookContext& context,
-                                          const JobWebhookOptions& options) {
+std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
+                                                const nlohmann::json& new_job,
+                                                JobWebhookContext& context,
+                                                const JobWebhookOptions& options) {
   const JobView prev(old_job), next(new_job);
   std::vector<FieldError> errs;
-  CheckCommonCreate(next, options, &errs);
-  if (next.Annotation(kMinParallelism) != prev.Annotation(kMinParallelism)) {
-    CheckPartialAdmission(next, options, &errs);
-  }
-  CheckCompletionsEqualParallelism(next, &errs);
-
-  // jobframework.ValidateJobOnUpdate.
   const std::string queue_path = LabelPath(kQueueNameLabel);
   const std::string old_queue = prev.Label(kQueueNameLabel),
                     new_queue = next.Label(kQueueNameLabel);
@@ -644,6 +651,22 @@ std::vector<FieldError> ValidateJobUpdate(const nlohmann::json& old_job,
     }
     CheckAdmissionGatedByFormat(new_gates, &errs);
   }
+  return errs;
+}
+
+std::vector<FieldError> ValidateJobUpdate(const nlohmann::json& old_job,
+                                          const nlohmann::json& new_job, JobWebhookContext& context,
+                                          const JobWebhookOptions& options) {
+  const JobView prev(old_job), next(new_job);
+  std::vector<FieldError> errs;
+  CheckCommonCreate(next, options, &errs);
+  if (next.Annotation(kMinParallelism) != prev.Annotation(kMinParallelism)) {
+    CheckPartialAdmission(next, options, &errs);
+  }
+  CheckCompletionsEqualParallelism(next, &errs);
+
+  std::vector<FieldError> framework = ValidateFrameworkUpdate(old_job, new_job, context, options);
+  errs.insert(errs.end(), framework.begin(), framework.end());
 
   // The Job webhook's own update rules.
   if (Entry(prev.annotations, kMinParallelism) && !prev.SuspendField() &&

@@ -60,6 +60,27 @@ struct JobWebhookOptions {
       {"batch/v1", "Job"}, {"v1", "Pod"}, {"ray.io/v1", "RayCluster"}};
 };
 
+// The common CREATE defaulting of any integration's object (§1.3 steps 1 to 3, which Kueue's Job
+// and RayCluster webhooks share): the `default` LocalQueue and WorkloadPriorityClass labels, and
+// spec.suspend for an object that is to wait for admission; as JSON Patch operations.
+std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& object,
+                                             JobWebhookContext& context,
+                                             const JobWebhookOptions& options);
+
+// jobframework.ValidateJobOnCreate on any integration's object (its metadata: the queue name,
+// prebuilt Workload name, maximum execution time and admission gates).
+std::vector<FieldError> ValidateFrameworkCreate(const nlohmann::json& object,
+                                                const JobWebhookOptions& options);
+
+// jobframework.ValidateJobOnUpdate (what may not change: the queue name while running, the
+// prebuilt Workload, the maximum execution time, the priority class, the elastic annotation, the
+// admission gates). The object counts as suspended when spec.suspend is true and it is not being
+// stopped.
+std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_object,
+                                                const nlohmann::json& new_object,
+                                                JobWebhookContext& context,
+                                                const JobWebhookOptions& options);
+
 // The JSON Patch operations (RFC 6902 objects {"op","path","value"}) that apply Kueue's CREATE
 // defaulting to `job`; empty when nothing changes. Missing maps and lists are added whole, so
 // the operations apply to `job` as given. The namespace is the Job's metadata.namespace.

@@ -79,7 +79,8 @@ void RaiseRequests(const std::vector<std::pair<std::string, std::string>>& floor
   if (!requests->is_object()) *requests = nlohmann::json::object();
   for (const auto& [resource, minimum] : floor) {
     const std::string have = Str(*requests, resource);
-    if (have.empty() || QuantityValue(have) < QuantityValue(minimum)) (*requests)[resource] = minimum;
+    if (have.empty() || QuantityValue(have) < QuantityValue(minimum))
+      (*requests)[resource] = minimum;
   }
 }
 
@@ -127,8 +128,7 @@ absl::StatusOr<nlohmann::json> RayClusterPodSets(const nlohmann::json& cluster) 
           "cannot account for Redis cleanup resources: head pod template must include the Ray "
           "container");
     }
-    RaiseRequests({{"cpu", "200m"}, {"memory", "256Mi"}},
-                  &containers[0]["resources"]["requests"]);
+    RaiseRequests({{"cpu", "200m"}, {"memory", "256Mi"}}, &containers[0]["resources"]["requests"]);
   }
   if (Member(spec, "enableInTreeAutoscaling") == true) {
     nlohmann::json& containers = head_template["spec"]["containers"];
@@ -238,8 +238,8 @@ absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluste
   const nlohmann::json groups = ArrayOr(Member(spec, "workerGroupSpecs"));
   const size_t expected = groups.size() + 1;
   if (infos.size() != expected) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "invalid podset infos: expecting ", expected, " podset, got ", infos.size()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("invalid podset infos: expecting ", expected, " podset, got ", infos.size()));
   }
   nlohmann::json want = spec;
   want["suspend"] = false;

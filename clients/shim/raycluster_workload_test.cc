@@ -216,8 +216,8 @@ TEST(RayClusterWorkloadTest, MergePatchBetweenTwoDocuments) {
   const nlohmann::json a = {{"x", 1}, {"y", {{"p", 1}, {"q", 2}}}, {"z", {1, 2}}};
   const nlohmann::json b = {{"y", {{"p", 1}, {"r", 3}}}, {"z", {1}}, {"w", true}};
   const nlohmann::json patch = MergePatchBetween(a, b);
-  EXPECT_EQ(patch, nlohmann::json::parse(
-                       R"({"x": null, "y": {"q": null, "r": 3}, "z": [1], "w": true})"));
+  EXPECT_EQ(patch,
+            nlohmann::json::parse(R"({"x": null, "y": {"q": null, "r": 3}, "z": [1], "w": true})"));
   nlohmann::json applied = a;
   applied.merge_patch(patch);
   EXPECT_EQ(applied, b);

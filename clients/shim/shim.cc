@@ -73,6 +73,23 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   }
   s->reconciler_ = std::make_unique<JobReconciler>(s->kube_, *s->admitd_, *s->jobs_, *s->pods_,
                                                    *s->events_, options);
+  if (config.integrations.count("ray.io/raycluster")) {
+    s->rayclusters_ = std::make_unique<Informer>(
+        s->kube_, kRayClustersPath,
+        [s](const std::string&, const nlohmann::json& rc) { s->ray_queue_.Add(ObjectKey(rc)); });
+    // KubeRay's pods: the elastic ones are ungated, and a stopped cluster's quota goes back once
+    // they are gone.
+    s->ray_pods_ = std::make_unique<Informer>(
+        s->kube_, kRayPodsPath,
+        [s](const std::string&, const nlohmann::json& pod) { s->OnRayPod(pod); });
+    RayClusterReconcilerOptions ray_options;
+    ray_options.cluster = config.cluster;
+    ray_options.excluded_namespaces = config.excluded_namespaces;
+    ray_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
+    ray_options.workload.elastic_jobs = config.elastic_jobs;
+    s->ray_reconciler_ = std::make_unique<RayClusterReconciler>(
+        s->kube_, *s->admitd_, *s->rayclusters_, *s->ray_pods_, *s->events_, ray_options);
+  }
 
   if (!config.webhook_listen.empty()) {
     AdmitdWebhookContextOptions context_options;
@@ -84,6 +101,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     webhook_options.job.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
     webhook_options.job.elastic_jobs = config.elastic_jobs;
     webhook_options.pods = config.integrations.count("pod") > 0;
+    webhook_options.rayclusters = config.integrations.count("ray.io/raycluster") > 0;
     webhook_options.pod.integration_enabled = webhook_options.pods;
     webhook_options.pod.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
     webhook_options.pod.elastic_jobs = config.elastic_jobs;
@@ -109,6 +127,10 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   s->threads_.emplace_back([s] { s->pods_->Run(); });
   s->threads_.emplace_back([s] { s->namespaces_->Run(); });
   if (s->managed_pods_) s->threads_.emplace_back([s] { s->managed_pods_->Run(); });
+  if (s->rayclusters_) {
+    s->threads_.emplace_back([s] { s->rayclusters_->Run(); });
+    s->threads_.emplace_back([s] { s->ray_pods_->Run(); });
+  }
   s->threads_.emplace_back([s] { s->admitd_->Run(); });
   if (config.leader_elect) {
     s->elector_ = std::make_unique<LeaderElector>(
@@ -145,12 +167,15 @@ void Shim::Stop() {
   absl::MutexLock lock(&stop_mu_);
   if (stopping_.exchange(true)) return;
   queue_.ShutDown();
+  ray_queue_.ShutDown();
   namespace_queue_.ShutDown();
   if (elector_) elector_->Stop();
   jobs_->Stop();
   pods_->Stop();
   namespaces_->Stop();
   if (managed_pods_) managed_pods_->Stop();
+  if (rayclusters_) rayclusters_->Stop();
+  if (ray_pods_) ray_pods_->Stop();
   if (pod_sync_) pod_sync_->Stop();
   admitd_->Stop();
   if (health_) health_->Stop();
@@ -179,8 +204,12 @@ bool Shim::Wait() {
 }
 
 bool Shim::Synced() const {
+  // A cluster without KubeRay's definition has no RayClusters: that does not hold up the Jobs.
   return jobs_->lists() > 0 && pods_->lists() > 0 && namespaces_->lists() > 0 &&
-         (!managed_pods_ || managed_pods_->lists() > 0) && admitd_->Synced();
+         (!managed_pods_ || managed_pods_->lists() > 0) &&
+         (!rayclusters_ || ((rayclusters_->lists() > 0 || rayclusters_->missing()) &&
+                            ray_pods_->lists() > 0)) &&
+         admitd_->Synced();
 }
 
 void Shim::OnJob(const nlohmann::json& job) {
@@ -194,24 +223,37 @@ void Shim::OnPod(const nlohmann::json& pod) {
   if (std::string key = OwnerJobKey(pod); !key.empty()) queue_.Add(key);
 }
 
+void Shim::OnRayPod(const nlohmann::json& pod) {
+  if (std::string key = OwnerRayClusterKey(pod); !key.empty()) ray_queue_.Add(key);
+}
+
 void Shim::OnWorkload(const v1::Workload& wl) {
   const v1::OwnerReference* owner = ControllerOwner(wl);
-  if (owner != nullptr && owner->kind() == kJobOwnerKind) {
-    queue_.Add(wl.metadata().namespace_() + "/" + owner->name());
+  if (owner == nullptr) return;
+  const std::string key = wl.metadata().namespace_() + "/" + owner->name();
+  if (owner->kind() == kJobOwnerKind) {
+    queue_.Add(key);
+  } else if (owner->kind() == kRayClusterOwnerKind && ray_reconciler_) {
+    ray_queue_.Add(key);
   }
 }
 
 void Shim::OnEvent(const v1::Event& event) {
-  // admitd's Workloads are not objects of this cluster: their events go on the owning Job.
+  // admitd's Workloads are not objects of this cluster: their events go on the owning Job or
+  // RayCluster.
   if (!leading_.load()) return;
   const v1::ObjectReference& r = event.regarding();
   std::optional<v1::Workload> wl = admitd_->Workload(r.namespace_(), r.name());
   if (!wl) return;
   const v1::OwnerReference* owner = ControllerOwner(*wl);
-  if (owner == nullptr || owner->kind() != kJobOwnerKind) return;
-  std::optional<nlohmann::json> job = jobs_->Get(r.namespace_() + "/" + owner->name());
-  if (!job || Str((*job)["metadata"], "uid") != owner->uid()) return;
-  events_->Record(*job, event.type(), event.reason(), event.note(),
+  if (owner == nullptr) return;
+  const Informer* owners = owner->kind() == kJobOwnerKind          ? jobs_.get()
+                           : owner->kind() == kRayClusterOwnerKind ? rayclusters_.get()
+                                                                   : nullptr;
+  if (owners == nullptr) return;
+  std::optional<nlohmann::json> object = owners->Get(r.namespace_() + "/" + owner->name());
+  if (!object || Str((*object)["metadata"], "uid") != owner->uid()) return;
+  events_->Record(*object, event.type(), event.reason(), event.note(),
                   event.reporting_controller().empty() ? "kueue-admission"
                                                        : event.reporting_controller());
 }
@@ -230,10 +272,30 @@ void Shim::StartWork() {
   absl::MutexLock lock(&workers_mu_);
   if (stopping_.load()) return;  // Stop has taken (or will find) every thread started so far
   leading_.store(true);
-  ADMITD_LOG(kInfo, "leading", {{"identity", config_.identity},
-                                {"jobs", absl::StrCat(jobs_->Size())}});
+  ADMITD_LOG(kInfo, "leading",
+             {{"identity", config_.identity},
+              {"jobs", absl::StrCat(jobs_->Size())},
+              {"rayclusters", rayclusters_ ? absl::StrCat(rayclusters_->Size()) : "off"}});
+  if (rayclusters_ && rayclusters_->missing()) {
+    ADMITD_LOG(kWarning, "rayclusters.ray.io is not installed: no RayCluster is managed until it is",
+               {});
+  }
   Resync();
-  for (int i = 0; i < config_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+  for (int i = 0; i < config_.workers; ++i) {
+    workers_.emplace_back([this] {
+      Worker(queue_, [this](const std::string& key) { return reconciler_->Reconcile(key); },
+             reconcile_errors_, "job");
+    });
+  }
+  if (ray_reconciler_) {
+    for (int i = 0; i < config_.workers; ++i) {
+      workers_.emplace_back([this] {
+        Worker(ray_queue_,
+               [this](const std::string& key) { return ray_reconciler_->Reconcile(key); },
+               ray_reconcile_errors_, "raycluster");
+      });
+    }
+  }
   workers_.emplace_back([this] { NamespaceWorker(); });
   if (pod_sync_) workers_.emplace_back([this] { pod_sync_->Run(); });
   // Every Job again now and then, in case a change was missed.
@@ -255,29 +317,35 @@ void Shim::Resync() {
     for (const std::string& key : jobs_->Keys()) queue_.Add(key);
   }
   for (const std::string& key : admitd_->OwnerKeys(kJobOwnerKind)) queue_.Add(key);
+  if (ray_reconciler_) {
+    for (const std::string& key : rayclusters_->Keys()) ray_queue_.Add(key);
+    for (const std::string& key : admitd_->OwnerKeys(kRayClusterOwnerKind)) ray_queue_.Add(key);
+  }
 }
 
-void Shim::Worker() {
+void Shim::Worker(WorkQueue& queue,
+                  const std::function<absl::Status(const std::string&)>& reconcile,
+                  std::atomic<int64_t>& errors, const char* kind) {
   std::string key;
-  while (queue_.Get(&key)) {
+  while (queue.Get(&key)) {
     absl::Status s;
     try {
-      s = reconciler_->Reconcile(key);
+      s = reconcile(key);
     } catch (const std::exception& e) {  // an object of an unexpected shape: retry, stay up
       s = absl::InternalError(absl::StrCat("unexpected object: ", e.what()));
     }
     if (s.ok()) {
-      queue_.Forget(key);
+      queue.Forget(key);
     } else {
-      ++reconcile_errors_;
-      if (queue_.Retries(key) >= 3) {
-        ADMITD_LOG(kWarning, "reconcile failed", {{"job", key}, {"error", s.ToString()}});
+      ++errors;
+      if (queue.Retries(key) >= 3) {
+        ADMITD_LOG(kWarning, "reconcile failed", {{kind, key}, {"error", s.ToString()}});
       } else {
-        ADMITD_LOG(kDebug, "reconcile failed", {{"job", key}, {"error", s.ToString()}});
+        ADMITD_LOG(kDebug, "reconcile failed", {{kind, key}, {"error", s.ToString()}});
       }
-      queue_.AddRateLimited(key);
+      queue.AddRateLimited(key);
     }
-    queue_.Done(key);
+    queue.Done(key);
   }
 }
 
@@ -312,6 +380,13 @@ HttpReply Shim::Readyz() const {
       pods ? "[+]informer-pods synced\n" : "[-]informer-pods not synced\n",
       namespaces_->lists() > 0 ? "[+]informer-namespaces synced\n"
                                : "[-]informer-namespaces not synced\n",
+      !rayclusters_                  ? ""
+      : rayclusters_->lists() > 0    ? "[+]informer-rayclusters synced\n"
+      : rayclusters_->missing()      ? "[+]informer-rayclusters: rayclusters.ray.io not installed\n"
+                                     : "[-]informer-rayclusters not synced\n",
+      !ray_pods_                    ? ""
+      : ray_pods_->lists() > 0      ? "[+]informer-ray-pods synced\n"
+                                    : "[-]informer-ray-pods not synced\n",
       link ? "[+]admitd synced\n" : "[-]admitd not synced\n",
       admitd.empty() ? "[+]admitd reachable\n" : "[-]admitd " + admitd + "\n",
       leading_.load() ? "[+]leader\n" : "[+]follower\n",
@@ -342,16 +417,39 @@ std::string Shim::Metrics() const {
   counter("admitd_shim_reconciles_total", "Job reconciles run.", c.reconciles.load());
   counter("admitd_shim_reconcile_errors_total", "Job reconciles that failed and were retried.",
           reconcile_errors_.load());
+  // Workload-level counters add up both kinds' reconciles.
+  const RayClusterReconcilerCounters* r = ray_reconciler_ ? &ray_reconciler_->counters() : nullptr;
+  auto both = [&](const std::atomic<int64_t>& job,
+                  std::atomic<int64_t> RayClusterReconcilerCounters::*ray) {
+    return job.load() + (r != nullptr ? (r->*ray).load() : 0);
+  };
   counter("admitd_shim_workloads_submitted_total", "Workloads created in admitd.",
-          c.submits.load());
+          both(c.submits, &RayClusterReconcilerCounters::submits));
   counter("admitd_shim_jobs_started_total", "Jobs unsuspended on admission.", c.starts.load());
   counter("admitd_shim_jobs_stopped_total", "Jobs suspended (eviction, no admission).",
           c.stops.load());
   counter("admitd_shim_quota_releases_total", "ReleaseQuota calls (finished, stopped, reclaimable).",
-          c.releases.load());
-  counter("admitd_shim_workloads_deleted_total", "Workloads deleted in admitd.", c.deletes.load());
-  counter("admitd_shim_resizes_total", "Resize calls for elastic Jobs.", c.resizes.load());
-  counter("admitd_shim_pods_ungated_total", "Elastic Job pods ungated.", c.ungated.load());
+          both(c.releases, &RayClusterReconcilerCounters::releases));
+  counter("admitd_shim_workloads_deleted_total", "Workloads deleted in admitd.",
+          both(c.deletes, &RayClusterReconcilerCounters::deletes));
+  counter("admitd_shim_resizes_total", "Resize calls for elastic Jobs and RayClusters.",
+          both(c.resizes, &RayClusterReconcilerCounters::resizes));
+  counter("admitd_shim_pods_ungated_total", "Elastic Job and RayCluster pods ungated.",
+          both(c.ungated, &RayClusterReconcilerCounters::ungated));
+  if (r != nullptr) {
+    gauge("admitd_shim_raycluster_workqueue_depth", "RayClusters waiting to be reconciled.",
+          static_cast<double>(ray_queue_.Len()));
+    gauge("admitd_shim_rayclusters_cached", "RayClusters in the informer's cache.",
+          static_cast<double>(rayclusters_->Size()));
+    counter("admitd_shim_raycluster_reconciles_total", "RayCluster reconciles run.",
+            r->reconciles.load());
+    counter("admitd_shim_raycluster_reconcile_errors_total",
+            "RayCluster reconciles that failed and were retried.", ray_reconcile_errors_.load());
+    counter("admitd_shim_rayclusters_started_total", "RayClusters unsuspended on admission.",
+            r->starts.load());
+    counter("admitd_shim_rayclusters_stopped_total",
+            "RayClusters suspended (eviction, no admission).", r->stops.load());
+  }
   counter("admitd_shim_admitd_lists_total", "Full lists of admitd's Workloads (start, lost watch).",
           admitd_->lists());
   if (pod_sync_) {

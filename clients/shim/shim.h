@@ -1,8 +1,9 @@
-// admitd-shim, wired: the Kubernetes informers (Jobs, the pods of elastic Jobs, namespaces), the
-// NamespaceSync that gives admitd the namespaces' labels, the link to
-// admitd, leader election, the work queue and its workers running the JobReconciler (on the
-// leader only, once every cache has synced), the event recorder, the admission webhook (on every
-// replica), and the /healthz, /readyz and /metrics endpoint.
+// admitd-shim, wired: the Kubernetes informers (Jobs, the pods of elastic Jobs, namespaces; with
+// the ray.io/raycluster integration RayClusters and KubeRay's pods), the NamespaceSync that gives
+// admitd the namespaces' labels, the link to admitd, leader election, a work queue per kind and
+// its workers running the JobReconciler and the RayClusterReconciler (on the leader only, once
+// every cache has synced), the event recorder, the admission webhook (on every replica), and the
+// /healthz, /readyz and /metrics endpoint.
 //
 //   absl::StatusOr<std::unique_ptr<Shim>> shim = Shim::Start(config);
 //   ... (*shim)->Stop();
@@ -12,6 +13,7 @@
 #define ADMITD_CLIENTS_SHIM_SHIM_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +30,7 @@
 #include "clients/shim/leader_election.h"
 #include "clients/shim/namespace_sync.h"
 #include "clients/shim/pod_sync.h"
+#include "clients/shim/raycluster_reconciler.h"
 #include "clients/shim/shim_config.h"
 #include "clients/shim/webhook_server.h"
 #include "clients/shim/work_queue.h"
@@ -55,11 +58,15 @@ class Shim {
   explicit Shim(const ShimConfig& config, KubeConfig kube);
   void OnJob(const nlohmann::json& job);
   void OnPod(const nlohmann::json& pod);
+  void OnRayPod(const nlohmann::json& pod);
   void OnWorkload(const v1::Workload& workload);
   void OnEvent(const v1::Event& event);
   void Lead();       // on becoming leader
   void StartWork();  // once the caches have synced: the workers and the periodic resync
-  void Worker();
+  // Takes keys from `queue` and reconciles them until the queue shuts down; failures are
+  // retried with the queue's backoff and counted in `errors`.
+  void Worker(WorkQueue& queue, const std::function<absl::Status(const std::string&)>& reconcile,
+              std::atomic<int64_t>& errors, const char* kind);
   void NamespaceWorker();
   void Resync();  // every key once more
   std::string Metrics() const;
@@ -79,6 +86,11 @@ class Shim {
   WorkQueue namespace_queue_;
   std::unique_ptr<AdmitdLink> admitd_;
   std::unique_ptr<JobReconciler> reconciler_;
+  // With the ray.io/raycluster integration only.
+  std::unique_ptr<Informer> rayclusters_;
+  std::unique_ptr<Informer> ray_pods_;
+  WorkQueue ray_queue_;
+  std::unique_ptr<RayClusterReconciler> ray_reconciler_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<HttpEndpoint> health_;
   std::unique_ptr<AdmitdWebhookContext> webhook_context_;
@@ -90,6 +102,7 @@ class Shim {
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_leadership_{false};
   std::atomic<int64_t> reconcile_errors_{0};
+  std::atomic<int64_t> ray_reconcile_errors_{0};
   absl::Notification done_;
   absl::Mutex stop_mu_;
 };

@@ -28,6 +28,8 @@ constexpr char kMutatePath[] = "/mutate-batch-v1-job";
 constexpr char kValidatePath[] = "/validate-batch-v1-job";
 constexpr char kMutatePodPath[] = "/mutate--v1-pod";
 constexpr char kValidatePodPath[] = "/validate--v1-pod";
+constexpr char kMutateRayClusterPath[] = "/mutate-ray-io-v1-raycluster";
+constexpr char kValidateRayClusterPath[] = "/validate-ray-io-v1-raycluster";
 
 // ---- Certificate and key, reloaded when their files change
 // ---------------------------------------
@@ -253,8 +255,14 @@ WebhookReply Mutated(ReviewRequest& r, const std::vector<nlohmann::json>& ops) {
 
 // The answer of a validating webhook: allowed, or denied with the aggregated errors.
 WebhookReply Judged(ReviewRequest& r, const std::vector<FieldError>& errors,
-                    const std::vector<std::string>& warnings) {
-  if (errors.empty()) {
+                    const std::vector<std::string>& warnings, const std::string& denial = "") {
+  if (errors.empty() && !denial.empty()) {
+    r.response["allowed"] = false;
+    r.response["status"] = {{"metadata", nlohmann::json::object()},
+                            {"code", 403},
+                            {"reason", "Forbidden"},
+                            {"message", denial}};
+  } else if (errors.empty()) {
     r.response["status"] = {{"metadata", nlohmann::json::object()}, {"code", 200}};
   } else {
     r.response["allowed"] = false;
@@ -309,6 +317,24 @@ WebhookReply AnswerPodReview(const std::string& path, const std::string& body,
   if (r.create) errors = ValidatePodCreate(r.object, context, options, &warnings);
   if (r.update) errors = ValidatePodUpdate(r.old_object, r.object, context, options, &warnings);
   return Judged(r, errors, warnings);
+}
+
+WebhookReply AnswerRayClusterReview(const std::string& path, const std::string& body,
+                                    JobWebhookContext& context, const JobWebhookOptions& options,
+                                    bool enabled) {
+  ReviewRequest r;
+  WebhookReply reply;
+  if (!ReadReview(body, "RayCluster", &r, &reply)) return reply;
+  if (!enabled) return Mutated(r, {});  // Kueue's no-op webhook: allowed, unchanged
+  if (path == kMutateRayClusterPath) {
+    return Mutated(r, r.create ? DefaultRayCluster(r.object, context, options)
+                               : std::vector<nlohmann::json>());
+  }
+  std::vector<FieldError> errors;
+  std::string denial;
+  if (r.create) errors = ValidateRayClusterCreate(r.object, options, &denial);
+  if (r.update) errors = ValidateRayClusterUpdate(r.old_object, r.object, context, options, &denial);
+  return Judged(r, errors, {}, denial);
 }
 
 class WebhookServer::Impl {
@@ -369,6 +395,14 @@ absl::Status WebhookServer::Start() {
                   res.status = reply.http_status;
                   res.set_content(reply.body.dump(), "application/json");
                 });
+  }
+  for (const char* path : {kMutateRayClusterPath, kValidateRayClusterPath}) {
+    server.Post(path, [this, path](const httplib::Request& req, httplib::Response& res) {
+      WebhookReply reply =
+          AnswerRayClusterReview(path, req.body, context_, options_.job, options_.rayclusters);
+      res.status = reply.http_status;
+      res.set_content(reply.body.dump(), "application/json");
+    });
   }
   if (host.find(':') != std::string::npos) server.set_address_family(AF_INET6);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would

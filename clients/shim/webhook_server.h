@@ -8,9 +8,12 @@
 //   POST /mutate--v1-pod         CREATE: the mutation of DefaultPod, likewise
 //   POST /validate--v1-pod       CREATE, UPDATE: ValidatePodCreate/Update, likewise, with
 //                                Kueue's admission warnings in `warnings`
+//   POST /mutate-ray-io-v1-raycluster    CREATE: DefaultRayCluster, likewise
+//   POST /validate-ray-io-v1-raycluster  CREATE, UPDATE: ValidateRayClusterCreate/Update
 //
 // With the pod integration off (WebhookServerOptions::pods, the default) the pod paths allow
-// every pod unchanged, as Kueue's no-op webhook does.
+// every pod unchanged, as Kueue's no-op webhook does; the RayCluster paths likewise with the
+// ray.io/raycluster integration off (WebhookServerOptions::rayclusters).
 //
 // A body that is not an AdmissionReview is answered HTTP 400. The serving certificate and key are
 // read from `<cert_dir>/tls.crt` and `<cert_dir>/tls.key`, and read again when those files change
@@ -36,6 +39,7 @@
 #include "absl/time/time.h"
 #include "clients/shim/job_webhook.h"
 #include "clients/shim/pod_webhook.h"
+#include "clients/shim/raycluster_webhook.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
@@ -45,6 +49,9 @@ struct WebhookServerOptions {
   // Kueue's `pod` framework is enabled; it sets `pod.integration_enabled`.
   bool pods = false;
   PodWebhookOptions pod;
+  // Kueue's `ray.io/raycluster` framework is enabled; RayClusters are judged with `job`'s
+  // options.
+  bool rayclusters = false;
   // The certificate files' change times are looked at no more often than this.
   absl::Duration cert_check_interval = absl::Seconds(5);
   // Limits on one request (the API server's calls are small and quick).
@@ -64,6 +71,11 @@ WebhookReply AnswerJobReview(const std::string& path, const std::string& body,
 // `path` is /mutate--v1-pod or /validate--v1-pod.
 WebhookReply AnswerPodReview(const std::string& path, const std::string& body,
                              JobWebhookContext& context, const PodWebhookOptions& options);
+// `path` is /mutate-ray-io-v1-raycluster or /validate-ray-io-v1-raycluster; `enabled` false
+// allows every cluster unchanged.
+WebhookReply AnswerRayClusterReview(const std::string& path, const std::string& body,
+                                    JobWebhookContext& context, const JobWebhookOptions& options,
+                                    bool enabled);
 
 class WebhookServer {
  public:

@@ -209,16 +209,18 @@ class Stack:
         with open(os.path.join(cert_dir, "tls.crt"), "rb") as f:
             return cert_dir, f.read()
 
-    def register_webhooks(self, port, ca_pem, pods=False, failure_policy="Fail"):
-        """Kueue's webhook configurations (mjob/vjob, and mpod/vpod with ``pods``), pointing at
-        https://127.0.0.1:<port>."""
+    def register_webhooks(self, port, ca_pem, pods=False, failure_policy="Fail",
+                          rayclusters=False):
+        """Kueue's webhook configurations (mjob/vjob, mpod/vpod with ``pods``, mraycluster/
+        vraycluster with ``rayclusters``), pointing at https://127.0.0.1:<port>."""
         import base64
+        groups = {"jobs": "batch", "pods": "", "rayclusters": "ray.io"}
 
         def hook(name, path, resource, operations):
             return {"name": name,
                     "clientConfig": {"url": "https://127.0.0.1:%d%s" % (port, path),
                                      "caBundle": base64.b64encode(ca_pem).decode()},
-                    "rules": [{"apiGroups": ["batch" if resource == "jobs" else ""],
+                    "rules": [{"apiGroups": [groups[resource]],
                                "apiVersions": ["v1"], "operations": operations,
                                "resources": [resource]}],
                     "failurePolicy": failure_policy, "sideEffects": "None",
@@ -232,6 +234,11 @@ class Stack:
             mutating.append(hook("mpod.kb.io", "/mutate--v1-pod", "pods", ["CREATE"]))
             validating.append(hook("vpod.kb.io", "/validate--v1-pod", "pods",
                                    ["CREATE", "UPDATE"]))
+        if rayclusters:
+            mutating.append(hook("mraycluster.kb.io", "/mutate-ray-io-v1-raycluster",
+                                 "rayclusters", ["CREATE"]))
+            validating.append(hook("vraycluster.kb.io", "/validate-ray-io-v1-raycluster",
+                                   "rayclusters", ["CREATE", "UPDATE"]))
         for kind, plural, hooks in (
                 ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", mutating),
                 ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", validating)):
@@ -241,16 +248,19 @@ class Stack:
                                     "webhooks": hooks})
             assert code == 201, (code, resp)
 
-    def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=()):
-        """A shim serving the webhook on a free port, and the configurations registered."""
+    def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=(), rayclusters=False):
+        """A shim serving the webhook on a free port, and the configurations registered; with
+        ``pods`` and ``rayclusters`` those integrations too."""
         cert_dir, ca = self.webhook_certificate()
         port = free_port()
         args = ["--webhook-listen", "127.0.0.1:%d" % port, "--webhook-cert-dir", cert_dir]
-        if pods:
-            args.append("--integrations=batch/job,pod")
+        integrations = ["batch/job"] + (["pod"] if pods else []) + \
+            (["ray.io/raycluster"] if rayclusters else [])
+        if len(integrations) > 1:
+            args.append("--integrations=" + ",".join(integrations))
         shim = self.start_shim(identity, args + list(extra))
         shim.webhook_args = args  # a replacement replica serves the same address and certificate
-        self.register_webhooks(port, ca, pods=pods)
+        self.register_webhooks(port, ca, pods=pods, rayclusters=rayclusters)
         return shim
 
     def stop(self):
