@@ -1,8 +1,11 @@
 #include "clients/shim/pod_sync.h"
 
+#include <algorithm>
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/pod_observation.h"
@@ -55,7 +58,13 @@ void PodSync::OnPod(const std::string& type, const nlohmann::json& pod) {
   const std::string key = ObjectKey(pod);
   absl::MutexLock lock(&mu_);
   if (type == "DELETED") {
-    changed_[key] = Str(Field(pod, "metadata"), "uid");
+    const std::string uid = Str(Field(pod, "metadata"), "uid");
+    changed_[key] = uid;
+    const std::string prefix = uid + "/";
+    for (auto it = applied_.lower_bound(prefix);
+         it != applied_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+      it = applied_.erase(it);
+    }
   } else {
     changed_[key] = std::nullopt;
   }
@@ -165,8 +174,53 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
   if (!pod) return absl::OkStatus();  // gone already
   const nlohmann::json& meta = Field(*pod, "metadata");
   if (!d.pod().uid().empty() && Str(meta, "uid") != d.pod().uid()) return absl::OkStatus();
+  const std::string uid = Str(meta, "uid");
   const std::string rv = Str(meta, "resourceVersion");
   const nlohmann::json& spec = Field(*pod, "spec");
+  // A directive comes again until a report shows it done: in the report's answer and on the
+  // watch both (on two threads), and after every commit of its Workload. It is applied once to a
+  // version of the pod: not while it is being applied, nor while the informer shows no version
+  // newer than those its writes made.
+  const std::string applied_key =
+      absl::StrCat(uid, "/", v1::PodDirective::Action_Name(d.action()), "/", d.scheduling_gate());
+  int64_t version = -1;
+  if (!absl::SimpleAtoi(rv, &version)) version = -1;  // not an integer: no such check
+  bool claimed = false;
+  const auto claim = [&] {
+    if (version < 0) return true;
+    absl::MutexLock lock(&mu_);
+    auto [it, inserted] = applied_.try_emplace(applied_key, Applied{version, true});
+    if (!inserted) {
+      if (it->second.busy || version <= it->second.version) return false;
+      it->second = Applied{version, true};
+    }
+    claimed = true;
+    return true;
+  };
+  const auto wrote = [&](const absl::StatusOr<nlohmann::json>& r) {
+    int64_t written = -1;
+    if (!claimed || !r.ok() ||
+        !absl::SimpleAtoi(Str(Field(*r, "metadata"), "resourceVersion"), &written)) {
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    if (auto it = applied_.find(applied_key); it != applied_.end()) {
+      it->second.version = std::max(it->second.version, written);
+    }
+  };
+  bool succeeded = false;
+  // Whatever way Apply returns: done (its writes' versions kept), or failed (forgotten).
+  absl::Cleanup release = [&] {
+    if (!claimed) return;
+    absl::MutexLock lock(&mu_);
+    auto it = applied_.find(applied_key);
+    if (it == applied_.end()) return;
+    if (succeeded) {
+      it->second.busy = false;
+    } else {
+      applied_.erase(it);
+    }
+  };
 
   switch (d.action()) {
     case v1::PodDirective::UNGATE: {
@@ -197,15 +251,20 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
         for (const auto& [k, v] : d.labels()) patch["metadata"]["labels"][k] = v;
         for (const auto& [k, v] : d.annotations()) patch["metadata"]["annotations"][k] = v;
       }
+      if (!claim()) return absl::OkStatus();
       absl::StatusOr<nlohmann::json> r = kube_.Patch(PodPath(ns, name), patch);
       if (!r.ok()) return r.status();
+      wrote(r);
       ++counters_.ungated;
       break;
     }
     case v1::PodDirective::DELETE: {
       if (!Field(meta, "deletionTimestamp").is_null()) return absl::OkStatus();
+      if (!claim()) return absl::OkStatus();
       if (!d.termination_reason().empty()) {
+        // With the uid: a new pod that took the name refuses the patch (and is not deleted).
         const nlohmann::json patch = {
+            {"metadata", {{"uid", uid}}},
             {"status",
              {{"conditions",
                {{{"type", "TerminationTarget"},
@@ -215,10 +274,18 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
                  {"lastTransitionTime", Now()}}}}}}};
         absl::StatusOr<nlohmann::json> r = kube_.Patch(PodPath(ns, name) + "/status", patch,
                                                        "application/strategic-merge-patch+json");
-        if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) return r.status();
+        if (!r.ok()) {
+          if (r.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+          return r.status();
+        }
+        wrote(r);
       }
       absl::StatusOr<nlohmann::json> r = kube_.Delete(PodPath(ns, name));
-      if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) return r.status();
+      if (!r.ok()) {
+        if (r.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+        return r.status();
+      }
+      wrote(r);
       ++counters_.deleted;
       break;
     }
@@ -240,14 +307,20 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
           {"metadata",
            {{"resourceVersion", rv},
             {"finalizers", remaining.empty() ? nlohmann::json(nullptr) : remaining}}}};
+      if (!claim()) return absl::OkStatus();
       absl::StatusOr<nlohmann::json> r = kube_.Patch(PodPath(ns, name), patch);
-      if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) return r.status();
+      if (!r.ok()) {
+        if (r.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+        return r.status();
+      }
+      wrote(r);
       ++counters_.finalizers_removed;
       break;
     }
     default:
       return absl::OkStatus();
   }
+  succeeded = true;
   if (d.has_event() && !d.event().reason().empty()) Record(d.event());
   return absl::OkStatus();
 }

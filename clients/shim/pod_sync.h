@@ -3,7 +3,8 @@
 // leading), and applies admitd's directives to them idempotently — UNGATE (the node selector
 // merged and the gate removed in one patch, as Kubernetes requires of a gated pod), DELETE (after
 // the TerminationTarget condition), REMOVE_FINALIZER — from report answers, from ListDirectives
-// and from the directive watch; and records the events admitd's pod reconciles produce.
+// and from the directive watch, each once per version of its pod however often it is delivered;
+// and records the events admitd's pod reconciles produce.
 //
 //   PodSync sync(kube, link, managed_pods_informer, events, "c1");
 //   informer handler: sync.OnPod(type, pod);
@@ -15,6 +16,7 @@
 #define ADMITD_CLIENTS_SHIM_POD_SYNC_H_
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,6 +84,14 @@ class PodSync {
   // The calls in flight (reports, lists, the watch): Stop cancels them, so that a stop does not
   // wait out a slow or hung admitd.
   std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
+  // Directives applied, by "<pod uid>/<action>/<gate>" (until the pod is deleted): the newest
+  // resourceVersion of the pod their writes made (a cached pod not newer has seen the directive
+  // applied already), and whether a thread is applying it now.
+  struct Applied {
+    int64_t version = 0;
+    bool busy = false;
+  };
+  std::map<std::string, Applied> applied_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace admitd::shim

@@ -76,6 +76,11 @@ class FastQuotaReleaseE2E(PodCase):
         admitted_at = timestamp(condition(wl, "QuotaReserved")["lastTransitionTime"])
         self.assertEqual(condition(self.workload(ns, "low"), "QuotaReserved")["status"], "False")
         self.wait(lambda: self.phase(ns, "high") in ("Running", "Succeeded"), "the high pod to run")
+        # Each victim deleted once, however often the directive came (answers, the watch).
+        self.assertEqual(shim.metric("admitd_shim_pods_deleted_total"), len(victims))
+        for name in victims:
+            self.assertEqual([e.get("count", 1) for e in self.pod_events(ns, name, "Stopped")],
+                             [1], name)
         return admitted_at, pods
 
     def assert_admitted_after(self, admitted_at, pods):

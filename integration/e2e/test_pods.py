@@ -166,6 +166,7 @@ class PodE2E(PodCase):
         s, ns = self.s, "excess"
         s.create_namespace(ns)
         s.apply(queues(ns, "cq-excess", 4))
+        deleted = self.shim.metric("admitd_shim_pods_deleted_total")
         uids = {}
         for name in ("e-1", "e-2", "e-3"):
             uids[name] = self.create_pod(pod(ns, name, group="e", total=2))["metadata"]["uid"]
@@ -189,6 +190,7 @@ class PodE2E(PodCase):
         self.assertEqual(sorted(o["name"] for o in wl["metadata"]["ownerReferences"]),
                          ["e-1", "e-2"])
         self.assertEqual(s.cq_usage("cq-excess", "pool-a"), "2")
+        self.assertEqual(self.shim.metric("admitd_shim_pods_deleted_total"), deleted + 2)
 
     def test_a_failed_pod_of_a_running_group_is_replaced(self):
         # KEP-976 story 2: a pod fails; the group keeps its quota and waits for a replacement,
