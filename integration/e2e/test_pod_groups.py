@@ -1,5 +1,6 @@
 """End to end: pod groups that each need a cluster of their own — preemption with and without
-KEP-6143's fast quota release, and admitd-shim killed while a group is being admitted.
+KEP-6143's fast quota release, admitd-shim killed while a group is being admitted, and a shim
+stopping while admitd does not answer.
 """
 
 import datetime
