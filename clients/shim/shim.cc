@@ -53,7 +53,10 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
       });
   s->admitd_ = std::make_unique<AdmitdLink>(
       AdmitdLinkOptions{.target = config.admitd, .cluster = config.cluster},
-      [s](const v1::Workload& wl, bool) { s->OnWorkload(wl); },
+      [s](const v1::Workload& wl, bool deleted) {
+        s->OnWorkload(wl);
+        if (s->mirror_) s->mirror_->OnWorkload(wl, deleted);
+      },
       [s](const v1::Event& e) { s->OnEvent(e); });
   JobReconcilerOptions options;
   options.cluster = config.cluster;
@@ -61,6 +64,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
   options.workload.elastic_jobs = config.elastic_jobs;
   s->namespace_sync_ = std::make_unique<NamespaceSync>(*s->admitd_, *s->namespaces_);
+  if (config.mirror_workloads) s->mirror_ = std::make_unique<WorkloadMirror>(s->kube_, *s->events_);
   if (config.integrations.count("pod")) {
     // The pods the webhook took in (label kueue.x-k8s.io/managed=true).
     s->managed_pods_ = std::make_unique<Informer>(
@@ -177,6 +181,7 @@ void Shim::Stop() {
   if (rayclusters_) rayclusters_->Stop();
   if (ray_pods_) ray_pods_->Stop();
   if (pod_sync_) pod_sync_->Stop();
+  if (mirror_) mirror_->Stop();
   admitd_->Stop();
   if (health_) health_->Stop();
   if (webhook_) webhook_->Stop();
@@ -242,6 +247,7 @@ void Shim::OnEvent(const v1::Event& event) {
   // admitd's Workloads are not objects of this cluster: their events go on the owning Job or
   // RayCluster.
   if (!leading_.load()) return;
+  if (mirror_) mirror_->OnEvent(event);
   const v1::ObjectReference& r = event.regarding();
   std::optional<v1::Workload> wl = admitd_->Workload(r.namespace_(), r.name());
   if (!wl) return;
@@ -298,6 +304,12 @@ void Shim::StartWork() {
   }
   workers_.emplace_back([this] { NamespaceWorker(); });
   if (pod_sync_) workers_.emplace_back([this] { pod_sync_->Run(); });
+  if (mirror_) {
+    if (absl::Status st = mirror_->Resync(); !st.ok()) {
+      ADMITD_LOG(kWarning, "mirrored Workloads not listed", {{"error", st.ToString()}});
+    }
+    workers_.emplace_back([this] { mirror_->Run(); });
+  }
   // Every Job again now and then, in case a change was missed.
   workers_.emplace_back([this] {
     absl::Time next = absl::Now() + config_.resync_period;

@@ -33,6 +33,7 @@
 #include "clients/shim/raycluster_reconciler.h"
 #include "clients/shim/shim_config.h"
 #include "clients/shim/webhook_server.h"
+#include "clients/shim/workload_mirror.h"
 #include "clients/shim/work_queue.h"
 #include "common/http_endpoint.h"
 
@@ -82,6 +83,7 @@ class Shim {
   std::unique_ptr<Informer> namespaces_;
   std::unique_ptr<Informer> managed_pods_;  // with the pod integration only
   std::unique_ptr<PodSync> pod_sync_;
+  std::unique_ptr<WorkloadMirror> mirror_;  // with --mirror-workloads
   std::unique_ptr<NamespaceSync> namespace_sync_;
   WorkQueue namespace_queue_;
   std::unique_ptr<AdmitdLink> admitd_;

@@ -32,6 +32,7 @@ struct ShimConfig {
   std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
   std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
   bool manage_jobs_without_queue_name = false;
+  bool mirror_workloads = false;  // read-only Kueue Workload objects in the cluster
   bool elastic_jobs = true;  // the ElasticJobsViaWorkloadSlices gate
   // Kueue's integrations.frameworks: "batch/job" (the default), "pod", "ray.io/raycluster".
   std::set<std::string> integrations = {"batch/job"};

@@ -20,7 +20,9 @@ namespace admitd::shim {
 class TestCluster {
  public:
   // `bookmark_interval`: seconds between the server's BOOKMARK events on an idle watch.
-  explicit TestCluster(const char* bookmark_interval = "0.5") {
+  // `extra`: more arguments for apiserver.py (e.g. "--crd", "workload").
+  explicit TestCluster(const char* bookmark_interval = "0.5",
+                       const std::vector<std::string>& extra = {}) {
     int out[2];
     if (pipe(out) != 0) return;
     posix_spawn_file_actions_t actions;
@@ -30,6 +32,7 @@ class TestCluster {
     const std::string script = ADMITD_SOURCE_DIR "/integration/kube/apiserver.py";
     std::vector<std::string> args = {"/usr/bin/python3", script, "--port", "0",
                                      "--bookmark-interval", bookmark_interval};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -1,0 +1,86 @@
+"""End to end: Kueue's kubectl habits with admitd-shim --mirror-workloads. The test cluster serves
+Kueue's Workload CRD; the shim keeps read-only Workload objects mirroring admitd's, which the
+machine's kubectl lists and describes as it would under Kueue.
+"""
+
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stack import Stack, is_true, job, queues  # noqa: E402
+from stack import wait_until as _wait_until  # noqa: E402
+
+T = 30
+KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+
+
+class MirrorE2E(unittest.TestCase):
+    def setUp(self):
+        self.s = Stack(nodes=("n1:pool=a:cpu=64",), api_args=("--crd", "workload"))
+        self.addCleanup(self.s.stop)
+        self.shim = self.s.start_shim(extra=["--mirror-workloads"])
+        self.wait(lambda: self.shim.metric("admitd_shim_leader") == 1, "the shim to lead")
+
+    def wait(self, fn, what, timeout=T):
+        try:
+            return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
+        except AssertionError as e:
+            raise AssertionError("%s\n%s" % (e, self.s.dump_logs())) from None
+
+    def kubectl(self, *args):
+        r = subprocess.run([KUBECTL, "--kubeconfig", self.s.api.kubeconfig] + list(args),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def mirrored(self, ns):
+        code, body = self.s.kube("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/%s/workloads" % ns)
+        self.assertEqual(code, 200, body)
+        return body["items"]
+
+    @unittest.skipUnless(os.path.exists(KUBECTL), "no kubectl")
+    def test_kubectl_lists_and_describes_the_mirrored_workloads(self):
+        s, ns = self.s, "mirror"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-m", 4))
+        s.create_job(job(ns, "seen", parallelism=1, completions=1))  # runs until deleted
+        name = self.wait(lambda: [w["metadata"]["name"] for w in s.workloads(ns)],
+                         "the Workload in admitd")[0]
+        self.wait(lambda: [w for w in self.mirrored(ns) if is_true(w, "Admitted")],
+                  "the mirror to show the admission")
+        out = self.kubectl("get", "workloads", "-n", ns)
+        header, row = out.splitlines()[0].split(), out.splitlines()[1].split()
+        self.assertEqual(header[:5], ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED"])
+        self.assertEqual(row[:4], [name, "lq", "cq-m", "True"])
+        described = self.wait(lambda: (lambda d: d if "QuotaReserved" in d else None)(
+            self.kubectl("describe", "workload", name, "-n", ns)),
+            "the Workload's events in kubectl describe")
+        self.assertIn("Admitted", described)
+        self.assertIn("kueue.x-k8s.io/job-uid", described)
+        # Deleting the Job deletes the Workload in admitd, and so its mirror.
+        code, _ = s.kube("DELETE", "/apis/batch/v1/namespaces/%s/jobs/seen" % ns)
+        self.assertEqual(code, 200)
+        self.wait(lambda: self.mirrored(ns) == [], "the mirror to go")
+
+    def test_a_mirror_admitd_does_not_have_is_removed_when_the_shim_starts(self):
+        s, ns = self.s, "stale"
+        s.create_namespace(ns)
+        stale = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                 "metadata": {"name": "left-over", "namespace": ns,
+                              "labels": {"admitd.io/mirror": "true"}},
+                 "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1,
+                                                         "template": {"spec": {}}}]}}
+        code, body = s.kube("POST", "/apis/kueue.x-k8s.io/v1beta2/namespaces/%s/workloads" % ns,
+                            stale)
+        self.assertEqual(code, 201, body)
+        self.shim.kill()
+        shim = s.start_shim("shim-1", ["--mirror-workloads"])
+        self.wait(lambda: shim.metric("admitd_shim_leader") == 1, "the new shim to lead",
+                  timeout=2 * T)
+        self.wait(lambda: self.mirrored(ns) == [], "the stale mirror to go")
+
+
+if __name__ == "__main__":
+    unittest.main()
