@@ -104,12 +104,10 @@ class FastQuotaReleaseE2E(PodCase):
     def test_without_fast_release_the_preemptor_waits_for_the_victims(self):
         self.assert_admitted_after(*self.preempt(False, {"low-1": GRACE}))
 
-    @unittest.expectedFailure
     def test_without_fast_release_victims_stopping_one_after_the_other(self):
-        # admitd (legacy IsActive) arms a timer at deletionTimestamp + grace for every deleted
-        # pod of a group still active, also for a pod already past it: low-1 Failed, its final
-        # deletion with grace 0, while low-2 still runs. The timer is due at once, its reconcile
-        # arms it again, and Tick loops forever: admitd answers nothing more (nor SIGTERM).
+        # Victims whose grace periods end at different times: low-1 ends (Failed, deleted with
+        # grace 0) while low-2 still runs; the quota goes back only once low-2 is gone too, and
+        # admitd keeps answering meanwhile (a deadline already passed arms no timer).
         self.assert_admitted_after(*self.preempt(False, {"low-1": 1, "low-2": 3}, cap=3,
                                                  timeout=12))
 

@@ -311,11 +311,9 @@ class PodE2E(PodCase):
                   "the finalizers to be removed")
         self.wait(lambda: s.cq_usage("cq-driver", "pool-a") == "0", "usage 0")
 
-    @unittest.expectedFailure
     def test_a_pods_workload_priority_class_label_gives_its_workload_priority(self):
-        # Kueue's ExtractPriority: the kueue.x-k8s.io/priority-class label wins. admitd gives a
-        # pod Workload the pod's spec.priority too (which the API server always sets, 0 without
-        # a PriorityClass), and an explicit priority takes precedence over the class's value.
+        # Kueue's ExtractPriority: the kueue.x-k8s.io/priority-class label wins over the pod's
+        # spec.priority (which the API server always sets, 0 without a PriorityClass).
         s, ns = self.s, "wpc"
         s.create_namespace(ns)
         s.apply(queues(ns, "cq-wpc", 1) + """---

@@ -515,11 +515,15 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     } else if (!options.fast_quota_release) {
       // A Running pod being deleted stops counting when its grace period has passed: look
       // again then.
+      // Only deadlines still ahead: a pod past its deadline already stopped counting (a timer
+      // for it would fire at once, find the same pods, and arm itself again forever); what
+      // keeps the Workload active then is a pod whose change a report will bring.
       for (const v1::PodObservation& p : pods) {
         if (p.has_deletion_timestamp() && p.has_deletion_grace_period_seconds()) {
-          ArmTimer(FromProto(p.deletion_timestamp()) +
-                       absl::Seconds(p.deletion_grace_period_seconds()) + absl::Nanoseconds(1),
-                   absl::StrCat(kPodTimerPrefix, workload_key));
+          const absl::Time deadline = FromProto(p.deletion_timestamp()) +
+                                      absl::Seconds(p.deletion_grace_period_seconds()) +
+                                      absl::Nanoseconds(1);
+          if (deadline > now) ArmTimer(deadline, absl::StrCat(kPodTimerPrefix, workload_key));
         }
       }
     }

@@ -95,7 +95,8 @@ v1::OwnerReference internal::PodOwner(const v1::PodObservation& pod, bool contro
 
 void internal::FillWorkloadSpec(const v1::PodObservation& pod, absl::string_view queue_name, v1::Workload* wl) {
   wl->mutable_spec()->set_queue_name(std::string(queue_name));
-  if (std::string wpc = internal::Label(pod, kPriorityClassLabel); !wpc.empty()) {
+  const std::string wpc = internal::Label(pod, kPriorityClassLabel);
+  if (!wpc.empty()) {
     auto* ref = wl->mutable_spec()->mutable_priority_class_ref();
     ref->set_group("kueue.x-k8s.io");
     ref->set_kind("WorkloadPriorityClass");
@@ -106,7 +107,11 @@ void internal::FillWorkloadSpec(const v1::PodObservation& pod, absl::string_view
     ref->set_kind("PriorityClass");
     ref->set_name(pod.spec().priority_class_name());
   }
-  if (pod.spec().has_priority()) wl->mutable_spec()->set_priority(pod.spec().priority());
+  // A WorkloadPriorityClass label decides the priority (its value, looked up on submission);
+  // the pod's own priority (the API server always fills it) counts only without one.
+  if (wpc.empty() && pod.spec().has_priority()) {
+    wl->mutable_spec()->set_priority(pod.spec().priority());
+  }
   if (std::string met = internal::Label(pod, kMaxExecTimeLabel); !met.empty()) {
     int32_t seconds = 0;
     if (absl::SimpleAtoi(met, &seconds) && seconds > 0) {
