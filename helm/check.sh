@@ -125,6 +125,17 @@ if [ -n "$HELM" ]; then
     --set integrations.rayclusters=true)" ||
     { echo "helm: rendering $chart with integrations.rayclusters: no rayclusters/status rule" >&2
       exit 1; }
+  # Mirroring: the flag and the rules for Kueue's Workloads; pods: the rule for pods/status.
+  mirrored=$("$HELM" template r "$chart" "${required[@]}" --set mirrorWorkloads=true \
+    --set integrations.pods=true)
+  for want in --mirror-workloads workloads/status pods/status; do
+    grep -q -- "$want" <<<"$mirrored" ||
+      { echo "helm: rendering $chart with mirrorWorkloads and pods: no $want" >&2; exit 1; }
+  done
+  if "$HELM" template r "$chart" "${required[@]}" | grep -q -- '--mirror-workloads'; then
+    echo "helm: $chart passes --mirror-workloads by default" >&2
+    exit 1
+  fi
   must_refuse "$chart" "/admitd" --set cluster.name=c1
   must_refuse "$chart" "/cluster" --set admitd.address=admitd:50051
   must_refuse "$chart" "/admitd/address" "${required[@]}" --set admitd.address=admitd
