@@ -104,14 +104,18 @@ absl::Status PodSync::Send(v1::ReportPodsRequest& request) {
                {{"pod", absl::StrCat(e.namespace_(), "/", e.name())}, {"error", e.message()}});
   }
   for (const v1::PodEvent& e : resp.events()) Record(e);
-  for (const v1::PodDirective& d : resp.directives()) {
-    if (absl::Status st = Apply(d); !st.ok()) {
-      ++counters_.directive_errors;
-      ADMITD_LOG(kDebug, "directive not applied",
-                 {{"pod", d.pod().name()}, {"error", st.ToString()}});
-    }
-  }
+  for (const v1::PodDirective& d : resp.directives()) ApplyOrRetry(d);
   return absl::OkStatus();
+}
+
+void PodSync::ApplyOrRetry(const v1::PodDirective& d) {
+  absl::Status st = Apply(d);
+  if (st.ok()) return;
+  ++counters_.directive_errors;
+  ADMITD_LOG(kDebug, "directive not applied", {{"pod", d.pod().name()}, {"error", st.ToString()}});
+  // Report the pod again in a second: the answer lists what is still outstanding for it.
+  absl::MutexLock lock(&mu_);
+  retry_[absl::StrCat(d.pod().namespace_(), "/", d.pod().name())] = absl::Now() + absl::Seconds(1);
 }
 
 absl::Status PodSync::ReportAll() {
@@ -133,6 +137,15 @@ absl::Status PodSync::ReportChanged() {
   {
     absl::MutexLock lock(&mu_);
     changed.swap(changed_);
+    const absl::Time now = absl::Now();
+    for (auto it = retry_.begin(); it != retry_.end();) {
+      if (it->second > now) {
+        ++it;
+        continue;
+      }
+      changed.emplace(it->first, std::nullopt);
+      it = retry_.erase(it);
+    }
   }
   if (changed.empty()) return absl::OkStatus();
   v1::ReportPodsRequest req;
@@ -234,7 +247,7 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
           // pod controller ungates both likewise).
           if (Str(g, "name") == gate ||
               (gate == kAdmissionGate && Str(g, "name") == kTopologyGate)) {
-            gated = gated || Str(g, "name") == gate;
+            gated = true;
           } else {
             remaining.push_back(g);
           }
@@ -341,7 +354,7 @@ void PodSync::WatchDirectives() {
     admitd_.ReportCall(s);
     if (s.ok()) {
       for (const v1::PodDirective& d : listed.directives()) {
-        if (!Apply(d).ok()) ++counters_.directive_errors;
+        ApplyOrRetry(d);
       }
       v1::WatchRequest req;
       req.set_since_revision(listed.revision());
@@ -359,7 +372,7 @@ void PodSync::WatchDirectives() {
           ctx.TryCancel();
           break;
         }
-        if (ev.has_directive() && !Apply(ev.directive()).ok()) ++counters_.directive_errors;
+        if (ev.has_directive()) ApplyOrRetry(ev.directive());
       }
       s = reader->Finish();
       Untrack(&ctx);

@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "admitd/v1/pod_service.grpc.pb.h"
 #include "clients/shim/admitd_link.h"
 #include "clients/shim/event_recorder.h"
@@ -65,6 +66,9 @@ class PodSync {
   absl::Status Send(v1::ReportPodsRequest& request);
   void WatchDirectives();  // the directive stream, on its own thread
   void Record(const v1::PodEvent& event);
+  // Apply; on failure, count it and report the pod again in a second (its answer lists the
+  // directive again while it is outstanding).
+  void ApplyOrRetry(const v1::PodDirective& directive);
   // An RPC in flight, for Stop to cancel: false (and not registered) once stopping.
   bool Track(grpc::ClientContext* ctx);
   void Untrack(grpc::ClientContext* ctx);
@@ -81,6 +85,8 @@ class PodSync {
   absl::Mutex mu_;
   // Pods changed since the last report: key -> the uid of a deleted pod (nullopt: present).
   std::map<std::string, std::optional<std::string>> changed_ ABSL_GUARDED_BY(mu_);
+  // Pods whose directive failed: reported again (from the cache) once the time passes.
+  std::map<std::string, absl::Time> retry_ ABSL_GUARDED_BY(mu_);
   // The calls in flight (reports, lists, the watch): Stop cancels them, so that a stop does not
   // wait out a slow or hung admitd.
   std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);

@@ -271,10 +271,11 @@ void CheckGroups(const std::vector<TasPodSet>& pod_sets, std::vector<FieldError>
     const bool valid = (a.required || a.preferred) && (b.required || b.preferred) &&
                        a.required == b.required && a.preferred == b.preferred;
     if (!valid) {
+      const std::string group = name;  // a structured binding cannot be captured (C++17)
       const auto detail = [&](const TasPodSet& other) {
         return absl::StrCat("must specify '", kRequired, "' or '", kPreferred,
                             "' topology consistent with '", other.meta_path,
-                            ".annotations' in group '", name, "'");
+                            ".annotations' in group '", group, "'");
       };
       errs->push_back(FieldError::Invalid(a.meta_path + ".annotations", "", detail(b)));
       errs->push_back(FieldError::Invalid(b.meta_path + ".annotations", "", detail(a)));

@@ -392,6 +392,9 @@ HttpReply Shim::Readyz() const {
       pods ? "[+]informer-pods synced\n" : "[-]informer-pods not synced\n",
       namespaces_->lists() > 0 ? "[+]informer-namespaces synced\n"
                                : "[-]informer-namespaces not synced\n",
+      !managed_pods_                ? ""
+      : managed_pods_->lists() > 0 ? "[+]informer-managed-pods synced\n"
+                                   : "[-]informer-managed-pods not synced\n",
       !rayclusters_                  ? ""
       : rayclusters_->lists() > 0    ? "[+]informer-rayclusters synced\n"
       : rayclusters_->missing()      ? "[+]informer-rayclusters: rayclusters.ray.io not installed\n"
@@ -479,6 +482,11 @@ std::string Shim::Metrics() const {
             p.finalizers_removed.load());
     counter("admitd_shim_pod_directive_errors_total", "Directives that could not be applied yet.",
             p.directive_errors.load());
+  }
+  if (mirror_) {
+    counter("admitd_shim_workload_mirror_writes_total",
+            "Writes of mirrored Workload objects (create, update, status, delete).",
+            mirror_->writes());
   }
   counter("admitd_shim_namespaces_applied_total", "Namespaces (labels) applied to admitd.",
           namespace_sync_->applied());
