@@ -8,6 +8,7 @@
 #include "clients/shim/elastic_pods.h"
 #include "clients/shim/job_reconciler.h"
 #include "clients/shim/podset_info.h"
+#include "clients/shim/reconcile_util.h"
 #include "common/log.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -15,70 +16,29 @@ namespace admitd::shim {
 namespace {
 
 using google::protobuf::util::MessageDifferencer;
+using reconcile::Admitted;
+using reconcile::Finished;
+using reconcile::FromGrpc;
+using reconcile::Meta;
+using reconcile::OwnedByManagedKind;
+using reconcile::Reserved;
+using reconcile::SameContainers;
+using reconcile::SameTolerations;
+using reconcile::SetDeadline;
+using reconcile::Str;
 
-constexpr absl::Duration kCallTimeout = absl::Seconds(15);
 
-std::string Str(const nlohmann::json& obj, const std::string& key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
-nlohmann::json Meta(const nlohmann::json& obj) {
-  return obj.value("metadata", nlohmann::json::object());
-}
 
 std::string ClusterPath(const std::string& ns, const std::string& name) {
   return absl::StrCat("/apis/ray.io/v1/namespaces/", ns, "/rayclusters/", name);
 }
 
-void SetDeadline(grpc::ClientContext* ctx) {
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
-}
 
-absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat(what, ": ", s.error_message()));
-}
 
-bool Reserved(const v1::Workload& wl) {
-  return ConditionTrue(wl, "QuotaReserved") && wl.status().has_admission();
-}
 
-bool Finished(const v1::Workload& wl) { return ConditionTrue(wl, "Finished"); }
 
-bool Admitted(const v1::Workload& wl) { return Reserved(wl) && ConditionTrue(wl, "Admitted"); }
 
-// A RayCluster whose controller is of a kind the shim integrates is left to its owner (§1.2).
-bool OwnedByManagedKind(const nlohmann::json& rc) {
-  const nlohmann::json refs = Meta(rc).value("ownerReferences", nlohmann::json::array());
-  if (!refs.is_array()) return false;
-  for (const nlohmann::json& ref : refs) {
-    if (!ref.is_object() || !ref.value("controller", false)) continue;
-    const std::string kind = Str(ref, "kind"), api_version = Str(ref, "apiVersion");
-    return (kind == "Job" && api_version == "batch/v1") || (kind == "Pod" && api_version == "v1") ||
-           (kind == kRayClusterKind && api_version == kRayClusterApiVersion);
-  }
-  return false;
-}
-
-bool SameContainers(const google::protobuf::RepeatedPtrField<v1::Container>& a,
-                    const google::protobuf::RepeatedPtrField<v1::Container>& b) {
-  if (a.size() != b.size()) return false;
-  for (int i = 0; i < a.size(); ++i) {
-    if (!MessageDifferencer::Equals(a[i], b[i])) return false;
-  }
-  return true;
-}
-
-bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b) {
-  if (a.tolerations_size() != b.tolerations_size()) return false;
-  for (int i = 0; i < a.tolerations_size(); ++i) {
-    if (!MessageDifferencer::Equals(a.tolerations(i), b.tolerations(i))) return false;
-  }
-  return true;
-}
 
 bool SamePodSetNames(const v1::Workload& a, const v1::Workload& b) {
   if (a.spec().pod_sets_size() != b.spec().pod_sets_size()) return false;

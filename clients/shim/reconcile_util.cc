@@ -1,0 +1,73 @@
+#include "clients/shim/reconcile_util.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "clients/shim/admitd_link.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace admitd::shim::reconcile {
+
+std::string Str(const nlohmann::json& obj, const std::string& key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+nlohmann::json Meta(const nlohmann::json& obj) {
+  if (!obj.is_object()) return nlohmann::json::object();
+  auto it = obj.find("metadata");
+  return it != obj.end() && it->is_object() ? *it : nlohmann::json::object();
+}
+
+bool Reserved(const v1::Workload& wl) {
+  return ConditionTrue(wl, "QuotaReserved") && wl.status().has_admission();
+}
+
+bool Finished(const v1::Workload& wl) { return ConditionTrue(wl, "Finished"); }
+
+bool Admitted(const v1::Workload& wl) { return Reserved(wl) && ConditionTrue(wl, "Admitted"); }
+
+bool SameContainers(const google::protobuf::RepeatedPtrField<v1::Container>& a,
+                    const google::protobuf::RepeatedPtrField<v1::Container>& b) {
+  if (a.size() != b.size()) return false;
+  for (int i = 0; i < a.size(); ++i) {
+    if (!google::protobuf::util::MessageDifferencer::Equals(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b) {
+  if (a.tolerations_size() != b.tolerations_size()) return false;
+  for (int i = 0; i < a.tolerations_size(); ++i) {
+    if (!google::protobuf::util::MessageDifferencer::Equals(a.tolerations(i), b.tolerations(i))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void SetDeadline(grpc::ClientContext* ctx) {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(15)));
+}
+
+absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+bool OwnedByManagedKind(const nlohmann::json& object) {
+  const nlohmann::json meta = Meta(object);
+  auto refs = meta.find("ownerReferences");
+  if (refs == meta.end() || !refs->is_array()) return false;
+  for (const nlohmann::json& ref : *refs) {
+    if (!ref.is_object() || !ref.value("controller", false)) continue;
+    const std::string kind = Str(ref, "kind"), api_version = Str(ref, "apiVersion");
+    return (kind == "Job" && api_version == "batch/v1") || (kind == "Pod" && api_version == "v1") ||
+           (kind == "RayCluster" && api_version == "ray.io/v1");
+  }
+  return false;
+}
+
+}  // namespace admitd::shim::reconcile

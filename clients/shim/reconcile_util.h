@@ -1,0 +1,47 @@
+// Small pieces every integration's reconcile uses: reading fields of a Kubernetes object (JSON)
+// without throwing on a missing or null one, the state of an admitd Workload, the deadline and
+// error of a call to admitd, and which controller owners make an object a child of another
+// integration (§1.2).
+//
+// Thread safety: pure functions.
+#ifndef ADMITD_CLIENTS_SHIM_RECONCILE_UTIL_H_
+#define ADMITD_CLIENTS_SHIM_RECONCILE_UTIL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "admitd/v1/objects.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace admitd::shim::reconcile {
+
+// obj[key] when obj is an object and that is a string; "" otherwise.
+std::string Str(const nlohmann::json& obj, const std::string& key);
+// obj["metadata"], or an empty object.
+nlohmann::json Meta(const nlohmann::json& obj);
+
+// The Workload holds a quota reservation (QuotaReserved=True with an admission).
+bool Reserved(const v1::Workload& workload);
+bool Finished(const v1::Workload& workload);
+// Reserved and Admitted=True.
+bool Admitted(const v1::Workload& workload);
+
+// Element by element (what Kueue's equivalence compares of a pod set, §1.8).
+bool SameContainers(const google::protobuf::RepeatedPtrField<v1::Container>& a,
+                    const google::protobuf::RepeatedPtrField<v1::Container>& b);
+bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b);
+
+// A deadline of 15 s for one call to admitd.
+void SetDeadline(grpc::ClientContext* ctx);
+// OK, or the call's code with "<what>: <message>".
+absl::Status FromGrpc(const std::string& what, const grpc::Status& status);
+
+// Whether the object's controller owner is of a kind the shim integrates (batch/v1 Job, v1 Pod,
+// ray.io/v1 RayCluster): such an object belongs to its owner's Workload and is left alone.
+bool OwnedByManagedKind(const nlohmann::json& object);
+
+}  // namespace admitd::shim::reconcile
+
+#endif  // ADMITD_CLIENTS_SHIM_RECONCILE_UTIL_H_
