@@ -65,6 +65,10 @@ AdmitdLink::AdmitdLink(AdmitdLinkOptions options, WorkloadHandler on_workload,
 AdmitdLink::~AdmitdLink() { Stop(); }
 
 bool AdmitdLink::Cached(const v1::Workload& wl) const {
+  if (options_.pod_workloads) {
+    auto pods = wl.metadata().labels().find("admitd.io/pod-cluster");
+    if (pods != wl.metadata().labels().end() && pods->second == options_.cluster) return true;
+  }
   auto it = wl.metadata().labels().find(kJobClusterLabel);
   if (it == wl.metadata().labels().end() || it->second != options_.cluster) return false;
   const v1::OwnerReference* owner = ControllerOwner(wl);

@@ -47,6 +47,8 @@ struct AdmitdLinkOptions {
   std::string target;   // host:port
   std::string cluster;  // Workloads labelled with another cluster are not cached
   absl::Duration max_backoff = absl::Seconds(30);
+  // Also cache the pod Workloads of this cluster (label admitd.io/pod-cluster), for mirroring.
+  bool pod_workloads = false;
 };
 
 class AdmitdLink {

@@ -52,7 +52,10 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
         s->namespace_queue_.Add(ObjectKey(ns));
       });
   s->admitd_ = std::make_unique<AdmitdLink>(
-      AdmitdLinkOptions{.target = config.admitd, .cluster = config.cluster},
+      AdmitdLinkOptions{.target = config.admitd,
+                        .cluster = config.cluster,
+                        .pod_workloads = config.mirror_workloads &&
+                                         config.integrations.count("pod") > 0},
       [s](const v1::Workload& wl, bool deleted) {
         s->OnWorkload(wl);
         if (s->mirror_) s->mirror_->OnWorkload(wl, deleted);

@@ -64,6 +64,29 @@ class MirrorE2E(unittest.TestCase):
         self.assertEqual(code, 200)
         self.wait(lambda: self.mirrored(ns) == [], "the mirror to go")
 
+    def test_a_pod_groups_workload_is_mirrored_too(self):
+        s, ns = self.s, "pods"
+        self.shim.kill()
+        shim = s.start_shim_with_webhook("shim-1", pods=True, extra=["--mirror-workloads"])
+        self.wait(lambda: shim.metric("admitd_shim_leader") == 1, "the new shim to lead",
+                  timeout=2 * T)
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-p", 4))
+        for name in ("g-1", "g-2"):
+            code, body = s.kube("POST", "/api/v1/namespaces/%s/pods" % ns, {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns,
+                             "labels": {"kueue.x-k8s.io/queue-name": "lq",
+                                        "kueue.x-k8s.io/pod-group-name": "g"},
+                             "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "1"}}}]}})
+            self.assertEqual(code, 201, body)
+        mirrored = self.wait(lambda: [w for w in self.mirrored(ns) if is_true(w, "Admitted")],
+                             "the group's Workload mirrored as admitted")
+        self.assertEqual(mirrored[0]["metadata"]["name"], "g")
+        self.assertEqual(mirrored[0]["metadata"]["labels"]["admitd.io/pod-cluster"], "c1")
+
     def test_a_mirror_admitd_does_not_have_is_removed_when_the_shim_starts(self):
         s, ns = self.s, "stale"
         s.create_namespace(ns)
