@@ -54,9 +54,10 @@
 #include "clients/shim/informer.h"
 #include "clients/shim/kube_client.h"
 #include "integration/bench/bench_common.h"
+#include "integration/bench/bench_process.h"
+#include "integration/bench/bench_timeline.h"
 #include "integration/fixtures.h"
 
-extern char** environ;
 
 namespace admitd::bench {
 namespace {
@@ -92,235 +93,11 @@ struct Options {
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal.store(sig); }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A child process with stdout and stderr in one file. Stop and Kill may race (the watchdog):
-// a process is signalled only until it has been reaped.
-class Child {
- public:
-  static std::unique_ptr<Child> Spawn(const std::string& name, std::vector<std::string> args,
-                                      const std::string& log_path) {
-    auto child = std::unique_ptr<Child>(new Child(name, log_path));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) return nullptr;
-    child->pid_ = pid;
-    return child;
-  }
-
-  ~Child() { Stop(absl::Seconds(5)); }
-
-  const std::string& name() const { return name_; }
-  pid_t pid() const { return pid_; }
-  std::string Log() const { return ReadFile(log_path_); }
-
-  bool Running() {
-    absl::MutexLock lock(&mu_);
-    ReapLocked(WNOHANG);
-    return !reaped_;
-  }
-
-  // SIGTERM, then SIGKILL if it has not exited within `grace`.
-  void Stop(absl::Duration grace) {
-    Signal(SIGTERM);
-    for (absl::Time until = absl::Now() + grace; absl::Now() < until;) {
-      if (!Running()) return;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    Signal(SIGKILL);
-    absl::MutexLock lock(&mu_);
-    ReapLocked(0);
-  }
-
-  void Signal(int sig) {
-    absl::MutexLock lock(&mu_);
-    ReapLocked(WNOHANG);
-    if (!reaped_) kill(pid_, sig);
-  }
-
-  // Waits until the log holds `needle`; the log, or "" when the process exited or time ran out.
-  std::string WaitForLog(const std::string& needle, absl::Time deadline) {
-    while (absl::Now() < deadline) {
-      std::string log = Log();
-      if (log.find(needle) != std::string::npos) return log;
-      if (!Running()) return "";
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return "";
-  }
-
- private:
-  Child(std::string name, std::string log_path)
-      : name_(std::move(name)), log_path_(std::move(log_path)) {}
-  void ReapLocked(int flags) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (reaped_ || pid_ <= 0) {
-      reaped_ = true;
-      return;
-    }
-    int status = 0;
-    if (waitpid(pid_, &status, flags) == pid_) reaped_ = true;
-  }
-
-  const std::string name_;
-  const std::string log_path_;
-  pid_t pid_ = -1;
-  absl::Mutex mu_;
-  bool reaped_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-// VmRSS of a process in KiB, or -1.
-int64_t CurrentRssKib(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kib = -1;
-      std::istringstream(line.substr(6)) >> kib;
-      return kib;
-    }
-  }
-  return -1;
-}
-
-// Kernel TCP counters (the whole machine's): connections opened, and SYNs dropped because a
-// listen queue was full (each is retried by the client after a second).
-struct TcpCounters {
-  int64_t active_opens = 0, listen_overflows = 0;
-};
-
-// The value of `name` in a /proc/net/{snmp,netstat} table of lines "Prefix: names" then
-// "Prefix: values".
-int64_t ProcNetCounter(const std::string& path, const std::string& prefix,
-                       const std::string& name) {
-  std::istringstream lines(ReadFile(path));
-  std::string names, values;
-  while (std::getline(lines, names) && std::getline(lines, values)) {
-    if (names.rfind(prefix, 0) != 0) continue;
-    std::istringstream n(names), v(values);
-    std::string key, value;
-    while (n >> key && v >> value) {
-      int64_t out = 0;
-      if (key == name && absl::SimpleAtoi(value, &out)) return out;
-    }
-  }
-  return 0;
-}
-
-TcpCounters ReadTcpCounters() {
-  return {ProcNetCounter("/proc/net/snmp", "Tcp:", "ActiveOpens"),
-          ProcNetCounter("/proc/net/netstat", "TcpExt:", "ListenOverflows")};
-}
-
-size_t AppendText(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
-// The value of the Prometheus sample `name` at `url`, or -1.
-double ScrapeMetric(const std::string& url, const std::string& name) {
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) return -1;
-  std::string body;
-  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, AppendText);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 5L);
-  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-  if (curl_easy_perform(curl.get()) != CURLE_OK) return -1;
-  std::istringstream lines(body);
-  std::string line;
-  while (std::getline(lines, line)) {
-    double v = -1;
-    if (line.rfind(name + " ", 0) == 0 && absl::SimpleAtod(line.substr(name.size() + 1), &v)) {
-      return v;
-    }
-  }
-  return -1;
-}
-
-// The text after `key` up to the next space or line end.
-std::string FieldAfter(const std::string& text, const std::string& key) {
-  const size_t at = text.find(key);
-  if (at == std::string::npos) return "";
-  const size_t start = at + key.size();
-  return text.substr(start, text.find_first_of(" \r\n", start) - start);
-}
 
 // CPU seconds of each process at one moment.
 struct CpuSample {
   double shim = 0, apiserver = 0, admitd = 0, bench = 0;
 };
-
-// When each item of a phase passed each step; InfinitePast while it has not.
-struct Timeline {
-  explicit Timeline(int n)
-      : sent(n, absl::InfinitePast()),
-        returned(n, absl::InfinitePast()),
-        in_admitd(n, absl::InfinitePast()),
-        admitted(n, absl::InfinitePast()),
-        done(n, absl::InfinitePast()) {}
-  // Marks step `slot` of item `i` the first time; counts it in `*count`.
-  void Mark(std::vector<absl::Time>& slot, int i, absl::Time t, int* count) {
-    absl::MutexLock lock(&mu);
-    if (i < 0 || i >= static_cast<int>(slot.size()) || slot[i] != absl::InfinitePast()) return;
-    slot[i] = t;
-    ++*count;
-  }
-  // The outcome of item `i`'s create or submit call: `error` is empty when it succeeded.
-  void Record(int i, absl::Time sent_at, absl::Time returned_at, const std::string& error) {
-    absl::MutexLock lock(&mu);
-    sent[i] = sent_at;
-    if (error.empty()) {
-      returned[i] = returned_at;
-      ++n_returned;
-    } else {
-      ++n_failed;
-      if (first_error.empty()) first_error = error;
-    }
-  }
-  absl::Mutex mu;
-  std::vector<absl::Time> sent, returned, in_admitd, admitted, done;
-  int n_returned = 0, n_failed = 0, n_in_admitd = 0, n_admitted = 0, n_done = 0;
-  std::string first_error;
-};
-
-// Milliseconds from `from` to `to` for every item that passed both.
-std::vector<double> Spans(Timeline& t, const std::vector<absl::Time>& from,
-                          const std::vector<absl::Time>& to) {
-  absl::MutexLock lock(&t.mu);
-  std::vector<double> out;
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i] == absl::InfinitePast() || to[i] == absl::InfinitePast()) continue;
-    out.push_back(absl::ToDoubleMilliseconds(to[i] - from[i]));
-  }
-  return out;
-}
 
 // The index in "<prefix><index>", or -1.
 int IndexOf(const std::string& name, const std::string& prefix) {
@@ -329,17 +106,6 @@ int IndexOf(const std::string& name, const std::string& prefix) {
   return i;
 }
 
-// Runs `op(i)` for i in [0, n) on `threads` threads.
-void ForEach(int n, int threads, const std::function<void(int)>& op) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1)) op(i);
-    });
-  }
-  for (std::thread& t : pool) t.join();
-}
 
 std::string JobName(int i) { return absl::StrFormat("job-%05d", i); }
 
