@@ -334,47 +334,23 @@ absl::Status JobReconciler::Submit(const nlohmann::json& job, const v1::Workload
 }
 
 absl::Status JobReconciler::DeleteWorkload(const v1::Workload& wl) {
-  v1::DeleteWorkloadRequest req;
-  req.set_namespace_(wl.metadata().namespace_());
-  req.set_name(wl.metadata().name());
-  req.set_uid(wl.metadata().uid());
-  v1::DeleteWorkloadResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = admitd_.admission().Delete(&ctx, req, &resp);
-  admitd_.ReportCall(s);
-  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND &&
-      s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
-    return FromGrpc("delete workload", s);
-  }
-  ++counters_.deletes;
-  admitd_.Forget(wl.metadata().namespace_(), wl.metadata().name());
-  return absl::OkStatus();
+  absl::Status s = reconcile::DeleteWorkload(admitd_, wl);
+  if (s.ok()) ++counters_.deletes;
+  return s;
 }
 
 absl::Status JobReconciler::ReleaseQuota(const v1::ReleaseQuotaRequest& req) {
-  v1::ReleaseQuotaResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = admitd_.admission().ReleaseQuota(&ctx, req, &resp);
-  admitd_.ReportCall(s);
-  if (!s.ok()) return FromGrpc("release quota", s);
-  ++counters_.releases;
-  admitd_.Remember(resp.workload());
-  return absl::OkStatus();
+  absl::Status s = reconcile::ReleaseQuota(admitd_, req);
+  if (s.ok()) ++counters_.releases;
+  return s;
 }
 
 absl::Status JobReconciler::Start(const nlohmann::json& job, const v1::Workload& wl,
                                   bool elastic) {
-  const std::map<std::string, v1::ResourceFlavor> flavors = admitd_.Flavors();
-  for (const v1::PodSetAssignment& a : wl.status().admission().pod_set_assignments()) {
-    for (const auto& [resource, flavor] : a.flavors()) {
-      if (!flavors.count(flavor)) {
-        return absl::NotFoundError(absl::StrCat("ResourceFlavor ", flavor, " not known yet"));
-      }
-    }
-  }
-  absl::StatusOr<std::vector<PodSetInfo>> infos = PodSetInfos(wl, flavors);
+  absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> flavors =
+      reconcile::AdmittedFlavors(admitd_, wl);
+  if (!flavors.ok()) return flavors.status();
+  absl::StatusOr<std::vector<PodSetInfo>> infos = PodSetInfos(wl, *flavors);
   absl::StatusOr<nlohmann::json> patch =
       infos.ok() ? StartPatch(job, *infos, elastic) : absl::StatusOr<nlohmann::json>(infos.status());
   if (!patch.ok()) {

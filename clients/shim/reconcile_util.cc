@@ -57,6 +57,48 @@ absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {
                       absl::StrCat(what, ": ", s.error_message()));
 }
 
+absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& wl) {
+  v1::DeleteWorkloadRequest req;
+  req.set_namespace_(wl.metadata().namespace_());
+  req.set_name(wl.metadata().name());
+  req.set_uid(wl.metadata().uid());
+  v1::DeleteWorkloadResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admitd.admission().Delete(&ctx, req, &resp);
+  admitd.ReportCall(s);
+  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND &&
+      s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
+    return FromGrpc("delete workload", s);
+  }
+  admitd.Forget(wl.metadata().namespace_(), wl.metadata().name());
+  return absl::OkStatus();
+}
+
+absl::Status ReleaseQuota(AdmitdLink& admitd, const v1::ReleaseQuotaRequest& req) {
+  v1::ReleaseQuotaResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admitd.admission().ReleaseQuota(&ctx, req, &resp);
+  admitd.ReportCall(s);
+  if (!s.ok()) return FromGrpc("release quota", s);
+  admitd.Remember(resp.workload());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
+    const AdmitdLink& admitd, const v1::Workload& wl) {
+  std::map<std::string, v1::ResourceFlavor> flavors = admitd.Flavors();
+  for (const v1::PodSetAssignment& a : wl.status().admission().pod_set_assignments()) {
+    for (const auto& [resource, flavor] : a.flavors()) {
+      if (!flavors.count(flavor)) {
+        return absl::NotFoundError(absl::StrCat("ResourceFlavor ", flavor, " not known yet"));
+      }
+    }
+  }
+  return flavors;
+}
+
 bool OwnedByManagedKind(const nlohmann::json& object) {
   const nlohmann::json meta = Meta(object);
   auto refs = meta.find("ownerReferences");

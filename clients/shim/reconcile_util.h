@@ -1,4 +1,4 @@
-// Small pieces every integration's reconcile uses: reading fields of a Kubernetes object (JSON)
+// Small pieces every integration's reconcile uses: the writes to admitd they share, reading fields of a Kubernetes object (JSON)
 // without throwing on a missing or null one, the state of an admitd Workload, the deadline and
 // error of a call to admitd, and which controller owners make an object a child of another
 // integration (§1.2).
@@ -9,9 +9,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "clients/shim/admitd_link.h"
 #include "admitd/v1/objects.pb.h"
 #include "nlohmann/json.hpp"
 
@@ -37,6 +40,14 @@ bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b);
 void SetDeadline(grpc::ClientContext* ctx);
 // OK, or the call's code with "<what>: <message>".
 absl::Status FromGrpc(const std::string& what, const grpc::Status& status);
+
+// Deletes the Workload in admitd (gone already, or another with its name: fine) and forgets it.
+absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& workload);
+// ReleaseQuota, the answer remembered in the link's cache.
+absl::Status ReleaseQuota(AdmitdLink& admitd, const v1::ReleaseQuotaRequest& request);
+// The link's flavors, NOT_FOUND (retry) while one the admission names is not known yet.
+absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
+    const AdmitdLink& admitd, const v1::Workload& workload);
 
 // Whether the object's controller owner is of a kind the shim integrates (batch/v1 Job, v1 Pod,
 // ray.io/v1 RayCluster): such an object belongs to its owner's Workload and is left alone.
