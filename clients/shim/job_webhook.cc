@@ -1,15 +1,11 @@
 #include "clients/shim/job_webhook.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "clients/shim/webhook_json.h"
 
 namespace admitd::shim {
 namespace {
@@ -32,28 +28,9 @@ constexpr char kSliceConstraints[] = "kueue.x-k8s.io/podset-slice-required-topol
 constexpr char kPodSetGroupName[] = "kueue.x-k8s.io/podset-group-name";
 constexpr char kImmutable[] = "field is immutable";
 constexpr int kLabelValueMaxLength = 63;
-constexpr int kMaxGateNameLength = 63;
-
-std::string LabelPath(const std::string& key) { return "metadata.labels[" + key + "]"; }
-std::string AnnotationPath(const std::string& key) { return "metadata.annotations[" + key + "]"; }
 constexpr char kTemplateAnnotations[] = "spec.template.metadata.annotations";
 
 // ---- Reading the Job's JSON -------------------------------------------------------------------
-
-const nlohmann::json& Member(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-// The string at `key` of a string map, or nullopt when absent (or not a string).
-std::optional<std::string> Entry(const nlohmann::json& map, const std::string& key) {
-  if (!map.is_object()) return std::nullopt;
-  auto it = map.find(key);
-  if (it == map.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
 
 struct JobView {
   explicit JobView(const nlohmann::json& job)
@@ -94,81 +71,6 @@ bool Elastic(const JobView& job, const JobWebhookOptions& options) {
   return options.elastic_jobs && job.Annotation(kElasticJobKey) == "true";
 }
 
-void AddLabelKeyErrors(const std::string& path, const std::string& value,
-                       std::vector<FieldError>* errs) {
-  for (const std::string& e : LabelKeyErrors(value)) {
-    errs->push_back(FieldError::Invalid(path, GoQuote(value), e));
-  }
-}
-
-// ---- JSON Patch --------------------------------------------------------------------------------
-
-std::string PointerOf(const std::vector<std::string>& tokens, size_t n) {
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out += '/';
-    for (char c : tokens[i]) {
-      if (c == '~') {
-        out += "~0";
-      } else if (c == '/') {
-        out += "~1";
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out;
-}
-
-// An "add" of `value` at the object member `tokens` of `doc`; parents that are missing (or not
-// objects) are created in the same operation.
-void AddAt(const nlohmann::json& doc, const std::vector<std::string>& tokens, nlohmann::json value,
-           std::vector<nlohmann::json>* ops) {
-  const nlohmann::json* cur = &doc;
-  size_t existing = 0;  // tokens[0, existing) are objects in doc
-  while (existing + 1 < tokens.size()) {
-    const nlohmann::json& next = Member(*cur, tokens[existing].c_str());
-    if (!next.is_object()) break;
-    cur = &next;
-    ++existing;
-  }
-  for (size_t j = tokens.size() - 1; j > existing; --j) value = {{tokens[j], std::move(value)}};
-  ops->push_back({{"op", "add"}, {"path", PointerOf(tokens, existing + 1)}, {"value", value}});
-}
-
-// Sets string entries of the map at `tokens` (one operation per entry when the map exists).
-void AddEntries(const nlohmann::json& doc, const std::vector<std::string>& tokens,
-                const std::map<std::string, std::string>& entries,
-                std::vector<nlohmann::json>* ops) {
-  if (entries.empty()) return;
-  const nlohmann::json* map = &doc;
-  for (const std::string& t : tokens) map = &Member(*map, t.c_str());
-  if (!map->is_object()) {
-    AddAt(doc, tokens, nlohmann::json(entries), ops);
-    return;
-  }
-  for (const auto& [k, v] : entries) {
-    std::vector<std::string> path = tokens;
-    path.push_back(k);
-    AddAt(doc, path, v, ops);
-  }
-}
-
-bool OwnerManagedByKueue(const JobView& job, const JobWebhookOptions& options) {
-  const nlohmann::json& owners = Member(job.meta, "ownerReferences");
-  if (!owners.is_array()) return false;
-  for (const nlohmann::json& ref : owners) {
-    if (Member(ref, "controller") != true) continue;
-    const std::string api_version = Entry(ref, "apiVersion").value_or("");
-    const std::string kind = Entry(ref, "kind").value_or("");
-    for (const OwnerKind& managed : options.managed_owner_kinds) {
-      if (managed.api_version == api_version && managed.kind == kind) return true;
-    }
-    return false;
-  }
-  return false;
-}
-
 // ---- Validation shared by CREATE and UPDATE -----------------------------------------------------
 
 // The prebuilt Workload's key is read from the annotation when WorkloadIdentifierAnnotations is
@@ -194,15 +96,6 @@ std::string PrebuiltName(const JobView& job, const JobWebhookOptions& options) {
   return static_cast<int>(annotation.size()) > kLabelValueMaxLength ? annotation : "";
 }
 
-// A name-valued key must be a DNS-1123 subdomain when present.
-void CheckSubdomain(const std::string& path, const std::optional<std::string>& value,
-                    std::vector<FieldError>* errs) {
-  if (!value) return;
-  if (std::vector<std::string> e = DnsSubdomainErrors(*value); !e.empty()) {
-    errs->push_back(FieldError::Invalid(path, GoQuote(*value), absl::StrJoin(e, ",")));
-  }
-}
-
 void CheckPrebuiltName(const JobView& job, const JobWebhookOptions& options,
                        std::vector<FieldError>* errs) {
   if (PrebuiltFromAnnotation(job, options)) {
@@ -213,70 +106,12 @@ void CheckPrebuiltName(const JobView& job, const JobWebhookOptions& options,
   }
 }
 
-// csv.Parse: comma-separated names, trimmed; nothing for a blank value.
-std::vector<std::string> ParseCsv(const std::string& s) {
-  if (absl::StripAsciiWhitespace(s).empty()) return {};
-  std::vector<std::string> out;
-  for (absl::string_view part : absl::StrSplit(s, ',')) {
-    out.emplace_back(absl::StripAsciiWhitespace(part));
-  }
-  return out;
-}
-
-void CheckAdmissionGatedByFormat(const std::string& value, std::vector<FieldError>* errs) {
-  const std::string path = AnnotationPath(kAdmissionGatedBy);
-  std::set<std::string> seen;
-  for (const std::string& gate : ParseCsv(value)) {
-    if (gate.empty()) {
-      errs->push_back(FieldError::Invalid(path, GoQuote(value), "cannot contain empty gate names"));
-      continue;
-    }
-    if (!seen.insert(gate).second) {
-      errs->push_back(FieldError::Invalid(path, GoQuote(value), "duplicate gate name: " + gate));
-      continue;
-    }
-    // IsDomainPrefixedPath, as Kubernetes checks a Job's spec.managedBy.
-    const size_t slash = gate.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == gate.size()) {
-      errs->push_back(FieldError::Invalid(
-          path, GoQuote(gate), "must be a domain-prefixed path (such as \"acme.io/foo\")"));
-    } else {
-      const std::string host = gate.substr(0, slash), rest = gate.substr(slash + 1);
-      for (const std::string& e : DnsSubdomainErrors(host)) {
-        errs->push_back(FieldError::Invalid(path, GoQuote(host), e));
-      }
-      static const std::string kPathChars = "/-._~%!$&'()*+,;=:";
-      bool valid_path = true;
-      for (char c : rest) {
-        if (!absl::ascii_isalnum(c) && kPathChars.find(c) == std::string::npos) valid_path = false;
-      }
-      if (!valid_path) {
-        errs->push_back(FieldError::Invalid(
-            path, GoQuote(rest),
-            RegexError("Invalid path", R"([A-Za-z0-9/\-._~%!$&'()*+,;=:]+)", {})));
-      }
-    }
-    if (static_cast<int>(gate.size()) > kMaxGateNameLength) {
-      errs->push_back(FieldError::TooLong(path, kMaxGateNameLength));
-    }
-  }
-}
-
 // jobframework.ValidateJobOnCreate.
 void CheckCommonCreate(const JobView& job, const JobWebhookOptions& options,
                        std::vector<FieldError>* errs) {
   CheckSubdomain(LabelPath(kQueueNameLabel), Entry(job.labels, kQueueNameLabel), errs);
   CheckPrebuiltName(job, options, errs);  // a Job may use a prebuilt Workload
-  if (std::optional<std::string> max_exec = Entry(job.labels, kMaxExecTimeLabel)) {
-    std::string error;
-    std::optional<int64_t> v = GoAtoi(*max_exec, &error);
-    if (!v) {
-      errs->push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel), GoQuote(*max_exec), error));
-    } else if (*v <= 0) {
-      errs->push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel), absl::StrCat(*v),
-                                          "should be greater than 0"));
-    }
-  }
+  CheckMaxExecTime(job.labels, errs);
   // The elastic-job annotation is supported on batch/v1 Jobs: nothing to check.
   if (options.admission_gated_by) {
     CheckAdmissionGatedByFormat(job.Annotation(kAdmissionGatedBy), errs);
@@ -345,15 +180,11 @@ void CheckSliceConstraints(const JobView& job, const JobWebhookOptions& options,
         path, "the TASMultiLayerTopology feature gate must be enabled to use this annotation"));
     return;
   }
-  const auto may_not = [](const char* key) {
-    return absl::StrCat("may not be set when '", key, "' is specified");
-  };
-  if (slice_required) errs->push_back(FieldError::Forbidden(path, may_not(kSliceRequiredTopology)));
-  if (slice_size) errs->push_back(FieldError::Forbidden(path, may_not(kSliceSize)));
+  if (slice_required) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceRequiredTopology)));
+  if (slice_size) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceSize)));
   if (group_name) {
-    errs->push_back(
-        FieldError::Forbidden(absl::StrCat(kTemplateAnnotations, "[", kPodSetGroupName, "]"),
-                              may_not(kSliceConstraints)));
+    errs->push_back(FieldError::Forbidden(
+        absl::StrCat(kTemplateAnnotations, "[", kPodSetGroupName, "]"), MayNot(kSliceConstraints)));
   }
   const nlohmann::json layers = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   bool well_formed = layers.is_array();
@@ -425,19 +256,15 @@ std::vector<FieldError> TasRequestErrors(const JobView& job, const JobWebhookOpt
   if (required) AddLabelKeyErrors(path(kRequiredTopology), *required, &errs);
   if (preferred) AddLabelKeyErrors(path(kPreferredTopology), *preferred, &errs);
   if (slice_required) AddLabelKeyErrors(path(kSliceRequiredTopology), *slice_required, &errs);
-  const auto may_not = [](const char* key) {
-    return absl::StrCat("may not be set when '", key, "' is specified");
-  };
   if (group_name) {
     if (GoParsesAsUint64(*group_name)) {
       errs.push_back(FieldError::Invalid(path(kPodSetGroupName), GoQuote(*group_name),
                                          "must not be a number"));
     }
     if (slice_size)
-      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), may_not(kSliceSize)));
+      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), MayNot(kSliceSize)));
     if (slice_required) {
-      errs.push_back(
-          FieldError::Forbidden(path(kPodSetGroupName), may_not(kSliceRequiredTopology)));
+      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), MayNot(kSliceRequiredTopology)));
     }
     if (!preferred && !required) {
       errs.push_back(FieldError::Forbidden(
@@ -526,7 +353,7 @@ std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebho
                                              const JobWebhookOptions& options) {
   const JobView view(job);
   const std::string ns = view.Namespace();
-  const bool owned = OwnerManagedByKueue(view, options);
+  const bool owned = ControlledByOneOf(view.meta, options.managed_owner_kinds);
   std::map<std::string, std::string> labels;
   // 1. The namespace's `default` LocalQueue for a Job without a queue.
   if (view.Label(kQueueNameLabel).empty() && !owned && context.DefaultLocalQueueExists(ns) &&
@@ -539,7 +366,7 @@ std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebho
     labels[kPriorityClassLabel] = "default";
   }
   std::vector<nlohmann::json> ops;
-  AddEntries(job, {"metadata", "labels"}, labels, &ops);
+  SetEntries(job, {"metadata", "labels"}, labels, &ops);
   // 3. Suspended, to wait for admission: a Job with a queue, or every Job of a managed namespace
   // with manageJobsWithoutQueueName. A Job being deleted is left as it is.
   const bool deleting = !Member(view.meta, "deletionTimestamp").is_null();
@@ -560,16 +387,8 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
     const std::vector<std::string> gates_path = {"spec", "template", "spec", "schedulingGates"};
     const nlohmann::json& gates =
         Member(Member(Member(view.spec, "template"), "spec"), "schedulingGates");
-    bool present = false;
-    for (const nlohmann::json& g : gates.is_array() ? gates : nlohmann::json::array()) {
-      present = present || Entry(g, "name") == std::optional<std::string>(kElasticJobKey);
-    }
     const nlohmann::json gate = {{"name", kElasticJobKey}};
-    if (gates.is_array() && !present) {
-      ops.push_back({{"op", "add"}, {"path", PointerOf(gates_path, 4) + "/-"}, {"value", gate}});
-    } else if (!gates.is_array()) {
-      AddAt(job, gates_path, nlohmann::json::array({gate}), &ops);
-    }
+    if (!ListHas(gates, kElasticJobKey, "name")) AppendToList(job, gates_path, {gate}, &ops);
   }
   return ops;
 }
@@ -634,22 +453,8 @@ std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
                                        Elastic(next, options) ? "true" : "false", kImmutable));
   }
   if (options.admission_gated_by) {
-    const std::string path = AnnotationPath(kAdmissionGatedBy);
-    const std::string old_gates = prev.Annotation(kAdmissionGatedBy);
-    const std::string new_gates = next.Annotation(kAdmissionGatedBy);
-    if (old_gates.empty() && !new_gates.empty()) {
-      errs.push_back(FieldError::Forbidden(path, "cannot add admission gate after creation"));
-    }
-    if (!old_gates.empty() && !new_gates.empty()) {
-      const std::vector<std::string> before = ParseCsv(old_gates);
-      for (const std::string& gate : ParseCsv(new_gates)) {
-        if (std::find(before.begin(), before.end(), gate) == before.end()) {
-          errs.push_back(FieldError::Forbidden(path, "can only remove gates, not add new ones"));
-          break;
-        }
-      }
-    }
-    CheckAdmissionGatedByFormat(new_gates, &errs);
+    CheckAdmissionGatedByUpdate(prev.Annotation(kAdmissionGatedBy),
+                                next.Annotation(kAdmissionGatedBy), &errs);
   }
   return errs;
 }

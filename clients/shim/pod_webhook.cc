@@ -4,14 +4,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "clients/shim/pod_webhook_role_hash.h"
 #include "clients/shim/pod_webhook_tas.h"
+#include "clients/shim/webhook_json.h"
 #include "common/manifest/manifest.h"
 
 namespace admitd::shim {
@@ -37,33 +35,8 @@ constexpr char kGroupSets[] = "kueue.x-k8s.io/pod-group-sets";
 constexpr char kGroupRole[] = "kueue.x-k8s.io/pod-group-role";
 constexpr char kImmutable[] = "field is immutable";
 constexpr size_t kLabelValueMaxLength = 63;
-constexpr size_t kMaxGateNameLength = 63;
-
-std::string LabelPath(const std::string& key) { return "metadata.labels[" + key + "]"; }
-std::string AnnotationPath(const std::string& key) { return "metadata.annotations[" + key + "]"; }
 
 // ---- Reading the pod's JSON --------------------------------------------------------------------
-
-const nlohmann::json& Member(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::optional<std::string> Entry(const nlohmann::json& map, const std::string& key) {
-  if (!map.is_object()) return std::nullopt;
-  auto it = map.find(key);
-  if (it == map.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
-bool ListHas(const nlohmann::json& list, const std::string& value, const char* member) {
-  if (!list.is_array()) return false;
-  return std::any_of(list.begin(), list.end(), [&](const nlohmann::json& e) {
-    return member == nullptr ? e == value : Entry(e, member) == value;
-  });
-}
 
 struct PodView {
   PodView(const nlohmann::json& pod, const PodWebhookOptions& options)
@@ -127,101 +100,7 @@ bool Elastic(const PodView& pod, const PodWebhookOptions& options) {
   return options.elastic_jobs && pod.Annotation(kElasticJobKey) == "true";
 }
 
-bool OwnerManagedByKueue(const PodView& pod, const PodWebhookOptions& options) {
-  const nlohmann::json& owners = Member(pod.meta, "ownerReferences");
-  if (!owners.is_array()) return false;
-  for (const nlohmann::json& ref : owners) {
-    if (Member(ref, "controller") != true) continue;
-    const std::string api_version = Entry(ref, "apiVersion").value_or("");
-    const std::string kind = Entry(ref, "kind").value_or("");
-    return std::any_of(
-        options.managed_owner_kinds.begin(), options.managed_owner_kinds.end(),
-        [&](const OwnerKind& k) { return k.api_version == api_version && k.kind == kind; });
-  }
-  return false;
-}
-
-// ---- JSON Patch --------------------------------------------------------------------------------
-
-// RFC 6901: '~' and '/' in a reference token are escaped.
-std::string PointerOf(const std::vector<std::string>& tokens, size_t n) {
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out += '/';
-    for (char c : tokens[i]) {
-      if (c == '~') {
-        out += "~0";
-      } else if (c == '/') {
-        out += "~1";
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out;
-}
-
-// An "add" of `value` at the object member `tokens`; parents that are missing (or not objects)
-// are created in the same operation.
-void AddAt(const nlohmann::json& doc, const std::vector<std::string>& tokens, nlohmann::json value,
-           std::vector<nlohmann::json>* ops) {
-  const nlohmann::json* cur = &doc;
-  size_t existing = 0;  // tokens[0, existing) are objects in doc
-  while (existing + 1 < tokens.size()) {
-    const nlohmann::json& next = Member(*cur, tokens[existing].c_str());
-    if (!next.is_object()) break;
-    cur = &next;
-    ++existing;
-  }
-  for (size_t j = tokens.size() - 1; j > existing; --j) value = {{tokens[j], std::move(value)}};
-  ops->push_back({{"op", "add"}, {"path", PointerOf(tokens, existing + 1)}, {"value", value}});
-}
-
-// Sets the string entries of the map at `tokens`: one operation per entry when the map exists,
-// one for the whole map otherwise.
-void SetEntries(const nlohmann::json& doc, const std::vector<std::string>& tokens,
-                const std::map<std::string, std::string>& entries,
-                std::vector<nlohmann::json>* ops) {
-  if (entries.empty()) return;
-  const nlohmann::json* map = &doc;
-  for (const std::string& t : tokens) map = &Member(*map, t.c_str());
-  if (!map->is_object()) {
-    AddAt(doc, tokens, nlohmann::json(entries), ops);
-    return;
-  }
-  for (const auto& [k, v] : entries) {
-    std::vector<std::string> path = tokens;
-    path.push_back(k);
-    AddAt(doc, path, v, ops);
-  }
-}
-
-// Appends `items` to the list at `tokens`, creating the list when it is missing.
-void AppendToList(const nlohmann::json& doc, const std::vector<std::string>& tokens,
-                  const std::vector<nlohmann::json>& items, std::vector<nlohmann::json>* ops) {
-  if (items.empty()) return;
-  const nlohmann::json* list = &doc;
-  for (const std::string& t : tokens) list = &Member(*list, t.c_str());
-  if (!list->is_array()) {
-    AddAt(doc, tokens, nlohmann::json(items), ops);
-    return;
-  }
-  for (const nlohmann::json& item : items) {
-    ops->push_back(
-        {{"op", "add"}, {"path", PointerOf(tokens, tokens.size()) + "/-"}, {"value", item}});
-  }
-}
-
 // ---- Validation --------------------------------------------------------------------------------
-
-// A name-valued key must be a DNS-1123 subdomain (ValidateLabelAsCRDName and its annotation twin).
-void CheckSubdomain(const std::string& path, const std::optional<std::string>& value,
-                    std::vector<FieldError>* errs) {
-  if (!value) return;
-  if (std::vector<std::string> e = DnsSubdomainErrors(*value); !e.empty()) {
-    errs->push_back(FieldError::Invalid(path, GoQuote(*value), absl::StrJoin(e, ",")));
-  }
-}
 
 void CheckPrebuiltName(const PodView& pod, std::vector<FieldError>* errs) {
   if (pod.PrebuiltFromAnnotation()) {
@@ -232,69 +111,12 @@ void CheckPrebuiltName(const PodView& pod, std::vector<FieldError>* errs) {
   }
 }
 
-// Kueue's csv.Parse: comma-separated, each trimmed; nothing for a blank value.
-std::vector<std::string> ParseCsv(const std::string& s) {
-  if (absl::StripAsciiWhitespace(s).empty()) return {};
-  std::vector<std::string> out;
-  for (absl::string_view part : absl::StrSplit(s, ',')) {
-    out.emplace_back(absl::StripAsciiWhitespace(part));
-  }
-  return out;
-}
-
-void CheckAdmissionGatedByFormat(const std::string& value, std::vector<FieldError>* errs) {
-  const std::string path = AnnotationPath(kAdmissionGatedBy);
-  std::set<std::string> seen;
-  for (const std::string& gate : ParseCsv(value)) {
-    if (gate.empty()) {
-      errs->push_back(FieldError::Invalid(path, GoQuote(value), "cannot contain empty gate names"));
-      continue;
-    }
-    if (!seen.insert(gate).second) {
-      errs->push_back(FieldError::Invalid(path, GoQuote(value), "duplicate gate name: " + gate));
-      continue;
-    }
-    // IsDomainPrefixedPath: <DNS subdomain>/<path>.
-    const size_t slash = gate.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == gate.size()) {
-      errs->push_back(FieldError::Invalid(
-          path, GoQuote(gate), "must be a domain-prefixed path (such as \"acme.io/foo\")"));
-    } else {
-      const std::string host = gate.substr(0, slash), rest = gate.substr(slash + 1);
-      for (const std::string& e : DnsSubdomainErrors(host)) {
-        errs->push_back(FieldError::Invalid(path, GoQuote(host), e));
-      }
-      static const std::string kPathChars = "/-._~%!$&'()*+,;=:";
-      const bool valid_path = std::all_of(rest.begin(), rest.end(), [](char c) {
-        return absl::ascii_isalnum(c) || kPathChars.find(c) != std::string::npos;
-      });
-      if (!valid_path) {
-        errs->push_back(FieldError::Invalid(
-            path, GoQuote(rest),
-            RegexError("Invalid path", R"([A-Za-z0-9/\-._~%!$&'()*+,;=:]+)", {})));
-      }
-    }
-    if (gate.size() > kMaxGateNameLength) {
-      errs->push_back(FieldError::TooLong(path, static_cast<int>(kMaxGateNameLength)));
-    }
-  }
-}
-
 // jobframework.ValidateJobOnCreate for a pod.
 void CheckJobOnCreate(const PodView& pod, const PodWebhookOptions& options,
                       std::vector<FieldError>* errs) {
   CheckSubdomain(LabelPath(kQueueNameLabel), Entry(pod.labels, kQueueNameLabel), errs);
   CheckPrebuiltName(pod, errs);  // a Pod may use a prebuilt Workload
-  if (std::optional<std::string> max_exec = Entry(pod.labels, kMaxExecTimeLabel)) {
-    std::string error;
-    std::optional<int64_t> v = GoAtoi(*max_exec, &error);
-    if (!v) {
-      errs->push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel), GoQuote(*max_exec), error));
-    } else if (*v <= 0) {
-      errs->push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel), absl::StrCat(*v),
-                                          "should be greater than 0"));
-    }
-  }
+  CheckMaxExecTime(pod.labels, errs);
   if (Elastic(pod, options)) {
     errs->push_back(FieldError::Forbidden(AnnotationPath(kElasticJobKey),
                                           "elastic job is not supported for \"/v1, Kind=Pod\""));
@@ -449,7 +271,7 @@ void CheckCommon(const PodView& pod, const PodWebhookOptions& options,
 void AddManagedOwnerWarning(const PodView& pod, const PodWebhookOptions& options,
                             std::vector<std::string>* warnings) {
   if (warnings != nullptr && pod.Label(kManagedKey) == "true" &&
-      OwnerManagedByKueue(pod, options)) {
+      ControlledByOneOf(pod.meta, options.managed_owner_kinds)) {
     warnings->push_back(absl::StrCat("pod owner is managed by kueue, label '", kManagedKey,
                                      "=true' might lead to unexpected behaviour"));
   }
@@ -469,7 +291,10 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
   const bool by_parent = view.HasAnnotation(kSuspendingParent);
   std::map<std::string, std::string> labels;
   if (!by_parent) {
-    if (!context.NamespaceManaged(ns) || OwnerManagedByKueue(view, options)) return ops;
+    if (!context.NamespaceManaged(ns) ||
+        ControlledByOneOf(view.meta, options.managed_owner_kinds)) {
+      return ops;
+    }
     if (view.Label(kQueueNameLabel).empty() && context.DefaultLocalQueueExists(ns)) {
       labels[kQueueNameLabel] = "default";
     }
@@ -567,22 +392,8 @@ std::vector<FieldError> ValidatePodUpdate(const nlohmann::json& old_pod,
                                        Elastic(next, options) ? "true" : "false", kImmutable));
   }
   if (options.admission_gated_by) {
-    const std::string path = AnnotationPath(kAdmissionGatedBy);
-    const std::string old_gates = prev.Annotation(kAdmissionGatedBy);
-    const std::string new_gates = next.Annotation(kAdmissionGatedBy);
-    if (old_gates.empty() && !new_gates.empty()) {
-      errs.push_back(FieldError::Forbidden(path, "cannot add admission gate after creation"));
-    }
-    if (!old_gates.empty() && !new_gates.empty()) {
-      const std::vector<std::string> before = ParseCsv(old_gates);
-      for (const std::string& gate : ParseCsv(new_gates)) {
-        if (std::find(before.begin(), before.end(), gate) == before.end()) {
-          errs.push_back(FieldError::Forbidden(path, "can only remove gates, not add new ones"));
-          break;
-        }
-      }
-    }
-    CheckAdmissionGatedByFormat(new_gates, &errs);
+    CheckAdmissionGatedByUpdate(prev.Annotation(kAdmissionGatedBy),
+                                next.Annotation(kAdmissionGatedBy), &errs);
   }
 
   // The pod webhook's own rules.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/webhook_json.h"
 
 namespace admitd::shim {
 namespace {
@@ -18,25 +19,6 @@ constexpr char kSliceSize[] = "kueue.x-k8s.io/podset-slice-size";
 constexpr char kConstraints[] = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
 constexpr char kGroupName[] = "kueue.x-k8s.io/podset-group-name";
 constexpr char kConstraintType[] = "v1beta2.PodsetSliceRequiredTopologyConstraint";
-
-std::optional<std::string> Entry(const nlohmann::json& map, const char* key) {
-  if (!map.is_object()) return std::nullopt;
-  auto it = map.find(key);
-  if (it == map.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
-std::string MayNot(const char* key) {
-  return absl::StrCat("may not be set when '", key, "' is specified");
-}
-
-// metavalidation.ValidateLabelName.
-void AddLabelNameErrors(const std::string& path, const std::string& value,
-                        std::vector<FieldError>* errs) {
-  for (const std::string& e : LabelKeyErrors(value)) {
-    errs->push_back(FieldError::Invalid(path, GoQuote(value), e));
-  }
-}
 
 // Go's encoding/json quoteChar: a byte of a syntax error, single-quoted.
 std::string QuoteChar(unsigned char c) {
@@ -176,7 +158,7 @@ void CheckConstraints(const std::string& annotations_path, const nlohmann::json&
   }
   for (size_t i = 0; i < layers->size(); ++i) {
     const std::string entry = absl::StrCat(path, "[", i, "]");
-    AddLabelNameErrors(entry + ".topology", (*layers)[i].topology, errs);
+    AddLabelKeyErrors(entry + ".topology", (*layers)[i].topology, errs);
     if ((*layers)[i].size < 1) {
       errs->push_back(FieldError::Invalid(entry + ".size", absl::StrCat((*layers)[i].size),
                                           "must be greater than or equal to 1"));
@@ -223,9 +205,9 @@ std::vector<FieldError> TasPodSetRequestErrors(const std::string& replica_path,
         absl::StrCat("must not contain more than one topology annotation: [", GoQuote(kRequired),
                      ", ", GoQuote(kPreferred), ", ", GoQuote(kUnconstrained), "]")));
   }
-  if (required) AddLabelNameErrors(key_path(kRequired), *required, &errs);
-  if (preferred) AddLabelNameErrors(key_path(kPreferred), *preferred, &errs);
-  if (slice_required) AddLabelNameErrors(key_path(kSliceRequired), *slice_required, &errs);
+  if (required) AddLabelKeyErrors(key_path(kRequired), *required, &errs);
+  if (preferred) AddLabelKeyErrors(key_path(kPreferred), *preferred, &errs);
+  if (slice_required) AddLabelKeyErrors(key_path(kSliceRequired), *slice_required, &errs);
   if (group_name) {
     if (GoParsesAsUint64(*group_name)) {
       errs.push_back(

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "clients/shim/pod_webhook_tas.h"
+#include "clients/shim/webhook_json.h"
 
 namespace admitd::shim {
 namespace {
@@ -25,19 +26,6 @@ constexpr char kGroupName[] = "kueue.x-k8s.io/podset-group-name";
 constexpr char kHead[] = "head";
 constexpr int kMaxPodSets = 18;
 constexpr char kHeadMeta[] = "spec.headGroupSpec.template.metadata";
-
-const nlohmann::json& Member(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::optional<std::string> Entry(const nlohmann::json& map, const char* key) {
-  const nlohmann::json& v = Member(map, key);
-  if (!v.is_string()) return std::nullopt;
-  return v.get<std::string>();
-}
 
 const nlohmann::json& Groups(const nlohmann::json& rc) {
   static const nlohmann::json kEmpty = nlohmann::json::array();
@@ -61,61 +49,20 @@ bool Elastic(const nlohmann::json& rc, const JobWebhookOptions& options) {
                                        kElasticJobKey) == std::optional<std::string>("true");
 }
 
-// ---- JSON Patch over objects and arrays -------------------------------------------------------
-
-std::string Pointer(const std::vector<std::string>& tokens, size_t n) {
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out += '/';
-    for (char c : tokens[i]) {
-      if (c == '~') {
-        out += "~0";
-      } else if (c == '/') {
-        out += "~1";
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out;
-}
-
-// An "add" of `value` at `tokens` (object members, or indexes of arrays that exist) of `doc`:
-// missing parents are created in the same operation.
-void AddAt(const nlohmann::json& doc, const std::vector<std::string>& tokens, nlohmann::json value,
-           std::vector<nlohmann::json>* ops) {
-  const nlohmann::json* cur = &doc;
-  size_t existing = 0;  // tokens[0, existing) lead to objects or arrays in doc
-  while (existing + 1 < tokens.size()) {
-    const nlohmann::json* next = nullptr;
-    if (cur->is_object()) {
-      next = &Member(*cur, tokens[existing].c_str());
-    } else if (cur->is_array()) {
-      const size_t i = std::stoul(tokens[existing]);
-      if (i < cur->size()) next = &(*cur)[i];
-    }
-    if (next == nullptr || !(next->is_object() || next->is_array())) break;
-    cur = next;
-    ++existing;
-  }
-  for (size_t j = tokens.size() - 1; j > existing; --j) value = {{tokens[j], std::move(value)}};
-  ops->push_back({{"op", "add"}, {"path", Pointer(tokens, existing + 1)}, {"value", value}});
-}
-
-// utilpod.GateTemplate: the elastic gate appended to the template at `tmpl` unless there.
+// utilpod.GateTemplate: the elastic gate appended to the template at `tokens` of `doc` (object
+// members, and indexes of the arrays on the way) unless there.
 void Gate(const nlohmann::json& doc, const nlohmann::json& pod_template,
           std::vector<std::string> tokens, std::vector<nlohmann::json>* ops) {
   const nlohmann::json& gates = Member(Member(pod_template, "spec"), "schedulingGates");
   const nlohmann::json gate = {{"name", kElasticJobKey}};
-  for (const std::string& t : {"spec", "schedulingGates"}) tokens.push_back(t);
+  for (const char* t : {"spec", "schedulingGates"}) tokens.push_back(t);
   if (!gates.is_array()) {
-    AddAt(doc, tokens, nlohmann::json::array({gate}), ops);
+    AddAt(doc, tokens, nlohmann::json::array({gate}), ops, ArrayParents::kIndex);
     return;
   }
-  for (const nlohmann::json& g : gates) {
-    if (Entry(g, "name") == std::optional<std::string>(kElasticJobKey)) return;
-  }
-  ops->push_back({{"op", "add"}, {"path", Pointer(tokens, tokens.size()) + "/-"}, {"value", gate}});
+  if (ListHas(gates, kElasticJobKey, "name")) return;
+  ops->push_back(
+      {{"op", "add"}, {"path", PointerOf(tokens, tokens.size()) + "/-"}, {"value", gate}});
 }
 
 // ---- Validation ----------------------------------------------------------------------------
@@ -130,12 +77,7 @@ std::string GatesText(const nlohmann::json& pod_template) {
 }
 
 bool HasElasticGate(const nlohmann::json& pod_template) {
-  const nlohmann::json& gates = Member(Member(pod_template, "spec"), "schedulingGates");
-  if (!gates.is_array()) return false;
-  for (const nlohmann::json& g : gates) {
-    if (Entry(g, "name") == std::optional<std::string>(kElasticJobKey)) return true;
-  }
-  return false;
+  return ListHas(Member(Member(pod_template, "spec"), "schedulingGates"), kElasticJobKey, "name");
 }
 
 void CheckElastic(const nlohmann::json& rc, std::vector<FieldError>* errs) {
