@@ -66,7 +66,7 @@ AdmitdLink::~AdmitdLink() { Stop(); }
 
 bool AdmitdLink::Cached(const v1::Workload& wl) const {
   if (options_.pod_workloads) {
-    auto pods = wl.metadata().labels().find("admitd.io/pod-cluster");
+    auto pods = wl.metadata().labels().find(kPodClusterLabel);
     if (pods != wl.metadata().labels().end() && pods->second == options_.cluster) return true;
   }
   auto it = wl.metadata().labels().find(kJobClusterLabel);
@@ -209,6 +209,7 @@ absl::Status AdmitdLink::WatchOnce() {
   req.add_kinds(v1::OBJECT_KIND_WORKLOAD);
   req.add_kinds(v1::OBJECT_KIND_RESOURCE_FLAVOR);
   req.add_kinds(v1::OBJECT_KIND_EVENT);
+  if (options_.on_namespace_deleted) req.add_kinds(v1::OBJECT_KIND_NAMESPACE);
   grpc::ClientContext ctx;
   {
     absl::MutexLock lock(&mu_);
@@ -241,6 +242,10 @@ absl::Status AdmitdLink::WatchOnce() {
         flavors_.erase(rf.metadata().name());
       } else {
         flavors_[rf.metadata().name()] = rf;
+      }
+    } else if (ev.has_queue_object() && ev.queue_object().has_namespace_()) {
+      if (ev.type() == v1::WatchEvent::DELETED) {
+        options_.on_namespace_deleted(ev.queue_object().namespace_().metadata().name());
       }
     } else if (ev.has_event()) {
       const v1::ObjectReference& r = ev.event().regarding();

@@ -1,10 +1,11 @@
 // The cluster shim's side of admitd: one gRPC channel with keepalive, and a cache of what the shim
-// reads from admitd (the Workloads of this cluster's Jobs and RayClusters, the ResourceFlavors)
-// kept current by
+// reads from admitd (the Workloads of this cluster's Jobs, RayClusters and pods, the
+// ResourceFlavors) kept current by
 // listing, then watching from the list's revision; a broken watch resumes from the last revision
 // seen, and one the server cannot resume (OUT_OF_RANGE) lists again. While admitd cannot be
 // reached the link says so (Reachable, LastError) and retries with a backoff (0.5 s doubling to
-// 30 s). Workload events (Kueue's, kind OBJECT_KIND_EVENT) are passed on as they arrive.
+// 30 s). Workload events (Kueue's, kind OBJECT_KIND_EVENT) and Namespace deletions are passed on
+// as they arrive.
 //
 //   AdmitdLink link({.target = "admitd:50051", .cluster = "c1"}, on_workload, on_event);
 //   std::thread t([&] { link.Run(); });
@@ -37,6 +38,8 @@ namespace admitd::shim {
 // The label the shim puts on the Workloads of its cluster's Jobs and RayClusters: which cluster
 // they belong to.
 inline constexpr char kJobClusterLabel[] = "admitd.io/job-cluster";
+// The label admitd puts on the Workloads of a cluster's pods and pod groups.
+inline constexpr char kPodClusterLabel[] = "admitd.io/pod-cluster";
 
 // The owners whose Workloads the link caches (by the controller owner reference's apiVersion and
 // kind): batch/v1 Job and ray.io/v1 RayCluster. `kind` below is one of these kinds.
@@ -47,8 +50,12 @@ struct AdmitdLinkOptions {
   std::string target;   // host:port
   std::string cluster;  // Workloads labelled with another cluster are not cached
   absl::Duration max_backoff = absl::Seconds(30);
-  // Also cache the pod Workloads of this cluster (label admitd.io/pod-cluster), for mirroring.
+  // Also cache the pod Workloads of this cluster (label admitd.io/pod-cluster): their events go
+  // on their pods, and they are mirrored.
   bool pod_workloads = false;
+  // Called with the name of every Namespace object deleted in admitd (by this shim or by the
+  // shim of another cluster that shares admitd), from the watch's thread.
+  std::function<void(const std::string& name)> on_namespace_deleted;
 };
 
 class AdmitdLink {

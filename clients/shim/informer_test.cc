@@ -56,6 +56,21 @@ TEST_F(InformerTest, KubernetesErrorsBecomeStatusCodes) {
   EXPECT_THAT(stale.status().message(), HasSubstr("the object has been modified"));
 }
 
+TEST_F(InformerTest, ADeleteWithAUidSparesAPodThatTookTheName) {
+  absl::StatusOr<nlohmann::json> first = kube_.Create(kPods, Pod("b"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string old_uid = (*first)["metadata"]["uid"];
+  ASSERT_TRUE(kube_.Delete(absl::StrCat(kPods, "/b")).ok());
+  absl::StatusOr<nlohmann::json> second = kube_.Create(kPods, Pod("b"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::StatusOr<nlohmann::json> stale = kube_.DeleteUid(absl::StrCat(kPods, "/b"), old_uid);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(stale.status().message(), HasSubstr("Precondition failed: UID in precondition"));
+  EXPECT_TRUE(kube_.Get(absl::StrCat(kPods, "/b")).ok());
+  EXPECT_TRUE(kube_.DeleteUid(absl::StrCat(kPods, "/b"), (*second)["metadata"]["uid"]).ok());
+  EXPECT_EQ(kube_.Get(absl::StrCat(kPods, "/b")).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(InformerTest, ACollectionNotServedIsMissing) {
   // rayclusters.ray.io is not installed in this cluster.
   Informer rayclusters(kube_, "/apis/ray.io/v1/rayclusters");

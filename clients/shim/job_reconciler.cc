@@ -22,6 +22,7 @@ using google::protobuf::util::MessageDifferencer;
 using reconcile::Admitted;
 using reconcile::Finished;
 using reconcile::FromGrpc;
+using reconcile::Live;
 using reconcile::Meta;
 using reconcile::OwnedByManagedKind;
 using reconcile::Reserved;
@@ -74,7 +75,7 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
   std::optional<nlohmann::json> job = jobs_.Get(key);
   std::vector<v1::Workload> workloads = admitd_.WorkloadsOf(kJobOwnerKind, ns, name);
-  if (!job || !Meta(*job).value("deletionTimestamp", nlohmann::json()).is_null()) {
+  if (!Live(job)) {
     return Finalize(ns, name, workloads);
   }
   if (options_.excluded_namespaces.count(ns)) return absl::OkStatus();

@@ -268,6 +268,14 @@ absl::StatusOr<nlohmann::json> KubeClient::Delete(const std::string& path) const
   return Request("DELETE", path, "", "");
 }
 
+absl::StatusOr<nlohmann::json> KubeClient::DeleteUid(const std::string& path,
+                                                     const std::string& uid) const {
+  const nlohmann::json options = {{"apiVersion", "v1"},
+                                  {"kind", "DeleteOptions"},
+                                  {"preconditions", {{"uid", uid}}}};
+  return Request("DELETE", path, options.dump(), "application/json");
+}
+
 namespace {
 
 // The state of one watch stream while libcurl delivers it.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "clients/shim/reconcile_util.h"
 
 namespace admitd::shim {
 
@@ -11,9 +12,7 @@ absl::Status NamespaceSync::Sync(const std::string& name) {
   std::optional<nlohmann::json> ns = namespaces_.Get(name);
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(15)));
-  if (!ns || !ns->value("metadata", nlohmann::json::object())
-                  .value("deletionTimestamp", nlohmann::json())
-                  .is_null()) {
+  if (!reconcile::Live(ns)) {
     {
       absl::MutexLock lock(&mu_);
       applied_.erase(name);
@@ -57,6 +56,11 @@ absl::Status NamespaceSync::Sync(const std::string& name) {
   absl::MutexLock lock(&mu_);
   applied_[name] = std::move(labels);
   return absl::OkStatus();
+}
+
+void NamespaceSync::Forget(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  applied_.erase(name);
 }
 
 }  // namespace admitd::shim

@@ -1,7 +1,8 @@
 // Feeds admitd the cluster's namespaces and their labels (QueueService Namespace objects), so
 // that ClusterQueue namespaceSelectors on labels decide as they do in Kueue: a namespace added or
 // relabelled is applied, a deleted one is deleted. Applies only what changed since the last
-// apply (admitd answers `unchanged` otherwise anyway).
+// apply (admitd answers `unchanged` otherwise anyway); one that admitd lost while the cluster still
+// has it is applied again once the caller Forgets it.
 //
 //   NamespaceSync sync(link, namespaces_informer);
 //   absl::Status s = sync.Sync("team-a");  // error: retry later
@@ -29,6 +30,9 @@ class NamespaceSync {
 
   // Makes admitd's Namespace `name` what the cluster has: its labels, or gone.
   absl::Status Sync(const std::string& name);
+  // Forgets what was applied for `name`, so the next Sync applies it even if the labels are the
+  // same (admitd lost it: another cluster's shim deleted it).
+  void Forget(const std::string& name);
 
   int64_t applied() const { return applied_count_.load(); }
   int64_t deleted() const { return deleted_count_.load(); }

@@ -65,6 +65,7 @@ void PodSync::OnPod(const std::string& type, const nlohmann::json& pod) {
          it != applied_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
       it = applied_.erase(it);
     }
+    refused_.erase(uid);
   } else {
     changed_[key] = std::nullopt;
   }
@@ -99,10 +100,7 @@ absl::Status PodSync::Send(v1::ReportPodsRequest& request) {
                 {"errors", absl::StrCat(resp.errors_size())},
                 {"directives", absl::StrCat(resp.directives_size())}});
   }
-  for (const v1::PodReportError& e : resp.errors()) {
-    ADMITD_LOG(kWarning, "pod refused by admitd",
-               {{"pod", absl::StrCat(e.namespace_(), "/", e.name())}, {"error", e.message()}});
-  }
+  for (const v1::PodReportError& e : resp.errors()) RecordRefusal(e);
   for (const v1::PodEvent& e : resp.events()) Record(e);
   for (const v1::PodDirective& d : resp.directives()) ApplyOrRetry(d);
   return absl::OkStatus();
@@ -168,6 +166,25 @@ absl::Status PodSync::ReportChanged() {
     for (auto& [key, uid] : changed) changed_.emplace(key, uid);
   }
   return s;
+}
+
+void PodSync::RecordRefusal(const v1::PodReportError& e) {
+  ADMITD_LOG(kWarning, "pod refused by admitd",
+             {{"pod", absl::StrCat(e.namespace_(), "/", e.name())}, {"error", e.message()}});
+  std::optional<nlohmann::json> pod = pods_.Get(absl::StrCat(e.namespace_(), "/", e.name()));
+  if (!pod) return;  // a group's error, or the pod is gone
+  const std::string uid = Str(Field(*pod, "metadata"), "uid");
+  {
+    absl::MutexLock lock(&mu_);
+    std::string& last = refused_[uid];
+    if (last == e.message()) return;  // said already (the pod is reported again and again)
+    last = e.message();
+  }
+  const nlohmann::json involved = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"namespace", e.namespace_()}, {"name", e.name()}, {"uid", uid}}}};
+  events_.Record(involved, "Warning", kPodRefusedReason, e.message(), kPodController);
 }
 
 void PodSync::Record(const v1::PodEvent& e) {
@@ -293,9 +310,13 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
         }
         wrote(r);
       }
-      absl::StatusOr<nlohmann::json> r = kube_.Delete(PodPath(ns, name));
+      // With the uid too: a pod that took the name since is not deleted (409: nothing to do).
+      absl::StatusOr<nlohmann::json> r = kube_.DeleteUid(PodPath(ns, name), uid);
       if (!r.ok()) {
-        if (r.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+        const absl::StatusCode code = r.status().code();
+        if (code == absl::StatusCode::kNotFound || code == absl::StatusCode::kAborted) {
+          return absl::OkStatus();
+        }
         return r.status();
       }
       wrote(r);

@@ -4,7 +4,8 @@
 // merged and the gate removed in one patch, as Kubernetes requires of a gated pod), DELETE (after
 // the TerminationTarget condition), REMOVE_FINALIZER — from report answers, from ListDirectives
 // and from the directive watch, each once per version of its pod however often it is delivered;
-// and records the events admitd's pod reconciles produce.
+// and records the events admitd's pod reconciles produce, and admitd's refusals of pods
+// (Warning PodRefused).
 //
 //   PodSync sync(kube, link, managed_pods_informer, events, "c1");
 //   informer handler: sync.OnPod(type, pod);
@@ -37,6 +38,9 @@ namespace admitd::shim {
 
 // The reportingComponent of the events recorded on pods (Kueue's).
 inline constexpr char kPodController[] = "pod-kueue-controller";
+// The reason of the Warning event on a pod admitd refused (what Kueue's webhook would have refused
+// at creation had it been called: the pod stays gated). The message is admitd's.
+inline constexpr char kPodRefusedReason[] = "PodRefused";
 
 struct PodSyncCounters {
   std::atomic<int64_t> reports{0}, reported_pods{0}, report_errors{0}, ungated{0}, deleted{0},
@@ -66,6 +70,8 @@ class PodSync {
   absl::Status Send(v1::ReportPodsRequest& request);
   void WatchDirectives();  // the directive stream, on its own thread
   void Record(const v1::PodEvent& event);
+  // Logs admitd's refusal of a pod and, once per pod and message, records it on the pod.
+  void RecordRefusal(const v1::PodReportError& error);
   // Apply; on failure, count it and report the pod again in a second (its answer lists the
   // directive again while it is outstanding).
   void ApplyOrRetry(const v1::PodDirective& directive);
@@ -98,6 +104,8 @@ class PodSync {
     bool busy = false;
   };
   std::map<std::string, Applied> applied_ ABSL_GUARDED_BY(mu_);
+  // The last refusal recorded on each pod, by uid (until the pod is deleted).
+  std::map<std::string, std::string> refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace admitd::shim

@@ -19,6 +19,7 @@ using google::protobuf::util::MessageDifferencer;
 using reconcile::Admitted;
 using reconcile::Finished;
 using reconcile::FromGrpc;
+using reconcile::Live;
 using reconcile::Meta;
 using reconcile::OwnedByManagedKind;
 using reconcile::Reserved;
@@ -87,7 +88,7 @@ absl::Status RayClusterReconciler::Reconcile(const std::string& key) {
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
   std::optional<nlohmann::json> rc = clusters_.Get(key);
   std::vector<v1::Workload> workloads = admitd_.WorkloadsOf(kRayClusterOwnerKind, ns, name);
-  if (!rc || !Meta(*rc).value("deletionTimestamp", nlohmann::json()).is_null()) {
+  if (!Live(rc)) {
     return Finalize(key, workloads);
   }
   if (options_.excluded_namespaces.count(ns)) return absl::OkStatus();

@@ -20,6 +20,10 @@ nlohmann::json Meta(const nlohmann::json& obj) {
   return it != obj.end() && it->is_object() ? *it : nlohmann::json::object();
 }
 
+bool Live(const std::optional<nlohmann::json>& obj) {
+  return obj && Meta(*obj).value("deletionTimestamp", nlohmann::json()).is_null();
+}
+
 bool Reserved(const v1::Workload& wl) {
   return ConditionTrue(wl, "QuotaReserved") && wl.status().has_admission();
 }

@@ -1,7 +1,7 @@
-// Small pieces every integration's reconcile uses: the writes to admitd they share, reading fields of a Kubernetes object (JSON)
-// without throwing on a missing or null one, the state of an admitd Workload, the deadline and
-// error of a call to admitd, and which controller owners make an object a child of another
-// integration (§1.2).
+// Small pieces every integration's reconcile uses: the writes to admitd they share, reading
+// fields of a Kubernetes object (JSON) without throwing on a missing or null one, the state of an
+// admitd Workload, the deadline and error of a call to admitd, and which controller owners make an
+// object a child of another integration (§1.2).
 //
 // Thread safety: pure functions.
 #ifndef ADMITD_CLIENTS_SHIM_RECONCILE_UTIL_H_
@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -24,6 +25,8 @@ namespace admitd::shim::reconcile {
 std::string Str(const nlohmann::json& obj, const std::string& key);
 // obj["metadata"], or an empty object.
 nlohmann::json Meta(const nlohmann::json& obj);
+// The object exists and is not being deleted (no metadata.deletionTimestamp).
+bool Live(const std::optional<nlohmann::json>& obj);
 
 // The Workload holds a quota reservation (QuotaReserved=True with an admission).
 bool Reserved(const v1::Workload& workload);

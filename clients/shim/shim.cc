@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/elastic_pods.h"
+#include "clients/shim/reconcile_util.h"
 #include "common/log.h"
 
 namespace admitd::shim {
@@ -54,8 +55,14 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   s->admitd_ = std::make_unique<AdmitdLink>(
       AdmitdLinkOptions{.target = config.admitd,
                         .cluster = config.cluster,
-                        .pod_workloads = config.mirror_workloads &&
-                                         config.integrations.count("pod") > 0},
+                        .pod_workloads = config.integrations.count("pod") > 0,
+                        // Another cluster's shim deleted a namespace this cluster still has.
+                        .on_namespace_deleted =
+                            [s](const std::string& name) {
+                              if (!reconcile::Live(s->namespaces_->Get(name))) return;
+                              s->namespace_sync_->Forget(name);
+                              s->namespace_queue_.Add(name);
+                            }},
       [s](const v1::Workload& wl, bool deleted) {
         s->OnWorkload(wl);
         if (s->mirror_) s->mirror_->OnWorkload(wl, deleted);
@@ -248,12 +255,26 @@ void Shim::OnWorkload(const v1::Workload& wl) {
 
 void Shim::OnEvent(const v1::Event& event) {
   // admitd's Workloads are not objects of this cluster: their events go on the owning Job or
-  // RayCluster.
+  // RayCluster, or on the first pod (by name) of a pod Workload.
   if (!leading_.load()) return;
   if (mirror_) mirror_->OnEvent(event);
   const v1::ObjectReference& r = event.regarding();
   std::optional<v1::Workload> wl = admitd_->Workload(r.namespace_(), r.name());
   if (!wl) return;
+  const std::string controller = event.reporting_controller().empty()
+                                     ? "kueue-admission"
+                                     : event.reporting_controller();
+  if (managed_pods_ && wl->metadata().labels().count(kPodClusterLabel)) {
+    const v1::OwnerReference* first = nullptr;
+    for (const v1::OwnerReference& o : wl->metadata().owner_references()) {
+      if (o.kind() == "Pod" && (first == nullptr || o.name() < first->name())) first = &o;
+    }
+    if (first == nullptr) return;
+    std::optional<nlohmann::json> pod = managed_pods_->Get(r.namespace_() + "/" + first->name());
+    if (!pod || Str((*pod)["metadata"], "uid") != first->uid()) return;
+    events_->Record(*pod, event.type(), event.reason(), event.note(), controller);
+    return;
+  }
   const v1::OwnerReference* owner = ControllerOwner(*wl);
   if (owner == nullptr) return;
   const Informer* owners = owner->kind() == kJobOwnerKind          ? jobs_.get()
@@ -262,9 +283,7 @@ void Shim::OnEvent(const v1::Event& event) {
   if (owners == nullptr) return;
   std::optional<nlohmann::json> object = owners->Get(r.namespace_() + "/" + owner->name());
   if (!object || Str((*object)["metadata"], "uid") != owner->uid()) return;
-  events_->Record(*object, event.type(), event.reason(), event.note(),
-                  event.reporting_controller().empty() ? "kueue-admission"
-                                                       : event.reporting_controller());
+  events_->Record(*object, event.type(), event.reason(), event.note(), controller);
 }
 
 void Shim::Lead() {

@@ -40,12 +40,12 @@ def free_port():
 class Shim:
     """One admitd-shim replica."""
 
-    def __init__(self, stack, identity, extra):
+    def __init__(self, stack, identity, extra, cluster="c1", api=None):
         self.identity = identity
         self.log_path = os.path.join(stack.tmp, "shim-%s.log" % identity)
         self._log = open(self.log_path, "w")
-        args = [SHIM, "--admitd", stack.admitd_address, "--cluster", "c1",
-                "--kubeconfig", stack.api.kubeconfig,
+        args = [SHIM, "--admitd", stack.admitd_address, "--cluster", cluster,
+                "--kubeconfig", (api or stack.api).kubeconfig,
                 "--leader-election-namespace", SHIM_NAMESPACE, "--identity", identity,
                 "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
                 "--health-listen", "127.0.0.1:0", "--log-level", "debug"] + list(extra)
@@ -93,8 +93,10 @@ class Stack:
                 "--kubelet-grace-cap", "0.3", "--bookmark-interval", "1"]
         for n in nodes:
             args += ["--node", n]
-        self.api = harness.ApiServerProcess(*(args + list(api_args)), python="/usr/bin/python3")
+        self.api_args = args + list(api_args)
+        self.api = harness.ApiServerProcess(*self.api_args, python="/usr/bin/python3")
         self.api.start()
+        self.more_apis = []  # the API servers of more clusters (start_cluster)
         self.admitd_port = free_port()
         self.admitd_address = "127.0.0.1:%d" % self.admitd_port
         self.admitd = None
@@ -153,14 +155,24 @@ class Stack:
         return "0"
 
     # --- shims ----------------------------------------------------------------------------
-    def start_shim(self, identity="shim-0", extra=()):
-        shim = Shim(self, identity, extra)
+    def start_shim(self, identity="shim-0", extra=(), cluster="c1", api=None):
+        """A shim replica of ``cluster`` on ``api`` (an API server of start_cluster; the
+        stack's first one by default)."""
+        shim = Shim(self, identity, extra, cluster, api)
         self.shims.append(shim)
         return shim
 
+    def start_cluster(self):
+        """The API server of one more cluster (the same controllers and nodes) sharing admitd;
+        ``Stack.kube(..., api=it)`` talks to it."""
+        api = harness.ApiServerProcess(*self.api_args, python="/usr/bin/python3")
+        api.start()
+        self.more_apis.append(api)
+        return api
+
     # --- Kubernetes -----------------------------------------------------------------------
-    def kube(self, method, path, body=None, content_type="application/json"):
-        return self.api.request(method, path, body, content_type)
+    def kube(self, method, path, body=None, content_type="application/json", api=None):
+        return (api or self.api).request(method, path, body, content_type)
 
     def create_job(self, job):
         ns = job["metadata"].get("namespace", "default")
@@ -191,11 +203,11 @@ class Stack:
         assert code == 200, (code, body)
         return body["items"]
 
-    def create_namespace(self, ns, labels=None):
+    def create_namespace(self, ns, labels=None, api=None):
         meta = {"name": ns}
         if labels:
             meta["labels"] = labels
-        code, body = self.kube("POST", "/api/v1/namespaces", {"metadata": meta})
+        code, body = self.kube("POST", "/api/v1/namespaces", {"metadata": meta}, api=api)
         assert code in (201, 409), (code, body)
 
     def webhook_certificate(self):
@@ -278,7 +290,8 @@ class Stack:
                 self.admitd.kill()
                 self.admitd.wait(10)
         self.admitd_log.close()
-        self.api.stop()
+        for api in [self.api] + self.more_apis:
+            api.stop()
         if not os.environ.get("KEEP_E2E_TMP"):
             import shutil
             shutil.rmtree(self.tmp, ignore_errors=True)

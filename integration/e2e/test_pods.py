@@ -5,6 +5,7 @@ and the test cluster, as real processes.
 import json
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -327,6 +328,86 @@ value: 1000
         wl = self.wait(lambda: self.workload(ns, "p"), "the Workload")
         self.assertEqual(wl["spec"]["priorityClassRef"]["name"], "wpc-high")
         self.assertEqual(int(wl["spec"].get("priority", 0)), 1000)
+
+    def test_a_namespace_selector_on_labels_decides_for_pods(self):
+        s = self.s
+        s.create_namespace("pods-sales", {"dep": "sales"})
+        s.create_namespace("pods-other")
+        s.apply(queues("pods-sales", "cq-pods-dep", 4,
+                       selector="{matchExpressions: [{key: dep, operator: In, values: [sales]}]}",
+                       more_namespaces=["pods-other"]))
+        self.create_pod(pod("pods-sales", "in-sales"))
+        self.create_pod(pod("pods-other", "in-other"))
+        self.wait(lambda: not self.gated("pods-sales", "in-sales"),
+                  "the pod of the labelled namespace to be ungated")
+        wl = self.wait(lambda: (lambda w: w if w and condition(w, "QuotaReserved") else None)(
+            self.workload("pods-other", "in-other")), "the other pod's Workload to be pending")
+        qr = condition(wl, "QuotaReserved")
+        self.assertEqual((qr["status"], qr["reason"]), ("False", "Misconfigured"))
+        self.assertEqual(qr["message"], "workload namespace doesn't match ClusterQueue selector")
+        self.assertTrue(self.gated("pods-other", "in-other"))
+        # The Workload's events go on its pod: why it waits, and that the other was admitted.
+        ev = self.wait(lambda: self.pod_events("pods-other", "in-other", "Misconfigured"),
+                       "the pending Warning on the pod")
+        self.assertEqual((ev[0]["type"], ev[0]["message"]), ("Warning", qr["message"]))
+        self.assertEqual(ev[0]["source"]["component"], "kueue-admission")
+        admitted = self.wait(lambda: self.pod_events("pods-sales", "in-sales", "Admitted"),
+                             "Admitted on the admitted pod")
+        self.assertTrue(admitted[0]["message"].startswith("Admitted by ClusterQueue cq-pods-dep"),
+                        admitted[0]["message"])
+        # Relabelling the namespace in the cluster changes the decision.
+        code, body = s.kube("PATCH", "/api/v1/namespaces/pods-other",
+                            {"metadata": {"labels": {"dep": "sales"}}},
+                            "application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.wait(lambda: not self.gated("pods-other", "in-other"),
+                  "the pod to be ungated once its namespace is labelled")
+        self.assertEqual(self.get_pod("pods-other", "in-other")["spec"]["nodeSelector"],
+                         {"pool": "a"})
+
+
+class PodWithoutWebhookE2E(PodCase):
+    """A managed pod that no webhook checked (created with the managed label, gate and finalizer
+    by hand): admitd refuses what Kueue's webhook would have refused, and the pod says why."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Stack(nodes=("n1:pool=a:cpu=8",))
+        cls.shim = cls.s.start_shim(extra=["--integrations=batch/job,pod"])
+        _wait_until(lambda: cls.shim.metric("admitd_shim_leader") == 1, timeout=T,
+                    what="the shim to lead")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+
+    def test_a_pod_admitd_refuses_stays_gated_with_a_warning(self):
+        s, ns = self.s, "refused"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-refused", 2))
+        p = pod(ns, "no-total", group="g")
+        p["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "true"
+        p["metadata"]["finalizers"] = ["kueue.x-k8s.io/managed"]
+        p["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+        code, body = s.kube("POST", "/api/v1/namespaces/%s/pods" % ns, p)
+        self.assertEqual(code, 201, body)
+        ev = self.wait(lambda: self.pod_events(ns, "no-total", "PodRefused"),
+                       "a PodRefused event on the pod")
+        self.assertEqual(ev[0]["type"], "Warning")
+        self.assertTrue(ev[0]["message"].startswith(
+            "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value"),
+            ev[0]["message"])
+        self.assertEqual(ev[0]["involvedObject"]["uid"], body["metadata"]["uid"])
+        self.assertTrue(self.gated(ns, "no-total"))
+        self.assertEqual(s.workloads(ns), [])
+        # Reported again (a label change), it is refused again but said once.
+        reports = self.shim.metric("admitd_shim_pod_reports_total")
+        self.patch_pod(ns, "no-total", {"metadata": {"labels": {"touch": "1"}}})
+        self.wait(lambda: self.shim.metric("admitd_shim_pod_reports_total") > reports,
+                  "the pod to be reported again")
+        time.sleep(1)  # what the report's answer would have recorded is written by now
+        self.assertEqual(len(self.pod_events(ns, "no-total", "PodRefused")), 1)
+        self.assertEqual(self.pod_events(ns, "no-total", "PodRefused")[0].get("count", 1), 1)
 
 
 if __name__ == "__main__":
