@@ -124,6 +124,22 @@ TEST_F(RayClusterWebhookTest, AnElasticClustersTemplatesAreAllGated) {
       Defaulted(rc)["spec"]["headGroupSpec"]["template"]["spec"].contains("schedulingGates"));
 }
 
+// Objects of the wrong JSON type where the gates go (the schema is checked after admission) get
+// an answer, not an exception.
+TEST_F(RayClusterWebhookTest, AnElasticClusterWithArraysForObjectsIsAnswered) {
+  nlohmann::json rc = Elastic(Cluster());
+  rc["spec"]["workerGroupSpecs"][0]["template"] = nlohmann::json::array({1});
+  rc["spec"]["headGroupSpec"] = nlohmann::json::array();
+  std::vector<nlohmann::json> ops;
+  ASSERT_NO_THROW(ops = DefaultRayCluster(rc, context_, options_));
+  bool gated_worker = false;
+  for (const nlohmann::json& op : ops) {
+    gated_worker |= op["path"] == "/spec/workerGroupSpecs/0/template/spec";
+  }
+  EXPECT_TRUE(gated_worker) << nlohmann::json(ops).dump();
+  EXPECT_NO_THROW(Create(rc));
+}
+
 TEST_F(RayClusterWebhookTest, AnElasticClusterWithoutItsGatesIsRefused) {
   nlohmann::json rc = Elastic(Cluster());
   rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["schedulingGates"] =

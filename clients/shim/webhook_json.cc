@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -89,8 +90,9 @@ void AddAt(const nlohmann::json& doc, const std::vector<std::string>& tokens, nl
     if (cur->is_object()) {
       next = &Member(*cur, tokens[existing]);
     } else if (index_arrays && cur->is_array()) {
-      const size_t i = std::stoul(tokens[existing]);
-      if (i < cur->size()) next = &(*cur)[i];
+      // A name where an index is due (an object of the wrong type in the request) ends the walk.
+      size_t i = 0;
+      if (absl::SimpleAtoi(tokens[existing], &i) && i < cur->size()) next = &(*cur)[i];
     }
     if (next == nullptr || !(next->is_object() || (index_arrays && next->is_array()))) break;
     cur = next;
