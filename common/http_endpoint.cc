@@ -1,9 +1,12 @@
 #include "common/http_endpoint.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -20,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/serving_certificate.h"
 
 namespace admitd {
 namespace {
@@ -60,15 +64,36 @@ void FormatAddress(const sockaddr_storage& addr, socklen_t len, std::string* ip,
 // httplib's own socket stream so that every wait also watches the endpoint's stop event, and
 // so that a request's line and headers share one deadline: a client sending a byte now and then
 // cannot hold a worker for longer than the read timeout.
+//
+// With TLS (`ssl` set, the socket non-blocking), the same waits drive OpenSSL's reads and writes.
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int fd, int wake_fd, absl::Duration write_timeout)
-      : fd_(fd), wake_fd_(wake_fd), write_timeout_(write_timeout) {}
+  ConnectionStream(int fd, int wake_fd, absl::Duration write_timeout, SSL* ssl = nullptr)
+      : fd_(fd), wake_fd_(wake_fd), write_timeout_(write_timeout), ssl_(ssl) {}
 
   // Reads of the next request must be done by `deadline`.
   void set_read_deadline(absl::Time deadline) { read_deadline_ = deadline; }
   // Bytes of a pipelined request already received.
-  bool has_buffered_input() const { return pos_ < end_; }
+  bool has_buffered_input() const {
+    return pos_ < end_ || (ssl_ != nullptr && SSL_has_pending(ssl_) == 1);
+  }
+
+  // The TLS handshake, done by `deadline`. False when it fails, times out or the endpoint stops.
+  bool Handshake(absl::Time deadline) {
+    for (;;) {
+      const int r = SSL_accept(ssl_);
+      if (r == 1) return true;
+      const int error = SSL_get_error(ssl_, r);
+      if (error == SSL_ERROR_WANT_READ) {
+        if (!WaitFor(fd_, POLLIN, wake_fd_, deadline)) return false;
+      } else if (error == SSL_ERROR_WANT_WRITE) {
+        if (!WaitFor(fd_, POLLOUT, wake_fd_, deadline)) return false;
+      } else {
+        ERR_clear_error();
+        return false;
+      }
+    }
+  }
 
   bool is_readable() const override {
     return has_buffered_input() || WaitFor(fd_, POLLIN, wake_fd_, read_deadline_);
@@ -78,6 +103,7 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   ssize_t read(char* ptr, size_t size) override {
+    if (ssl_ != nullptr) return ReadTls(ptr, size);
     while (!has_buffered_input()) {
       if (!is_readable()) return -1;
       const ssize_t n = recv(fd_, buf_, sizeof(buf_), MSG_DONTWAIT);
@@ -95,6 +121,7 @@ class ConnectionStream final : public httplib::Stream {
   // Writes what the socket takes now (at least one byte unless it fails). A client that takes
   // nothing for the write timeout, or a stop, fails the write.
   ssize_t write(const char* ptr, size_t size) override {
+    if (ssl_ != nullptr) return WriteTls(ptr, size);
     for (;;) {
       if (!is_writable()) return -1;
       const ssize_t n = send(fd_, ptr, size, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -120,9 +147,37 @@ class ConnectionStream final : public httplib::Stream {
   socket_t socket() const override { return fd_; }
 
  private:
+  // OpenSSL's want-read and want-write both wait on the socket until `deadline`.
+  bool WaitForTls(int result, absl::Time deadline) {
+    const int error = SSL_get_error(ssl_, result);
+    if (error == SSL_ERROR_WANT_READ) return WaitFor(fd_, POLLIN, wake_fd_, deadline);
+    if (error == SSL_ERROR_WANT_WRITE) return WaitFor(fd_, POLLOUT, wake_fd_, deadline);
+    ERR_clear_error();
+    return false;
+  }
+  ssize_t ReadTls(char* ptr, size_t size) {
+    const int want = static_cast<int>(std::min<size_t>(size, INT_MAX));
+    for (;;) {
+      const int n = SSL_read(ssl_, ptr, want);
+      if (n > 0) return n;
+      if (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;
+      if (!WaitForTls(n, read_deadline_)) return -1;
+    }
+  }
+  ssize_t WriteTls(const char* ptr, size_t size) {
+    const absl::Time deadline = absl::Now() + write_timeout_;
+    const int want = static_cast<int>(std::min<size_t>(size, INT_MAX));
+    for (;;) {
+      const int n = SSL_write(ssl_, ptr, want);
+      if (n > 0) return n;
+      if (!WaitForTls(n, deadline)) return -1;
+    }
+  }
+
   const int fd_;
   const int wake_fd_;
   const absl::Duration write_timeout_;
+  SSL* const ssl_;  // null: plain TCP
   absl::Time read_deadline_ = absl::InfinitePast();
   char buf_[4096];
   size_t pos_ = 0;
@@ -176,7 +231,13 @@ class HttpEndpoint::Impl : public httplib::Server {
 
   bool Init() {
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    return wake_fd_ >= 0;
+    if (wake_fd_ < 0) return false;
+    if (options_.tls != nullptr) {
+      tls_ctx_.reset(SSL_CTX_new(TLS_server_method()));
+      if (tls_ctx_ == nullptr) return false;
+      options_.tls->Install(tls_ctx_.get());
+    }
+    return true;
   }
 
   // Accepts and serves connections until Shutdown().
@@ -230,11 +291,24 @@ class HttpEndpoint::Impl : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override {
     int yes = 1;
     setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    ConnectionStream stream(sock, wake_fd_, options_.write_timeout);
     // The first request must be complete within the read timeout of a worker taking the
-    // connection; later ones wait up to the keep-alive timeout for their first byte, then have
-    // the read timeout for the rest.
+    // connection (with TLS, the handshake too); later ones wait up to the keep-alive timeout for
+    // their first byte, then have the read timeout for the rest.
     absl::Time first_byte_by = absl::Now() + options_.read_timeout;
+    std::unique_ptr<SSL, decltype(&SSL_free)> ssl(nullptr, &SSL_free);
+    if (tls_ctx_ != nullptr) {
+      fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+      ssl.reset(SSL_new(tls_ctx_.get()));
+      if (ssl == nullptr || SSL_set_fd(ssl.get(), sock) != 1) {
+        ::close(sock);
+        return false;
+      }
+    }
+    ConnectionStream stream(sock, wake_fd_, options_.write_timeout, ssl.get());
+    if (ssl != nullptr && !stream.Handshake(first_byte_by)) {
+      ::close(sock);
+      return false;
+    }
     bool ok = false;
     for (int served = 0; served < max_requests_; ++served) {
       if (stopping_.load()) break;
@@ -257,6 +331,7 @@ class HttpEndpoint::Impl : public httplib::Server {
       if (!ok || close_after) break;
       first_byte_by = absl::Now() + options_.keep_alive_timeout;
     }
+    if (ssl != nullptr) SSL_shutdown(ssl.get());  // close_notify, without waiting for the peer's
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ok;
@@ -264,6 +339,7 @@ class HttpEndpoint::Impl : public httplib::Server {
 
   const HttpEndpointOptions options_;
   const Routes routes_;
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> tls_ctx_{nullptr, &SSL_CTX_free};  // by Init
   const int max_requests_;  // a connection's, at least 1
   int wake_fd_ = -1;        // set by Init
   std::atomic<bool> stopping_{false};
@@ -281,7 +357,8 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::str
   auto endpoint = absl::WrapUnique(new HttpEndpoint());
   endpoint->server_ = std::make_unique<Impl>(options, std::move(routes));
   if (!endpoint->server_->Init()) {
-    return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("cannot set up the endpoint (eventfd or TLS): ",
+                                            std::strerror(errno)));
   }
   errno = 0;
   const int bound = port == 0 ? endpoint->server_->bind_to_any_port(host)

@@ -29,6 +29,8 @@
 
 namespace admitd {
 
+class ServingCertificate;
+
 // What a route answers.
 struct HttpReply {
   int status = 200;
@@ -49,6 +51,9 @@ struct HttpEndpointOptions {
   // Connections served at once; further connections wait for a free worker. So many clients
   // stalling at once delay others' requests by up to the read timeout.
   int workers = 8;
+  // Serve HTTPS with this certificate (and, when it has a client CA, verify client
+  // certificates); null: plain HTTP.
+  std::shared_ptr<ServingCertificate> tls;
 };
 
 class HttpEndpoint {

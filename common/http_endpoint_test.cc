@@ -1,6 +1,10 @@
 #include "common/http_endpoint.h"
 
+#include <httplib.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -8,6 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "common/raw_http_client.h"
+#include "common/serving_certificate.h"
+#include "common/testing/test_ca.h"
 
 namespace admitd {
 namespace {
@@ -130,6 +136,103 @@ TEST(HttpEndpointTest, ListensOnIpv6Loopback) {
   auto endpoint = HttpEndpoint::Start("[::1]:0", PingRoute());
   if (!endpoint.ok()) GTEST_SKIP() << "no IPv6 loopback: " << endpoint.status();
   EXPECT_GT((*endpoint)->port(), 0);
+}
+
+
+// ---- TLS --------------------------------------------------------------------------------------
+
+class HttpEndpointTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/http_tls_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    InstallServer("metrics-1");
+    testing::WriteFileAtomically(dir_ + "/ca.crt", ca_.cert_pem());
+    const testing::TestCertificate client = ca_.Issue("prometheus", {}, /*server=*/false);
+    testing::WriteFileAtomically(dir_ + "/client.crt", client.cert_pem);
+    testing::WriteFileAtomically(dir_ + "/client.key", client.key_pem);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void InstallServer(const std::string& cn) {
+    const testing::TestCertificate server = ca_.Issue(cn, {}, /*server=*/true);
+    testing::WriteFileAtomically(dir_ + "/tls.key", server.key_pem);
+    testing::WriteFileAtomically(dir_ + "/tls.crt", server.cert_pem);
+  }
+
+  // GET /ping over HTTPS, verifying the server against the CA; -1 when the request fails.
+  int Get(int port, bool with_client_cert) {
+    std::unique_ptr<httplib::SSLClient> client =
+        with_client_cert ? std::make_unique<httplib::SSLClient>(
+                               "127.0.0.1", port, dir_ + "/client.crt", dir_ + "/client.key")
+                         : std::make_unique<httplib::SSLClient>("127.0.0.1", port);
+    client->set_ca_cert_path((dir_ + "/ca.crt").c_str());
+    client->enable_server_certificate_verification(true);
+    auto res = client->Get("/ping");
+    return res ? res->status : -1;
+  }
+
+  testing::TestCa ca_{"metrics-ca"};
+  std::string dir_;
+};
+
+TEST_F(HttpEndpointTlsTest, ServesHttpsAndARotatedCertificateWithoutARestart) {
+  auto cert = ServingCertificate::Load({.cert_file = dir_ + "/tls.crt",
+                                        .key_file = dir_ + "/tls.key",
+                                        .check_interval = absl::ZeroDuration()});
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  HttpEndpointOptions options;
+  options.tls = *cert;
+  auto endpoint = HttpEndpoint::Start("127.0.0.1:0", PingRoute(), options);
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  EXPECT_EQ(Get((*endpoint)->port(), false), 200);
+  EXPECT_EQ((*cert)->CurrentSubject(), "metrics-1");
+  // Plain HTTP on the HTTPS port gets no answer.
+  RawHttpClient plain((*endpoint)->port());
+  plain.Send(kGetPing);
+  EXPECT_THAT(plain.ReadUntilClosed(absl::Seconds(5)), Not(HasSubstr("pong")));
+  InstallServer("metrics-2");
+  EXPECT_EQ(Get((*endpoint)->port(), false), 200);
+  EXPECT_EQ((*cert)->CurrentSubject(), "metrics-2");
+  // A half-written pair (a key that does not match) keeps the previous one in service.
+  testing::WriteFileAtomically(dir_ + "/tls.key", ca_.Issue("x", {}, true).key_pem);
+  EXPECT_EQ(Get((*endpoint)->port(), false), 200);
+  EXPECT_EQ((*cert)->CurrentSubject(), "metrics-2");
+}
+
+TEST_F(HttpEndpointTlsTest, AClientCaRequiresAVerifiedClientCertificate) {
+  auto cert = ServingCertificate::Load({.cert_file = dir_ + "/tls.crt",
+                                        .key_file = dir_ + "/tls.key",
+                                        .client_ca_file = dir_ + "/ca.crt",
+                                        .require_client_certificate = true});
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  HttpEndpointOptions options;
+  options.tls = *cert;
+  auto endpoint = HttpEndpoint::Start("127.0.0.1:0", PingRoute(), options);
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  EXPECT_EQ(Get((*endpoint)->port(), true), 200);
+  EXPECT_EQ(Get((*endpoint)->port(), false), -1);
+  // A client certificate of another CA is refused too.
+  testing::TestCa other("other-ca");
+  const testing::TestCertificate stranger = other.Issue("prometheus", {}, false);
+  testing::WriteFileAtomically(dir_ + "/client.crt", stranger.cert_pem);
+  testing::WriteFileAtomically(dir_ + "/client.key", stranger.key_pem);
+  EXPECT_EQ(Get((*endpoint)->port(), true), -1);
+}
+
+TEST_F(HttpEndpointTlsTest, FilesThatDoNotLoadAreNamed) {
+  auto missing = ServingCertificate::Load({.cert_file = dir_ + "/nope.crt",
+                                           .key_file = dir_ + "/tls.key"});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(missing.status().message(), HasSubstr("nope.crt"));
+  testing::WriteFileAtomically(dir_ + "/tls.key", ca_.Issue("x", {}, true).key_pem);
+  auto mismatch = ServingCertificate::Load({.cert_file = dir_ + "/tls.crt",
+                                            .key_file = dir_ + "/tls.key"});
+  EXPECT_THAT(mismatch.status().message(), HasSubstr("does not match"));
+  auto no_ca = ServingCertificate::Load({.cert_file = dir_ + "/tls.crt",
+                                         .key_file = dir_ + "/tls.crt",
+                                         .client_ca_file = dir_ + "/tls.key"});
+  EXPECT_FALSE(no_ca.ok());
 }
 
 }  // namespace

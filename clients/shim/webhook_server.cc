@@ -1,25 +1,18 @@
 #include "clients/shim/webhook_server.h"
 
 #include <httplib.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <tuple>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/serving_certificate.h"
 
 namespace admitd::shim {
 namespace {
@@ -30,146 +23,6 @@ constexpr char kMutatePodPath[] = "/mutate--v1-pod";
 constexpr char kValidatePodPath[] = "/validate--v1-pod";
 constexpr char kMutateRayClusterPath[] = "/mutate-ray-io-v1-raycluster";
 constexpr char kValidateRayClusterPath[] = "/validate-ray-io-v1-raycluster";
-
-// ---- Certificate and key, reloaded when their files change
-// ---------------------------------------
-
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct ChainFree {
-  void operator()(STACK_OF(X509) * s) const { sk_X509_pop_free(s, X509_free); }
-};
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-
-// A loaded certificate (with the rest of its chain) and its private key.
-struct ServingPair {
-  std::unique_ptr<X509, X509Free> cert;
-  std::unique_ptr<STACK_OF(X509), ChainFree> chain;
-  std::unique_ptr<EVP_PKEY, PkeyFree> key;
-};
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string OpenSslError() {
-  const unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "no detail";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return buf;
-}
-
-absl::StatusOr<std::shared_ptr<const ServingPair>> LoadPair(const std::string& cert_path,
-                                                            const std::string& key_path) {
-  absl::StatusOr<std::string> cert_pem = ReadFile(cert_path);
-  if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadFile(key_path);
-  if (!key_pem.ok()) return key_pem.status();
-  auto pair = std::make_shared<ServingPair>();
-  std::unique_ptr<BIO, BioFree> bio(
-      BIO_new_mem_buf(cert_pem->data(), static_cast<int>(cert_pem->size())));
-  pair->cert.reset(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-  if (pair->cert == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no certificate in ", cert_path, ": ", OpenSslError()));
-  }
-  pair->chain.reset(sk_X509_new_null());
-  while (X509* extra = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    sk_X509_push(pair->chain.get(), extra);
-  }
-  ERR_clear_error();  // the end of the file
-  bio.reset(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
-  pair->key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (pair->key == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no private key in ", key_path, ": ", OpenSslError()));
-  }
-  if (X509_check_private_key(pair->cert.get(), pair->key.get()) != 1) {
-    ERR_clear_error();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the private key in ", key_path, " does not match the certificate in ", cert_path));
-  }
-  return std::shared_ptr<const ServingPair>(std::move(pair));
-}
-
-// What identifies a version of a file: a rename, a rewrite or a symlink swap changes it.
-using FileStamp = std::tuple<dev_t, ino_t, int64_t, int64_t, off_t>;
-FileStamp StampOf(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return {};
-  return {st.st_dev, st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
-}
-
-// The pair served at each handshake, looked up again when the files' stamps change.
-class CertificateStore {
- public:
-  CertificateStore(const std::string& dir, absl::Duration check_interval)
-      : cert_path_(dir + "/tls.crt"),
-        key_path_(dir + "/tls.key"),
-        check_interval_(check_interval) {}
-
-  absl::Status Load() {
-    absl::MutexLock lock(&mu_);
-    const FileStamp cert_stamp = StampOf(cert_path_), key_stamp = StampOf(key_path_);
-    absl::StatusOr<std::shared_ptr<const ServingPair>> pair = LoadPair(cert_path_, key_path_);
-    if (!pair.ok()) return pair.status();
-    current_ = *std::move(pair);
-    stamps_ = {cert_stamp, key_stamp};
-    last_check_ = absl::Now();
-    return absl::OkStatus();
-  }
-
-  // The pair to serve, reloaded first when the interval has passed and the files changed.
-  std::shared_ptr<const ServingPair> Current() {
-    absl::MutexLock lock(&mu_);
-    const absl::Time now = absl::Now();
-    if (now - last_check_ >= check_interval_) {
-      last_check_ = now;
-      const std::pair<FileStamp, FileStamp> stamps = {StampOf(cert_path_), StampOf(key_path_)};
-      if (stamps != stamps_) {
-        // A pair that does not load yet (one file written, not the other) is tried again at the
-        // next check; the previous pair stays in use meanwhile.
-        absl::StatusOr<std::shared_ptr<const ServingPair>> pair = LoadPair(cert_path_, key_path_);
-        if (pair.ok()) {
-          current_ = *std::move(pair);
-          stamps_ = stamps;
-        }
-      }
-    }
-    return current_;
-  }
-
-  // SSL_CTX_set_cert_cb: puts the current pair on each connection before its handshake.
-  static int SelectCertificate(SSL* ssl, void* arg) {
-    std::shared_ptr<const ServingPair> pair = static_cast<CertificateStore*>(arg)->Current();
-    if (pair == nullptr) return 0;
-    return SSL_use_cert_and_key(ssl, pair->cert.get(), pair->key.get(), pair->chain.get(),
-                                /*override=*/1) == 1
-               ? 1
-               : 0;
-  }
-
- private:
-  const std::string cert_path_;
-  const std::string key_path_;
-  const absl::Duration check_interval_;
-  absl::Mutex mu_;
-  std::shared_ptr<const ServingPair> current_ ABSL_GUARDED_BY(mu_);
-  std::pair<FileStamp, FileStamp> stamps_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_check_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-};
 
 // ---- AdmissionReview
 // -----------------------------------------------------------------------------
@@ -339,14 +192,13 @@ WebhookReply AnswerRayClusterReview(const std::string& path, const std::string& 
 
 class WebhookServer::Impl {
  public:
-  Impl(const std::string& cert_dir, absl::Duration check_interval)
-      : certificates(cert_dir, check_interval), server([this](SSL_CTX& ctx) {
-          SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-          SSL_CTX_set_cert_cb(&ctx, &CertificateStore::SelectCertificate, &certificates);
+  explicit Impl(std::shared_ptr<ServingCertificate> cert)
+      : certificate(std::move(cert)), server([this](SSL_CTX& ctx) {
+          certificate->Install(&ctx);
           return true;
         }) {}
 
-  CertificateStore certificates;
+  std::shared_ptr<ServingCertificate> certificate;
   httplib::SSLServer server;
 };
 
@@ -366,9 +218,13 @@ absl::Status WebhookServer::Start() {
     return absl::InvalidArgumentError(
         absl::StrCat("the webhook address ", address_, " is not host:port"));
   }
-  auto impl = std::make_unique<Impl>(cert_dir_, options_.cert_check_interval);
-  if (absl::Status s = impl->certificates.Load(); !s.ok()) return s;
-  if (!impl->server.is_valid()) return absl::InternalError("cannot set up TLS: " + OpenSslError());
+  absl::StatusOr<std::shared_ptr<ServingCertificate>> cert =
+      ServingCertificate::Load({.cert_file = cert_dir_ + "/tls.crt",
+                                .key_file = cert_dir_ + "/tls.key",
+                                .check_interval = options_.cert_check_interval});
+  if (!cert.ok()) return cert.status();
+  auto impl = std::make_unique<Impl>(*std::move(cert));
+  if (!impl->server.is_valid()) return absl::InternalError("cannot set up TLS for the webhook");
   httplib::SSLServer& server = impl->server;
   const auto seconds = [](absl::Duration d) {
     return static_cast<time_t>(absl::ToInt64Seconds(d));
