@@ -50,5 +50,8 @@ EXPOSE 50051 9090
 #
 # Exec form, so admitd is PID 1 and receives SIGTERM itself: it flips health to NOT_SERVING,
 # drains in-flight calls for up to 10 s and closes RocksDB cleanly. Flags given after the image
-# name are appended (for example --config FILE; flags win over the file).
+# name replace CMD (for example --config FILE; flags win over the file). Serving every interface
+# needs TLS (--tls-cert-file, --tls-private-key-file) or, explicitly, --allow-insecure-listen:
+# the default CMD serves plaintext, for trying the image on one machine.
 ENTRYPOINT ["admitd", "--listen", "0.0.0.0:50051", "--data-dir", "/var/lib/admitd"]
+CMD ["--allow-insecure-listen"]

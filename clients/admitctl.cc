@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "clients/client.h"
+#include "clients/connection.h"
 #include "common/manifest/manifest.h"
 #include "clients/table.h"
 #include "google/protobuf/util/json_util.h"
@@ -26,7 +27,7 @@ using manifest::Manifest;
 using manifest::ReadManifests;
 using manifest::SortForApply;
 
-constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
+constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] [TLS FLAGS] COMMAND ...
 
   apply -f FILE|DIR|- [-f ...]        create or update queue objects; submit Workload documents
   submit -f FILE                      submit Workload manifests
@@ -63,6 +64,14 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] COMMAND ...
   version
 
 The server defaults to $ADMITD_SERVER, else localhost:50051.
+TLS flags (each defaults to its environment variable):
+  --tls                               TLS with the system's CAs (implied by the flags below)
+  --ca-file FILE                      CA bundle for the server's certificate ($ADMITD_CA_FILE)
+  --cert-file FILE --key-file FILE    client certificate for mTLS ($ADMITD_CERT_FILE,
+                                      $ADMITD_KEY_FILE)
+  --server-name NAME                  the name expected in the server's certificate
+  --token-file FILE                   bearer token, e.g. an OIDC ID token ($ADMITD_TOKEN_FILE,
+                                      or the token itself in $ADMITD_TOKEN)
 Exit codes: 0 ok, 1 the server refused or failed, 2 bad usage or manifest.
 )";
 
@@ -83,7 +92,9 @@ const std::set<std::string> kValued = {"-f", "--filename", "-n", "--namespace", 
                                        "--timeout", "--since", "--kind", "--server",
                                        "--reclaimable", "--message", "--requeue-after",
                                        "--advance", "--count", "--cluster", "--generation", "--job-uid",
-                                       "--job-kind", "--job-name", "--job-api-version"};
+                                       "--job-kind", "--job-name", "--job-api-version",
+                                       "--ca-file", "--cert-file", "--key-file", "--server-name",
+                                       "--token-file"};
 
 Args ParseArgs(const std::vector<std::string>& argv) {
   Args args;
@@ -605,7 +616,20 @@ int Run(int argc, char** argv) {
     return 0;
   }
   const char* env = std::getenv("ADMITD_SERVER");
-  Client client(args.Get("--server", env != nullptr ? env : "localhost:50051"));
+  ConnectionOptions connection =
+      ConnectionOptionsFromEnvironment(args.Get("--server", env != nullptr ? env : "localhost:50051"));
+  connection.tls = args.Has("--tls");
+  connection.ca_file = args.Get("--ca-file", connection.ca_file);
+  connection.cert_file = args.Get("--cert-file", connection.cert_file);
+  connection.key_file = args.Get("--key-file", connection.key_file);
+  connection.server_name = args.Get("--server-name");
+  if (args.Has("--token-file")) {
+    connection.token_file = args.Get("--token-file");
+    connection.token.clear();
+  }
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = Connect(connection);
+  if (!channel.ok()) return Usage(std::string(channel.status().message()));
+  Client client(*std::move(channel));
   if (cmd == "apply") return Apply(client, args);
   if (cmd == "submit") return SubmitFiles(client, args);
   if (cmd == "import") return Import(client, args);

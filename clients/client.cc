@@ -31,7 +31,10 @@ const char* CodeName(grpc::StatusCode code) {
 }  // namespace
 
 Client::Client(const std::string& target)
-    : channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+    : Client(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())) {}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
       queues_(v1::QueueService::NewStub(channel_)),
       admission_(v1::AdmissionService::NewStub(channel_)),
       pods_(v1::PodService::NewStub(channel_)) {}

@@ -23,7 +23,10 @@ namespace admitd::clients {
 
 class Client {
  public:
+  // Plaintext to `target`.
   explicit Client(const std::string& target);
+  // Over a channel made by Connect (clients/connection.h), TLS and tokens included.
+  explicit Client(std::shared_ptr<grpc::Channel> channel);
   v1::QueueService::Stub& queues() { return *queues_; }
   v1::AdmissionService::Stub& admission() { return *admission_; }
   v1::PodService::Stub& pods() { return *pods_; }

@@ -73,7 +73,7 @@ class AdmitdLinkTest : public testing::InProcessTest {
   }
   void StartLink() {
     link_ = std::make_unique<AdmitdLink>(
-        shim::AdmitdLinkOptions{.target = server_->address(),
+        shim::AdmitdLinkOptions{.admitd = {.target = server_->address()},
                                 .cluster = "c1",
                                 .max_backoff = absl::Milliseconds(500)},
         [this](const v1::Workload& wl, bool deleted) {

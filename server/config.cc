@@ -22,7 +22,11 @@ const char kUsage[] =
     "              [--event-retention N] [--watch-buffer-bytes N[Ki|Mi|Gi]]\n"
     "              [--sync-delay DURATION] [--no-sync]\n"
     "              [--max-object-bytes N] [--max-list-page-bytes N]\n"
-    "              [--feature-gates Name=true,Other=false]\n";
+    "              [--feature-gates Name=true,Other=false]\n"
+    "              [--tls-cert-file FILE --tls-private-key-file FILE] [--client-ca-file FILE]\n"
+    "              [--require-client-certificate] [--tls-refresh-interval DURATION]\n"
+    "              [--authentication-config FILE] [--authorization-policy FILE]\n"
+    "              [--allow-insecure-listen]\n";
 
 namespace {
 
@@ -90,6 +94,51 @@ absl::Status CheckLevel(absl::string_view where, const std::string& level) {
   if (!log::ParseLevel(level, &parsed)) {
     return Bad(where, absl::StrCat("unknown log level \"", level,
                                    "\" (want debug, info, warning or error)"));
+  }
+  return absl::OkStatus();
+}
+
+// "127.0.0.1:50051", "[::1]:9090" and "localhost:1" are loopback; "0.0.0.0:1", ":1" and any
+// other host are not.
+bool Loopback(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+absl::Status CheckSecurity(const Config& config) {
+  const bool tls = !config.tls_cert_file.empty() || !config.tls_key_file.empty();
+  if (tls && (config.tls_cert_file.empty() || config.tls_key_file.empty())) {
+    return Bad(config.tls_cert_file.empty() ? "--tls-cert-file" : "--tls-private-key-file",
+               "TLS needs both a certificate and its private key");
+  }
+  if (!tls && !config.client_ca_file.empty()) {
+    return Bad("--client-ca-file", "client certificates need TLS (--tls-cert-file)");
+  }
+  if (config.require_client_certificate && config.client_ca_file.empty()) {
+    return Bad("--require-client-certificate", "needs --client-ca-file");
+  }
+  if (!tls && !config.authentication_config.empty()) {
+    return Bad("--authentication-config",
+               "bearer tokens are only taken over TLS (--tls-cert-file)");
+  }
+  if (config.tls_refresh_interval < absl::Seconds(1)) {
+    return Bad("--tls-refresh-interval", "must be at least 1s");
+  }
+  if (!tls && !config.allow_insecure_listen) {
+    for (const auto& [flag, address] : {std::pair<const char*, const std::string&>{
+                                            "--listen", config.listen},
+                                        {"--metrics-listen", config.metrics_listen}}) {
+      if (!address.empty() && !Loopback(address)) {
+        return Bad(flag, absl::StrCat(address,
+                                      " is not a loopback address and TLS is off: set "
+                                      "--tls-cert-file and --tls-private-key-file, or "
+                                      "--allow-insecure-listen to serve plaintext"));
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -166,6 +215,26 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         }
       } else if (key == "sync") {
         config->sync = value.as<bool>();
+      } else if (key == "tlsCertFile") {
+        config->tls_cert_file = value.as<std::string>();
+      } else if (key == "tlsPrivateKeyFile") {
+        config->tls_key_file = value.as<std::string>();
+      } else if (key == "clientCAFile") {
+        config->client_ca_file = value.as<std::string>();
+      } else if (key == "requireClientCertificate") {
+        config->require_client_certificate = value.as<bool>();
+      } else if (key == "tlsRefreshInterval") {
+        if (auto s = ParseDurationValue(where, value.as<std::string>(),
+                                        &config->tls_refresh_interval);
+            !s.ok()) {
+          return s;
+        }
+      } else if (key == "authenticationConfig") {
+        config->authentication_config = value.as<std::string>();
+      } else if (key == "authorizationPolicy") {
+        config->authorization_policy = value.as<std::string>();
+      } else if (key == "allowInsecureListen") {
+        config->allow_insecure_listen = value.as<bool>();
       } else if (key == "featureGates") {
         if (!value.IsMap()) return Bad(where, "must be a mapping of gate name to true/false");
         for (const auto& gate : value) {
@@ -179,7 +248,9 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
             "maxListPageBytes, "
             "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
             "requeuingBackoffLimitCount, logLevel, eventRetention, watchBufferBytes, syncDelay, "
-            "sync, featureGates)");
+            "sync, featureGates, tlsCertFile, tlsPrivateKeyFile, clientCAFile, "
+            "requireClientCertificate, tlsRefreshInterval, authenticationConfig, "
+            "authorizationPolicy, allowInsecureListen)");
       }
     } catch (const YAML::Exception& e) {
       return Bad(where, absl::StrCat("invalid value: ", e.what()));
@@ -285,6 +356,23 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
     } else if (flag == "--sync-delay") {
       if (auto s = next(&v); !s.ok()) return s;
       if (auto s = ParseDurationValue(flag, v, &config.sync_delay); !s.ok()) return s;
+    } else if (flag == "--tls-cert-file") {
+      if (auto s = next(&config.tls_cert_file); !s.ok()) return s;
+    } else if (flag == "--tls-private-key-file") {
+      if (auto s = next(&config.tls_key_file); !s.ok()) return s;
+    } else if (flag == "--client-ca-file") {
+      if (auto s = next(&config.client_ca_file); !s.ok()) return s;
+    } else if (flag == "--require-client-certificate") {
+      config.require_client_certificate = !has_inline || value == "true";
+    } else if (flag == "--tls-refresh-interval") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (auto s = ParseDurationValue(flag, v, &config.tls_refresh_interval); !s.ok()) return s;
+    } else if (flag == "--authentication-config") {
+      if (auto s = next(&config.authentication_config); !s.ok()) return s;
+    } else if (flag == "--authorization-policy") {
+      if (auto s = next(&config.authorization_policy); !s.ok()) return s;
+    } else if (flag == "--allow-insecure-listen") {
+      config.allow_insecure_listen = !has_inline || value == "true";
     } else if (flag == "--feature-gates") {
       if (auto s = next(&v); !s.ok()) return s;
       if (auto s = ParseGates(flag, v, &config.feature_gates); !s.ok()) return s;
@@ -306,6 +394,7 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
                absl::StrCat("must be between --max-object-bytes (", config.max_object_bytes,
                             ") and ", kMaxMessage));
   }
+  if (auto s = CheckSecurity(config); !s.ok()) return s;
   if (config.manual_clock && !config.manual_scheduling) {
     return Bad(config.manual_clock_start ? "--manual-clock-start" : "--manual-clock",
                "is only valid with --manual-scheduling");

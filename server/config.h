@@ -15,6 +15,14 @@
 //   sync: true
 //   sliceHistoryLimit: 5
 //   featureGates: {ElasticJobsViaWorkloadSlices: true}
+//   tlsCertFile: /etc/admitd/tls/tls.crt       # TLS on the gRPC and metrics ports
+//   tlsPrivateKeyFile: /etc/admitd/tls/tls.key
+//   clientCAFile: /etc/admitd/tls/ca.crt       # verify client certificates (mTLS)
+//   requireClientCertificate: false
+//   tlsRefreshInterval: 10s
+//   authenticationConfig: /etc/admitd/authn.yaml  # bearer tokens (service accounts, OIDC)
+//   authorizationPolicy: /etc/admitd/policy.yaml  # roles and bindings; unset: all allowed
+//   allowInsecureListen: false  # plaintext on a non-loopback address
 //
 // Unknown keys and bad values are errors naming the file and the key.
 #ifndef ADMITD_SERVER_CONFIG_H_
@@ -68,6 +76,21 @@ struct Config {
   absl::Duration sync_delay = absl::ZeroDuration();
   bool sync = true;
   std::map<std::string, bool> feature_gates;
+  // TLS for the gRPC and metrics ports (both files, or neither). The files are read again when
+  // they change, at most once per tls_refresh_interval.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Client certificates are asked for and verified against this CA bundle; a verified one is
+  // the caller's identity. With require_client_certificate, a handshake without one fails.
+  std::string client_ca_file;
+  bool require_client_certificate = false;
+  absl::Duration tls_refresh_interval = absl::Seconds(10);
+  // Bearer tokens (server/auth/token_authenticator.h) and the authorization policy
+  // (server/auth/policy.h); with a policy, every call needs an identity the policy allows.
+  std::string authentication_config;
+  std::string authorization_policy;
+  // Serve plaintext on an address other than loopback (refused otherwise).
+  bool allow_insecure_listen = false;
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

@@ -53,7 +53,7 @@ TEST(ConfigTest, FlagsInBothForms) {
   absl::StatusOr<Config> config =
       ParseConfig({"--listen", "0.0.0.0:7000", "--data-dir=/tmp/x", "--manual-scheduling",
                    "--sync-delay", "2ms", "--event-retention=10", "--feature-gates",
-                   "ElasticJobsViaWorkloadSlices=false"},
+                   "ElasticJobsViaWorkloadSlices=false", "--allow-insecure-listen"},
                   &help);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->listen, "0.0.0.0:7000");
@@ -192,13 +192,69 @@ TEST(ConfigTest, PodAndSliceSettingsFromFlagsAndFile) {
                                      "podGroupMaxRoles: 4\n"
                                      "podUnmanagedNamespaces: [ops]\n"
                                      "sliceHistoryLimit: 2\n"
-                                     "metricsListen: 0.0.0.0:9100\n");
+                                     "metricsListen: 0.0.0.0:9100\n"
+                                     "allowInsecureListen: true\n");
   absl::StatusOr<Config> file = ParseConfig({"--config", path}, &help);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->pod_group_max_roles, 4);
   EXPECT_EQ(file->pod_unmanaged_namespaces, (std::vector<std::string>{"ops"}));
   EXPECT_EQ(file->slice_history_limit, 2);
   EXPECT_EQ(file->metrics_listen, "0.0.0.0:9100");
+}
+
+TEST(ConfigTest, PlaintextOnlyOnLoopbackUnlessAllowed) {
+  bool help;
+  for (const char* address : {"127.0.0.1:1", "[::1]:1", "localhost:1"}) {
+    EXPECT_TRUE(ParseConfig({"--listen", address, "--metrics-listen", address}, &help).ok())
+        << address;
+  }
+  for (const char* address : {"0.0.0.0:1", ":1", "[::]:1", "10.0.0.1:1", "admitd:1"}) {
+    absl::StatusOr<Config> refused = ParseConfig({"--listen", address}, &help);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << address;
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr("is not a loopback address and TLS is off")) << address;
+    EXPECT_TRUE(ParseConfig({"--listen", address, "--allow-insecure-listen"}, &help).ok());
+    EXPECT_TRUE(ParseConfig({"--listen", address, "--tls-cert-file", "c", "--tls-private-key-file",
+                             "k"},
+                            &help)
+                    .ok());
+  }
+  EXPECT_THAT(ParseConfig({"--metrics-listen", "0.0.0.0:9090"}, &help).status().message(),
+              HasSubstr("--metrics-listen: 0.0.0.0:9090 is not a loopback address"));
+}
+
+TEST(ConfigTest, TlsAndAuthSettingsMustAgree) {
+  bool help;
+  EXPECT_THAT(ParseConfig({"--tls-cert-file", "c"}, &help).status().message(),
+              HasSubstr("--tls-private-key-file: TLS needs both"));
+  EXPECT_THAT(ParseConfig({"--client-ca-file", "ca"}, &help).status().message(),
+              HasSubstr("client certificates need TLS"));
+  EXPECT_THAT(ParseConfig({"--tls-cert-file", "c", "--tls-private-key-file", "k",
+                           "--require-client-certificate"},
+                          &help)
+                  .status()
+                  .message(),
+              HasSubstr("needs --client-ca-file"));
+  EXPECT_THAT(ParseConfig({"--authentication-config", "a.yaml"}, &help).status().message(),
+              HasSubstr("only taken over TLS"));
+  const std::string path = WriteFile("tls.yaml",
+                                     "tlsCertFile: /tls/tls.crt\n"
+                                     "tlsPrivateKeyFile: /tls/tls.key\n"
+                                     "clientCAFile: /tls/ca.crt\n"
+                                     "requireClientCertificate: true\n"
+                                     "tlsRefreshInterval: 2s\n"
+                                     "authenticationConfig: /etc/authn.yaml\n"
+                                     "authorizationPolicy: /etc/policy.yaml\n"
+                                     "listen: 0.0.0.0:50051\n");
+  absl::StatusOr<Config> file = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->tls_cert_file, "/tls/tls.crt");
+  EXPECT_EQ(file->tls_key_file, "/tls/tls.key");
+  EXPECT_EQ(file->client_ca_file, "/tls/ca.crt");
+  EXPECT_TRUE(file->require_client_certificate);
+  EXPECT_EQ(file->tls_refresh_interval, absl::Seconds(2));
+  EXPECT_EQ(file->authentication_config, "/etc/authn.yaml");
+  EXPECT_EQ(file->authorization_policy, "/etc/policy.yaml");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "common/log.h"
 #include "server/parse_errors.h"
+#include "server/transport_security.h"
 
 namespace admitd {
 namespace {
@@ -61,6 +62,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     const Config& config, std::function<absl::Time()> clock) {
   std::unique_ptr<AdmitdServer> server(new AdmitdServer());
   server->config_ = config;
+  // Before the store is opened: bad certificate files stop the start at once.
+  ADMITD_ASSIGN_OR_RETURN(TransportSecurity security, MakeTransportSecurity(config));
 
   store::StoreOptions store_options;
   store_options.path = config.data_dir;
@@ -138,7 +141,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(config.listen, security.grpc, &server->port_);
   builder.RegisterService(server->queue_service_.get());
   builder.RegisterService(server->admission_service_.get());
   builder.RegisterService(server->pod_service_.get());
@@ -159,13 +162,20 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   if (grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService()) {
     health->SetServingStatus(kLivenessService, true);
   }
-  ADMITD_LOG(kInfo, "listening", {{"addr", server->address_}, {"data_dir", config.data_dir}});
+  ADMITD_LOG(kInfo, "listening",
+             {{"addr", server->address_},
+              {"data_dir", config.data_dir},
+              {"tls", security.metrics == nullptr    ? "off"
+                      : config.client_ca_file.empty() ? "on"
+                                                      : "mtls"}});
 
   // Before recovery, which can take a while: /healthz answers meanwhile, /readyz says 503.
   if (!config.metrics_listen.empty()) {
+    HttpEndpointOptions metrics_options;
+    metrics_options.tls = security.metrics;
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> metrics = StartMetricsEndpoint(
         config.metrics_listen, server->metrics_.get(),
-        [s = server.get()] { return s->Readiness(); });
+        [s = server.get()] { return s->Readiness(); }, metrics_options);
     if (!metrics.ok()) {
       server->grpc_server_->Shutdown();
       server->store_->Close().IgnoreError();

@@ -7,7 +7,8 @@
 // 30 s). Workload events (Kueue's, kind OBJECT_KIND_EVENT) and Namespace deletions are passed on
 // as they arrive.
 //
-//   AdmitdLink link({.target = "admitd:50051", .cluster = "c1"}, on_workload, on_event);
+//   AdmitdLink link({.admitd = {.target = "admitd:50051"}, .cluster = "c1"}, on_workload,
+//                   on_event);
 //   std::thread t([&] { link.Run(); });
 //   for (const v1::Workload& wl : link.WorkloadsOf("Job", "ns", "job")) ...
 //
@@ -32,6 +33,7 @@
 #include "absl/time/time.h"
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
+#include "clients/connection.h"
 
 namespace admitd::shim {
 
@@ -47,7 +49,7 @@ inline constexpr char kJobOwnerKind[] = "Job";
 inline constexpr char kRayClusterOwnerKind[] = "RayCluster";
 
 struct AdmitdLinkOptions {
-  std::string target;   // host:port
+  clients::ConnectionOptions admitd;  // address and credentials (Connect must accept them)
   std::string cluster;  // Workloads labelled with another cluster are not cached
   absl::Duration max_backoff = absl::Seconds(30);
   // Also cache the pod Workloads of this cluster (label admitd.io/pod-cluster): their events go

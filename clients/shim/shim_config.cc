@@ -16,6 +16,13 @@ become Workloads in admitd, and admitd's decisions start, stop and finish them.
 
   --admitd HOST:PORT                admitd's gRPC address (required; $ADMITD_SERVER)
   --cluster NAME                    this cluster's name in admitd (required)
+  --admitd-tls                      TLS to admitd with the system's CAs (implied by the next four)
+  --admitd-ca-file FILE             the CA bundle admitd's certificate must chain to
+  --admitd-cert-file FILE, --admitd-key-file FILE
+                                    this shim's client certificate for mTLS (reloaded on change)
+  --admitd-server-name NAME         the name expected in admitd's certificate (default: the host)
+  --admitd-token-file FILE          a bearer token sent with every call, read again when it
+                                    changes (a projected service-account token)
   --kubeconfig PATH                 a kubeconfig (its current context); default: in-cluster
                                     (KUBERNETES_SERVICE_HOST/PORT, the service-account token and CA)
   --leader-elect=true|false         elect one leader on a Lease; only it reconciles (default true)
@@ -71,7 +78,7 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
       has_value = true;
     }
     const bool boolean = name == "leader-elect" || name == "manage-jobs-without-queue-name" ||
-                         name == "mirror-workloads";
+                         name == "mirror-workloads" || name == "admitd-tls";
     if (!has_value && !boolean) {
       if (i + 1 >= args.size()) return Bad(name, "needs a value");
       value = args[++i];
@@ -96,6 +103,12 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
     if (name == "kubeconfig") c.kubeconfig = value;
     else if (name == "admitd") c.admitd = value;
     else if (name == "cluster") c.cluster = value;
+    else if (name == "admitd-tls") s = flag_bool(&c.admitd_tls);
+    else if (name == "admitd-ca-file") c.admitd_ca_file = value;
+    else if (name == "admitd-cert-file") c.admitd_cert_file = value;
+    else if (name == "admitd-key-file") c.admitd_key_file = value;
+    else if (name == "admitd-server-name") c.admitd_server_name = value;
+    else if (name == "admitd-token-file") c.admitd_token_file = value;
     else if (name == "leader-elect") s = flag_bool(&c.leader_elect);
     else if (name == "leader-election-namespace") c.leader_election_namespace = value;
     else if (name == "leader-election-id") c.leader_election_id = value;

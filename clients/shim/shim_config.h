@@ -19,6 +19,14 @@ namespace admitd::shim {
 struct ShimConfig {
   std::string kubeconfig;  // empty: in-cluster
   std::string admitd;      // host:port
+  // TLS to admitd: its CA, this shim's client certificate, the name in admitd's certificate, and
+  // a bearer token file (a projected service-account token). Any of them turns TLS on.
+  bool admitd_tls = false;
+  std::string admitd_ca_file;
+  std::string admitd_cert_file;
+  std::string admitd_key_file;
+  std::string admitd_server_name;
+  std::string admitd_token_file;
   std::string cluster;
   bool leader_elect = true;
   std::string leader_election_namespace;  // default $POD_NAMESPACE, else admitd-system
