@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/access_control.h"
 #include "server/request_checks.h"
 #include "server/watch_reactor.h"
 
@@ -39,12 +40,32 @@ void Refresh(engine::Engine& e, Response* resp) {
   }
 }
 
+// Runs `call` when the gate allows the named workload (or it does not exist: the engine then
+// answers NOT_FOUND).
+template <typename Call>
+auto Gated(WorkloadGate gate, std::string ns, std::string name, Call call) {
+  return [gate = std::move(gate), ns = std::move(ns), name = std::move(name),
+          call = std::move(call)](engine::Engine& e, absl::Time now) -> decltype(call(e, now)) {
+    if (const v1::Workload* wl = e.FindWorkload(ns, name); wl != nullptr) {
+      ADMITD_RETURN_IF_ERROR(gate.Allows(*wl));
+    }
+    return call(e, now);
+  };
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Submit(grpc::CallbackServerContext* rpc,
                                                        const v1::SubmitRequest* req,
                                                        v1::SubmitResponse* resp) {
   if (absl::Status s = CheckSubmitRequest(*req); !s.ok()) return Refuse(rpc, s);
+  if (absl::StatusOr<auth::Identity> caller = CheckCall(
+          ctx_->access, *rpc,
+          {auth::Verb::kSubmit, auth::Resource::kWorkloads, req->workload().metadata().namespace_(),
+           ClusterOf(req->workload())});
+      !caller.ok()) {
+    return Refuse(rpc, caller.status());
+  }
   // The workload is moved out of the request rather than copied: gRPC allocated the request
   // as a mutable message, and nothing reads it after the engine took it.
   auto* request = const_cast<v1::SubmitRequest*>(req);
@@ -63,11 +84,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
                                                       v1::AdmitResponse* resp) {
   absl::Duration wait;
   if (absl::Status s = CheckAdmitRequest(*req, &wait); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kGet, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   if (!req->wait() || req->dry_run()) {
     // Described once to surface errors (NOT_FOUND), then again after the batch's cycles.
     return Dispatch(
         ctx_, rpc, resp,
-        [req](engine::Engine& e, absl::Time now) { return e.Describe(*req, now); },
+        Gated(*std::move(gate), req->namespace_(), req->name(),
+              [req](engine::Engine& e, absl::Time now) { return e.Describe(*req, now); }),
         [req](engine::Engine& e, v1::AdmitResponse* out) {
           if (auto d = e.Describe(*req, absl::Now()); d.ok()) *out = *std::move(d);
         });
@@ -86,7 +111,13 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   auto error = std::make_shared<absl::Status>(absl::UnknownError("not applied"));
   Command command;
   command.apply = [](engine::Engine&, absl::Time) {};
-  command.prepare = [=](engine::Engine& e) {
+  command.prepare = [=, gate = *std::move(gate)](engine::Engine& e) {
+    if (const v1::Workload* wl = e.FindWorkload(req->namespace_(), req->name()); wl != nullptr) {
+      if (absl::Status allowed = gate.Allows(*wl); !allowed.ok()) {
+        *error = allowed;
+        return;
+      }
+    }
     absl::StatusOr<v1::AdmitResponse> first = e.Describe(*req, absl::Now());
     *error = first.status();
     if (!first.ok()) return;
@@ -111,12 +142,16 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReleaseQuota(grpc::CallbackServe
                                                              const v1::ReleaseQuotaRequest* req,
                                                              v1::ReleaseQuotaResponse* resp) {
   if (absl::Status s = CheckReleaseQuotaRequest(*req); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kRelease, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   auto* reactor = new LendingReactor();
   return Dispatch(
       ctx_, rpc, resp,
-      [req](engine::Engine& e, absl::Time now) {
-        return e.ReleaseQuota(*req, now, engine::Engine::Answer::kReference);
-      },
+      Gated(*std::move(gate), req->namespace_(), req->name(),
+            [req](engine::Engine& e, absl::Time now) {
+              return e.ReleaseQuota(*req, now, engine::Engine::Answer::kReference);
+            }),
       [reactor](engine::Engine& e, v1::ReleaseQuotaResponse* r) { LendSnapshot(e, reactor, r); },
       reactor);
 }
@@ -125,35 +160,78 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Get(grpc::CallbackServerContext*
                                                     const v1::GetWorkloadRequest* req,
                                                     v1::Workload* resp) {
   if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kGet, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(ctx_, rpc, resp,
-                  [req](engine::Engine& e, absl::Time) { return e.GetWorkload(*req); });
+                  Gated(*std::move(gate), req->namespace_(), req->name(),
+                        [req](engine::Engine& e, absl::Time) { return e.GetWorkload(*req); }));
 }
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::List(grpc::CallbackServerContext* rpc,
                                                      const v1::ListWorkloadsRequest* req,
                                                      v1::ListWorkloadsResponse* resp) {
+  absl::StatusOr<auth::Identity> caller = CheckCall(
+      ctx_->access, *rpc, {auth::Verb::kList, auth::Resource::kWorkloads, req->namespace_(), ""});
+  if (!caller.ok() && caller.status().code() == absl::StatusCode::kPermissionDenied &&
+      ctx_->access != nullptr) {
+    // Bound to clusters, the caller may list its clusters' workloads of the namespace.
+    absl::StatusOr<WorkloadGate> gate =
+        WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kList, req->namespace_());
+    if (gate.ok()) caller = gate->identity();
+  }
+  if (!caller.ok()) return Refuse(rpc, caller.status());
+  std::shared_ptr<const auth::Scope> scope =
+      ctx_->access == nullptr
+          ? nullptr
+          : ctx_->access->ScopeOf(*caller, auth::Verb::kList, auth::Resource::kWorkloads);
   return Dispatch(ctx_, rpc, resp,
-                  [req](engine::Engine& e, absl::Time) { return e.ListWorkloads(*req); });
+                  [req, scope](engine::Engine& e,
+                               absl::Time) -> absl::StatusOr<v1::ListWorkloadsResponse> {
+                    absl::StatusOr<v1::ListWorkloadsResponse> out = e.ListWorkloads(*req);
+                    if (!out.ok() || scope == nullptr || scope->AllowsEverything()) return out;
+                    // A page keeps its token; only what the caller may read is in it.
+                    auto* workloads = out->mutable_workloads();
+                    for (int i = workloads->size() - 1; i >= 0; --i) {
+                      const v1::Workload& wl = workloads->Get(i);
+                      if (!scope->Allows(wl.metadata().namespace_(), ClusterOf(wl))) {
+                        workloads->DeleteSubrange(i, 1);
+                      }
+                    }
+                    return out;
+                  });
 }
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Delete(grpc::CallbackServerContext* rpc,
                                                        const v1::DeleteWorkloadRequest* req,
                                                        v1::DeleteWorkloadResponse* resp) {
   if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kDelete, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
       ctx_, rpc, resp,
-      [req](engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteWorkloadResponse> {
-        ADMITD_RETURN_IF_ERROR(e.DeleteWorkload(*req, now));
-        return v1::DeleteWorkloadResponse();
-      });
+      Gated(*std::move(gate), req->namespace_(), req->name(),
+            [req](engine::Engine& e,
+                  absl::Time now) -> absl::StatusOr<v1::DeleteWorkloadResponse> {
+              ADMITD_RETURN_IF_ERROR(e.DeleteWorkload(*req, now));
+              return v1::DeleteWorkloadResponse();
+            }));
 }
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Resize(grpc::CallbackServerContext* rpc,
                                                        const v1::ResizeRequest* req,
                                                        v1::ResizeResponse* resp) {
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kResize, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
       ctx_, rpc, resp,
-      [req](engine::Engine& e, absl::Time now) { return e.Resize(*req, now); },
+      [req, gate = *std::move(gate)](engine::Engine& e,
+                                     absl::Time now) -> absl::StatusOr<v1::ResizeResponse> {
+        for (const v1::Workload* wl : e.ResizeTargets(*req)) ADMITD_RETURN_IF_ERROR(gate.Allows(*wl));
+        return e.Resize(*req, now);
+      },
       [](engine::Engine& e, v1::ResizeResponse* r) {
         // Answer with the workloads as they stand after the batch's scheduling cycles; those
         // the cycles finished (a slice replaced by its admitted successor) are no longer live.
@@ -177,9 +255,13 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerCo
                                                           const v1::SetActiveRequest* req,
                                                           v1::SetActiveResponse* resp) {
   if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kSetActive, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
       ctx_, rpc, resp,
-      [req](engine::Engine& e, absl::Time now) { return e.SetActive(*req, now); },
+      Gated(*std::move(gate), req->namespace_(), req->name(),
+            [req](engine::Engine& e, absl::Time now) { return e.SetActive(*req, now); }),
       Refresh<v1::SetActiveResponse>);
 }
 
@@ -187,15 +269,21 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
     grpc::CallbackServerContext* rpc, const v1::SetAdmissionCheckStateRequest* req,
     v1::SetAdmissionCheckStateResponse* resp) {
   if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<WorkloadGate> gate = WorkloadGate::Open(
+      ctx_->access, *rpc, auth::Verb::kSetAdmissionCheckState, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
       ctx_, rpc, resp,
-      [req](engine::Engine& e, absl::Time now) { return e.SetAdmissionCheckState(*req, now); },
+      Gated(*std::move(gate), req->namespace_(), req->name(),
+            [req](engine::Engine& e, absl::Time now) {
+              return e.SetAdmissionCheckState(*req, now);
+            }),
       Refresh<v1::SetAdmissionCheckStateResponse>);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* AdmissionServiceImpl::Watch(
     grpc::CallbackServerContext* rpc, const grpc::ByteBuffer* req) {
-  return WatchReactor::Start(ctx_, *req);
+  return WatchReactor::Start(ctx_, *req, rpc);
 }
 
 }  // namespace admitd

@@ -26,6 +26,7 @@ struct ServiceContext {
   store::Store* store = nullptr;
   class WatchHub* hub = nullptr;
   class Metrics* metrics = nullptr;  // may be null
+  const class AccessControl* access = nullptr;  // null: every call allowed
   std::atomic<bool> ready{false};
   std::atomic<bool> shutting_down{false};
   // When the last call was refused because of shutdown (absl::GetCurrentTimeNanos()), so that

@@ -1,15 +1,43 @@
 #include "server/pod_service.h"
 
+#include <set>
+
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "server/access_control.h"
 #include "server/request_checks.h"
 #include "server/metrics.h"
 
 namespace admitd {
+namespace {
+
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
 
 grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext* rpc,
                                                      const v1::ReportPodsRequest* req,
                                                      v1::ReportPodsResponse* resp) {
+  // The report's cluster, in each namespace it names.
+  absl::StatusOr<auth::Identity> caller = CheckCall(
+      ctx_->access, *rpc, {auth::Verb::kReport, auth::Resource::kPods, "", req->cluster()});
+  if (!caller.ok()) return Refuse(rpc, caller.status());
+  if (ctx_->access != nullptr && ctx_->access->enforcing()) {
+    std::set<std::string> namespaces;
+    for (const v1::PodObservation& pod : req->pods()) namespaces.insert(pod.namespace_());
+    for (const v1::PodDeletion& pod : req->deleted()) namespaces.insert(pod.namespace_());
+    for (const std::string& ns : namespaces) {
+      if (absl::Status s = ctx_->access->Authorize(
+              *caller, {auth::Verb::kReport, auth::Resource::kPods, ns, req->cluster()});
+          !s.ok()) {
+        return Refuse(rpc, s);
+      }
+    }
+  }
   return Dispatch(
       ctx_, rpc, resp,
       [req](engine::Engine& e, absl::Time now) { return e.ReportPods(*req, now); },
@@ -29,10 +57,11 @@ grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* PodServiceImpl::ListDirectives(grpc::CallbackServerContext* rpc,
                                                          const v1::ListDirectivesRequest* req,
                                                          v1::ListDirectivesResponse* resp) {
-  if (absl::Status s = CheckListDirectivesRequest(*req); !s.ok()) {
-    grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
+  if (absl::Status s = CheckListDirectivesRequest(*req); !s.ok()) return Refuse(rpc, s);
+  if (absl::StatusOr<auth::Identity> caller = CheckCall(
+          ctx_->access, *rpc, {auth::Verb::kList, auth::Resource::kPods, "", req->cluster()});
+      !caller.ok()) {
+    return Refuse(rpc, caller.status());
   }
   return Dispatch(ctx_, rpc, resp, [req](engine::Engine& e, absl::Time now) {
     return absl::StatusOr<v1::ListDirectivesResponse>(e.ListDirectives(*req, now));

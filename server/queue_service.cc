@@ -1,6 +1,8 @@
 #include "server/queue_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/access_control.h"
 #include "server/request_checks.h"
 
 namespace admitd {
@@ -12,20 +14,98 @@ grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::S
   return reactor;
 }
 
+// What the policy and the audit trail say of a queue object: its kind, namespace and name.
+struct ObjectRef {
+  v1::ObjectKind kind = v1::OBJECT_KIND_UNSPECIFIED;
+  const char* kind_name = "";
+  std::string namespace_;
+  std::string name;
+};
+
+ObjectRef RefOf(const v1::QueueObject& o) {
+  const auto ref = [](v1::ObjectKind kind, const char* name, const v1::ObjectMeta& meta) {
+    return ObjectRef{kind, name, meta.namespace_(), meta.name()};
+  };
+  switch (o.kind_case()) {
+    case v1::QueueObject::kResourceFlavor:
+      return ref(v1::OBJECT_KIND_RESOURCE_FLAVOR, "ResourceFlavor", o.resource_flavor().metadata());
+    case v1::QueueObject::kCohort:
+      return ref(v1::OBJECT_KIND_COHORT, "Cohort", o.cohort().metadata());
+    case v1::QueueObject::kClusterQueue:
+      return ref(v1::OBJECT_KIND_CLUSTER_QUEUE, "ClusterQueue", o.cluster_queue().metadata());
+    case v1::QueueObject::kLocalQueue:
+      return ref(v1::OBJECT_KIND_LOCAL_QUEUE, "LocalQueue", o.local_queue().metadata());
+    case v1::QueueObject::kWorkloadPriorityClass:
+      return ref(v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, "WorkloadPriorityClass",
+                 o.workload_priority_class().metadata());
+    case v1::QueueObject::kAdmissionCheck:
+      return ref(v1::OBJECT_KIND_ADMISSION_CHECK, "AdmissionCheck", o.admission_check().metadata());
+    case v1::QueueObject::kNamespace: {
+      ObjectRef r = ref(v1::OBJECT_KIND_NAMESPACE, "Namespace", o.namespace_().metadata());
+      r.namespace_ = r.name;  // a namespace is its own namespace to the policy
+      return r;
+    }
+    default:
+      return {};
+  }
+}
+
+const char* KindName(v1::ObjectKind kind) {
+  switch (kind) {
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR: return "ResourceFlavor";
+    case v1::OBJECT_KIND_COHORT: return "Cohort";
+    case v1::OBJECT_KIND_CLUSTER_QUEUE: return "ClusterQueue";
+    case v1::OBJECT_KIND_LOCAL_QUEUE: return "LocalQueue";
+    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return "WorkloadPriorityClass";
+    case v1::OBJECT_KIND_ADMISSION_CHECK: return "AdmissionCheck";
+    case v1::OBJECT_KIND_NAMESPACE: return "Namespace";
+    default: return "object";
+  }
+}
+
+// The namespace a request about an object of `kind` is in, to the policy.
+std::string PolicyNamespace(v1::ObjectKind kind, const std::string& ns, const std::string& name) {
+  if (kind == v1::OBJECT_KIND_NAMESPACE) return name;
+  return kind == v1::OBJECT_KIND_LOCAL_QUEUE ? ns : "";
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* QueueServiceImpl::Apply(grpc::CallbackServerContext* rpc,
                                                   const v1::ApplyRequest* req,
                                                   v1::ApplyResponse* resp) {
   if (absl::Status s = CheckApplyRequest(*req); !s.ok()) return Refuse(rpc, s);
+  const ObjectRef ref = RefOf(req->object());
+  absl::StatusOr<auth::Identity> caller = CheckCall(
+      ctx_->access, *rpc, {auth::Verb::kApply, ResourceOf(ref.kind), ref.namespace_, ""});
+  if (!caller.ok()) return Refuse(rpc, caller.status());
   return Dispatch(ctx_, rpc, resp,
-                  [req](engine::Engine& e, absl::Time now) { return e.Apply(*req, now); });
+                  [req, ref, who = *std::move(caller)](
+                      engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::ApplyResponse> {
+                    absl::StatusOr<v1::ApplyResponse> out = e.Apply(*req, now);
+                    if (out.ok() && !out->unchanged()) {
+                      const std::string ns =
+                          ref.kind == v1::OBJECT_KIND_LOCAL_QUEUE ? ref.namespace_ : "";
+                      e.RecordAudit(AuditEvent(who, "Applied", ref.kind_name, ns, ref.name,
+                                               absl::StrCat(out->created() ? "created " : "updated ",
+                                                            ref.kind_name, " ", ref.name)),
+                                    now);
+                    }
+                    return out;
+                  });
 }
 
 grpc::ServerUnaryReactor* QueueServiceImpl::Get(grpc::CallbackServerContext* rpc,
                                                 const v1::GetObjectRequest* req,
                                                 v1::QueueObject* resp) {
   if (absl::Status s = CheckGetObjectRequest(*req); !s.ok()) return Refuse(rpc, s);
+  if (absl::StatusOr<auth::Identity> caller = CheckCall(
+          ctx_->access, *rpc,
+          {auth::Verb::kGet, ResourceOf(req->kind()),
+           PolicyNamespace(req->kind(), req->namespace_(), req->name()), ""});
+      !caller.ok()) {
+    return Refuse(rpc, caller.status());
+  }
   return Dispatch(ctx_, rpc, resp,
                   [req](engine::Engine& e, absl::Time) { return e.Get(*req); });
 }
@@ -34,19 +114,54 @@ grpc::ServerUnaryReactor* QueueServiceImpl::List(grpc::CallbackServerContext* rp
                                                  const v1::ListObjectsRequest* req,
                                                  v1::ListObjectsResponse* resp) {
   if (absl::Status s = CheckQueueKind(req->kind()); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<auth::Identity> caller =
+      CheckCall(ctx_->access, *rpc,
+                {auth::Verb::kList, ResourceOf(req->kind()),
+                 req->kind() == v1::OBJECT_KIND_LOCAL_QUEUE ? req->namespace_() : "", ""});
+  if (!caller.ok()) return Refuse(rpc, caller.status());
+  std::shared_ptr<const auth::Scope> scope =
+      ctx_->access == nullptr ? nullptr
+                              : ctx_->access->ScopeOf(*caller, auth::Verb::kList,
+                                                      ResourceOf(req->kind()));
   return Dispatch(ctx_, rpc, resp,
-                  [req](engine::Engine& e, absl::Time) { return e.List(*req); });
+                  [req, scope](engine::Engine& e,
+                               absl::Time) -> absl::StatusOr<v1::ListObjectsResponse> {
+                    absl::StatusOr<v1::ListObjectsResponse> out = e.List(*req);
+                    if (!out.ok() || scope == nullptr || scope->AllowsEverything()) return out;
+                    // Only what the caller may read (LocalQueues and Namespaces of its
+                    // namespaces).
+                    auto* objects = out->mutable_objects();
+                    for (int i = objects->size() - 1; i >= 0; --i) {
+                      const ObjectRef ref = RefOf(objects->Get(i));
+                      if (!scope->Allows(PolicyNamespace(ref.kind, ref.namespace_, ref.name), "")) {
+                        objects->DeleteSubrange(i, 1);
+                      }
+                    }
+                    return out;
+                  });
 }
 
 grpc::ServerUnaryReactor* QueueServiceImpl::Delete(grpc::CallbackServerContext* rpc,
                                                    const v1::DeleteObjectRequest* req,
                                                    v1::DeleteObjectResponse* resp) {
   if (absl::Status s = CheckDeleteObjectRequest(*req); !s.ok()) return Refuse(rpc, s);
-  return Dispatch(ctx_, rpc, resp,
-                  [req](engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteObjectResponse> {
-                    ADMITD_RETURN_IF_ERROR(e.Delete(*req, now));
-                    return v1::DeleteObjectResponse();
-                  });
+  absl::StatusOr<auth::Identity> caller = CheckCall(
+      ctx_->access, *rpc,
+      {auth::Verb::kDelete, ResourceOf(req->kind()),
+       PolicyNamespace(req->kind(), req->namespace_(), req->name()), ""});
+  if (!caller.ok()) return Refuse(rpc, caller.status());
+  return Dispatch(
+      ctx_, rpc, resp,
+      [req, who = *std::move(caller)](
+          engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteObjectResponse> {
+        ADMITD_RETURN_IF_ERROR(e.Delete(*req, now));
+        const char* kind = KindName(req->kind());
+        e.RecordAudit(AuditEvent(who, "Deleted", kind,
+                                 req->kind() == v1::OBJECT_KIND_LOCAL_QUEUE ? req->namespace_() : "",
+                                 req->name(), absl::StrCat("deleted ", kind, " ", req->name())),
+                      now);
+        return v1::DeleteObjectResponse();
+      });
 }
 
 grpc::ServerUnaryReactor* QueueServiceImpl::RunSchedulingCycles(
@@ -58,17 +173,24 @@ grpc::ServerUnaryReactor* QueueServiceImpl::RunSchedulingCycles(
                                        "advance_clock_seconds needs a server started with "
                                        "--manual-clock"));
   }
+  absl::StatusOr<auth::Identity> caller =
+      CheckCall(ctx_->access, *rpc, {auth::Verb::kRun, auth::Resource::kScheduler, "", ""});
+  if (!caller.ok()) return Refuse(rpc, caller.status());
   const int count = req->count() == 0 ? 1 : req->count();
   Sequencer* sequencer = ctx_->sequencer;
   const absl::Duration advance = absl::Seconds(req->advance_clock_seconds());
   return Dispatch(
       ctx_, rpc, resp,
-      [count, sequencer, advance](
+      [count, sequencer, advance, who = *std::move(caller)](
           engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::RunSchedulingCyclesResponse> {
         v1::RunSchedulingCyclesResponse out;
         if (advance > absl::ZeroDuration()) {
           ADMITD_RETURN_IF_ERROR(sequencer->AdvanceClock(advance));
           now += advance;
+          e.RecordAudit(AuditEvent(who, "ClockAdvanced", "Scheduler", "", "",
+                                   absl::StrCat("advanced the clock by ",
+                                                absl::FormatDuration(advance))),
+                        now);
         }
         // Timed work that fell due runs first, as the sequencer does in automatic mode.
         if (e.NextDeadline() <= now) e.Tick(now);
@@ -89,13 +211,54 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Import(grpc::CallbackServerContext* 
                                                    const v1::ImportRequest* req,
                                                    v1::ImportResponse* resp) {
   if (absl::Status s = CheckImportRequest(*req); !s.ok()) return Refuse(rpc, s);
+  absl::StatusOr<auth::Identity> caller = CheckCall(
+      ctx_->access, *rpc, {auth::Verb::kImport, auth::Resource::kWorkloads, "", req->cluster()});
+  if (!caller.ok()) return Refuse(rpc, caller.status());
+  if (ctx_->access != nullptr) {
+    for (const v1::Workload& wl : req->workloads()) {
+      if (absl::Status s = ctx_->access->Authorize(
+              *caller, {auth::Verb::kImport, auth::Resource::kWorkloads,
+                        wl.metadata().namespace_(), ClusterOf(wl)});
+          !s.ok()) {
+        return Refuse(rpc, s);
+      }
+    }
+  }
   return Dispatch(ctx_, rpc, resp,
-                  [req](engine::Engine& e, absl::Time now) { return e.Import(*req, now); });
+                  [req, who = *std::move(caller)](
+                      engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::ImportResponse> {
+                    absl::StatusOr<v1::ImportResponse> out = e.Import(*req, now);
+                    if (out.ok()) {
+                      e.RecordAudit(
+                          AuditEvent(who, "Imported", "Workload", "", "",
+                                     absl::StrCat("imported ", req->workloads_size(),
+                                                  " admitted workloads",
+                                                  req->cluster().empty()
+                                                      ? ""
+                                                      : absl::StrCat(" of cluster ",
+                                                                     req->cluster()))),
+                          now);
+                    }
+                    return out;
+                  });
 }
 
 grpc::ServerUnaryReactor* QueueServiceImpl::Ping(grpc::CallbackServerContext* rpc,
                                                  const v1::PingRequest*, v1::PingResponse*) {
   grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  // Any authenticated caller may ping.
+  if (ctx_->access != nullptr) {
+    absl::StatusOr<auth::Identity> caller = ctx_->access->Identify(*rpc);
+    if (!caller.ok()) {
+      reactor->Finish(ToGrpcStatus(caller.status()));
+      return reactor;
+    }
+    if (ctx_->access->enforcing() && caller->source == auth::Identity::Source::kAnonymous) {
+      reactor->Finish(ToGrpcStatus(absl::UnauthenticatedError(
+          "the call carries no credentials: present a client certificate or a bearer token")));
+      return reactor;
+    }
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

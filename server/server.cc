@@ -62,8 +62,10 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     const Config& config, std::function<absl::Time()> clock) {
   std::unique_ptr<AdmitdServer> server(new AdmitdServer());
   server->config_ = config;
-  // Before the store is opened: bad certificate files stop the start at once.
+  // Before the store is opened: bad certificate, authentication or policy files stop the
+  // start at once.
   ADMITD_ASSIGN_OR_RETURN(TransportSecurity security, MakeTransportSecurity(config));
+  ADMITD_ASSIGN_OR_RETURN(server->access_, MakeAccessControl(config, clock));
 
   store::StoreOptions store_options;
   store_options.path = config.data_dir;
@@ -132,6 +134,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->context_.store = server->store_.get();
   server->context_.hub = server->hub_.get();
   server->context_.metrics = server->metrics_.get();
+  server->context_.access = server->access_.get();
   server->queue_service_ = std::make_unique<QueueServiceImpl>(&server->context_);
   server->admission_service_ = std::make_unique<AdmissionServiceImpl>(&server->context_);
   server->pod_service_ = std::make_unique<PodServiceImpl>(&server->context_);

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/access_control.h"
 #include "server/admission_service.h"
 #include "server/config.h"
 #include "server/dispatch.h"
@@ -80,6 +81,7 @@ class AdmitdServer {
   std::unique_ptr<WatchHub> hub_;
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<Finisher> finisher_;
+  std::unique_ptr<AccessControl> access_;
   ServiceContext context_;
   std::unique_ptr<QueueServiceImpl> queue_service_;
   std::unique_ptr<AdmissionServiceImpl> admission_service_;

@@ -13,6 +13,10 @@ WatchFilter WatchFilter::From(const v1::WatchRequest& request) {
 
 bool WatchFilter::Matches(const v1::WatchEvent& event) const {
   if (event.type() == v1::WatchEvent::SYNCED) return true;
+  return MatchesRequest(event) && (!visible || visible(event));
+}
+
+bool WatchFilter::MatchesRequest(const v1::WatchEvent& event) const {
   if (event.has_directive()) {
     // Only to a watch that asks for directives, and then of its cluster.
     if (kinds.count(v1::OBJECT_KIND_POD_DIRECTIVE) == 0) return false;

@@ -10,6 +10,7 @@
 #ifndef ADMITD_SERVER_WATCH_FILTER_H_
 #define ADMITD_SERVER_WATCH_FILTER_H_
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -23,9 +24,14 @@ struct WatchFilter {
   std::string namespace_;
   std::string cluster_queue;
   std::string cluster;  // pod directives of this cluster only
+  // What the caller may read (the authorization policy's watch scope); null: everything.
+  std::function<bool(const v1::WatchEvent&)> visible;
 
   static WatchFilter From(const v1::WatchRequest& request);
   bool Matches(const v1::WatchEvent& event) const;
+
+ private:
+  bool MatchesRequest(const v1::WatchEvent& event) const;
 };
 
 }  // namespace admitd

@@ -1,5 +1,7 @@
 #include "server/watch_reactor.h"
 
+#include "server/access_control.h"
+
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <algorithm>
@@ -20,10 +22,17 @@ constexpr size_t kLargeBacklog = 1024;
 
 }  // namespace
 
-WatchReactor* WatchReactor::Start(ServiceContext* ctx, const v1::WatchRequest& request) {
-  auto* reactor = new WatchReactor(ctx, request);
+WatchReactor* WatchReactor::Start(ServiceContext* ctx, const v1::WatchRequest& request,
+                                  const grpc::ServerContextBase* rpc) {
+  absl::StatusOr<std::function<bool(const v1::WatchEvent&)>> visible =
+      std::function<bool(const v1::WatchEvent&)>();
+  if (ctx->access != nullptr && rpc != nullptr) visible = WatchVisibility(*ctx->access, *rpc, request);
+  auto* reactor =
+      new WatchReactor(ctx, request, visible.ok() ? *visible : nullptr);
   reactor->self_.reset(reactor);
-  if (absl::Status bad = CheckWatchRequest(request); !bad.ok()) {
+  absl::Status bad = CheckWatchRequest(request);
+  if (bad.ok()) bad = visible.status();
+  if (!bad.ok()) {
     {
       absl::MutexLock lock(&reactor->mu_);
       reactor->MarkFinished(ToGrpcStatus(bad));
@@ -36,7 +45,8 @@ WatchReactor* WatchReactor::Start(ServiceContext* ctx, const v1::WatchRequest& r
   return reactor;
 }
 
-WatchReactor* WatchReactor::Start(ServiceContext* ctx, const grpc::ByteBuffer& request) {
+WatchReactor* WatchReactor::Start(ServiceContext* ctx, const grpc::ByteBuffer& request,
+                                  const grpc::ServerContextBase* rpc) {
   v1::WatchRequest parsed;
   grpc::ByteBuffer copy(request);  // Deserialize consumes its buffer; this shares the slices
   if (!grpc::SerializationTraits<v1::WatchRequest>::Deserialize(&copy, &parsed).ok()) {
@@ -49,11 +59,23 @@ WatchReactor* WatchReactor::Start(ServiceContext* ctx, const grpc::ByteBuffer& r
     reactor->Pump();
     return reactor;
   }
-  return Start(ctx, parsed);
+  return Start(ctx, parsed, rpc);
 }
 
-WatchReactor::WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request)
-    : ctx_(ctx), filter_(WatchFilter::From(request)) {}
+namespace {
+
+WatchFilter FilterOf(const v1::WatchRequest& request,
+                     std::function<bool(const v1::WatchEvent&)> visible) {
+  WatchFilter filter = WatchFilter::From(request);
+  filter.visible = std::move(visible);
+  return filter;
+}
+
+}  // namespace
+
+WatchReactor::WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request,
+                           std::function<bool(const v1::WatchEvent&)> visible)
+    : ctx_(ctx), filter_(FilterOf(request, std::move(visible))) {}
 
 void WatchReactor::Init(const v1::WatchRequest& request) {
   absl::MutexLock lock(&mu_);

@@ -24,17 +24,22 @@ namespace admitd {
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // Creates the reactor and starts sending; it deletes itself when the stream ends.
-  static WatchReactor* Start(ServiceContext* ctx, const v1::WatchRequest& request);
+  // With `rpc` and the context's access control, the stream carries only what the caller may
+  // watch (a request for a kind it may watch nowhere is PERMISSION_DENIED).
+  static WatchReactor* Start(ServiceContext* ctx, const v1::WatchRequest& request,
+                             const grpc::ServerContextBase* rpc = nullptr);
   // The same for an encoded WatchRequest; one that does not parse ends the stream with
   // INVALID_ARGUMENT.
-  static WatchReactor* Start(ServiceContext* ctx, const grpc::ByteBuffer& request);
+  static WatchReactor* Start(ServiceContext* ctx, const grpc::ByteBuffer& request,
+                             const grpc::ServerContextBase* rpc = nullptr);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
   void OnDone() override;
 
  private:
-  WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request);
+  WatchReactor(ServiceContext* ctx, const v1::WatchRequest& request,
+               std::function<bool(const v1::WatchEvent&)> visible = nullptr);
   void Init(const v1::WatchRequest& request);
   // Starts the next write if none is in flight, or finishes the stream when it must end.
   void Pump();

@@ -268,6 +268,13 @@ absl::StatusOr<v1::ImportResponse> Engine::Import(const v1::ImportRequest& reque
                                                   absl::Time now) {
   return impl_->Import(request, now);
 }
+std::vector<const v1::Workload*> Engine::ResizeTargets(const v1::ResizeRequest& request) {
+  return impl_->ResizeTargets(request);
+}
+
+void Engine::RecordAudit(v1::Event event, absl::Time now) {
+  impl_->RecordAudit(std::move(event), now);
+}
 absl::StatusOr<v1::ResizeResponse> Engine::Resize(const v1::ResizeRequest& request,
                                                   absl::Time now) {
   return impl_->Resize(request, now);

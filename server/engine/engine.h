@@ -130,6 +130,11 @@ class Engine {
   // Records admitted workloads from a running Kueue without scheduling them (see the proto).
   absl::StatusOr<v1::ImportResponse> Import(const v1::ImportRequest& request, absl::Time now);
 
+  // Appends `event` (an audit record of an admin change, made by the caller) to the event log
+  // with this batch's changes, its time set to `now`. Recorded even when events on workloads
+  // are off.
+  void RecordAudit(v1::Event event, absl::Time now);
+
   // ---- Workloads (AdmissionService) ---------------------------------------------------------
   // Queues a workload (see the proto for semantics). Unknown LocalQueue: NOT_FOUND naming
   // spec.queueName; invalid fields: INVALID_ARGUMENT. Nothing changes on error.
@@ -165,6 +170,9 @@ class Engine {
   absl::StatusOr<v1::Workload> GetWorkload(const v1::GetWorkloadRequest& request) const;
   // The workload itself without a copy, or null; valid until the engine next changes.
   const v1::Workload* FindWorkload(const std::string& ns, const std::string& name) const;
+  // The workloads a Resize of `request` would act on (the job's, or the named one's chain);
+  // empty when there is none.
+  std::vector<const v1::Workload*> ResizeTargets(const v1::ResizeRequest& request);
   // The workload as it stands, as an immutable object the caller may keep and read from any
   // thread. When the last TakeChanges(/*keep_snapshots=*/true) included it and it has not
   // changed since, this is that call's snapshot, shared, not copied; otherwise a new copy. A

@@ -44,6 +44,22 @@ void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
   changes_.push_back(std::move(c));
 }
 
+void Engine::Impl::RecordAudit(v1::Event event, absl::Time now) {
+  *event.mutable_event_time() = ToProtoTime(now);
+  event.set_note(pods::TruncateEventMessage(event.note()));
+  Change c;
+  c.revision = ++revision_;
+  c.kind = v1::OBJECT_KIND_EVENT;
+  const v1::ObjectReference& about = event.regarding();
+  c.key = absl::StrCat("audit/", about.kind(), "/", about.namespace_(), "/", about.name(), "#",
+                       c.revision);
+  c.type = v1::WatchEvent::ADDED;
+  c.reason = event.reason();
+  c.message = event.note();
+  c.event = std::make_shared<v1::Event>(std::move(event));
+  changes_.push_back(std::move(c));
+}
+
 void Engine::Impl::CountEviction(WorkloadEntry& entry, const std::string& reason,
                                  const std::string& cause) {
   v1::SchedulingStats* stats = entry.object.mutable_status()->mutable_scheduling_stats();

@@ -135,6 +135,10 @@ class Engine::Impl {
   std::vector<Change> TakeChanges(bool keep_snapshots);
   void ForgetSnapshots() { last_snapshots_.clear(); }
 
+ // ---- engine_events.cc, engine_slices.cc: for the server's access checks and audit ----
+  void RecordAudit(v1::Event event, absl::Time now);
+  std::vector<const v1::Workload*> ResizeTargets(const v1::ResizeRequest& request);
+
  private:
   // Records a Change for a workload (bumping its resource_version).
   void EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type, const std::string& reason,

@@ -232,6 +232,21 @@ void Engine::Impl::RefreshResourceRequests(WorkloadEntry& entry) {
   }
 }
 
+std::vector<const v1::Workload*> Engine::Impl::ResizeTargets(const v1::ResizeRequest& request) {
+  std::string chain;
+  if (!request.job().uid().empty()) {
+    chain = absl::StrCat(request.namespace_(), "/uid:", request.job().uid());
+    if (chains_.count(chain) == 0) return {};
+  } else {
+    WorkloadEntry* named = FindWorkload(request.namespace_(), request.name());
+    if (named == nullptr) return {};
+    chain = ChainKey(named->object);
+  }
+  std::vector<const v1::Workload*> out;
+  for (WorkloadEntry* e : ChainOf(chain)) out.push_back(&e->object);
+  return out;
+}
+
 absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest& request,
                                                         absl::Time now) {
   Violations violations;
