@@ -58,6 +58,8 @@ constexpr char kUsage[] = R"(usage: admitctl [--server HOST:PORT] [TLS FLAGS] CO
                                       DELETE, REMOVE_FINALIZER), per pod
   events [NAME] [-n NS | -A] [-w]     the events recorded on workloads (Kueue's types, reasons
                                       and messages), oldest first; -w keeps following
+  audit [-w]                          the audit trail: who applied, deleted or imported what,
+                                      and when, oldest first (as far as the event log reaches)
   watch [--since REV] [--kind KIND] [-n NS]
   cycles [N] [--advance SECONDS]      run N scheduling cycles (with --manual-scheduling); with
                                       --manual-clock, move the clock forward first
@@ -529,6 +531,34 @@ int Watch(Client& client, const Args& args) {
 
 // Kueue's Workload events, from the oldest the server's log still holds: one line each, then
 // (with -w) the live ones as they happen.
+int Audit(Client& client, const Args& args) {
+  v1::WatchRequest req;
+  req.add_kinds(v1::OBJECT_KIND_EVENT);
+  req.set_from_oldest(true);
+  const bool follow = args.Has("-w") || args.Has("--watch");
+  grpc::ClientContext ctx;
+  auto reader = client.admission().Watch(&ctx, req);
+  v1::WatchEvent event;
+  int shown = 0;
+  while (reader->Read(&event)) {
+    if (event.type() == v1::WatchEvent::SYNCED) {
+      if (!follow) {
+        ctx.TryCancel();
+        break;
+      }
+      continue;
+    }
+    if (!event.has_event() || event.event().reporting_controller() != "admitd-audit") continue;
+    std::printf("%s\n", AuditLine(event).c_str());
+    std::fflush(stdout);
+    ++shown;
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Fail(s);
+  if (shown == 0 && !follow) std::printf("no audit records\n");
+  return 0;
+}
+
 int Events(Client& client, const Args& args) {
   v1::WatchRequest req;
   req.add_kinds(v1::OBJECT_KIND_EVENT);
@@ -640,6 +670,7 @@ int Run(int argc, char** argv) {
   if (cmd == "release") return Release(client, args);
   if (cmd == "watch") return Watch(client, args);
   if (cmd == "events") return Events(client, args);
+  if (cmd == "audit") return Audit(client, args);
   if (cmd == "cycles") return Cycles(client, args);
   if (cmd == "deactivate") return SetActive(client, args, false);
   if (cmd == "activate") return SetActive(client, args, true);

@@ -243,6 +243,20 @@ std::string AdmitReport(const v1::AdmitResponse& resp) {
   return out;
 }
 
+std::string AuditLine(const v1::WatchEvent& event) {
+  const v1::Event& e = event.event();
+  const v1::ObjectReference& about = e.regarding();
+  const absl::Time at = absl::FromUnixSeconds(e.event_time().seconds());
+  std::string object = about.kind();
+  if (!about.name().empty()) {
+    absl::StrAppend(&object, "/", about.namespace_().empty() ? "" : about.namespace_() + "/",
+                    about.name());
+  }
+  return absl::StrCat(event.revision(), "  ",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", at, absl::UTCTimeZone()), "  ",
+                      e.user(), "  ", e.reason(), "  ", object, "  ", e.note());
+}
+
 std::string EventLine(const v1::WatchEvent& event) {
   if (event.type() == v1::WatchEvent::SYNCED) {
     return absl::StrCat(event.revision(), "  SYNCED (replay done; live events follow)");

@@ -23,6 +23,9 @@ std::string ObjectName(const v1::QueueObject& o);
 std::string WorkloadTable(const std::vector<v1::Workload>& workloads, absl::Time now);
 std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObject>& objects);
 std::string AdmitReport(const v1::AdmitResponse& resp);
+// An audit record (an Event of reporting controller admitd-audit): revision, time, who, what,
+// the object and the note.
+std::string AuditLine(const v1::WatchEvent& event);
 std::string EventLine(const v1::WatchEvent& event);
 // "key: value" lines for one workload: its slice chain (the workload-slice-name and
 // workload-slice-replacement-for annotations), the pod counts it asks for and the counts and
