@@ -111,7 +111,10 @@ bool HoldsQuota(const v1::Workload& wl) {
 }
 
 Client::Client(const std::string& address)
-    : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+    : Client(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())) {}
+
+Client::Client(std::shared_ptr<grpc::Channel> c)
+    : channel(std::move(c)),
       queues(v1::QueueService::NewStub(channel)),
       admission(v1::AdmissionService::NewStub(channel)) {}
 

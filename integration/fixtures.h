@@ -51,6 +51,7 @@ bool HoldsQuota(const v1::Workload& wl);
 
 struct Client {
   explicit Client(const std::string& address);
+  explicit Client(std::shared_ptr<grpc::Channel> channel);
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::QueueService::Stub> queues;
   std::unique_ptr<v1::AdmissionService::Stub> admission;

@@ -3,6 +3,7 @@
 //   admitd-bench --config integration/bench/configs/baseline.yaml [--time-scale F]
 //   admitd-bench --config ... --find-scale [--time-scale START] [--max-scale M]
 //   admitd-bench --raw N [--seconds D]
+//   admitd-bench --raw N --security [--seconds D]   plaintext, TLS, mTLS and tokens compared
 //
 // Without --server it starts the admitd binary on a temporary data dir (fsync on) and reports
 // its peak memory. Exits non-zero when an invariant was violated or a workload never finished.
@@ -23,6 +24,7 @@
 #include "integration/bench/bench_config.h"
 #include "integration/bench/raw_run.h"
 #include "integration/bench/schedule_run.h"
+#include "integration/bench/security_run.h"
 #include "integration/fixtures.h"
 
 #ifndef ADMITD_BINARY
@@ -34,7 +36,9 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: admitd-bench --config FILE [--time-scale F] [--find-scale [--max-scale M]]\n"
-    "       admitd-bench --raw N [--seconds D]\n"
+    "       admitd-bench --raw N [--seconds D] [--security]\n"
+    "  --security           the raw run against plaintext, TLS, mTLS + policy and\n"
+    "                       TLS + service-account token + policy servers, compared\n"
     "  --server HOST:PORT   use a running admitd instead of starting one\n"
     "  --admitd PATH        the admitd binary to start (default: the one built with this)\n"
     "  --admitd-arg ARG     an extra argument for the started admitd (repeatable)\n"
@@ -50,6 +54,7 @@ struct Options {
   bool find_scale = false;
   double max_scale = 4096;
   int raw = 0;
+  bool security = false;
   double seconds = 5;
   double timeout_s = 0;
 };
@@ -233,6 +238,8 @@ int Main(int argc, char** argv) {
       options.find_scale = true;
     } else if (flag == "--max-scale") {
       number(&options.max_scale);
+    } else if (flag == "--security") {
+      options.security = true;
     } else if (flag == "--raw") {
       double n = 0;
       number(&n);
@@ -245,6 +252,10 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "unknown flag %s\n%s", flag.c_str(), kUsage);
       return 2;
     }
+  }
+  if (options.raw > 0 && options.security) {
+    return RunSecurityComparison(options.admitd, options.admitd_args, options.raw,
+                                 absl::Seconds(options.seconds));
   }
   if (options.raw > 0) return RawMode(options);
   if (options.config.empty()) {

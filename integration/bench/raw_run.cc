@@ -18,11 +18,13 @@ constexpr int kChannels = 2;  // so the client side is not one HTTP/2 connection
 
 class RawRun {
  public:
-  RawRun(const std::string& address, int clients, absl::Duration duration, std::string prefix)
+  RawRun(const std::string& address, int clients, absl::Duration duration, std::string prefix,
+         const ChannelFactory& connect)
       : clients_(clients), duration_(duration), prefix_(std::move(prefix)),
         ns_(absl::StrCat(prefix_, "raw")) {
     for (int i = 0; i < kChannels; ++i) {
-      channels_.push_back(std::make_unique<testing::Client>(address));
+      channels_.push_back(connect ? std::make_unique<testing::Client>(connect(address))
+                                  : std::make_unique<testing::Client>(address));
     }
   }
 
@@ -275,8 +277,8 @@ class RawRun {
 }  // namespace
 
 RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
-                 const std::string& prefix) {
-  RawRun run(address, clients, duration, prefix);
+                 const std::string& prefix, ChannelFactory connect) {
+  RawRun run(address, clients, duration, prefix, connect);
   return run.Run();
 }
 

@@ -4,6 +4,10 @@
 #ifndef ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
 #define ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
 
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
@@ -28,8 +32,11 @@ struct RawReport {
   bool ok() const { return errors == 0 && violations == 0 && workloads_per_second > 0; }
 };
 
+// Makes the run's channels to `address`; null: plaintext.
+using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>(const std::string& address)>;
+
 RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
-                 const std::string& prefix);
+                 const std::string& prefix, ChannelFactory connect = nullptr);
 
 void PrintRawReport(const RawReport& report);
 
