@@ -1,6 +1,7 @@
 // admitctl: the command line for admitd. `admitctl help` lists the commands.
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -529,12 +530,15 @@ int Watch(Client& client, const Args& args) {
   return s.ok() ? 0 : Fail(s);
 }
 
-// Kueue's Workload events, from the oldest the server's log still holds: one line each, then
-// (with -w) the live ones as they happen.
-int Audit(Client& client, const Args& args) {
+// Events from the oldest the server's log still holds (of `ns`; every namespace when empty), the
+// ones `show` takes printed by `line`, one each; then, with -w, the live ones as they happen.
+int PrintEvents(Client& client, const Args& args, const std::string& ns,
+                const std::function<bool(const v1::Event&)>& show,
+                std::string (*line)(const v1::WatchEvent&), const char* none) {
   v1::WatchRequest req;
   req.add_kinds(v1::OBJECT_KIND_EVENT);
   req.set_from_oldest(true);
+  req.set_namespace_(ns);
   const bool follow = args.Has("-w") || args.Has("--watch");
   grpc::ClientContext ctx;
   auto reader = client.admission().Watch(&ctx, req);
@@ -548,45 +552,32 @@ int Audit(Client& client, const Args& args) {
       }
       continue;
     }
-    if (!event.has_event() || event.event().reporting_controller() != "admitd-audit") continue;
-    std::printf("%s\n", AuditLine(event).c_str());
+    if (!event.has_event() || !show(event.event())) continue;
+    std::printf("%s\n", line(event).c_str());
     std::fflush(stdout);
     ++shown;
   }
   grpc::Status s = reader->Finish();
   if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Fail(s);
-  if (shown == 0 && !follow) std::printf("no audit records\n");
+  if (shown == 0 && !follow) std::printf("%s\n", none);
   return 0;
 }
 
+// The audit trail: who applied, deleted or imported what.
+int Audit(Client& client, const Args& args) {
+  return PrintEvents(
+      client, args, "",
+      [](const v1::Event& e) { return e.reporting_controller() == "admitd-audit"; }, AuditLine,
+      "no audit records");
+}
+
+// Kueue's Workload events.
 int Events(Client& client, const Args& args) {
-  v1::WatchRequest req;
-  req.add_kinds(v1::OBJECT_KIND_EVENT);
-  req.set_from_oldest(true);
-  req.set_namespace_(args.Has("-A") ? "" : args.Get("-n", "default"));
   const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
-  const bool follow = args.Has("-w") || args.Has("--watch");
-  grpc::ClientContext ctx;
-  auto reader = client.admission().Watch(&ctx, req);
-  v1::WatchEvent event;
-  int shown = 0;
-  while (reader->Read(&event)) {
-    if (event.type() == v1::WatchEvent::SYNCED) {
-      if (!follow) {
-        ctx.TryCancel();
-        break;
-      }
-      continue;
-    }
-    if (!event.has_event() || (!name.empty() && event.event().regarding().name() != name)) continue;
-    std::printf("%s\n", EventLine(event).c_str());
-    std::fflush(stdout);
-    ++shown;
-  }
-  grpc::Status s = reader->Finish();
-  if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Fail(s);
-  if (shown == 0 && !follow) std::printf("no events\n");
-  return 0;
+  return PrintEvents(
+      client, args, args.Has("-A") ? "" : args.Get("-n", "default"),
+      [&name](const v1::Event& e) { return name.empty() || e.regarding().name() == name; },
+      EventLine, "no events");
 }
 
 int Cycles(Client& client, const Args& args) {

@@ -23,44 +23,14 @@ struct ObjectRef {
 };
 
 ObjectRef RefOf(const v1::QueueObject& o) {
-  const auto ref = [](v1::ObjectKind kind, const char* name, const v1::ObjectMeta& meta) {
-    return ObjectRef{kind, name, meta.namespace_(), meta.name()};
-  };
-  switch (o.kind_case()) {
-    case v1::QueueObject::kResourceFlavor:
-      return ref(v1::OBJECT_KIND_RESOURCE_FLAVOR, "ResourceFlavor", o.resource_flavor().metadata());
-    case v1::QueueObject::kCohort:
-      return ref(v1::OBJECT_KIND_COHORT, "Cohort", o.cohort().metadata());
-    case v1::QueueObject::kClusterQueue:
-      return ref(v1::OBJECT_KIND_CLUSTER_QUEUE, "ClusterQueue", o.cluster_queue().metadata());
-    case v1::QueueObject::kLocalQueue:
-      return ref(v1::OBJECT_KIND_LOCAL_QUEUE, "LocalQueue", o.local_queue().metadata());
-    case v1::QueueObject::kWorkloadPriorityClass:
-      return ref(v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, "WorkloadPriorityClass",
-                 o.workload_priority_class().metadata());
-    case v1::QueueObject::kAdmissionCheck:
-      return ref(v1::OBJECT_KIND_ADMISSION_CHECK, "AdmissionCheck", o.admission_check().metadata());
-    case v1::QueueObject::kNamespace: {
-      ObjectRef r = ref(v1::OBJECT_KIND_NAMESPACE, "Namespace", o.namespace_().metadata());
-      r.namespace_ = r.name;  // a namespace is its own namespace to the policy
-      return r;
-    }
-    default:
-      return {};
-  }
-}
-
-const char* KindName(v1::ObjectKind kind) {
-  switch (kind) {
-    case v1::OBJECT_KIND_RESOURCE_FLAVOR: return "ResourceFlavor";
-    case v1::OBJECT_KIND_COHORT: return "Cohort";
-    case v1::OBJECT_KIND_CLUSTER_QUEUE: return "ClusterQueue";
-    case v1::OBJECT_KIND_LOCAL_QUEUE: return "LocalQueue";
-    case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return "WorkloadPriorityClass";
-    case v1::OBJECT_KIND_ADMISSION_CHECK: return "AdmissionCheck";
-    case v1::OBJECT_KIND_NAMESPACE: return "Namespace";
-    default: return "object";
-  }
+  ObjectRef ref;
+  ref.kind = engine::KindOf(o);
+  ref.kind_name = engine::KindName(ref.kind);
+  ref.namespace_ = engine::Meta(o).namespace_();
+  ref.name = engine::Meta(o).name();
+  // A namespace is its own namespace to the policy.
+  if (ref.kind == v1::OBJECT_KIND_NAMESPACE) ref.namespace_ = ref.name;
+  return ref;
 }
 
 // The namespace a request about an object of `kind` is in, to the policy.
@@ -155,7 +125,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Delete(grpc::CallbackServerContext* 
       [req, who = *std::move(caller)](
           engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteObjectResponse> {
         ADMITD_RETURN_IF_ERROR(e.Delete(*req, now));
-        const char* kind = KindName(req->kind());
+        const char* kind = engine::KindName(req->kind());
         e.RecordAudit(AuditEvent(who, "Deleted", kind,
                                  req->kind() == v1::OBJECT_KIND_LOCAL_QUEUE ? req->namespace_() : "",
                                  req->name(), absl::StrCat("deleted ", kind, " ", req->name())),

@@ -148,17 +148,6 @@ class Errors {
   std::vector<std::string> list_;
 };
 
-template <typename Enum, size_t N>
-bool Lookup(const absl::string_view (&names)[N], absl::string_view name, Enum* out) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) {
-      *out = static_cast<Enum>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
 // A role's rules into `g`.
 void ParseRules(const YAML::Node& rules, const std::string& path, Errors& errors, Grants& g) {
   if (!rules || !rules.IsSequence() || rules.size() == 0) {
@@ -172,35 +161,30 @@ void ParseRules(const YAML::Node& rules, const std::string& path, Errors& errors
     std::vector<std::string> resources = errors.Strings(rules[i], at, "resources");
     if (verbs.empty()) errors.Add(at + ".verbs", "Required value");
     if (resources.empty()) errors.Add(at + ".resources", "Required value");
-    std::vector<int> vs, rs;
-    for (size_t j = 0; j < verbs.size(); ++j) {
-      Verb v;
-      if (verbs[j] == "*") {
-        for (int k = 0; k < kVerbCount; ++k) vs.push_back(k);
-      } else if (Lookup(kVerbNames, verbs[j], &v)) {
-        vs.push_back(static_cast<int>(v));
-      } else {
-        std::vector<absl::string_view> known(std::begin(kVerbNames), std::end(kVerbNames));
-        known.push_back("*");
-        errors.Add(absl::StrCat(at, ".verbs[", j, "]"),
-                   absl::StrCat("Unsupported value: \"", verbs[j],
-                                "\": supported values: ", Quoted(known)));
+    // Names -> indexes ("*": all of them), each unknown name an error.
+    const auto indexes = [&](const std::vector<std::string>& names, const char* field,
+                             const absl::string_view* known, int count) {
+      std::vector<int> out;
+      for (size_t j = 0; j < names.size(); ++j) {
+        if (names[j] == "*") {
+          for (int k = 0; k < count; ++k) out.push_back(k);
+          continue;
+        }
+        const absl::string_view* it = std::find(known, known + count, names[j]);
+        if (it != known + count) {
+          out.push_back(static_cast<int>(it - known));
+          continue;
+        }
+        std::vector<absl::string_view> supported(known, known + count);
+        supported.push_back("*");
+        errors.Add(absl::StrCat(at, ".", field, "[", j, "]"),
+                   absl::StrCat("Unsupported value: \"", names[j],
+                                "\": supported values: ", Quoted(supported)));
       }
-    }
-    for (size_t j = 0; j < resources.size(); ++j) {
-      Resource r;
-      if (resources[j] == "*") {
-        for (int k = 0; k < kResourceCount; ++k) rs.push_back(k);
-      } else if (Lookup(kResourceNames, resources[j], &r)) {
-        rs.push_back(static_cast<int>(r));
-      } else {
-        std::vector<absl::string_view> known(std::begin(kResourceNames), std::end(kResourceNames));
-        known.push_back("*");
-        errors.Add(absl::StrCat(at, ".resources[", j, "]"),
-                   absl::StrCat("Unsupported value: \"", resources[j],
-                                "\": supported values: ", Quoted(known)));
-      }
-    }
+      return out;
+    };
+    const std::vector<int> vs = indexes(verbs, "verbs", kVerbNames, kVerbCount);
+    const std::vector<int> rs = indexes(resources, "resources", kResourceNames, kResourceCount);
     for (int v : vs) {
       for (int r : rs) g[v][r] = true;
     }

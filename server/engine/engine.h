@@ -100,6 +100,12 @@ struct CycleStats {
   bool more = false;
 };
 
+// Queue objects: the kind's name as Kueue spells it ("ClusterQueue"; "object" for none), the
+// kind a QueueObject holds, and its metadata.
+const char* KindName(v1::ObjectKind kind);
+v1::ObjectKind KindOf(const v1::QueueObject& o);
+const v1::ObjectMeta& Meta(const v1::QueueObject& o);
+
 class Engine {
  public:
   explicit Engine(EngineOptions options = {});

@@ -384,10 +384,7 @@ bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check);
 bool HoldsReservation(const v1::Workload& wl);
 
 // Helpers over queue objects shared by the engine's files.
-const char* KindName(v1::ObjectKind kind);
-v1::ObjectKind KindOf(const v1::QueueObject& o);
 v1::ObjectMeta* MutableMeta(v1::QueueObject* o);
-const v1::ObjectMeta& Meta(const v1::QueueObject& o);
 // "name" for cluster-scoped kinds, "namespace/name" for LocalQueues and Workloads.
 std::string ObjectKey(v1::ObjectKind kind, const std::string& ns, const std::string& name);
 
