@@ -89,10 +89,18 @@ HELM=${HELM:-$(command -v helm || true)}
 if [ -n "$HELM" ]; then
   chart=helm/admitd
   "$HELM" lint --strict "$chart"
-  must_render "$chart" "ConfigMap Service Service StatefulSet"
-  must_render "$chart" "ConfigMap Service Service StatefulSet" \
+  must_render "$chart" "ConfigMap Secret Service Service StatefulSet"
+  must_render "$chart" "ConfigMap Secret Service Service StatefulSet" \
     --set config.featureGates.ElasticJobsViaWorkloadSlices=true \
     --set persistence.storageClass=fast --set service.port=443
+  # TLS from a Secret of one's own; TLS off; client certificates, tokens and a policy.
+  must_render "$chart" "ConfigMap Service Service StatefulSet" --set tls.secretName=mine
+  must_render "$chart" "ConfigMap Service Service StatefulSet" --set tls.enabled=false
+  must_render "$chart" "ConfigMap Secret Service Service StatefulSet" \
+    -f "$chart/ci/auth-values.yaml"
+  must_refuse "$chart" "tls.enabled needs metrics.enabled" --set metrics.enabled=false
+  must_refuse "$chart" "auth.authenticationConfig needs tls.enabled" \
+    -f "$chart/ci/auth-values.yaml" --set tls.enabled=false
   must_refuse "$chart" "replicaCount is 2" --set replicaCount=2
   must_refuse "$chart" "replicaCount is 0" --set replicaCount=0
   must_refuse "$chart" "/config/logLevel" --set config.logLevel=verbose

@@ -41,9 +41,20 @@ ask, and the Service maps service.port onto it by name.
 */}}
 {{- define "admitd.containerPort" -}}50051{{- end -}}
 
-{{/* One admitd per admission domain; see replicaCount in values.yaml. */}}
+{{/* One admitd per admission domain; see replicaCount in values.yaml. TLS and tokens agree. */}}
 {{- define "admitd.validate" -}}
 {{- if ne (int .Values.replicaCount) 1 -}}
 {{- fail (printf "replicaCount is %v, but must be 1: one admitd is one admission domain and the only writer of its RocksDB store. For availability run a standby, not more replicas." .Values.replicaCount) -}}
 {{- end -}}
+{{- if and .Values.tls.enabled (not .Values.metrics.enabled) -}}
+{{- fail "tls.enabled needs metrics.enabled: the probes use /healthz and /readyz on the metrics port over HTTPS (Kubernetes' gRPC probes cannot speak TLS)" -}}
+{{- end -}}
+{{- if and (not .Values.tls.enabled) .Values.auth.authenticationConfig -}}
+{{- fail "auth.authenticationConfig needs tls.enabled: bearer tokens are only taken over TLS" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret with tls.crt, tls.key and ca.crt: the one given, or the chart's. */}}
+{{- define "admitd.tlsSecret" -}}
+{{- .Values.tls.secretName | default (printf "%s-tls" (include "admitd.fullname" .)) -}}
 {{- end -}}
