@@ -121,6 +121,23 @@ if [ -n "$HELM" ]; then
     --set webhook.enabled=false --set leaderElection.enabled=false --set replicaCount=1
   must_have_webhooks "$chart" "mjob.kb.io vjob.kb.io" - "${required[@]}"
   must_render "$chart" "$all" "${required[@]}" --set integrations.pods=true
+  # TLS to admitd with its CA, a client certificate and the projected token; and plaintext.
+  secure=$("$HELM" template r "$chart" "${required[@]}" --set admitd.tls.caSecret=admitd-ca \
+    --set admitd.tls.clientCertSecret=shim-client --set admitd.tls.serverName=admitd)
+  for want in --admitd-ca-file=/etc/admitd-ca/ca.crt --admitd-cert-file= \
+      --admitd-token-file=/var/run/secrets/admitd/token "audience: \"admitd\"" \
+      "secretName: admitd-ca" "secretName: shim-client"; do
+    grep -q -- "$want" <<<"$secure" ||
+      { echo "helm: rendering $chart with admitd TLS: no $want" >&2; exit 1; }
+  done
+  plain=$("$HELM" template r "$chart" "${required[@]}" --set admitd.tls.enabled=false \
+    --set admitd.token.enabled=false)
+  if grep -q -- "--admitd-t" <<<"$plain"; then
+    echo "helm: rendering $chart with admitd TLS off: TLS flags remain" >&2
+    exit 1
+  fi
+  must_refuse "$chart" "admitd.token.enabled needs admitd.tls.enabled" "${required[@]}" \
+    --set admitd.tls.enabled=false
   must_have_webhooks "$chart" "mjob.kb.io mpod.kb.io vjob.kb.io vpod.kb.io" \
     --integrations=batch/job,pod "${required[@]}" --set integrations.pods=true
   must_have_webhooks "$chart" "mjob.kb.io mraycluster.kb.io vjob.kb.io vraycluster.kb.io" \

@@ -57,9 +57,12 @@ the release's namespace. The webhooks' namespaceSelector excludes the same ones.
 {{- join "," $excluded -}}
 {{- end -}}
 
-{{/* Without leader election every replica would reconcile the same Jobs. */}}
+{{/* Without leader election every replica would reconcile the same Jobs; tokens need TLS. */}}
 {{- define "admitd-shim.validate" -}}
 {{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicaCount) 1) -}}
 {{- fail (printf "replicaCount is %v with leaderElection.enabled=false: every replica would reconcile the same Jobs. Enable leader election or run one replica." .Values.replicaCount) -}}
+{{- end -}}
+{{- if and .Values.admitd.token.enabled (not .Values.admitd.tls.enabled) -}}
+{{- fail "admitd.token.enabled needs admitd.tls.enabled: a bearer token is only sent over TLS" -}}
 {{- end -}}
 {{- end -}}
