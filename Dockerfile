@@ -26,11 +26,12 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 # Runtime stage: only the shared libraries the binaries load. Debian's RocksDB CMake package links
 # librocksdb.a, so librocksdb7.8 is there for what that archive needs at run time (snappy, lz4,
-# zstd, bz2) and keeps working if the link turns dynamic. libcurl4 is the shim's HTTP client.
+# zstd, bz2) and keeps working if the link turns dynamic. libcurl4 is the shim's HTTP client;
+# the openssl command issues certificates (docker-compose.yaml's certs service, docs/security.md).
 FROM debian:12-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 librocksdb7.8 libyaml-cpp0.7 \
-      libcpp-httplib0.11 libcurl4 \
+      libcpp-httplib0.11 libcurl4 openssl \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 admitd \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/admitd --create-home \
