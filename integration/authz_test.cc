@@ -362,6 +362,25 @@ TEST_F(AuthzTest, AServiceAccountTokenActsAsItsClustersShim) {
             "submit workloads of cluster c2 in namespace team-a");
 }
 
+TEST_F(AuthzTest, ATokenFileIsReadAgainWhenItChanges) {
+  // As a projected service-account token is: the kubelet rewrites the file before expiry.
+  WriteFileAtomically(dir_ + "/token", issuer_.Sign(ShimToken()) + "\n");
+  clients::ConnectionOptions options;
+  options.target = absl::StrCat("127.0.0.1:", server_->port());
+  options.ca_file = dir_ + "/ca.crt";
+  options.token_file = dir_ + "/token";
+  Caller shim = Connected(options);
+  ASSERT_TRUE(Submit(shim, Job("team-a", "job-1", "c1")).ok());
+  nlohmann::json expired = ShimToken();
+  expired["exp"] = absl::ToUnixSeconds(absl::Now()) - 3600;
+  WriteFileAtomically(dir_ + "/token", issuer_.Sign(expired));
+  grpc::Status s = Submit(shim, Job("team-a", "job-2", "c1"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(s.error_message(), HasSubstr("token expired at"));
+  WriteFileAtomically(dir_ + "/token", issuer_.Sign(ShimToken()));
+  EXPECT_TRUE(Submit(shim, Job("team-a", "job-3", "c1")).ok());
+}
+
 TEST_F(AuthzTest, TokensWithTheWrongAudienceIssuerOrTimeAreRefused) {
   nlohmann::json claims = ShimToken();
   claims["aud"] = {"kubernetes"};
