@@ -31,6 +31,16 @@ SHIM = os.environ.get("ADMITD_SHIM_BIN", "build/clients/shim/admitd-shim")
 SHIM_NAMESPACE = "admitd-system"
 
 
+# The policy of a secure stack: admin may do everything; each shim acts on its cluster.
+SECURE_POLICY = """apiVersion: admitd.io/v1
+kind: AuthorizationPolicy
+bindings:
+- {role: admin, subjects: [{kind: User, name: admin}]}
+- {role: shim, clusters: [c1], subjects: [{kind: User, name: shim-c1}]}
+- {role: shim, clusters: [c2], subjects: [{kind: User, name: shim-c2}]}
+"""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -44,7 +54,12 @@ class Shim:
         self.identity = identity
         self.log_path = os.path.join(stack.tmp, "shim-%s.log" % identity)
         self._log = open(self.log_path, "w")
-        args = [SHIM, "--admitd", stack.admitd_address, "--cluster", cluster,
+        tls = []
+        if stack.certs:
+            tls = ["--admitd-ca-file", os.path.join(stack.certs, "ca.crt"),
+                   "--admitd-cert-file", os.path.join(stack.certs, "shim-%s.crt" % cluster),
+                   "--admitd-key-file", os.path.join(stack.certs, "shim-%s.key" % cluster)]
+        args = [SHIM, "--admitd", stack.admitd_address, "--cluster", cluster] + tls + [
                 "--kubeconfig", (api or stack.api).kubeconfig,
                 "--leader-election-namespace", SHIM_NAMESPACE, "--identity", identity,
                 "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
@@ -84,10 +99,24 @@ class Shim:
 
 class Stack:
     def __init__(self, nodes=("n1:pool=a:cpu=16", "n2:pool=b:cpu=16"), api_args=(),
-                 admitd_args=()):
+                 admitd_args=(), secure=False):
         """``api_args`` go to the API server after the defaults (a later flag wins);
-        ``admitd_args`` to admitd, on every start (e.g. ``("--feature-gates", "Name=true")``)."""
+        ``admitd_args`` to admitd, on every start (e.g. ``("--feature-gates", "Name=true")``).
+        ``secure``: admitd serves TLS, verifies client certificates and enforces a policy
+        (SECURE_POLICY): admitctl presents the admin's certificate, each shim its cluster's."""
         self.tmp = tempfile.mkdtemp(prefix="admitd-e2e-")
+        self.certs = self.make_certificates() if secure else None
+        self.client_tls = []
+        if self.certs:
+            c = self.certs
+            admitd_args = list(admitd_args) + [
+                "--tls-cert-file", os.path.join(c, "tls.crt"),
+                "--tls-private-key-file", os.path.join(c, "tls.key"),
+                "--client-ca-file", os.path.join(c, "ca.crt"),
+                "--authorization-policy", os.path.join(c, "policy.yaml")]
+            self.client_tls = ["--ca-file", os.path.join(c, "ca.crt"),
+                               "--cert-file", os.path.join(c, "admin.crt"),
+                               "--key-file", os.path.join(c, "admin.key")]
         args = ["--controllers", "job,scheduler,kubelet", "--namespace", SHIM_NAMESPACE,
                 "--namespace", "kube-system", "--kubelet-start-delay", "0.1",
                 "--kubelet-grace-cap", "0.3", "--bookmark-interval", "1"]
@@ -111,7 +140,8 @@ class Stack:
             [ADMITD, "--listen", self.admitd_address, "--data-dir", os.path.join(self.tmp, "data")]
             + self.admitd_args,
             stdout=self.admitd_log, stderr=subprocess.STDOUT)
-        wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.admitd_address, "get", "cq"],
+        wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.admitd_address]
+                                          + self.client_tls + ["get", "cq"],
                                           capture_output=True).returncode == 0,
                    timeout=20, interval=0.1, what="admitd to serve")
 
@@ -120,7 +150,8 @@ class Stack:
         self.admitd.wait(10)
 
     def admitctl(self, *args, check=True):
-        r = subprocess.run([ADMITCTL, "--server", self.admitd_address] + list(args),
+        r = subprocess.run([ADMITCTL, "--server", self.admitd_address] + self.client_tls
+                           + list(args),
                            capture_output=True, text=True)
         if check and r.returncode != 0:
             raise AssertionError("admitctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
@@ -209,6 +240,31 @@ class Stack:
             meta["labels"] = labels
         code, body = self.kube("POST", "/api/v1/namespaces", {"metadata": meta}, api=api)
         assert code in (201, 409), (code, body)
+
+    def make_certificates(self):
+        """A CA, admitd's certificate (127.0.0.1), client certificates for admin and for the
+        shims of clusters c1 and c2, and SECURE_POLICY, in a new directory."""
+        d = tempfile.mkdtemp(prefix="pki-", dir=self.tmp)
+
+        def run(*args):
+            subprocess.run(["openssl"] + list(args), check=True, capture_output=True, cwd=d)
+
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-days", "1", "-subj", "/CN=e2e-ca", "-keyout", "ca.key", "-out", "ca.crt")
+        for name, cn, ext in (("tls", "admitd", "subjectAltName=IP:127.0.0.1\n"
+                                               "extendedKeyUsage=serverAuth"),
+                              ("admin", "admin", "extendedKeyUsage=clientAuth"),
+                              ("shim-c1", "shim-c1", "extendedKeyUsage=clientAuth"),
+                              ("shim-c2", "shim-c2", "extendedKeyUsage=clientAuth")):
+            run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-subj", "/CN=" + cn, "-keyout", name + ".key", "-out", name + ".csr")
+            with open(os.path.join(d, name + ".ext"), "w") as f:
+                f.write(ext + "\n")
+            run("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "1", "-extfile", name + ".ext", "-out", name + ".crt")
+        with open(os.path.join(d, "policy.yaml"), "w") as f:
+            f.write(SECURE_POLICY)
+        return d
 
     def webhook_certificate(self):
         """A self-signed certificate for 127.0.0.1 in a new directory: (dir, PEM bytes)."""
