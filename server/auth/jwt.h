@@ -1,5 +1,5 @@
 // JSON Web Tokens as Kubernetes service-account tokens and OIDC ID tokens are: a compact JWS
-// (header.payload.signature) signed with RS256/RS384/RS512, PS256 or ES256/ES384, checked
+// (header.payload.signature) signed with RS256/384/512, PS256/384/512 or ES256/384, checked
 // against the issuer's public keys (a JWKS document). OpenSSL does every signature check;
 // `alg: none`, HMAC and any algorithm that does not fit the key are refused.
 //
