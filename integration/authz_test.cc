@@ -362,6 +362,27 @@ TEST_F(AuthzTest, AServiceAccountTokenActsAsItsClustersShim) {
             "submit workloads of cluster c2 in namespace team-a");
 }
 
+TEST_F(AuthzTest, AChangedPolicyFileTakesEffectWithoutARestart) {
+  v1::ApplyResponse applied;
+  ASSERT_EQ(bob_.queues->Apply(Ctx().get(), testing::Flavor("g"), &applied).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // bob's group becomes admin; the file is looked at every 2 s.
+  WriteFileAtomically(dir_ + "/policy.yaml",
+                      std::string(kPolicy) + "- {role: admin, subjects: [{kind: Group, name: team-a}]}\n");
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  grpc::Status s;
+  do {
+    absl::SleepFor(absl::Milliseconds(200));
+    s = bob_.queues->Apply(Ctx().get(), testing::Flavor("g"), &applied);
+  } while (!s.ok() && absl::Now() < deadline);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // A policy that does not parse leaves the one in force (waiting out one check interval: what
+  // is checked is that nothing changes).
+  WriteFileAtomically(dir_ + "/policy.yaml", "bindings: [{role: nobody}]\n");
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_TRUE(bob_.queues->Apply(Ctx().get(), testing::Flavor("h"), &applied).ok());
+}
+
 TEST_F(AuthzTest, ATokenFileIsReadAgainWhenItChanges) {
   // As a projected service-account token is: the kubelet rewrites the file before expiry.
   WriteFileAtomically(dir_ + "/token", issuer_.Sign(ShimToken()) + "\n");

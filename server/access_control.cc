@@ -3,6 +3,7 @@
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "server/auth/token_authenticator.h"
 
 namespace admitd {
@@ -19,6 +21,16 @@ namespace {
 // practice: one per shim replica, person or service).
 constexpr size_t kMaxCached = 4096;
 constexpr absl::Duration kTokenCacheFor = absl::Seconds(10);
+// How often the policy file is looked at for changes.
+constexpr absl::Duration kPolicyCheckInterval = absl::Seconds(2);
+
+// What identifies a version of a file: a rename, a rewrite or a symlink swap changes it.
+std::string StampOf(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "?";
+  return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec,
+                      ":", st.st_size);
+}
 
 std::string Text(const grpc::string_ref& ref) { return std::string(ref.data(), ref.size()); }
 
@@ -26,7 +38,44 @@ std::string Text(const grpc::string_ref& ref) { return std::string(ref.data(), r
 
 AccessControl::AccessControl(std::shared_ptr<const auth::AuthorizationPolicy> policy,
                              TokenVerifier tokens, std::function<absl::Time()> clock)
-    : policy_(std::move(policy)), tokens_(std::move(tokens)), clock_(std::move(clock)) {}
+    : enforcing_(policy != nullptr),
+      policy_(std::move(policy)),
+      tokens_(std::move(tokens)),
+      clock_(std::move(clock)) {}
+
+void AccessControl::ReloadPolicyFrom(std::string path, absl::Duration interval) {
+  absl::MutexLock lock(&policy_mu_);
+  policy_path_ = std::move(path);
+  policy_interval_ = interval;
+  policy_stamp_ = StampOf(policy_path_);
+  policy_next_check_ns_.store(absl::ToUnixNanos(clock_() + interval));
+}
+
+std::shared_ptr<const auth::AuthorizationPolicy> AccessControl::Policy() const {
+  const absl::Time now = clock_();
+  if (!policy_path_.empty() && absl::ToUnixNanos(now) >= policy_next_check_ns_.load()) {
+    absl::MutexLock lock(&policy_mu_);
+    if (absl::ToUnixNanos(now) >= policy_next_check_ns_.load()) {
+      policy_next_check_ns_.store(absl::ToUnixNanos(now + policy_interval_));
+      const std::string stamp = StampOf(policy_path_);
+      if (stamp != policy_stamp_) {
+        policy_stamp_ = stamp;  // a bad file is reported once, then again when it changes
+        absl::StatusOr<std::shared_ptr<const auth::AuthorizationPolicy>> loaded =
+            auth::AuthorizationPolicy::Load(policy_path_);
+        if (loaded.ok()) {
+          policy_ = *std::move(loaded);
+          ADMITD_LOG(kInfo, "authorization policy reloaded", {{"path", policy_path_}});
+        } else {
+          ADMITD_LOG(kError, "authorization policy not reloaded; the previous one stays in force",
+                     {{"path", policy_path_}, {"error", std::string(loaded.status().message())}});
+        }
+      }
+    }
+    return policy_;
+  }
+  absl::ReaderMutexLock lock(&policy_mu_);
+  return policy_;
+}
 
 absl::StatusOr<auth::Identity> AccessControl::FromCertificate(const std::string& pem) const {
   {
@@ -109,12 +158,12 @@ absl::StatusOr<auth::Identity> AccessControl::Identify(const grpc::ServerContext
 absl::StatusOr<auth::Identity> AccessControl::Check(const grpc::ServerContextBase& rpc,
                                                     const auth::Request& request) const {
   absl::StatusOr<auth::Identity> identity = Identify(rpc);
-  if (!identity.ok() || policy_ == nullptr) return identity;
+  if (!identity.ok() || !enforcing_) return identity;
   if (identity->source == auth::Identity::Source::kAnonymous) {
     return absl::UnauthenticatedError(
         "the call carries no credentials: present a client certificate or a bearer token");
   }
-  if (absl::Status allowed = policy_->Authorize(*identity, request); !allowed.ok()) {
+  if (absl::Status allowed = Policy()->Authorize(*identity, request); !allowed.ok()) {
     return allowed;
   }
   return identity;
@@ -122,14 +171,17 @@ absl::StatusOr<auth::Identity> AccessControl::Check(const grpc::ServerContextBas
 
 absl::Status AccessControl::Authorize(const auth::Identity& identity,
                                       const auth::Request& request) const {
-  return policy_ == nullptr ? absl::OkStatus() : policy_->Authorize(identity, request);
+  return enforcing_ ? Policy()->Authorize(identity, request) : absl::OkStatus();
 }
 
 std::shared_ptr<const auth::Scope> AccessControl::ScopeOf(const auth::Identity& identity,
                                                           auth::Verb verb,
                                                           auth::Resource resource) const {
-  if (policy_ == nullptr) return nullptr;
-  return std::make_shared<const auth::Scope>(policy_->ScopeOf(identity, verb, resource));
+  if (!enforcing_) return nullptr;
+  std::shared_ptr<const auth::AuthorizationPolicy> policy = Policy();
+  auto scope = std::make_shared<auth::Scope>(policy->ScopeOf(identity, verb, resource));
+  scope->Hold(std::move(policy));  // the scope points into the policy's bindings
+  return scope;
 }
 
 absl::StatusOr<TokenVerifier> LoadTokenVerifier(const std::string& path) {
@@ -154,6 +206,7 @@ absl::StatusOr<std::unique_ptr<AccessControl>> MakeAccessControl(
     }
     policy = *std::move(loaded);
   }
+  const bool watch_policy = policy != nullptr;
   TokenVerifier tokens;
   if (!config.authentication_config.empty()) {
     absl::StatusOr<TokenVerifier> verifier = LoadTokenVerifier(config.authentication_config);
@@ -163,7 +216,10 @@ absl::StatusOr<std::unique_ptr<AccessControl>> MakeAccessControl(
     }
     tokens = *std::move(verifier);
   }
-  return std::make_unique<AccessControl>(std::move(policy), std::move(tokens), std::move(clock));
+  auto access =
+      std::make_unique<AccessControl>(std::move(policy), std::move(tokens), std::move(clock));
+  if (watch_policy) access->ReloadPolicyFrom(config.authorization_policy, kPolicyCheckInterval);
+  return access;
 }
 
 absl::StatusOr<auth::Identity> CheckCall(const AccessControl* access,

@@ -15,6 +15,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,7 +49,11 @@ class AccessControl {
   AccessControl(std::shared_ptr<const auth::AuthorizationPolicy> policy, TokenVerifier tokens,
                 std::function<absl::Time()> clock = [] { return absl::Now(); });
 
-  bool enforcing() const { return policy_ != nullptr; }
+  bool enforcing() const { return enforcing_; }
+
+  // Re-reads the policy from `path` when the file changed, checked at most once per `interval`
+  // at a call. A file that does not parse keeps the policy in force (and is logged).
+  void ReloadPolicyFrom(std::string path, absl::Duration interval);
 
   // The caller of `rpc`: UNAUTHENTICATED for a bearer token that does not verify.
   absl::StatusOr<auth::Identity> Identify(const grpc::ServerContextBase& rpc) const;
@@ -65,7 +70,16 @@ class AccessControl {
   absl::StatusOr<auth::Identity> FromCertificate(const std::string& pem) const;
   absl::StatusOr<auth::Identity> FromToken(absl::string_view token) const;
 
-  const std::shared_ptr<const auth::AuthorizationPolicy> policy_;
+  // The policy in force, read again first when the check is due.
+  std::shared_ptr<const auth::AuthorizationPolicy> Policy() const;
+
+  const bool enforcing_;
+  std::string policy_path_;  // set once, before calls arrive
+  absl::Duration policy_interval_ = absl::Seconds(2);
+  mutable std::atomic<int64_t> policy_next_check_ns_{0};
+  mutable absl::Mutex policy_mu_;
+  mutable std::shared_ptr<const auth::AuthorizationPolicy> policy_ ABSL_GUARDED_BY(policy_mu_);
+  mutable std::string policy_stamp_ ABSL_GUARDED_BY(policy_mu_);
   const TokenVerifier tokens_;
   const std::function<absl::Time()> clock_;
   struct CachedToken {
@@ -77,8 +91,8 @@ class AccessControl {
   mutable absl::flat_hash_map<std::string, CachedToken> tokens_cache_ ABSL_GUARDED_BY(mu_);
 };
 
-// The server's access control from its config: the policy file (--authorization-policy) and
-// the token authentication (--authentication-config), each read once at start.
+// The server's access control from its config: the policy file (--authorization-policy, read
+// again when it changes) and the token authentication (--authentication-config, read at start).
 // INVALID_ARGUMENT or FAILED_PRECONDITION naming the flag and the file.
 absl::StatusOr<std::unique_ptr<AccessControl>> MakeAccessControl(
     const Config& config, std::function<absl::Time()> clock);

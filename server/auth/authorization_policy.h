@@ -85,6 +85,8 @@ class Scope {
   bool AllowsNamespace(absl::string_view namespace_) const;
   bool AllowsEverything() const;
   bool AllowsNothing() const { return grants_.empty(); }
+  // Keeps `owner` (the policy the grants point into) alive as long as this scope.
+  void Hold(std::shared_ptr<const void> owner) { owner_ = std::move(owner); }
 
  private:
   friend class AuthorizationPolicy;
@@ -94,6 +96,7 @@ class Scope {
   };
   std::vector<Grant> grants_;
   bool cluster_bound_resource_ = false;
+  std::shared_ptr<const void> owner_;
 };
 
 class AuthorizationPolicy {
