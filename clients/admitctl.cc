@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "clients/client.h"
-#include "clients/connection.h"
+#include "common/connection.h"
 #include "common/manifest/manifest.h"
 #include "clients/table.h"
 #include "google/protobuf/util/json_util.h"
@@ -166,6 +166,11 @@ v1::ObjectKind KindFromName(const std::string& name) {
       {"namespace", v1::OBJECT_KIND_NAMESPACE},
       {"namespaces", v1::OBJECT_KIND_NAMESPACE},
       {"ns", v1::OBJECT_KIND_NAMESPACE},
+      {"multikueueconfig", v1::OBJECT_KIND_MULTIKUEUE_CONFIG},
+      {"multikueueconfigs", v1::OBJECT_KIND_MULTIKUEUE_CONFIG},
+      {"multikueuecluster", v1::OBJECT_KIND_MULTIKUEUE_CLUSTER},
+      {"multikueueclusters", v1::OBJECT_KIND_MULTIKUEUE_CLUSTER},
+      {"mkc", v1::OBJECT_KIND_MULTIKUEUE_CLUSTER},
       {"event", v1::OBJECT_KIND_EVENT},
       {"events", v1::OBJECT_KIND_EVENT},
       {"ev", v1::OBJECT_KIND_EVENT}};

@@ -92,6 +92,8 @@ std::string ObjectName(const v1::QueueObject& o) {
     case v1::QueueObject::kWorkloadPriorityClass: return o.workload_priority_class().metadata().name();
     case v1::QueueObject::kAdmissionCheck: return o.admission_check().metadata().name();
     case v1::QueueObject::kNamespace: return o.namespace_().metadata().name();
+    case v1::QueueObject::kMultiKueueConfig: return o.multi_kueue_config().metadata().name();
+    case v1::QueueObject::kMultiKueueCluster: return o.multi_kueue_cluster().metadata().name();
     default: return "";
   }
 }
@@ -190,9 +192,32 @@ std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObj
       }
       break;
     case v1::OBJECT_KIND_ADMISSION_CHECK:
-      rows.push_back({"NAME", "CONTROLLER"});
+      rows.push_back({"NAME", "CONTROLLER", "ACTIVE"});
       for (const auto& o : objects) {
-        rows.push_back({ObjectName(o), o.admission_check().spec().controller_name()});
+        std::string active = "-";
+        for (const v1::Condition& c : o.admission_check().status().conditions()) {
+          if (c.type() == "Active") active = absl::StrCat(c.status(), " (", c.reason(), ")");
+        }
+        rows.push_back({ObjectName(o), o.admission_check().spec().controller_name(), active});
+      }
+      break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG:
+      rows.push_back({"NAME", "CLUSTERS"});
+      for (const auto& o : objects) {
+        rows.push_back({ObjectName(o), absl::StrJoin(o.multi_kueue_config().spec().clusters(), ",")});
+      }
+      break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER:
+      rows.push_back({"NAME", "ADDRESS", "CONNECTED", "MESSAGE"});
+      for (const auto& o : objects) {
+        std::string connected = "False", message;
+        for (const v1::Condition& c : o.multi_kueue_cluster().status().conditions()) {
+          if (c.type() != "Active") continue;
+          connected = c.status();
+          message = c.message();
+        }
+        rows.push_back({ObjectName(o), o.multi_kueue_cluster().spec().admitd().address(),
+                        connected, message});
       }
       break;
     default: break;

@@ -13,7 +13,7 @@
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/pod_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
-#include "clients/connection.h"
+#include "common/connection.h"
 #include "common/testing/test_ca.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -110,7 +110,7 @@ jwt:
 
   // A caller presenting the bearer token `token` (and no certificate).
   Caller WithToken(const std::string& token) {
-    clients::ConnectionOptions options;
+    ConnectionOptions options;
     options.target = absl::StrCat("127.0.0.1:", server_->port());
     options.ca_file = dir_ + "/ca.crt";
     options.token = token;
@@ -126,7 +126,7 @@ jwt:
 
   // A caller presenting a certificate with CN `cn` and O `groups`; no certificate for "".
   Caller As(const std::string& cn, const std::vector<std::string>& groups) {
-    clients::ConnectionOptions options;
+    ConnectionOptions options;
     options.target = absl::StrCat("127.0.0.1:", server_->port());
     options.ca_file = dir_ + "/ca.crt";
     if (!cn.empty()) {
@@ -138,9 +138,9 @@ jwt:
     }
     return Connected(options);
   }
-  static Caller Connected(const clients::ConnectionOptions& options) {
+  static Caller Connected(const ConnectionOptions& options) {
     Caller c;
-    c.channel = *clients::Connect(options);
+    c.channel = *Connect(options);
     c.queues = v1::QueueService::NewStub(c.channel);
     c.admission = v1::AdmissionService::NewStub(c.channel);
     c.pods = v1::PodService::NewStub(c.channel);
@@ -386,7 +386,7 @@ TEST_F(AuthzTest, AChangedPolicyFileTakesEffectWithoutARestart) {
 TEST_F(AuthzTest, ATokenFileIsReadAgainWhenItChanges) {
   // As a projected service-account token is: the kubelet rewrites the file before expiry.
   WriteFileAtomically(dir_ + "/token", issuer_.Sign(ShimToken()) + "\n");
-  clients::ConnectionOptions options;
+  ConnectionOptions options;
   options.target = absl::StrCat("127.0.0.1:", server_->port());
   options.ca_file = dir_ + "/ca.crt";
   options.token_file = dir_ + "/token";

@@ -10,7 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
-#include "clients/connection.h"
+#include "common/connection.h"
 #include "common/testing/test_ca.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -62,16 +62,16 @@ class TlsTest : public ::testing::Test {
     server_ = *std::move(server);
   }
 
-  clients::ConnectionOptions Options() const {
-    clients::ConnectionOptions options;
+  ConnectionOptions Options() const {
+    ConnectionOptions options;
     options.target = absl::StrCat("127.0.0.1:", server_->port());
     options.ca_file = dir_ + "/ca.crt";
     return options;
   }
 
   // A Ping over `options`; the server certificate's CN goes to `*server_cn`.
-  grpc::Status Ping(const clients::ConnectionOptions& options, std::string* server_cn = nullptr) {
-    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = clients::Connect(options);
+  grpc::Status Ping(const ConnectionOptions& options, std::string* server_cn = nullptr) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = Connect(options);
     if (!channel.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "connect");
     auto stub = v1::QueueService::NewStub(*channel);
     grpc::ClientContext ctx;
@@ -99,13 +99,13 @@ TEST_F(TlsTest, TheGrpcPortSpeaksTlsOnlyAndVerifiesAgainstTheCa) {
   EXPECT_TRUE(ok.ok()) << ok.error_message();
   EXPECT_EQ(cn, "admitd-1");
   // Plaintext gets no answer.
-  clients::ConnectionOptions plain;
+  ConnectionOptions plain;
   plain.target = Options().target;
   EXPECT_EQ(Ping(plain).error_code(), grpc::StatusCode::UNAVAILABLE);
   // A client that trusts another CA refuses the server.
   TestCa other("other-ca");
   WriteFileAtomically(dir_ + "/other-ca.crt", other.cert_pem());
-  clients::ConnectionOptions distrustful = Options();
+  ConnectionOptions distrustful = Options();
   distrustful.ca_file = dir_ + "/other-ca.crt";
   EXPECT_EQ(Ping(distrustful).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
@@ -130,7 +130,7 @@ TEST_F(TlsTest, AClientCaVerifiesClientCertificates) {
   config_.client_ca_file = dir_ + "/ca.crt";
   config_.require_client_certificate = true;
   StartServer();
-  clients::ConnectionOptions mtls = Options();
+  ConnectionOptions mtls = Options();
   mtls.cert_file = dir_ + "/shim.crt";
   mtls.key_file = dir_ + "/shim.key";
   grpc::Status ok = Ping(mtls);
@@ -138,7 +138,7 @@ TEST_F(TlsTest, AClientCaVerifiesClientCertificates) {
   EXPECT_EQ(Ping(Options()).error_code(), grpc::StatusCode::UNAVAILABLE);
   TestCa other("other-ca");
   Install("stranger", other.Issue("shim-c1", {}, /*server=*/false));
-  clients::ConnectionOptions stranger = Options();
+  ConnectionOptions stranger = Options();
   stranger.cert_file = dir_ + "/stranger.crt";
   stranger.key_file = dir_ + "/stranger.key";
   EXPECT_EQ(Ping(stranger).error_code(), grpc::StatusCode::UNAVAILABLE);

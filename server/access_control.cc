@@ -342,6 +342,8 @@ auth::Resource ResourceOf(v1::ObjectKind kind) {
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: return auth::Resource::kWorkloadPriorityClasses;
     case v1::OBJECT_KIND_ADMISSION_CHECK: return auth::Resource::kAdmissionChecks;
     case v1::OBJECT_KIND_NAMESPACE: return auth::Resource::kNamespaces;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: return auth::Resource::kMultiKueueConfigs;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: return auth::Resource::kMultiKueueClusters;
     case v1::OBJECT_KIND_WORKLOAD: return auth::Resource::kWorkloads;
     case v1::OBJECT_KIND_POD: return auth::Resource::kPods;
     case v1::OBJECT_KIND_POD_DIRECTIVE: return auth::Resource::kPods;

@@ -26,7 +26,11 @@ const char kUsage[] =
     "              [--tls-cert-file FILE --tls-private-key-file FILE] [--client-ca-file FILE]\n"
     "              [--require-client-certificate] [--tls-refresh-interval DURATION]\n"
     "              [--authentication-config FILE] [--authorization-policy FILE]\n"
-    "              [--allow-insecure-listen]\n";
+    "              [--allow-insecure-listen]\n"
+    "              [--multikueue-origin VALUE] [--multikueue-worker-lost-timeout DURATION]\n"
+    "              [--multikueue-gc-interval DURATION] [--multikueue-dispatcher NAME]\n"
+    "              [--multikueue-step-size N] [--multikueue-round-timeout DURATION]\n"
+    "              [--multikueue-reconnect-backoff DURATION]\n";
 
 namespace {
 
@@ -235,6 +239,36 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         config->authorization_policy = value.as<std::string>();
       } else if (key == "allowInsecureListen") {
         config->allow_insecure_listen = value.as<bool>();
+      } else if (key == "multiKueue") {
+        if (!value.IsMap()) return Bad(where, "must be a mapping");
+        for (const auto& mk : value) {
+          const std::string k = mk.first.as<std::string>();
+          const std::string w = absl::StrCat(where, ".", k);
+          absl::Status s;
+          if (k == "origin") {
+            config->multikueue_origin = mk.second.as<std::string>();
+          } else if (k == "workerLostTimeout") {
+            s = ParseDurationValue(w, mk.second.as<std::string>(),
+                                   &config->multikueue_worker_lost_timeout);
+          } else if (k == "gcInterval") {
+            s = ParseDurationValue(w, mk.second.as<std::string>(), &config->multikueue_gc_interval);
+          } else if (k == "dispatcherName") {
+            config->multikueue_dispatcher = mk.second.as<std::string>();
+          } else if (k == "incrementalDispatcherConfig") {
+            config->multikueue_step_size = mk.second["stepSize"].as<int64_t>();
+          } else if (k == "roundTimeout") {
+            s = ParseDurationValue(w, mk.second.as<std::string>(),
+                                   &config->multikueue_round_timeout);
+          } else if (k == "reconnectBackoff") {
+            s = ParseDurationValue(w, mk.second.as<std::string>(),
+                                   &config->multikueue_reconnect_backoff);
+          } else {
+            return Bad(w, "unknown key (known: origin, workerLostTimeout, gcInterval, "
+                          "dispatcherName, incrementalDispatcherConfig, roundTimeout, "
+                          "reconnectBackoff)");
+          }
+          if (!s.ok()) return s;
+        }
       } else if (key == "featureGates") {
         if (!value.IsMap()) return Bad(where, "must be a mapping of gate name to true/false");
         for (const auto& gate : value) {
@@ -250,7 +284,7 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
             "requeuingBackoffLimitCount, logLevel, eventRetention, watchBufferBytes, syncDelay, "
             "sync, featureGates, tlsCertFile, tlsPrivateKeyFile, clientCAFile, "
             "requireClientCertificate, tlsRefreshInterval, authenticationConfig, "
-            "authorizationPolicy, allowInsecureListen)");
+            "authorizationPolicy, allowInsecureListen, multiKueue)");
       }
     } catch (const YAML::Exception& e) {
       return Bad(where, absl::StrCat("invalid value: ", e.what()));
@@ -373,6 +407,29 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       if (auto s = next(&config.authorization_policy); !s.ok()) return s;
     } else if (flag == "--allow-insecure-listen") {
       config.allow_insecure_listen = !has_inline || value == "true";
+    } else if (flag == "--multikueue-origin") {
+      if (auto s = next(&config.multikueue_origin); !s.ok()) return s;
+    } else if (flag == "--multikueue-dispatcher") {
+      if (auto s = next(&v); !s.ok()) return s;
+      config.multikueue_dispatcher =
+          v == "all-at-once"   ? "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+          : v == "incremental" ? "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+                               : v;
+    } else if (flag == "--multikueue-step-size") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (!absl::SimpleAtoi(v, &config.multikueue_step_size)) {
+        return Bad(flag, "must be a positive integer");
+      }
+    } else if (flag == "--multikueue-worker-lost-timeout" || flag == "--multikueue-gc-interval" ||
+               flag == "--multikueue-round-timeout" || flag == "--multikueue-reconnect-backoff") {
+      if (auto s = next(&v); !s.ok()) return s;
+      absl::Duration* d = flag == "--multikueue-worker-lost-timeout"
+                              ? &config.multikueue_worker_lost_timeout
+                          : flag == "--multikueue-gc-interval" ? &config.multikueue_gc_interval
+                          : flag == "--multikueue-round-timeout"
+                              ? &config.multikueue_round_timeout
+                              : &config.multikueue_reconnect_backoff;
+      if (auto s = ParseDurationValue(flag, v, d); !s.ok()) return s;
     } else if (flag == "--feature-gates") {
       if (auto s = next(&v); !s.ok()) return s;
       if (auto s = ParseGates(flag, v, &config.feature_gates); !s.ok()) return s;
@@ -395,6 +452,25 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
                             ") and ", kMaxMessage));
   }
   if (auto s = CheckSecurity(config); !s.ok()) return s;
+  if (config.multikueue_worker_lost_timeout < absl::ZeroDuration()) {
+    return Bad("--multikueue-worker-lost-timeout", "must not be negative");
+  }
+  if (config.multikueue_gc_interval < absl::ZeroDuration()) {
+    return Bad("--multikueue-gc-interval", "must not be negative");
+  }
+  if (config.multikueue_step_size < 1) return Bad("--multikueue-step-size", "must be at least 1");
+  if (config.multikueue_dispatcher != "kueue.x-k8s.io/multikueue-dispatcher-all-at-once" &&
+      config.multikueue_dispatcher != "kueue.x-k8s.io/multikueue-dispatcher-incremental") {
+    // Kueue's external dispatchers write nominations through the Workload API; admitd has no
+    // call for that (yet).
+    return Bad("--multikueue-dispatcher",
+               "must be all-at-once or incremental (kueue.x-k8s.io/multikueue-dispatcher-...)");
+  }
+  if (config.multikueue_reconnect_backoff < absl::Milliseconds(10) ||
+      config.multikueue_round_timeout < absl::Seconds(1)) {
+    return Bad("--multikueue-reconnect-backoff",
+               "the reconnect backoff must be at least 10ms and the round timeout at least 1s");
+  }
   if (config.manual_clock && !config.manual_scheduling) {
     return Bad(config.manual_clock_start ? "--manual-clock-start" : "--manual-clock",
                "is only valid with --manual-scheduling");

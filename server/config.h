@@ -91,6 +91,17 @@ struct Config {
   std::string authorization_policy;
   // Serve plaintext on an address other than loopback (refused otherwise).
   bool allow_insecure_listen = false;
+  // MultiKueue (docs/multikueue.md), Kueue's multiKueue configuration: the origin label value of
+  // the copies this manager makes, how long a workload admitted by an unreachable worker keeps
+  // its admission, how often orphaned copies are collected (0: never), the dispatcher (AllAtOnce
+  // or Incremental) with its step and round, and the first reconnection delay.
+  std::string multikueue_origin = "multikueue";
+  absl::Duration multikueue_worker_lost_timeout = absl::Minutes(15);
+  absl::Duration multikueue_gc_interval = absl::Minutes(1);
+  std::string multikueue_dispatcher = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
+  int64_t multikueue_step_size = 3;
+  absl::Duration multikueue_round_timeout = absl::Minutes(5);
+  absl::Duration multikueue_reconnect_backoff = absl::Seconds(5);
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

@@ -23,13 +23,17 @@ absl::Status CheckQueueKind(v1::ObjectKind kind) {
     case v1::OBJECT_KIND_LOCAL_QUEUE:
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS:
     case v1::OBJECT_KIND_ADMISSION_CHECK:
-    case v1::OBJECT_KIND_NAMESPACE: break;
+    case v1::OBJECT_KIND_NAMESPACE:
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG:
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: break;
     default:
       return InvalidArgument({{"kind",
                                "must be one of OBJECT_KIND_RESOURCE_FLAVOR, OBJECT_KIND_COHORT, "
                                "OBJECT_KIND_CLUSTER_QUEUE, OBJECT_KIND_LOCAL_QUEUE, "
                                "OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, OBJECT_KIND_ADMISSION_CHECK, "
-                               "OBJECT_KIND_NAMESPACE (workloads are served by AdmissionService)"}});
+                               "OBJECT_KIND_NAMESPACE, OBJECT_KIND_MULTIKUEUE_CONFIG, "
+                               "OBJECT_KIND_MULTIKUEUE_CLUSTER (workloads are served by "
+                               "AdmissionService)"}});
   }
   return absl::OkStatus();
 }

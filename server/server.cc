@@ -192,6 +192,17 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     return recovered;
   }
   server->sequencer_->Start();
+  multikueue::DispatcherOptions mk;
+  mk.origin = config.multikueue_origin;
+  mk.worker_lost_timeout = config.multikueue_worker_lost_timeout;
+  mk.gc_interval = config.multikueue_gc_interval;
+  mk.dispatcher_name = config.multikueue_dispatcher;
+  mk.step_size = static_cast<int>(config.multikueue_step_size);
+  mk.round_timeout = config.multikueue_round_timeout;
+  mk.reconnect_backoff = config.multikueue_reconnect_backoff;
+  server->dispatcher_ = std::make_unique<multikueue::Dispatcher>(server->sequencer_.get(),
+                                                                 server->hub_.get(), mk);
+  server->dispatcher_->Start();
   server->context_.ready.store(true, std::memory_order_release);
   server->SetServing(true);
   server->started_ = true;
@@ -242,6 +253,8 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
   // From here on a new call is refused with UNAVAILABLE before it reaches the sequencer.
   context_.last_refused_ns.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
   context_.shutting_down.store(true, std::memory_order_release);
+  // The dispatcher writes through the sequencer: it stops first.
+  if (dispatcher_) dispatcher_->Stop();
   hub_->Close();
   if (metrics_server_) metrics_server_->Stop();
   sequencer_->ReleaseWaiters();

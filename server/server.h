@@ -30,6 +30,7 @@
 #include "server/pod_service.h"
 #include "server/queue_service.h"
 #include "server/sequencer.h"
+#include "server/multikueue/dispatcher.h"
 #include "server/watch_hub.h"
 #include "store/store.h"
 
@@ -80,6 +81,7 @@ class AdmitdServer {
   std::unique_ptr<engine::Engine> engine_;
   std::unique_ptr<WatchHub> hub_;
   std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<multikueue::Dispatcher> dispatcher_;  // MultiKueue, on every admitd
   std::unique_ptr<Finisher> finisher_;
   std::unique_ptr<AccessControl> access_;
   ServiceContext context_;

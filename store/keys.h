@@ -10,6 +10,8 @@
 //   workload_priority_classes  name                        admitd.v1.QueueObject
 //   admission_checks           name                        admitd.v1.QueueObject
 //   namespaces                 name                        admitd.v1.QueueObject
+//   multikueue_configs         name                        admitd.v1.QueueObject
+//   multikueue_clusters        name                        admitd.v1.QueueObject
 //   workloads                  namespace/name              admitd.v1.Workload
 //   pods                       cluster/namespace/name      admitd.v1.PodObservation
 //   events                     8-byte big-endian revision  admitd.v1.WatchEvent
@@ -30,9 +32,10 @@
 
 namespace admitd::store {
 
-// 2 added the admission_checks family, 3 the pods family, 4 the namespaces family; older stores
-// are upgraded when opened (the families are created empty).
-inline constexpr uint64_t kFormatVersion = 4;
+// 2 added the admission_checks family, 3 the pods family, 4 the namespaces family, 5 the
+// multikueue_configs and multikueue_clusters families; older stores are upgraded when opened (the
+// families are created empty).
+inline constexpr uint64_t kFormatVersion = 5;
 
 inline constexpr char kEventsFamily[] = "events";
 inline constexpr char kMetaFamily[] = "meta";
@@ -47,7 +50,8 @@ inline constexpr v1::ObjectKind kStoredKinds[] = {
     v1::OBJECT_KIND_NAMESPACE,     v1::OBJECT_KIND_RESOURCE_FLAVOR,
     v1::OBJECT_KIND_COHORT,        v1::OBJECT_KIND_CLUSTER_QUEUE,
     v1::OBJECT_KIND_LOCAL_QUEUE,   v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS,
-    v1::OBJECT_KIND_ADMISSION_CHECK, v1::OBJECT_KIND_WORKLOAD,
+    v1::OBJECT_KIND_ADMISSION_CHECK, v1::OBJECT_KIND_MULTIKUEUE_CONFIG,
+    v1::OBJECT_KIND_MULTIKUEUE_CLUSTER, v1::OBJECT_KIND_WORKLOAD,
     v1::OBJECT_KIND_POD};
 
 // The column family holding objects of `kind`; empty for kinds that are not stored.
@@ -71,6 +75,10 @@ inline absl::string_view FamilyFor(v1::ObjectKind kind) {
       return "pods";
     case v1::OBJECT_KIND_NAMESPACE:
       return "namespaces";
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG:
+      return "multikueue_configs";
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER:
+      return "multikueue_clusters";
     default:
       return "";
   }

@@ -243,7 +243,7 @@ absl::Status RocksDbStore::Load() {
           absl::StrCat("the format version of the store at ", options_.path, " is corrupt"));
     }
     if (version >= 1 && version < kFormatVersion) {
-      // Older versions lack only families (admission_checks, pods, namespaces) that Open has
+      // Older versions lack only families (admission_checks, pods, namespaces, multikueue_*) that Open has
       // just created empty: the store is upgraded in place.
       rocksdb::WriteOptions write_options;
       write_options.sync = options_.sync;

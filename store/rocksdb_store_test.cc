@@ -206,14 +206,17 @@ TEST_F(RocksDbStoreTest, AnotherFormatVersionIsRefused) {
                            const std::vector<std::string>& names) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] != kMetaFamily) continue;
-      ASSERT_TRUE(
-          db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey, EncodeUint64(5)).ok());
+      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[i], kFormatVersionKey,
+                          EncodeUint64(kFormatVersion + 1))
+                      .ok());
     }
   });
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(options);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(store.status().message(), "format version 5")) << store.status();
+  EXPECT_TRUE(absl::StrContains(store.status().message(),
+                                absl::StrCat("format version ", kFormatVersion + 1)))
+      << store.status();
 }
 
 TEST_F(RocksDbStoreTest, AVersionOneStoreIsUpgraded) {

@@ -19,7 +19,7 @@ std::string OwnerKey(const std::string& kind, const std::string& ns, const std::
   return kind + "/" + ns + "/" + name;
 }
 
-std::shared_ptr<grpc::Channel> ChannelTo(const clients::ConnectionOptions& admitd) {
+std::shared_ptr<grpc::Channel> ChannelTo(const ConnectionOptions& admitd) {
   grpc::ChannelArguments args;
   // Notice a dead connection under a long watch within 40 s.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
@@ -28,7 +28,7 @@ std::shared_ptr<grpc::Channel> ChannelTo(const clients::ConnectionOptions& admit
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = clients::Connect(admitd, args);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = Connect(admitd, args);
   // Options Connect refuses were refused at start (Shim::Start); a file gone since then gets a
   // TLS channel that verifies against the system's CAs, never plaintext.
   return channel.ok() ? *std::move(channel)

@@ -33,7 +33,7 @@
 #include "absl/time/time.h"
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
-#include "clients/connection.h"
+#include "common/connection.h"
 
 namespace admitd::shim {
 
@@ -49,7 +49,7 @@ inline constexpr char kJobOwnerKind[] = "Job";
 inline constexpr char kRayClusterOwnerKind[] = "RayCluster";
 
 struct AdmitdLinkOptions {
-  clients::ConnectionOptions admitd;  // address and credentials (Connect must accept them)
+  ConnectionOptions admitd;  // address and credentials (Connect must accept them)
   std::string cluster;  // Workloads labelled with another cluster are not cached
   absl::Duration max_backoff = absl::Seconds(30);
   // Also cache the pod Workloads of this cluster (label admitd.io/pod-cluster): their events go

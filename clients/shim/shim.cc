@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
                                         : KubeConfig::FromKubeconfig(config.kubeconfig);
   if (!kube.ok()) return kube.status();
   // The credentials for admitd are checked now, so a missing file stops the start.
-  clients::ConnectionOptions admitd_connection{.target = config.admitd,
+  ConnectionOptions admitd_connection{.target = config.admitd,
                                                .tls = config.admitd_tls,
                                                .ca_file = config.admitd_ca_file,
                                                .cert_file = config.admitd_cert_file,
@@ -47,12 +47,12 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
                                                .server_name = config.admitd_server_name,
                                                .token_file = config.admitd_token_file};
   if (absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-          clients::Connect(admitd_connection);
+          Connect(admitd_connection);
       !channel.ok()) {
     return absl::Status(channel.status().code(),
                         absl::StrCat("--admitd credentials: ", channel.status().message()));
   }
-  const clients::ConnectionOptions* admitd = &admitd_connection;
+  const ConnectionOptions* admitd = &admitd_connection;
   std::unique_ptr<Shim> shim(new Shim(config, *std::move(kube)));
   Shim* s = shim.get();
   s->events_ = std::make_unique<EventRecorder>(s->kube_, config.identity);

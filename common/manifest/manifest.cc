@@ -313,8 +313,62 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
       w.Map(n, p,
             {{"controllerName", [&w, s](const YAML::Node& x, const std::string& xp) {
                 s->set_controller_name(w.Str(x, xp));
+              }},
+             {"parameters", [&w, s](const YAML::Node& x, const std::string& xp) {
+                auto* ref = s->mutable_parameters();
+                w.Map(x, xp,
+                      {{"apiGroup", [&w, ref](const YAML::Node& y, const std::string& yp) {
+                          ref->set_api_group(w.Str(y, yp));
+                        }},
+                       {"kind", [&w, ref](const YAML::Node& y, const std::string& yp) {
+                          ref->set_kind(w.Str(y, yp));
+                        }},
+                       {"name", [&w, ref](const YAML::Node& y, const std::string& yp) {
+                          ref->set_name(w.Str(y, yp));
+                        }}});
               }}},
-            {"parameters", "retryDelayMinutes"});
+            {"retryDelayMinutes"});
+    };
+  } else if (kind == "MultiKueueConfig") {
+    auto* config = m->object.mutable_multi_kueue_config();
+    meta = config->mutable_metadata();
+    top["spec"] = [&w, config](const YAML::Node& n, const std::string& p) {
+      auto* s = config->mutable_spec();
+      w.Map(n, p,
+            {{"clusters", [&w, s](const YAML::Node& x, const std::string& xp) {
+                w.StringList(x, xp, s->mutable_clusters());
+              }},
+             {"quotaManagement", [&w, s](const YAML::Node& x, const std::string& xp) {
+                s->set_quota_management(w.Str(x, xp));
+              }}});
+    };
+  } else if (kind == "MultiKueueCluster") {
+    auto* cluster = m->object.mutable_multi_kueue_cluster();
+    meta = cluster->mutable_metadata();
+    top["spec"] = [&w, cluster](const YAML::Node& n, const std::string& p) {
+      auto* a = cluster->mutable_spec()->mutable_admitd();
+      auto str = [&w](std::string* (v1::WorkerAdmitd::*field)(), v1::WorkerAdmitd* target) {
+        return [&w, field, target](const YAML::Node& y, const std::string& yp) {
+          *(target->*field)() = w.Str(y, yp);
+        };
+      };
+      w.Map(n, p,
+            {{"admitd", [&w, a, str](const YAML::Node& x, const std::string& xp) {
+                w.Map(x, xp,
+                      {{"address", str(&v1::WorkerAdmitd::mutable_address, a)},
+                       {"caFile", str(&v1::WorkerAdmitd::mutable_ca_file, a)},
+                       {"certFile", str(&v1::WorkerAdmitd::mutable_cert_file, a)},
+                       {"keyFile", str(&v1::WorkerAdmitd::mutable_key_file, a)},
+                       {"serverName", str(&v1::WorkerAdmitd::mutable_server_name, a)},
+                       {"tokenFile", str(&v1::WorkerAdmitd::mutable_token_file, a)},
+                       {"tls", [&w, a](const YAML::Node& y, const std::string& yp) {
+                          bool b = false;
+                          if (w.Bool(y, yp, &b)) a->set_tls(b);
+                        }}});
+              }}},
+            // A kubeconfig or ClusterProfile names a Kubernetes API server; admitd dispatches
+            // to the worker cluster's admitd instead.
+            {});
     };
   } else if (kind == "Workload") {
     m->is_workload = true;
@@ -328,7 +382,8 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
   } else {
     w.Error("kind", absl::StrCat("unsupported \"", kind,
                                  "\" (want ResourceFlavor, Cohort, ClusterQueue, LocalQueue, "
-                                 "WorkloadPriorityClass, AdmissionCheck or Workload)"));
+                                 "WorkloadPriorityClass, AdmissionCheck, MultiKueueConfig, "
+                                 "MultiKueueCluster or Workload)"));
     return;
   }
   top["apiVersion"] = [](const YAML::Node&, const std::string&) {};
@@ -441,6 +496,7 @@ absl::StatusOr<std::vector<Manifest>> ReadManifests(const std::string& path) {
 void SortForApply(std::vector<Manifest>* manifests) {
   static const std::map<std::string, int> kOrder = {
       {"Namespace", 0}, {"WorkloadPriorityClass", 0}, {"ResourceFlavor", 1}, {"AdmissionCheck", 1},
+      {"MultiKueueCluster", 0}, {"MultiKueueConfig", 0},
       {"Cohort", 2},                {"ClusterQueue", 3},   {"LocalQueue", 4},
       {"Workload", 5}};
   std::stable_sort(manifests->begin(), manifests->end(), [](const Manifest& a, const Manifest& b) {

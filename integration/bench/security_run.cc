@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "clients/connection.h"
+#include "common/connection.h"
 #include "common/testing/test_ca.h"
 #include "integration/bench/raw_run.h"
 #include "integration/fixtures.h"
@@ -22,7 +22,7 @@ constexpr char kIssuer[] = "https://kubernetes.default.svc.cluster.local";
 struct Setting {
   const char* name;
   std::vector<std::string> args;        // for admitd
-  clients::ConnectionOptions client;    // target filled in per run
+  ConnectionOptions client;    // target filled in per run
 };
 
 }  // namespace
@@ -75,12 +75,12 @@ jwt:
     a.insert(a.end(), b.begin(), b.end());
     return a;
   };
-  clients::ConnectionOptions verify_server;
+  ConnectionOptions verify_server;
   verify_server.ca_file = dir + "/ca.crt";
-  clients::ConnectionOptions mtls = verify_server;
+  ConnectionOptions mtls = verify_server;
   mtls.cert_file = dir + "/client.crt";
   mtls.key_file = dir + "/client.key";
-  clients::ConnectionOptions bearer = verify_server;
+  ConnectionOptions bearer = verify_server;
   bearer.token = token;
   std::vector<Setting> settings = {
       {"plaintext", {}, {}},
@@ -106,12 +106,12 @@ jwt:
       return 1;
     }
     ChannelFactory connect = [options = setting.client](const std::string& address) {
-        clients::ConnectionOptions o = options;
+        ConnectionOptions o = options;
         o.target = address;
         // Each channel its own connection, as separate clients have.
         grpc::ChannelArguments args;
         args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-        return *clients::Connect(o, args);
+        return *Connect(o, args);
     };
     std::printf("--- %s ---\n", setting.name);
     RawReport report = RunRaw((*process)->address(), clients, duration, "", connect);

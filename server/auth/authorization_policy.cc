@@ -21,7 +21,7 @@ constexpr absl::string_view kVerbNames[kVerbCount] = {
 constexpr absl::string_view kResourceNames[kResourceCount] = {
     "resourceflavors", "cohorts",    "clusterqueues", "localqueues", "workloadpriorityclasses",
     "admissionchecks", "namespaces", "workloads",     "pods",        "scheduler",
-    "events"};
+    "events",          "multikueueconfigs", "multikueueclusters"};
 
 void Grant(Grants& g, std::initializer_list<Verb> verbs, std::initializer_list<Resource> resources) {
   for (Verb v : verbs) {
@@ -31,7 +31,8 @@ void Grant(Grants& g, std::initializer_list<Verb> verbs, std::initializer_list<R
 
 constexpr std::initializer_list<Resource> kQueueObjects = {
     Resource::kResourceFlavors, Resource::kCohorts, Resource::kClusterQueues,
-    Resource::kLocalQueues, Resource::kWorkloadPriorityClasses, Resource::kAdmissionChecks};
+    Resource::kLocalQueues, Resource::kWorkloadPriorityClasses, Resource::kAdmissionChecks,
+    Resource::kMultiKueueConfigs, Resource::kMultiKueueClusters};
 constexpr std::initializer_list<Verb> kRead = {Verb::kGet, Verb::kList, Verb::kWatch};
 
 // The built-in roles; false when `name` is none of them.

@@ -58,10 +58,11 @@ enum class Verb : uint8_t {
 };
 enum class Resource : uint8_t {
   kResourceFlavors, kCohorts, kClusterQueues, kLocalQueues, kWorkloadPriorityClasses,
-  kAdmissionChecks, kNamespaces, kWorkloads, kPods, kScheduler, kEvents,
+  kAdmissionChecks, kNamespaces, kWorkloads, kPods, kScheduler, kEvents, kMultiKueueConfigs,
+  kMultiKueueClusters,
 };
 inline constexpr int kVerbCount = 13;
-inline constexpr int kResourceCount = 11;
+inline constexpr int kResourceCount = 13;
 // grants[verb][resource]
 using Grants = std::array<std::array<bool, kResourceCount>, kVerbCount>;
 

@@ -27,6 +27,8 @@ const char* KindName(v1::ObjectKind kind) {
     case v1::OBJECT_KIND_WORKLOAD: return "Workload";
     case v1::OBJECT_KIND_ADMISSION_CHECK: return "AdmissionCheck";
     case v1::OBJECT_KIND_NAMESPACE: return "Namespace";
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: return "MultiKueueConfig";
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: return "MultiKueueCluster";
     default: return "object";
   }
 }
@@ -40,6 +42,8 @@ v1::ObjectKind KindOf(const v1::QueueObject& o) {
     case v1::QueueObject::kWorkloadPriorityClass: return v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS;
     case v1::QueueObject::kAdmissionCheck: return v1::OBJECT_KIND_ADMISSION_CHECK;
     case v1::QueueObject::kNamespace: return v1::OBJECT_KIND_NAMESPACE;
+    case v1::QueueObject::kMultiKueueConfig: return v1::OBJECT_KIND_MULTIKUEUE_CONFIG;
+    case v1::QueueObject::kMultiKueueCluster: return v1::OBJECT_KIND_MULTIKUEUE_CLUSTER;
     default: return v1::OBJECT_KIND_UNSPECIFIED;
   }
 }
@@ -54,6 +58,10 @@ v1::ObjectMeta* MutableMeta(v1::QueueObject* o) {
       return o->mutable_workload_priority_class()->mutable_metadata();
     case v1::QueueObject::kAdmissionCheck: return o->mutable_admission_check()->mutable_metadata();
     case v1::QueueObject::kNamespace: return o->mutable_namespace_()->mutable_metadata();
+    case v1::QueueObject::kMultiKueueConfig:
+      return o->mutable_multi_kueue_config()->mutable_metadata();
+    case v1::QueueObject::kMultiKueueCluster:
+      return o->mutable_multi_kueue_cluster()->mutable_metadata();
     default: return nullptr;
   }
 }
@@ -179,6 +187,8 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: priority_classes_[key] = object; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: admission_checks_[key] = object; break;
     case v1::OBJECT_KIND_NAMESPACE: namespaces_[key] = object; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: multikueue_configs_[key] = object; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: multikueue_clusters_[key] = object; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       ClusterQueueState& cq = cluster_queues_[key];
       cq.object = object;

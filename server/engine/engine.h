@@ -100,6 +100,17 @@ struct CycleStats {
   bool more = false;
 };
 
+// The controller name of MultiKueue AdmissionChecks, which admitd's dispatcher decides.
+inline constexpr char kMultiKueueControllerName[] = "kueue.x-k8s.io/multikueue";
+
+// The workload a dispatcher step is about, and its MultiKueue check.
+struct DispatchTarget {
+  std::string ns;
+  std::string name;
+  std::string uid;  // the step applies to this workload only (FAILED_PRECONDITION otherwise)
+  std::string check;
+};
+
 // Queue objects: the kind's name as Kueue spells it ("ClusterQueue"; "object" for none), the
 // kind a QueueObject holds, and its metadata.
 const char* KindName(v1::ObjectKind kind);
@@ -201,6 +212,31 @@ class Engine {
   // reservation or has no such check.
   absl::StatusOr<v1::SetAdmissionCheckStateResponse> SetAdmissionCheckState(
       const v1::SetAdmissionCheckStateRequest& request, absl::Time now);
+
+  // ---- MultiKueue: the dispatcher's writes on the manager (multikueue.md §5–§7) -------------
+  // Each re-checks that the workload still holds a reservation with the check; otherwise
+  // FAILED_PRECONDITION and nothing changes.
+  // The workers that get a copy (status.nominatedClusterNames); nomination_time moves to `now`
+  // when the list grows. Only while the check is Pending, without clusterName nor eviction.
+  absl::StatusOr<v1::Workload> NominateClusters(const DispatchTarget& target,
+                                                const std::vector<std::string>& clusters,
+                                                absl::Time now);
+  // The copy in `cluster` was admitted first: the check Ready with `The workload was admitted
+  // on "<cluster>"`, status.clusterName set, nominations cleared, Normal event MultiKueue;
+  // Admitted when every check is Ready. Idempotent.
+  absl::StatusOr<v1::Workload> RecordWorkerAdmission(const DispatchTarget& target,
+                                                     const std::string& cluster, absl::Time now);
+  // The check Retry with `message` (and, with `event`, a Normal MultiKueue event): the workload
+  // is evicted (AdmissionCheck) and, once released, queues again at once. A no-op when it is
+  // already evicted or the check already failed.
+  absl::StatusOr<v1::Workload> RetryDispatch(const DispatchTarget& target,
+                                             const std::string& message, bool event,
+                                             absl::Time now);
+  // A worker's connection: its MultiKueueCluster's Active condition (True/Active/Connected, or
+  // False/ClientConnectionFailed/`message`) and disconnected_since (the first loss is kept
+  // until a connection succeeds); the MultiKueue checks follow. NOT_FOUND for an unknown one.
+  absl::Status SetWorkerConnection(const std::string& cluster, bool connected,
+                                   const std::string& message, absl::Time now);
 
   // ---- Time ---------------------------------------------------------------------------------
   // The earliest time at which Tick may have something to do (a backoff ending, a maximum

@@ -135,6 +135,18 @@ class Engine::Impl {
   std::vector<Change> TakeChanges(bool keep_snapshots);
   void ForgetSnapshots() { last_snapshots_.clear(); }
 
+  // ---- engine_multikueue.cc ----
+  absl::StatusOr<v1::Workload> NominateClusters(const DispatchTarget& target,
+                                                const std::vector<std::string>& clusters,
+                                                absl::Time now);
+  absl::StatusOr<v1::Workload> RecordWorkerAdmission(const DispatchTarget& target,
+                                                     const std::string& cluster, absl::Time now);
+  absl::StatusOr<v1::Workload> RetryDispatch(const DispatchTarget& target,
+                                             const std::string& message, bool event,
+                                             absl::Time now);
+  absl::Status SetWorkerConnection(const std::string& cluster, bool connected,
+                                   const std::string& message, absl::Time now);
+
  // ---- engine_events.cc, engine_slices.cc: for the server's access checks and audit ----
   void RecordAudit(v1::Event event, absl::Time now);
   std::vector<const v1::Workload*> ResizeTargets(const v1::ResizeRequest& request);
@@ -279,6 +291,25 @@ class Engine::Impl {
   // ClusterQueue's admitted count follows, a maximum execution time arms a timer. Returns
   // whether the condition changed.
   bool SyncAdmitted(WorkloadEntry& entry, absl::Time now);
+  // ---- engine_multikueue.cc: MultiKueue's objects ----
+  bool IsMultiKueueCheck(const std::string& check) const;
+  // False for a missing check, or a MultiKueue check whose Active condition is not True.
+  bool IsCheckActive(const std::string& check) const;
+  // Before an Apply stores `object`: keeps the server-kept status of an AdmissionCheck or
+  // MultiKueueCluster (a new cluster starts disconnected at `now`); INVALID_ARGUMENT when an
+  // AdmissionCheck's controller would change.
+  absl::Status PrepareMultiKueueApply(const v1::QueueObject* existing, v1::QueueObject* object,
+                                      absl::Time now) const;
+  // Re-derives every MultiKueue AdmissionCheck's Active condition; the ClusterQueues of a check
+  // whose activity changed refresh theirs.
+  void RefreshMultiKueueChecks(absl::Time now);
+  // RefreshActive's causes about checks: inactive ones, several MultiKueue checks, a MultiKueue
+  // check per flavor.
+  void AddMultiKueueInactiveCauses(const ClusterQueueState& cq, std::vector<std::string>* reasons,
+                                   std::vector<std::string>* messages) const;
+  // The workload of `target` holding a reservation, with its check `target.check` in `*check`.
+  absl::StatusOr<WorkloadEntry*> FindDispatched(const DispatchTarget& target,
+                                                v1::AdmissionCheckState** check);
   // status.admissionChecks for the checks `cq` requires on the flavors of the admission.
   void SyncAdmissionChecks(WorkloadEntry& entry, const ClusterQueueState& cq, absl::Time now);
   // Ends a backoff that is over: requeueAt cleared and Requeued=True/BackoffFinished.
@@ -341,6 +372,8 @@ class Engine::Impl {
   std::map<std::string, v1::QueueObject> priority_classes_;
   std::map<std::string, v1::QueueObject> admission_checks_;
   std::map<std::string, v1::QueueObject> namespaces_;
+  std::map<std::string, v1::QueueObject> multikueue_configs_;
+  std::map<std::string, v1::QueueObject> multikueue_clusters_;
   std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
   std::map<std::string, ClusterQueueState> cluster_queues_;
   std::map<std::string, WorkloadEntry> workloads_;  // namespace/name
@@ -377,6 +410,8 @@ int64_t WholeSeconds(absl::Duration d);
 bool HasFailedChecks(const v1::Workload& wl);
 // True for stopPolicy None (or unset).
 bool IsRunning(const std::string& stop_policy);
+// True for kueue.x-k8s.io/multikueue.
+bool IsMultiKueueController(const std::string& controller);
 // True when the ClusterQueue's admission checks strategy names `check`.
 bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check);
 

@@ -130,7 +130,11 @@ void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
       cause.empty() ? reason : absl::StrCat(reason, "DueTo", cause);
   SetCondition(&wl, kEvicted, true, condition_reason, message, now);
   CountEviction(entry, reason, cause);
-  // Every check starts over (Kueue's resetChecksOnEviction).
+  // Every check starts over, and MultiKueue's worker choice with them (Kueue's
+  // resetChecksOnEviction).
+  wl.mutable_status()->clear_cluster_name();
+  wl.mutable_status()->clear_nominated_cluster_names();
+  wl.mutable_status()->clear_nomination_time();
   for (v1::AdmissionCheckState& c : *wl.mutable_status()->mutable_admission_checks()) {
     if (c.state() == kCheckPending) continue;
     if (c.state() == kCheckRetry) c.set_retry_count(c.retry_count() + 1);

@@ -1,6 +1,6 @@
 // Engine: queue-side objects (ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
-// WorkloadPriorityClass, AdmissionCheck, Namespace): apply, get, list, delete, and the status
-// computed on read.
+// WorkloadPriorityClass, AdmissionCheck, Namespace, MultiKueueConfig, MultiKueueCluster): apply,
+// get, list, delete, and the status computed on read.
 #include <algorithm>
 #include <cstdio>
 
@@ -35,6 +35,8 @@ std::string UserContent(const v1::QueueObject& o) {
   meta->clear_creation_timestamp();
   if (copy.has_cluster_queue()) copy.mutable_cluster_queue()->clear_status();
   if (copy.has_local_queue()) copy.mutable_local_queue()->clear_status();
+  if (copy.has_admission_check()) copy.mutable_admission_check()->clear_status();
+  if (copy.has_multi_kueue_cluster()) copy.mutable_multi_kueue_cluster()->clear_status();
   return copy.SerializeAsString();
 }
 
@@ -49,6 +51,10 @@ std::string SpecContent(const v1::QueueObject& o) {
     case v1::QueueObject::kWorkloadPriorityClass:
       return absl::StrCat(o.workload_priority_class().value());
     case v1::QueueObject::kAdmissionCheck: return o.admission_check().spec().SerializeAsString();
+    case v1::QueueObject::kMultiKueueConfig:
+      return o.multi_kueue_config().spec().SerializeAsString();
+    case v1::QueueObject::kMultiKueueCluster:
+      return o.multi_kueue_cluster().spec().SerializeAsString();
     default: return "";
   }
 }
@@ -131,6 +137,12 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       violations = ValidateAdmissionCheck(object.admission_check());
       break;
     case v1::OBJECT_KIND_NAMESPACE: violations = ValidateNamespace(object.namespace_()); break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG:
+      violations = ValidateMultiKueueConfig(object.multi_kueue_config());
+      break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER:
+      violations = ValidateMultiKueueCluster(object.multi_kueue_cluster());
+      break;
     default: return InvalidArgument({{"object", "must hold one queue object"}});
   }
   CheckObjectSize(&violations, "object", "object", object.ByteSizeLong(),
@@ -150,6 +162,8 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: table = &admission_checks_; break;
     case v1::OBJECT_KIND_NAMESPACE: table = &namespaces_; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: table = &multikueue_configs_; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: table = &multikueue_clusters_; break;
     default: break;
   }
   if (table != nullptr) {
@@ -174,6 +188,8 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   }
   if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) object.mutable_cluster_queue()->clear_status();
   if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) object.mutable_local_queue()->clear_status();
+  // Server-kept status stays as it is; an AdmissionCheck's controller never changes.
+  ADMITD_RETURN_IF_ERROR(PrepareMultiKueueApply(existing, &object, now));
   v1::ApplyResponse response;
   if (existing != nullptr && UserContent(*existing) == UserContent(object)) {
     *response.mutable_object() = *existing;
@@ -265,11 +281,15 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
   } else if (kind == v1::OBJECT_KIND_NAMESPACE) {
     OnNamespaceLabels(old_namespace_labels, namespaces_.at(key).namespace_().metadata().labels());
-  } else if (kind == v1::OBJECT_KIND_ADMISSION_CHECK) {
-    for (auto& [name, cq] : cluster_queues_) {
-      if (!UsesAdmissionCheck(cq, key)) continue;
-      RefreshActive(cq, now);
-      RequeueInadmissible(cq);
+  } else if (kind == v1::OBJECT_KIND_ADMISSION_CHECK || kind == v1::OBJECT_KIND_MULTIKUEUE_CONFIG ||
+             kind == v1::OBJECT_KIND_MULTIKUEUE_CLUSTER) {
+    RefreshMultiKueueChecks(now);
+    if (kind == v1::OBJECT_KIND_ADMISSION_CHECK) {
+      for (auto& [name, cq] : cluster_queues_) {
+        if (!UsesAdmissionCheck(cq, key)) continue;
+        RefreshActive(cq, now);
+        RequeueInadmissible(cq);
+      }
     }
   } else if (kind == v1::OBJECT_KIND_RESOURCE_FLAVOR) {
     for (auto& [name, cq] : cluster_queues_) {
@@ -362,6 +382,8 @@ absl::StatusOr<v1::QueueObject> Engine::Impl::Get(const v1::GetObjectRequest& re
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: table = &admission_checks_; break;
     case v1::OBJECT_KIND_NAMESPACE: table = &namespaces_; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: table = &multikueue_configs_; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: table = &multikueue_clusters_; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       auto it = cluster_queues_.find(key);
       if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
@@ -414,6 +436,8 @@ absl::StatusOr<v1::ListObjectsResponse> Engine::Impl::List(
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: page(priority_classes_, copy); break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: page(admission_checks_, copy); break;
     case v1::OBJECT_KIND_NAMESPACE: page(namespaces_, copy); break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: page(multikueue_configs_, copy); break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: page(multikueue_clusters_, copy); break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE:
       page(cluster_queues_, [this](const ClusterQueueState& cq, v1::QueueObject* object) {
         *object->mutable_cluster_queue() = WithStatus(cq);
@@ -467,6 +491,8 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
     case v1::OBJECT_KIND_NAMESPACE: table = &namespaces_; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CONFIG: table = &multikueue_configs_; break;
+    case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: table = &multikueue_clusters_; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: {
       for (const auto& [name, cq] : cluster_queues_) {
         if (UsesAdmissionCheck(cq, key)) {
@@ -520,6 +546,9 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
   if (kind == v1::OBJECT_KIND_COHORT) {
     RebuildQuotaTree();
     for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
+  }
+  if (kind == v1::OBJECT_KIND_MULTIKUEUE_CONFIG || kind == v1::OBJECT_KIND_MULTIKUEUE_CLUSTER) {
+    RefreshMultiKueueChecks(now);
   }
   return absl::OkStatus();
 }
@@ -638,6 +667,7 @@ void Engine::Impl::RefreshActive(ClusterQueueState& cq, std::optional<absl::Time
     messages.push_back(absl::StrCat("references missing AdmissionCheck(s): ",
                                     absl::StrJoin(missing_checks, ",")));
   }
+  AddMultiKueueInactiveCauses(cq, &reasons, &messages);
   if (!reasons.empty()) {
     cq.inactive_reason = reasons.front();
     cq.inactive_message =

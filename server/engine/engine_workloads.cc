@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -434,6 +435,15 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
   if (request.has_finished()) {
     Violations violations;
     CheckMessage(&violations, "finished.message", request.finished().message());
+    const std::string& reason = request.finished().reason();
+    if (!reason.empty() &&
+        (reason.size() > 1024 || !absl::ascii_isupper(static_cast<unsigned char>(reason[0])) ||
+         !std::all_of(reason.begin(), reason.end(),
+                      [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)); }))) {
+      violations.push_back({"finished.reason",
+                            absl::StrCat("Invalid value: \"", reason.substr(0, 64),
+                                         "\": must be a CamelCase word of letters and digits")});
+    }
     if (!violations.empty()) return InvalidArgument(violations);
   }
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
@@ -458,7 +468,9 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       if (message.empty()) {
         message = ok ? "The workload finished successfully" : "The workload failed";
       }
-      SetCondition(&wl, kFinished, true, ok ? kReasonSucceeded : kReasonFailed, message, now);
+      const std::string& reason = request.finished().reason();
+      SetCondition(&wl, kFinished, true,
+                   !reason.empty() ? reason : ok ? kReasonSucceeded : kReasonFailed, message, now);
       EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Finished", message);
       if (cq != nullptr && reserved) RequeueInadmissible(*cq);
       break;

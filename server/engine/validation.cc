@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/engine/metadata_validation.h"
@@ -340,6 +341,61 @@ Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check) {
   CheckObjectMeta(&out, "metadata", check.metadata());
   if (check.spec().controller_name().empty()) {
     out.push_back({"spec.controllerName", "Required value"});
+  }
+  return out;
+}
+
+Violations ValidateMultiKueueConfig(const v1::MultiKueueConfig& config) {
+  Violations out;
+  CheckName(&out, "metadata.name", config.metadata().name(), false);
+  CheckObjectMeta(&out, "metadata", config.metadata());
+  const auto& clusters = config.spec().clusters();
+  if (clusters.empty()) {
+    out.push_back({"spec.clusters", "Required value"});
+  } else if (clusters.size() > 20) {
+    out.push_back({"spec.clusters",
+                   absl::StrCat("Too many: ", clusters.size(), ": must have at most 20 items")});
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < clusters.size(); ++i) {
+    const std::string field = absl::StrCat("spec.clusters[", i, "]");
+    if (clusters[i].empty()) {
+      out.push_back({field, "Required value"});
+    } else if (clusters[i].size() > 256) {
+      out.push_back({field, "Too long: may not be more than 256 bytes"});
+    } else if (!seen.insert(clusters[i]).second) {
+      out.push_back({"spec.clusters", "Invalid value: \"array\": must be unique"});
+    }
+  }
+  // Automated derives the manager's quota from the workers' (Kueue's alpha
+  // MultiKueueManagerQuotaAutomation); admitd keeps the manager's quota as configured.
+  CheckEnum(&out, "spec.quotaManagement", config.spec().quota_management(), {"Manual"});
+  return out;
+}
+
+Violations ValidateMultiKueueCluster(const v1::MultiKueueCluster& cluster) {
+  Violations out;
+  // The name labels metrics and is the cluster's name on the workers' side: a shim's cluster
+  // name rule.
+  CheckClusterName(&out, "metadata.name", cluster.metadata().name());
+  CheckObjectMeta(&out, "metadata", cluster.metadata());
+  const v1::WorkerAdmitd& w = cluster.spec().admitd();
+  const std::string& address = w.address();
+  if (address.empty()) {
+    out.push_back({"spec.admitd.address", "Required value"});
+  } else {
+    const size_t colon = address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(address.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+      out.push_back({"spec.admitd.address",
+                     absl::StrCat("Invalid value: ", Quote(address),
+                                  ": must be host:port with a port from 1 to 65535")});
+    }
+  }
+  if (w.cert_file().empty() != w.key_file().empty()) {
+    out.push_back({w.cert_file().empty() ? "spec.admitd.certFile" : "spec.admitd.keyFile",
+                   "Required value: a client certificate needs both certFile and keyFile"});
   }
   return out;
 }

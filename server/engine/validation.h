@@ -23,6 +23,8 @@ Violations ValidateLocalQueue(const v1::LocalQueue& lq);
 Violations ValidateWorkloadPriorityClass(const v1::WorkloadPriorityClass& wpc);
 Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check);
 Violations ValidateNamespace(const v1::Namespace& ns);
+Violations ValidateMultiKueueConfig(const v1::MultiKueueConfig& config);
+Violations ValidateMultiKueueCluster(const v1::MultiKueueCluster& cluster);
 Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
 
 // Whether the workload's requests can be represented: per resource, each pod set's per-pod

@@ -10,8 +10,8 @@
 //   ADMITD_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, Connect(options));
 //
 // Thread safety: Connect may be called from any thread; channels are thread-safe.
-#ifndef ADMITD_CLIENTS_CONNECTION_H_
-#define ADMITD_CLIENTS_CONNECTION_H_
+#ifndef ADMITD_COMMON_CONNECTION_H_
+#define ADMITD_COMMON_CONNECTION_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace admitd::clients {
+namespace admitd {
 
 struct ConnectionOptions {
   std::string target = "localhost:50051";
@@ -47,6 +47,6 @@ ConnectionOptions ConnectionOptionsFromEnvironment(const std::string& target);
 absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect(
     const ConnectionOptions& options, grpc::ChannelArguments args = grpc::ChannelArguments());
 
-}  // namespace admitd::clients
+}  // namespace admitd
 
-#endif  // ADMITD_CLIENTS_CONNECTION_H_
+#endif  // ADMITD_COMMON_CONNECTION_H_

@@ -1,4 +1,4 @@
-#include "clients/connection.h"
+#include "common/connection.h"
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
-namespace admitd::clients {
+namespace admitd {
 namespace {
 
 bool Readable(const std::string& path) { return std::ifstream(path).good(); }
@@ -112,4 +112,4 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect(const ConnectionOptions& 
   return grpc::CreateCustomChannel(options.target, creds, args);
 }
 
-}  // namespace admitd::clients
+}  // namespace admitd
