@@ -304,7 +304,8 @@ void Dispatcher::SyncLinks() {
       ++it;
     }
   }
-  for (const auto& [name, cluster] : local_.clusters) {
+  for (const auto& [cluster_name, cluster] : local_.clusters) {
+    const std::string name = cluster_name;  // lambdas cannot capture a structured binding
     if (links_.count(name) > 0) continue;
     WorkerLinkOptions o;
     o.name = name;
