@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -134,6 +135,37 @@ class MultiKueueTest : public ::testing::Test {
     grpc::ClientContext ctx;
     grpc::Status s = manager_.client->admission->Submit(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  // A workload as the manager cluster's shim submits it for a batch/v1 Job: owned by the Job,
+  // with the Job's spec.managedBy and manifest.
+  void SubmitJob(const std::string& name, const std::string& managed_by,
+                 const std::string& owner_api = "batch/v1", const std::string& owner_kind = "Job") {
+    v1::SubmitRequest req;
+    v1::Workload* wl = req.mutable_workload();
+    *wl = Workload(kNs, name, "lq", 1, {{"cpu", "1"}});
+    v1::OwnerReference* owner = wl->mutable_metadata()->add_owner_references();
+    owner->set_api_version(owner_api);
+    owner->set_kind(owner_kind);
+    owner->set_name(name);
+    owner->set_uid(absl::StrCat("uid-", name));
+    owner->set_controller(true);
+    wl->mutable_remote_job()->set_api_version("batch/v1");
+    wl->mutable_remote_job()->set_kind("Job");
+    wl->mutable_remote_job()->set_managed_by(managed_by);
+    wl->mutable_remote_job()->set_manifest(absl::StrCat(
+        R"({"apiVersion":"batch/v1","kind":"Job","metadata":{"name":")", name,
+        R"("},"spec":{"suspend":true}})"));
+    v1::SubmitResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = manager_.client->admission->Submit(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  grpc::Status UpdateRemoteJob(Node& n, const v1::UpdateRemoteJobRequest& req) {
+    v1::UpdateRemoteJobResponse resp;
+    grpc::ClientContext ctx;
+    return n.client->admission->UpdateRemoteJob(&ctx, req, &resp);
   }
 
   void Release(Node& n, const std::string& name, bool finished, const std::string& message = "") {
@@ -277,6 +309,120 @@ TEST_F(MultiKueueTest, AWorkerLostLongerThanTheTimeoutGivesTheWorkloadToAnother)
   ASSERT_TRUE(manager_.client->queues->Get(&ctx, req, &mkc).ok());
   EXPECT_TRUE(mkc.multi_kueue_cluster().status().has_disconnected_since());
   EXPECT_EQ(CheckActive(), "True/SomeActiveClusters");
+}
+
+TEST_F(MultiKueueTest, TheWinnerAloneGetsTheJobAndItsStatusComesBack) {
+  SubmitJob("job-m", "kueue.x-k8s.io/multikueue");
+  v1::Workload wl;
+  ASSERT_TRUE(WaitFor([&] {
+    wl = GetOn(manager_, "job-m");
+    return IsConditionTrue(wl, "Admitted");
+  })) << wl.DebugString();
+  const std::string winner = wl.status().cluster_name();
+  const std::string loser = winner == "w1" ? "w2" : "w1";
+  // The winning copy gets the manifest (the worker shim's signal to create the job); the copy
+  // carries no owner of the manager's and no job-uid.
+  v1::Workload copy;
+  ASSERT_TRUE(WaitFor([&] {
+    copy = GetOn(workers_[winner], "job-m");
+    return !copy.remote_job().manifest().empty();
+  })) << copy.DebugString();
+  EXPECT_EQ(copy.remote_job().manifest(), wl.remote_job().manifest());
+  EXPECT_EQ(copy.metadata().owner_references_size(), 0);
+  EXPECT_EQ(copy.metadata().labels().count("kueue.x-k8s.io/job-uid"), 0u);
+  EXPECT_TRUE(WaitFor([&] { return GetOn(workers_[loser], "job-m").metadata().name().empty(); }));
+
+  // The worker cluster's shim adopts the copy for the job it created and reports its status.
+  v1::UpdateRemoteJobRequest adopt;
+  adopt.set_namespace_(kNs);
+  adopt.set_name("job-m");
+  adopt.mutable_adopt()->set_api_version("batch/v1");
+  adopt.mutable_adopt()->set_kind("Job");
+  adopt.mutable_adopt()->set_name("job-m");
+  adopt.mutable_adopt()->set_uid("worker-job-uid");
+  adopt.set_status(R"({"active":1})");
+  ASSERT_TRUE(UpdateRemoteJob(workers_[winner], adopt).ok());
+  copy = GetOn(workers_[winner], "job-m");
+  ASSERT_EQ(copy.metadata().owner_references_size(), 1);
+  EXPECT_TRUE(copy.metadata().owner_references(0).controller());
+  EXPECT_EQ(copy.metadata().labels().at("kueue.x-k8s.io/job-uid"), "worker-job-uid");
+  ASSERT_TRUE(WaitFor([&] {
+    return GetOn(manager_, "job-m").remote_job().status() == R"({"active":1})";
+  }));
+  // Another job cannot take the copy.
+  adopt.mutable_adopt()->set_uid("another");
+  adopt.clear_status();
+  EXPECT_EQ(UpdateRemoteJob(workers_[winner], adopt).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  // The last status arrives before the finish, and both reach the manager.
+  v1::UpdateRemoteJobRequest last;
+  last.set_namespace_(kNs);
+  last.set_name("job-m");
+  last.set_status(R"({"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]})");
+  ASSERT_TRUE(UpdateRemoteJob(workers_[winner], last).ok());
+  Release(workers_[winner], "job-m", /*finished=*/true, "Job finished successfully");
+  ASSERT_TRUE(WaitFor([&] {
+    wl = GetOn(manager_, "job-m");
+    return IsConditionTrue(wl, "Finished");
+  }));
+  EXPECT_EQ(wl.remote_job().status(), last.status());
+}
+
+TEST_F(MultiKueueTest, AJobNotManagedByMultiKueueIsRejected) {
+  SubmitJob("job-local", "");
+  SubmitJob("job-ctrl", "kubernetes.io/job-controller");
+  SubmitJob("pod-x", "", "v1", "Pod");
+  const std::map<std::string, std::string> want = {
+      {"job-local",
+       "The owner is not managed by Kueue: Expecting spec.managedBy to be "
+       "\"kueue.x-k8s.io/multikueue\" not \"\", Previously: \"Pending\""},
+      {"job-ctrl",
+       "The owner is not managed by Kueue: Expecting spec.managedBy to be "
+       "\"kueue.x-k8s.io/multikueue\" not \"kubernetes.io/job-controller\", Previously: "
+       "\"Pending\""},
+      {"pod-x", "No multikueue adapter found for owner kind \"/v1, Kind=Pod\", Previously: "
+                "\"Pending\""}};
+  for (const auto& [name, message] : want) {
+    v1::Workload wl;
+    ASSERT_TRUE(WaitFor([&] {
+      wl = GetOn(manager_, name);
+      return Check(wl) != nullptr && Check(wl)->state() == "Rejected";
+    })) << wl.DebugString();
+    EXPECT_EQ(Check(wl)->message(), message);
+    // Rejected deactivates it; no worker ever got a copy.
+    ASSERT_TRUE(WaitFor([&] { return !GetOn(manager_, name).spec().active(); }));
+    for (auto& [w, node] : workers_) EXPECT_TRUE(GetOn(node, name).metadata().name().empty()) << w;
+  }
+}
+
+TEST_F(MultiKueueTest, UpdateRemoteJobRefusesWhatIsNotAJsonObject) {
+  SubmitJob("job-v", "kueue.x-k8s.io/multikueue");
+  v1::UpdateRemoteJobRequest req;
+  req.set_namespace_(kNs);
+  req.set_name("job-v");
+  req.set_status("[1, 2]");
+  req.set_manifest("{not json");
+  req.mutable_adopt()->set_kind("Job");
+  v1::UpdateRemoteJobResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = manager_.client->admission->UpdateRemoteJob(&ctx, req, &resp);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const std::string details = s.error_message();
+  EXPECT_NE(details.find("must be a JSON object"), std::string::npos) << details;
+  EXPECT_NE(details.find("not array"), std::string::npos) << details;
+  // Nothing changed.
+  const v1::Workload wl = GetOn(manager_, "job-v");
+  EXPECT_TRUE(wl.remote_job().status().empty());
+  EXPECT_NE(wl.remote_job().manifest(), "{not json");
+  // A Submit with a manifest that is not JSON is refused as well.
+  v1::SubmitRequest bad;
+  *bad.mutable_workload() = Workload(kNs, "job-bad", "lq", 1, {{"cpu", "1"}});
+  bad.mutable_workload()->mutable_remote_job()->set_manifest("nope");
+  v1::SubmitResponse sresp;
+  grpc::ClientContext sctx;
+  EXPECT_EQ(manager_.client->admission->Submit(&sctx, bad, &sresp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -281,6 +281,21 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
       Refresh<v1::SetAdmissionCheckStateResponse>);
 }
 
+grpc::ServerUnaryReactor* AdmissionServiceImpl::UpdateRemoteJob(
+    grpc::CallbackServerContext* rpc, const v1::UpdateRemoteJobRequest* req,
+    v1::UpdateRemoteJobResponse* resp) {
+  if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  // Carrying a job between clusters is part of submitting it.
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kSubmit, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
+  return Dispatch(
+      ctx_, rpc, resp,
+      Gated(*std::move(gate), req->namespace_(), req->name(),
+            [req](engine::Engine& e, absl::Time now) { return e.UpdateRemoteJob(*req, now); }),
+      Refresh<v1::UpdateRemoteJobResponse>);
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* AdmissionServiceImpl::Watch(
     grpc::CallbackServerContext* rpc, const grpc::ByteBuffer* req) {
   return WatchReactor::Start(ctx_, *req, rpc);

@@ -39,6 +39,9 @@ class AdmissionServiceImpl final : public v1::AdmissionService::WithRawCallbackM
   grpc::ServerUnaryReactor* SetAdmissionCheckState(
       grpc::CallbackServerContext* rpc, const v1::SetAdmissionCheckStateRequest* req,
       v1::SetAdmissionCheckStateResponse* resp) override;
+  grpc::ServerUnaryReactor* UpdateRemoteJob(grpc::CallbackServerContext* rpc,
+                                            const v1::UpdateRemoteJobRequest* req,
+                                            v1::UpdateRemoteJobResponse* resp) override;
 
  private:
   ServiceContext* const ctx_;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "clients/shim/job_multikueue.h"
 
 namespace admitd::shim {
 namespace {
@@ -75,6 +76,8 @@ bool AdmitdLink::Cached(const v1::Workload& wl) const {
   }
   auto it = wl.metadata().labels().find(kJobClusterLabel);
   if (it == wl.metadata().labels().end() || it->second != options_.cluster) return false;
+  // A MultiKueue manager's copy, before and after a Job of this cluster adopts it.
+  if (wl.metadata().labels().count(kMultiKueueOriginLabel)) return true;
   const v1::OwnerReference* owner = ControllerOwner(wl);
   return owner != nullptr &&
          ((owner->kind() == kJobOwnerKind && owner->api_version() == "batch/v1") ||
@@ -339,6 +342,15 @@ std::vector<std::string> AdmitdLink::OwnerKeys(const std::string& kind) const {
   for (auto it = by_owner_.lower_bound(prefix);
        it != by_owner_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     keys.push_back(it->first.substr(prefix.size()));
+  }
+  return keys;
+}
+
+std::vector<std::string> AdmitdLink::CopyKeys() const {
+  std::vector<std::string> keys;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, wl] : workloads_) {
+    if (wl.metadata().labels().count(kMultiKueueOriginLabel)) keys.push_back(key);
   }
   return keys;
 }

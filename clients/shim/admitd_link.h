@@ -96,6 +96,9 @@ class AdmitdLink {
   std::optional<v1::Workload> Workload(const std::string& ns, const std::string& name) const;
   // "ns/name" of every owner of `kind` that owns a cached Workload.
   std::vector<std::string> OwnerKeys(const std::string& kind) const;
+  // "ns/name" of every cached MultiKueue copy (a manager's copy, labelled with this cluster:
+  // cached with or without an owner).
+  std::vector<std::string> CopyKeys() const;
   std::map<std::string, v1::ResourceFlavor> Flavors() const;
   // Applies the Workload a write answered, unless the cache already has a newer version (read
   // your writes before the watch delivers it).

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/elastic_pods.h"
+#include "clients/shim/job_multikueue.h"
 #include "clients/shim/job_status.h"
 #include "clients/shim/podset_info.h"
 #include "clients/shim/reconcile_util.h"
@@ -85,6 +86,10 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
     return absl::OkStatus();
   }
   if (OwnedByManagedKind(*job)) return absl::OkStatus();
+  // A Job that uses a prebuilt Workload never gets one of its own.
+  if (std::string prebuilt = PrebuiltWorkloadName(*job); !prebuilt.empty()) {
+    return ReconcilePrebuilt(*job, prebuilt);
+  }
 
   // Workloads of an earlier Job of the same name go.
   const std::string uid = Str(Meta(*job), "uid");
@@ -159,6 +164,68 @@ absl::Status JobReconciler::Reconcile(const std::string& key) {
   return ReconcileWith(*job, *built, match, /*elastic=*/false);
 }
 
+absl::Status JobReconciler::ReconcilePrebuilt(const nlohmann::json& job,
+                                              const std::string& prebuilt) {
+  const nlohmann::json meta = Meta(job);
+  const std::string ns = Str(meta, "namespace"), name = Str(meta, "name"), uid = Str(meta, "uid");
+  std::optional<v1::Workload> wl = admitd_.Workload(ns, prebuilt);
+  if (!wl) {
+    // A MultiKueue worker's Job goes with its copy: the manager withdrew it. Any other Job
+    // waits for its Workload.
+    if (!IsMultiKueueWorkerJob(job)) return absl::OkStatus();
+    absl::StatusOr<nlohmann::json> r = kube_.DeleteUid(JobPath(ns, name), uid, "Background");
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) return r.status();
+    ++counters_.withdrawn;
+    ADMITD_LOG(kInfo, "multikueue job deleted: its copy was withdrawn",
+               {{"job", ns + "/" + name}, {"workload", prebuilt}});
+    return absl::OkStatus();
+  }
+  const v1::OwnerReference* owner = ControllerOwner(*wl);
+  if (owner != nullptr && owner->uid() != uid) return absl::OkStatus();  // another Job's
+  v1::UpdateRemoteJobRequest req;
+  req.set_namespace_(ns);
+  req.set_name(prebuilt);
+  req.set_uid(wl->metadata().uid());
+  if (owner == nullptr) {
+    v1::OwnerReference* adopt = req.mutable_adopt();
+    adopt->set_api_version("batch/v1");
+    adopt->set_kind(kJobOwnerKind);
+    adopt->set_name(name);
+    adopt->set_uid(uid);
+    adopt->set_controller(true);
+  }
+  // A MultiKueue copy reports the Job's status to its manager (before any finish below).
+  const std::string status = job.value("status", nlohmann::json::object()).dump();
+  if (wl->metadata().labels().count(kMultiKueueOriginLabel) &&
+      wl->remote_job().status() != status) {
+    req.set_status(status);
+  }
+  if (req.has_adopt() || req.has_status()) {
+    v1::UpdateRemoteJobResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    grpc::Status s = admitd_.admission().UpdateRemoteJob(&ctx, req, &resp);
+    admitd_.ReportCall(s);
+    if (!s.ok()) return FromGrpc("update remote job", s);
+    admitd_.Remember(resp.workload());
+    if (req.has_status()) ++counters_.reported;
+    wl = resp.workload();
+  }
+  absl::StatusOr<v1::Workload> built = Build(ns + "/" + name, job);
+  if (!built.ok()) return absl::OkStatus();
+  if (!Finished(*wl) && !Equivalent(job, *built, *wl)) {
+    v1::ReleaseQuotaRequest out_of_sync;
+    out_of_sync.set_namespace_(ns);
+    out_of_sync.set_name(prebuilt);
+    out_of_sync.set_uid(wl->metadata().uid());
+    out_of_sync.mutable_finished()->set_reason("OutOfSync");
+    out_of_sync.mutable_finished()->set_message(
+        "The prebuilt workload is out of sync with its user job");
+    return ReleaseQuota(out_of_sync);
+  }
+  return ReconcileWith(job, *built, &*wl, /*elastic=*/false);
+}
+
 absl::StatusOr<v1::Workload> JobReconciler::Build(const std::string& key,
                                                   const nlohmann::json& job) {
   const std::string uid = Str(Meta(job), "uid"), rv = Str(Meta(job), "resourceVersion");
@@ -173,6 +240,8 @@ absl::StatusOr<v1::Workload> JobReconciler::Build(const std::string& key,
   absl::StatusOr<v1::Workload> built = WorkloadForJob(job, options_.workload);
   if (!built.ok()) return built;
   (*built->mutable_metadata()->mutable_labels())[kJobClusterLabel] = options_.cluster;
+  // A MultiKueue manager's Job travels with its Workload to the worker that admits it.
+  if (ManagedByMultiKueue(job)) *built->mutable_remote_job() = RemoteJobFor(job);
   const nlohmann::json& spec = job.contains("spec") ? job["spec"] : nlohmann::json::object();
   (*built->mutable_metadata()->mutable_annotations())[kContainersDigestAnnotation] =
       ContainersDigest(spec.is_object() ? spec.value("template", nlohmann::json::object())
@@ -251,6 +320,16 @@ absl::Status JobReconciler::ReconcileElastic(const nlohmann::json& job, const v1
 
 absl::Status JobReconciler::ReconcileWith(const nlohmann::json& job, const v1::Workload& built,
                                           const v1::Workload* wl, bool elastic) {
+  // A MultiKueue manager's Job shows the status of the Job that runs in the worker.
+  if (wl != nullptr && !wl->remote_job().status().empty() && ManagedByMultiKueue(job)) {
+    const nlohmann::json remote =
+        nlohmann::json::parse(wl->remote_job().status(), nullptr, /*allow_exceptions=*/false);
+    if (std::optional<nlohmann::json> patch = MirrorStatusPatch(job, remote)) {
+      absl::Status s = PatchJob(job, *std::move(patch), /*status=*/true);
+      if (s.ok()) ++counters_.mirrored;
+      return s;  // the Job's next version is reconciled again
+    }
+  }
   if (wl != nullptr && Finished(*wl)) return absl::OkStatus();
   const std::string ns = Str(Meta(job), "namespace");
   if (std::optional<JobFinish> finish = JobFinished(job)) {

@@ -3,7 +3,9 @@
 // when the Workload is evicted and give the quota back once no pod is active; finish the Workload
 // when the Job finishes; report reclaimable pods; replace a Workload the Job no longer matches
 // (§1.8); resize an elastic Job's Workload when its parallelism changes and ungate the pods its
-// admitted slice has room for; delete the Workloads of a deleted Job. Every step reads the
+// admitted slice has room for; delete the Workloads of a deleted Job. MultiKueue (docs/
+// multikueue.md): a manager's Job carries its manifest in its Workload and mirrors the worker's
+// status; a worker's Job adopts the copy it was made for and reports its status. Every step reads the
 // caches (the Job and Pod informers, the AdmitdLink) and writes at most what the step needs, so
 // a reconcile can be repeated at any time and after any restart.
 //
@@ -51,7 +53,8 @@ struct JobReconcilerOptions {
 
 struct JobReconcilerCounters {
   std::atomic<int64_t> reconciles{0}, submits{0}, starts{0}, stops{0}, releases{0}, deletes{0},
-      resizes{0}, ungated{0};
+      resizes{0}, ungated{0}, mirrored{0}, reported{0},
+      withdrawn{0};  // MultiKueue: statuses mirrored, statuses reported, worker Jobs deleted
 };
 
 class JobReconciler {
@@ -67,6 +70,10 @@ class JobReconciler {
  private:
   absl::Status Finalize(const std::string& ns, const std::string& name,
                         const std::vector<v1::Workload>& workloads);
+  // A Job with a prebuilt Workload (a MultiKueue worker's Job among them): adopts it, reports
+  // the Job's status on a MultiKueue copy, finishes it OutOfSync when the Job no longer
+  // matches, then reconciles as usual.
+  absl::Status ReconcilePrebuilt(const nlohmann::json& job, const std::string& prebuilt);
   absl::Status ReconcileElastic(const nlohmann::json& job, const v1::Workload& built,
                                 std::vector<v1::Workload> owned);
   absl::Status ReconcileWith(const nlohmann::json& job, const v1::Workload& built,

@@ -269,10 +269,12 @@ absl::StatusOr<nlohmann::json> KubeClient::Delete(const std::string& path) const
 }
 
 absl::StatusOr<nlohmann::json> KubeClient::DeleteUid(const std::string& path,
-                                                     const std::string& uid) const {
-  const nlohmann::json options = {{"apiVersion", "v1"},
-                                  {"kind", "DeleteOptions"},
-                                  {"preconditions", {{"uid", uid}}}};
+                                                     const std::string& uid,
+                                                     const std::string& propagation) const {
+  nlohmann::json options = {{"apiVersion", "v1"},
+                            {"kind", "DeleteOptions"},
+                            {"preconditions", {{"uid", uid}}}};
+  if (!propagation.empty()) options["propagationPolicy"] = propagation;
   return Request("DELETE", path, options.dump(), "application/json");
 }
 

@@ -66,8 +66,10 @@ class KubeClient {
                                            "application/merge-patch+json") const;
   absl::StatusOr<nlohmann::json> Delete(const std::string& path) const;
   // DELETE only while the object's uid is `uid`: ABORTED (409) when the name now belongs to
-  // another object.
-  absl::StatusOr<nlohmann::json> DeleteUid(const std::string& path, const std::string& uid) const;
+  // another object. `propagation`: DeleteOptions.propagationPolicy (Background, Foreground,
+  // Orphan), or the resource's default when empty.
+  absl::StatusOr<nlohmann::json> DeleteUid(const std::string& path, const std::string& uid,
+                                           const std::string& propagation = "") const;
 
   // Watches `path` (a collection) from `resource_version` with bookmarks, for at most
   // `timeout_seconds`, calling `on_event` for each event until it returns false. OK when the

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/elastic_pods.h"
+#include "clients/shim/job_multikueue.h"
 #include "clients/shim/reconcile_util.h"
 #include "common/log.h"
 
@@ -102,6 +103,9 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   }
   s->reconciler_ = std::make_unique<JobReconciler>(s->kube_, *s->admitd_, *s->jobs_, *s->pods_,
                                                    *s->events_, options);
+  if (config.multikueue_worker) {
+    s->multikueue_worker_ = std::make_unique<MultiKueueWorker>(s->kube_, *s->admitd_, *s->jobs_);
+  }
   if (config.integrations.count("ray.io/raycluster")) {
     s->rayclusters_ = std::make_unique<Informer>(
         s->kube_, kRayClustersPath,
@@ -196,6 +200,7 @@ void Shim::Stop() {
   absl::MutexLock lock(&stop_mu_);
   if (stopping_.exchange(true)) return;
   queue_.ShutDown();
+  copy_queue_.ShutDown();
   ray_queue_.ShutDown();
   namespace_queue_.ShutDown();
   if (elector_) elector_->Stop();
@@ -259,6 +264,10 @@ void Shim::OnRayPod(const nlohmann::json& pod) {
 
 void Shim::OnWorkload(const v1::Workload& wl) {
   const v1::OwnerReference* owner = ControllerOwner(wl);
+  if (multikueue_worker_ && owner == nullptr &&
+      wl.metadata().labels().count(kMultiKueueOriginLabel)) {
+    copy_queue_.Add(wl.metadata().namespace_() + "/" + wl.metadata().name());
+  }
   if (owner == nullptr) return;
   const std::string key = wl.metadata().namespace_() + "/" + owner->name();
   if (owner->kind() == kJobOwnerKind) {
@@ -330,6 +339,13 @@ void Shim::StartWork() {
              reconcile_errors_, "job");
     });
   }
+  if (multikueue_worker_) {
+    workers_.emplace_back([this] {
+      Worker(copy_queue_,
+             [this](const std::string& key) { return multikueue_worker_->Reconcile(key); },
+             copy_reconcile_errors_, "multikueue copy");
+    });
+  }
   if (ray_reconciler_) {
     for (int i = 0; i < config_.workers; ++i) {
       workers_.emplace_back([this] {
@@ -366,6 +382,9 @@ void Shim::Resync() {
     for (const std::string& key : jobs_->Keys()) queue_.Add(key);
   }
   for (const std::string& key : admitd_->OwnerKeys(kJobOwnerKind)) queue_.Add(key);
+  if (multikueue_worker_) {
+    for (const std::string& key : multikueue_worker_->Keys()) copy_queue_.Add(key);
+  }
   if (ray_reconciler_) {
     for (const std::string& key : rayclusters_->Keys()) ray_queue_.Add(key);
     for (const std::string& key : admitd_->OwnerKeys(kRayClusterOwnerKind)) ray_queue_.Add(key);
@@ -488,6 +507,20 @@ std::string Shim::Metrics() const {
           both(c.resizes, &RayClusterReconcilerCounters::resizes));
   counter("admitd_shim_pods_ungated_total", "Elastic Job and RayCluster pods ungated.",
           both(c.ungated, &RayClusterReconcilerCounters::ungated));
+  counter("admitd_shim_multikueue_status_mirrored_total",
+          "Manager Jobs whose status was set from their worker's Job.", c.mirrored.load());
+  counter("admitd_shim_multikueue_status_reported_total",
+          "Worker Job statuses reported to admitd for the manager.", c.reported.load());
+  if (multikueue_worker_) {
+    counter("admitd_shim_multikueue_jobs_created_total",
+            "Jobs created in this worker cluster for winning MultiKueue copies.",
+            multikueue_worker_->created());
+    counter("admitd_shim_multikueue_jobs_withdrawn_total",
+            "Worker Jobs deleted because the manager withdrew their copy.", c.withdrawn.load());
+    counter("admitd_shim_multikueue_copy_reconcile_errors_total",
+            "MultiKueue copy reconciles that failed and were retried.",
+            copy_reconcile_errors_.load());
+  }
   if (r != nullptr) {
     gauge("admitd_shim_raycluster_workqueue_depth", "RayClusters waiting to be reconciled.",
           static_cast<double>(ray_queue_.Len()));

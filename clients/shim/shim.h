@@ -28,6 +28,7 @@
 #include "clients/shim/job_reconciler.h"
 #include "clients/shim/kube_client.h"
 #include "clients/shim/leader_election.h"
+#include "clients/shim/multikueue_worker.h"
 #include "clients/shim/namespace_sync.h"
 #include "clients/shim/pod_sync.h"
 #include "clients/shim/raycluster_reconciler.h"
@@ -88,6 +89,9 @@ class Shim {
   WorkQueue namespace_queue_;
   std::unique_ptr<AdmitdLink> admitd_;
   std::unique_ptr<JobReconciler> reconciler_;
+  // With --multikueue-worker only: creates the Jobs of winning copies (keys: the copies').
+  WorkQueue copy_queue_;
+  std::unique_ptr<MultiKueueWorker> multikueue_worker_;
   // With the ray.io/raycluster integration only.
   std::unique_ptr<Informer> rayclusters_;
   std::unique_ptr<Informer> ray_pods_;
@@ -105,6 +109,7 @@ class Shim {
   std::atomic<bool> lost_leadership_{false};
   std::atomic<int64_t> reconcile_errors_{0};
   std::atomic<int64_t> ray_reconcile_errors_{0};
+  std::atomic<int64_t> copy_reconcile_errors_{0};
   absl::Notification done_;
   absl::Mutex stop_mu_;
 };

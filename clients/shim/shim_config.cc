@@ -39,6 +39,9 @@ become Workloads in admitd, and admitd's decisions start, stop and finish them.
   --managed-namespaces-exclude LIST namespaces whose Jobs are never managed
                                     (default kube-system,<leader election namespace>)
   --manage-jobs-without-queue-name  manage Jobs that have no queue-name label too
+  --multikueue-worker               this cluster is a MultiKueue worker: create the Jobs its
+                                    admitd's winning copies carry (--cluster must be the
+                                    manager's MultiKueueCluster name for it)
   --mirror-workloads                keep read-only kueue.x-k8s.io/v1beta2 Workload objects in the
                                     cluster mirroring admitd's (needs Kueue's Workload CRD)
   --integrations LIST               the kinds managed (Kueue's integrations.frameworks; default
@@ -78,7 +81,8 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
       has_value = true;
     }
     const bool boolean = name == "leader-elect" || name == "manage-jobs-without-queue-name" ||
-                         name == "mirror-workloads" || name == "admitd-tls";
+                         name == "mirror-workloads" || name == "admitd-tls" ||
+                         name == "multikueue-worker";
     if (!has_value && !boolean) {
       if (i + 1 >= args.size()) return Bad(name, "needs a value");
       value = args[++i];
@@ -123,6 +127,7 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
     else if (name == "manage-jobs-without-queue-name") s = flag_bool(&c.manage_jobs_without_queue_name);
     else if (name == "resync-period") s = duration(&c.resync_period);
     else if (name == "mirror-workloads") s = flag_bool(&c.mirror_workloads);
+    else if (name == "multikueue-worker") s = flag_bool(&c.multikueue_worker);
     else if (name == "log-level") c.log_level = value;
     else if (name == "integrations") {
       c.integrations.clear();

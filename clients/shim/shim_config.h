@@ -41,6 +41,7 @@ struct ShimConfig {
   std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
   bool manage_jobs_without_queue_name = false;
   bool mirror_workloads = false;  // read-only Kueue Workload objects in the cluster
+  bool multikueue_worker = false;  // create the Jobs of winning MultiKueue copies
   bool elastic_jobs = true;  // the ElasticJobsViaWorkloadSlices gate
   // Kueue's integrations.frameworks: "batch/job" (the default), "pod", "ray.io/raycluster".
   std::set<std::string> integrations = {"batch/job"};

@@ -101,6 +101,8 @@ struct CycleStats {
 };
 
 // The controller name of MultiKueue AdmissionChecks, which admitd's dispatcher decides.
+// The event a MultiKueue Retry records on the workload (reason MultiKueue), if any.
+enum class DispatchEvent { kNone, kNormal, kWarning };
 inline constexpr char kMultiKueueControllerName[] = "kueue.x-k8s.io/multikueue";
 
 // The workload a dispatcher step is about, and its MultiKueue check.
@@ -226,17 +228,22 @@ class Engine {
   // Admitted when every check is Ready. Idempotent.
   absl::StatusOr<v1::Workload> RecordWorkerAdmission(const DispatchTarget& target,
                                                      const std::string& cluster, absl::Time now);
-  // The check Retry with `message` (and, with `event`, a Normal MultiKueue event): the workload
+  // The check Retry with `message` (and, with `event`, a MultiKueue event of that type): the workload
   // is evicted (AdmissionCheck) and, once released, queues again at once. A no-op when it is
   // already evicted or the check already failed.
   absl::StatusOr<v1::Workload> RetryDispatch(const DispatchTarget& target,
-                                             const std::string& message, bool event,
+                                             const std::string& message, DispatchEvent event,
                                              absl::Time now);
   // A worker's connection: its MultiKueueCluster's Active condition (True/Active/Connected, or
   // False/ClientConnectionFailed/`message`) and disconnected_since (the first loss is kept
   // until a connection succeeds); the MultiKueue checks follow. NOT_FOUND for an unknown one.
   absl::Status SetWorkerConnection(const std::string& cluster, bool connected,
                                    const std::string& message, absl::Time now);
+  // Workload.remote_job and the adoption of a prebuilt copy (AdmissionService.UpdateRemoteJob).
+  // INVALID_ARGUMENT for a document that is not a JSON object or an incomplete owner;
+  // FAILED_PRECONDITION when another job owns the workload. Works on finished workloads too.
+  absl::StatusOr<v1::UpdateRemoteJobResponse> UpdateRemoteJob(
+      const v1::UpdateRemoteJobRequest& request, absl::Time now);
 
   // ---- Time ---------------------------------------------------------------------------------
   // The earliest time at which Tick may have something to do (a backoff ending, a maximum

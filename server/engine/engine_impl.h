@@ -142,10 +142,12 @@ class Engine::Impl {
   absl::StatusOr<v1::Workload> RecordWorkerAdmission(const DispatchTarget& target,
                                                      const std::string& cluster, absl::Time now);
   absl::StatusOr<v1::Workload> RetryDispatch(const DispatchTarget& target,
-                                             const std::string& message, bool event,
+                                             const std::string& message, DispatchEvent event,
                                              absl::Time now);
   absl::Status SetWorkerConnection(const std::string& cluster, bool connected,
                                    const std::string& message, absl::Time now);
+  absl::StatusOr<v1::UpdateRemoteJobResponse> UpdateRemoteJob(
+      const v1::UpdateRemoteJobRequest& request, absl::Time now);
 
  // ---- engine_events.cc, engine_slices.cc: for the server's access checks and audit ----
   void RecordAudit(v1::Event event, absl::Time now);

@@ -12,6 +12,7 @@
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
 #include "server/engine/metadata_validation.h"
+#include "server/engine/validation.h"
 
 namespace admitd::engine {
 namespace {
@@ -301,7 +302,7 @@ absl::StatusOr<v1::Workload> Engine::Impl::RecordWorkerAdmission(const DispatchT
 }
 
 absl::StatusOr<v1::Workload> Engine::Impl::RetryDispatch(const DispatchTarget& target,
-                                                         const std::string& message, bool event,
+                                                         const std::string& message, DispatchEvent event,
                                                          absl::Time now) {
   v1::AdmissionCheckState* check = nullptr;
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindDispatched(target, &check));
@@ -313,7 +314,10 @@ absl::StatusOr<v1::Workload> Engine::Impl::RetryDispatch(const DispatchTarget& t
   *check->mutable_last_transition_time() = ToProtoTime(now);
   check->set_state(kCheckRetry);
   check->set_message(message);
-  if (event) RecordEvent(*entry, EventType::kNormal, "MultiKueue", "MultiKueue", message, now);
+  if (event != DispatchEvent::kNone) {
+    RecordEvent(*entry, event == DispatchEvent::kWarning ? EventType::kWarning : EventType::kNormal,
+                "MultiKueue", "MultiKueue", message, now);
+  }
   // MultiKueue asks for no delay: once released the workload queues again at once
   // (Requeued=True/BackoffFinished), as Kueue requeues it.
   v1::RequeueState* rs = wl.mutable_status()->mutable_requeue_state();
@@ -349,6 +353,57 @@ absl::Status Engine::Impl::SetWorkerConnection(const std::string& cluster, bool 
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::UpdateRemoteJobResponse> Engine::Impl::UpdateRemoteJob(
+    const v1::UpdateRemoteJobRequest& request, absl::Time now) {
+  (void)now;
+  Violations violations;
+  if (request.has_manifest()) CheckRemoteJobDocument(&violations, "manifest", request.manifest());
+  if (request.has_status()) CheckRemoteJobDocument(&violations, "status", request.status());
+  if (request.has_adopt()) {
+    const v1::OwnerReference& o = request.adopt();
+    if (o.api_version().empty()) violations.push_back({"adopt.apiVersion", "Required value"});
+    if (o.kind().empty()) violations.push_back({"adopt.kind", "Required value"});
+    if (o.name().empty()) violations.push_back({"adopt.name", "Required value"});
+    if (o.uid().empty()) violations.push_back({"adopt.uid", "Required value"});
+  }
+  if (!violations.empty()) return InvalidArgument(violations);
+  const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
+  ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
+  v1::Workload& wl = entry->object;
+  bool changed = false;
+  if (request.has_adopt()) {
+    const v1::OwnerReference* owner = nullptr;
+    for (const v1::OwnerReference& o : wl.metadata().owner_references()) {
+      if (o.controller()) owner = &o;
+    }
+    if (owner != nullptr && owner->uid() != request.adopt().uid()) {
+      return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "WORKLOAD_OWNED",
+                             absl::StrCat("workload \"", key, "\" is owned by ", owner->kind(),
+                                          " \"", owner->name(), "\" (uid ", owner->uid(), ")"));
+    }
+    if (owner == nullptr) {
+      v1::OwnerReference* o = wl.mutable_metadata()->add_owner_references();
+      *o = request.adopt();
+      o->set_controller(true);
+      (*wl.mutable_metadata()->mutable_labels())["kueue.x-k8s.io/job-uid"] = o->uid();
+      changed = true;
+    }
+  }
+  v1::RemoteJob* job = wl.mutable_remote_job();
+  if (request.has_manifest() && job->manifest() != request.manifest()) {
+    job->set_manifest(request.manifest());
+    changed = true;
+  }
+  if (request.has_status() && job->status() != request.status()) {
+    job->set_status(request.status());
+    changed = true;
+  }
+  if (changed) EmitWorkload(*entry, v1::WatchEvent::MODIFIED, "Updated", "");
+  v1::UpdateRemoteJobResponse response;
+  *response.mutable_workload() = wl;
+  return response;
+}
+
 // ---- Engine's public face --------------------------------------------------------------
 
 absl::StatusOr<v1::Workload> Engine::NominateClusters(const DispatchTarget& target,
@@ -364,9 +419,14 @@ absl::StatusOr<v1::Workload> Engine::RecordWorkerAdmission(const DispatchTarget&
 }
 
 absl::StatusOr<v1::Workload> Engine::RetryDispatch(const DispatchTarget& target,
-                                                   const std::string& message, bool event,
+                                                   const std::string& message, DispatchEvent event,
                                                    absl::Time now) {
   return impl_->RetryDispatch(target, message, event, now);
+}
+
+absl::StatusOr<v1::UpdateRemoteJobResponse> Engine::UpdateRemoteJob(
+    const v1::UpdateRemoteJobRequest& request, absl::Time now) {
+  return impl_->UpdateRemoteJob(request, now);
 }
 
 absl::Status Engine::SetWorkerConnection(const std::string& cluster, bool connected,

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "server/engine/metadata_validation.h"
 #include "server/engine/quantity.h"
 #include "server/engine/resources.h"
@@ -499,10 +500,28 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
     CheckAnnotations(&out, f + ".template.annotations", ps.template_().annotations());
   }
   if (min_counts > 1) out.push_back({"spec.podSets", "at most one podSet can use minCount"});
+  CheckRemoteJobDocument(&out, "remoteJob.manifest", workload.remote_job().manifest());
+  CheckRemoteJobDocument(&out, "remoteJob.status", workload.remote_job().status());
   if (out.empty()) {
     for (FieldViolation& v : ValidateWorkloadTotals(spec)) out.push_back(std::move(v));
   }
   return out;
+}
+
+void CheckRemoteJobDocument(Violations* out, const std::string& field, const std::string& text) {
+  constexpr size_t kMaxBytes = 1 << 20;
+  if (text.empty()) return;
+  if (text.size() > kMaxBytes) {
+    out->push_back({field, absl::StrCat("Too long: may not be more than ", kMaxBytes, " bytes")});
+    return;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    out->push_back({field, "Invalid value: must be a JSON object (it does not parse)"});
+  } else if (!doc.is_object()) {
+    out->push_back({field, absl::StrCat("Invalid value: must be a JSON object, not ",
+                                        doc.type_name())});
+  }
 }
 
 Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {

@@ -32,6 +32,10 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
 // units). Part of ValidateWorkload; Resize checks it with the new counts.
 Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec);
 
+// A MultiKueue document of Workload.remote_job (manifest, status): empty, or a JSON object of
+// at most 1 MiB. Reported at `field`.
+void CheckRemoteJobDocument(Violations* out, const std::string& field, const std::string& text);
+
 // Name checks shared with the API layer.
 bool IsDnsSubdomain(const std::string& name);
 bool IsDnsLabel(const std::string& name);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "server/sequencer.h"
@@ -49,6 +51,37 @@ const v1::AdmissionCheckState* CheckState(const v1::Workload& wl, const std::str
     if (c.name() == check) return &c;
   }
   return nullptr;
+}
+
+std::string AnnotationOf(const v1::Workload& wl, const std::string& name) {
+  auto it = wl.metadata().annotations().find(name);
+  return it == wl.metadata().annotations().end() ? "" : it->second;
+}
+
+// Why MultiKueue cannot run the workload's job in a worker (Kueue's Rejected messages, without
+// the ", Previously" part), or nothing. A workload without an owner is dispatched as it is:
+// its submitter follows the copies itself.
+std::optional<std::string> RejectionOf(const v1::Workload& wl) {
+  const v1::OwnerReference* owner = nullptr;
+  for (const v1::OwnerReference& o : wl.metadata().owner_references()) {
+    if (o.controller()) owner = &o;
+  }
+  if (owner == nullptr && !wl.metadata().owner_references().empty()) {
+    owner = &wl.metadata().owner_references(0);
+  }
+  if (owner == nullptr) return std::nullopt;
+  if (owner->api_version() == "batch/v1" && owner->kind() == "Job") {
+    const std::string& managed_by = wl.remote_job().managed_by();
+    if (managed_by == engine::kMultiKueueControllerName) return std::nullopt;
+    return absl::StrCat("The owner is not managed by Kueue: Expecting spec.managedBy to be \"",
+                        engine::kMultiKueueControllerName, "\" not \"", managed_by, "\"");
+  }
+  // Go's GroupVersionKind as text: "group/version, Kind=K", "/v1, Kind=Pod" for the core group.
+  const std::string gv = absl::StrContains(owner->api_version(), '/')
+                             ? owner->api_version()
+                             : absl::StrCat("/", owner->api_version());
+  return absl::StrCat("No multikueue adapter found for owner kind \"", gv, ", Kind=",
+                      owner->kind(), "\"");
 }
 
 }  // namespace
@@ -431,6 +464,41 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
                                       wl->metadata().uid(), check};
   const std::string reservation = ReservationId(*wl);
 
+  // A job MultiKueue cannot run in a worker is rejected before any copy is made.
+  if (state->state() == "Pending" && wl->status().cluster_name().empty()) {
+    if (std::optional<std::string> why = RejectionOf(*wl); why.has_value()) {
+      const std::string message = absl::StrCat(*why, ", Previously: \"Pending\"");
+      Write(key, [target, message](engine::Engine& engine, absl::Time at) {
+        v1::SetAdmissionCheckStateRequest req;
+        req.set_namespace_(target.ns);
+        req.set_name(target.name);
+        req.set_check(target.check);
+        req.set_state("Rejected");
+        req.set_message(message);
+        return engine.SetAdmissionCheckState(req, at).status();
+      });
+      return;
+    }
+  }
+
+  // The admitting worker's job status comes back first, whatever happens next (an eviction
+  // must show the job inactive here; a finish must show its last status).
+  if (auto winner = copies.find(wl->status().cluster_name());
+      winner != copies.end() && !winner->second.remote_job().status().empty() &&
+      winner->second.remote_job().status() != wl->remote_job().status() &&
+      ReservationId(*wl) == AnnotationOf(winner->second, kReservationAnnotation)) {
+    const std::string uid = wl->metadata().uid(), status = winner->second.remote_job().status();
+    Write(key, [target, uid, status](engine::Engine& engine, absl::Time at) {
+      v1::UpdateRemoteJobRequest req;
+      req.set_namespace_(target.ns);
+      req.set_name(target.name);
+      req.set_uid(uid);
+      req.set_status(status);
+      return engine.UpdateRemoteJob(req, at).status();
+    });
+    return;
+  }
+
   // Evicted here (preemption, deactivation, a Retry): the copy that runs is deactivated; once no
   // worker runs it the quota goes back (and the copies go with the reservation).
   if (IsTrue(*wl, "Evicted")) {
@@ -483,6 +551,17 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
     auto winner = copies.find(cluster_name);
     WorkerLink* link = LinkOf(cluster_name);
     const bool reachable = link != nullptr && link->connected();
+    if (winner != copies.end() && IsTrue(winner->second, "Finished") &&
+        FindCondition(winner->second, "Finished")->reason() == "OutOfSync") {
+      // The worker's job no longer matches its copy: dispatched again, never finished here.
+      const std::string message = absl::StrCat(
+          "Remote workload on worker cluster \"", cluster_name,
+          "\" is out of sync with its user job, resetting for re-dispatch, Previously: \"Ready\"");
+      Write(key, [target, message](engine::Engine& engine, absl::Time at) {
+        return engine.RetryDispatch(target, message, engine::DispatchEvent::kWarning, at).status();
+      });
+      return;
+    }
     if (winner != copies.end() && IsTrue(winner->second, "Finished")) {
       const v1::Condition* f = FindCondition(winner->second, "Finished");
       const std::string reason = f->reason(), message = f->message();
@@ -504,7 +583,7 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
           absl::StrCat("Workload evicted on worker cluster: \"", cluster_name,
                        "\", resetting for re-admission. Previously: \"Ready\"");
       Write(key, [target, message](engine::Engine& engine, absl::Time at) {
-        return engine.RetryDispatch(target, message, /*event=*/true, at).status();
+        return engine.RetryDispatch(target, message, engine::DispatchEvent::kNormal, at).status();
       });
       return;
     }
@@ -515,7 +594,8 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
         return;
       }
       Write(key, [target](engine::Engine& engine, absl::Time at) {
-        return engine.RetryDispatch(target, "Admitting remote lost, Previously: \"Ready\"", false, at)
+        return engine.RetryDispatch(target, "Admitting remote lost, Previously: \"Ready\"",
+                                    engine::DispatchEvent::kNone, at)
             .status();
       });
       return;
@@ -524,15 +604,21 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
       Write(key, [target](engine::Engine& engine, absl::Time at) {
         return engine
             .RetryDispatch(target, "Admitting remote no longer exists, Previously: \"Ready\"",
-                           false, at)
+                           engine::DispatchEvent::kNone, at)
             .status();
       });
       return;
     }
-    // The winner runs: every other copy goes.
+    // The winner runs: every other copy goes, and the winner gets the job to create.
     for (const auto& [cluster, copy] : copies) {
       if (cluster == cluster_name) continue;
       if (WorkerLink* l = LinkOf(cluster); l != nullptr && l->connected()) DeleteCopy(*l, copy);
+    }
+    const v1::Workload& copy = winner->second;
+    if (!wl->remote_job().manifest().empty() &&
+        copy.remote_job().manifest() != wl->remote_job().manifest()) {
+      link->HandOverJob(copy.metadata().namespace_(), copy.metadata().name(),
+                        copy.metadata().uid(), wl->remote_job().manifest());
     }
     return;
   }
@@ -542,7 +628,7 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
           .RetryDispatch(target,
                          "Admission check is Ready but no admitting cluster is recorded; this is "
                          "unexpected, please report it, Previously: \"Ready\"",
-                         false, at)
+                         engine::DispatchEvent::kNone, at)
           .status();
     });
     return;

@@ -88,6 +88,11 @@ void WorkerLink::Deactivate(const std::string& ns, const std::string& name,
   Enqueue(Op{Op::Kind::kDeactivate, {}, ns, name, uid});
 }
 
+void WorkerLink::HandOverJob(const std::string& ns, const std::string& name,
+                             const std::string& uid, const std::string& manifest) {
+  Enqueue(Op{Op::Kind::kHandOver, {}, ns, name, uid, manifest});
+}
+
 void WorkerLink::Enqueue(Op op) {
   absl::MutexLock lock(&mu_);
   // The same write already waiting is not queued twice.
@@ -268,6 +273,18 @@ void WorkerLink::RunOps() {
         req.set_active(false);
         v1::SetActiveResponse resp;
         s = stub_->SetActive(&ctx, req, &resp);
+        if (s.error_code() == grpc::StatusCode::NOT_FOUND) s = grpc::Status::OK;
+        break;
+      }
+      case Op::Kind::kHandOver: {
+        key = absl::StrCat(op.ns, "/", op.name);
+        v1::UpdateRemoteJobRequest req;
+        req.set_namespace_(op.ns);
+        req.set_name(op.name);
+        req.set_uid(op.uid);
+        req.set_manifest(std::move(op.manifest));
+        v1::UpdateRemoteJobResponse resp;
+        s = stub_->UpdateRemoteJob(&ctx, req, &resp);
         if (s.error_code() == grpc::StatusCode::NOT_FOUND) s = grpc::Status::OK;
         break;
       }

@@ -5,8 +5,9 @@
 // "connected" only once the list is in and the watch has replayed up to it (Kueue marks a
 // client connected only after all its watches are open); any end of the watch disconnects it
 // and it connects again: at once after a watch that ran, then after 5 s × 2^(n−1), capped, for
-// failed attempts. Writes to the worker (Submit of a copy, Delete, SetActive) run in order on
-// the link's own thread, so a slow worker never blocks the dispatcher or the other workers.
+// failed attempts. Writes to the worker (Submit of a copy, Delete, SetActive, UpdateRemoteJob)
+// run in order on the link's own thread, so a slow worker never blocks the dispatcher or the
+// other workers.
 //
 // Thread safety: every method may be called from any thread. Callbacks run on the link's
 // threads, without its locks held; they must not block.
@@ -74,12 +75,17 @@ class WorkerLink {
   void Submit(v1::Workload copy);
   void Delete(const std::string& ns, const std::string& name, const std::string& uid);
   void Deactivate(const std::string& ns, const std::string& name, const std::string& uid);
+  // Gives the winning copy the job's manifest (UpdateRemoteJob): the worker cluster's shim then
+  // creates the job.
+  void HandOverJob(const std::string& ns, const std::string& name, const std::string& uid,
+                   const std::string& manifest);
 
  private:
   struct Op {
-    enum class Kind { kSubmit, kDelete, kDeactivate } kind;
+    enum class Kind { kSubmit, kDelete, kDeactivate, kHandOver } kind;
     v1::Workload copy;  // kSubmit
     std::string ns, name, uid;
+    std::string manifest;  // kHandOver
   };
 
   void RunWatch();

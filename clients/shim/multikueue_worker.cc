@@ -1,0 +1,49 @@
+#include "clients/shim/multikueue_worker.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "clients/shim/job_multikueue.h"
+#include "clients/shim/reconcile_util.h"
+#include "common/log.h"
+
+namespace admitd::shim {
+
+MultiKueueWorker::MultiKueueWorker(const KubeClient& kube, const AdmitdLink& admitd,
+                                   const Informer& jobs)
+    : kube_(kube), admitd_(admitd), jobs_(jobs) {}
+
+std::vector<std::string> MultiKueueWorker::Keys() const { return admitd_.CopyKeys(); }
+
+absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return absl::OkStatus();
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  std::optional<v1::Workload> copy = admitd_.Workload(ns, name);
+  if (!copy || copy->remote_job().manifest().empty() || reconcile::Finished(*copy) ||
+      !copy->metadata().labels().count(kMultiKueueOriginLabel)) {
+    return absl::OkStatus();
+  }
+  // Adopted already: the Job exists (or existed) and is the JobReconciler's.
+  if (ControllerOwner(*copy) != nullptr) return absl::OkStatus();
+  absl::StatusOr<nlohmann::json> job = WorkerJobFor(*copy);
+  if (!job.ok()) {
+    ADMITD_LOG(kWarning, "multikueue copy carries no usable job",
+               {{"workload", key}, {"error", job.status().ToString()}});
+    return absl::OkStatus();  // nothing to do until the manager hands over another
+  }
+  const std::string job_name = reconcile::Str((*job)["metadata"], "name");
+  if (jobs_.Get(ns + "/" + job_name).has_value()) return absl::OkStatus();
+  absl::StatusOr<nlohmann::json> created =
+      kube_.Create(absl::StrCat("/apis/batch/v1/namespaces/", ns, "/jobs"), *job);
+  if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
+    return created.status();
+  }
+  if (created.ok()) {
+    ++created_;
+    ADMITD_LOG(kInfo, "multikueue job created", {{"job", ns + "/" + job_name}, {"workload", key}});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace admitd::shim
