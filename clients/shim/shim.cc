@@ -249,6 +249,12 @@ bool Shim::Synced() const {
 
 void Shim::OnJob(const nlohmann::json& job) {
   if (config_.integrations.count("batch/job")) queue_.Add(ObjectKey(job));
+  // A worker Job that goes may leave its copy waiting for a new one (the same name, after a
+  // re-dispatch to this cluster).
+  if (multikueue_worker_ && IsMultiKueueWorkerJob(job)) {
+    copy_queue_.Add(reconcile::Str(reconcile::Meta(job), "namespace") + "/" +
+                    PrebuiltWorkloadName(job));
+  }
 }
 
 void Shim::OnPod(const nlohmann::json& pod) {

@@ -50,7 +50,7 @@ def free_port():
 class Shim:
     """One admitd-shim replica."""
 
-    def __init__(self, stack, identity, extra, cluster="c1", api=None):
+    def __init__(self, stack, identity, extra, cluster="c1", api=None, admitd=None):
         self.identity = identity
         self.log_path = os.path.join(stack.tmp, "shim-%s.log" % identity)
         self._log = open(self.log_path, "w")
@@ -59,7 +59,7 @@ class Shim:
             tls = ["--admitd-ca-file", os.path.join(stack.certs, "ca.crt"),
                    "--admitd-cert-file", os.path.join(stack.certs, "shim-%s.crt" % cluster),
                    "--admitd-key-file", os.path.join(stack.certs, "shim-%s.key" % cluster)]
-        args = [SHIM, "--admitd", stack.admitd_address, "--cluster", cluster] + tls + [
+        args = [SHIM, "--admitd", admitd or stack.admitd_address, "--cluster", cluster] + tls + [
                 "--kubeconfig", (api or stack.api).kubeconfig,
                 "--leader-election-namespace", SHIM_NAMESPACE, "--identity", identity,
                 "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.5s",
@@ -186,10 +186,11 @@ class Stack:
         return "0"
 
     # --- shims ----------------------------------------------------------------------------
-    def start_shim(self, identity="shim-0", extra=(), cluster="c1", api=None):
+    def start_shim(self, identity="shim-0", extra=(), cluster="c1", api=None, admitd=None):
         """A shim replica of ``cluster`` on ``api`` (an API server of start_cluster; the
-        stack's first one by default)."""
-        shim = Shim(self, identity, extra, cluster, api)
+        stack's first one by default), talking to ``admitd`` (an address; the stack's admitd
+        by default)."""
+        shim = Shim(self, identity, extra, cluster, api, admitd)
         self.shims.append(shim)
         return shim
 

@@ -1,0 +1,257 @@
+"""End to end: MultiKueue with a manager cluster and two worker clusters, each with its own API
+server, admitd and shim (docs/multikueue.md). Users create Jobs in the manager cluster only."""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stack import (ADMITCTL, ADMITD, Stack, condition, free_port, is_true, job,  # noqa: E402
+                   queues)
+from stack import wait_until as _wait_until  # noqa: E402
+
+T = 40  # seconds: generous for a loaded 2-core machine
+NS = "team"
+MK = "kueue.x-k8s.io/multikueue"
+
+MANAGER_QUEUES = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: multikueue}
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueConfig
+metadata: {name: workers}
+spec:
+  clusters: [w1, w2]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: dispatch}
+spec:
+  namespaceSelector: {}
+  admissionChecksStrategy:
+    admissionChecks: [{name: multikueue}]
+  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 8}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: team, name: lq}
+spec: {clusterQueue: dispatch}
+"""
+
+
+class WorkerCluster:
+    """One worker cluster: its API server (the stack's second or third), its admitd and its
+    shim in the MultiKueue worker role."""
+
+    def __init__(self, stack, name):
+        self.name = name
+        self.api = stack.start_cluster()
+        self.address = "127.0.0.1:%d" % free_port()
+        self.log = open(os.path.join(stack.tmp, "admitd-%s.log" % name), "w")
+        self.admitd = subprocess.Popen(
+            [ADMITD, "--listen", self.address, "--data-dir", os.path.join(stack.tmp, name)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        _wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.address, "get", "cq"],
+                                           capture_output=True).returncode == 0,
+                    timeout=20, interval=0.1, what="admitd of %s to serve" % name)
+        path = os.path.join(stack.tmp, "queues-%s.yaml" % name)
+        with open(path, "w") as f:
+            f.write(queues(NS, "cq", 4))
+        self.admitctl("apply", "-f", path)
+        stack.create_namespace(NS, api=self.api)
+        self.shim = stack.start_shim("shim-%s" % name, extra=("--multikueue-worker",),
+                                     cluster=name, api=self.api, admitd=self.address)
+
+    def admitctl(self, *args):
+        r = subprocess.run([ADMITCTL, "--server", self.address] + list(args),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("admitctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r.stdout
+
+    def workloads(self):
+        out = self.admitctl("get", "workloads", "-n", NS, "-o", "json").strip()
+        docs, dec, i = [], json.JSONDecoder(), 0
+        while i < len(out):
+            doc, i = dec.raw_decode(out, i)
+            docs.append(doc)
+            while i < len(out) and out[i].isspace():
+                i += 1
+        return docs
+
+    def stop(self):
+        if self.admitd.poll() is None:
+            self.admitd.terminate()
+            try:
+                self.admitd.wait(10)
+            except subprocess.TimeoutExpired:
+                self.admitd.kill()
+                self.admitd.wait(10)
+        self.log.close()
+
+
+class MultiKueueE2E(unittest.TestCase):
+    def setUp(self):
+        self.s = Stack(nodes=("n1:pool=a:cpu=16",),
+                       admitd_args=("--multikueue-worker-lost-timeout", "5s",
+                                    "--multikueue-reconnect-backoff", "200ms",
+                                    "--multikueue-gc-interval", "2s"))
+        self.workers = {}
+        try:
+            for name in ("w1", "w2"):
+                self.workers[name] = WorkerCluster(self.s, name)
+            self.s.create_namespace(NS)
+            self.s.apply(MANAGER_QUEUES + "".join(
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueCluster\n"
+                "metadata: {name: %s}\nspec:\n  admitd: {address: \"%s\"}\n" % (n, w.address)
+                for n, w in self.workers.items()))
+            self.manager_shim = self.s.start_shim("shim-manager", cluster="manager")
+            self.wait_until(lambda: self.check_active() == "True", "the check to be Active")
+        except BaseException:
+            self.tearDown()
+            raise
+
+    def tearDown(self):
+        self.s.stop()
+        for w in self.workers.values():
+            w.stop()
+
+    def wait_until(self, fn, what, timeout=T):
+        try:
+            return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
+        except AssertionError as e:
+            logs = [self.s.dump_logs()]
+            for w in self.workers.values():
+                with open(w.log.name) as f:
+                    logs.append("--- admitd %s ---\n%s" % (w.name, f.read()[-3000:]))
+            raise AssertionError("%s\n%s" % (e, "\n".join(logs))) from None
+
+    def check_active(self):
+        out = self.s.admitctl("get", "admissioncheck", "multikueue", "-o", "json", check=False)
+        if not out.strip():
+            return None
+        c = condition(json.loads(out)["admissionCheck"], "Active")
+        return c and c["status"]
+
+    def manager_workload(self, job_name):
+        for wl in self.s.workloads(NS):
+            owners = wl["metadata"].get("ownerReferences", [])
+            if owners and owners[0]["name"] == job_name:
+                return wl
+        return None
+
+    def worker_job(self, worker, name):
+        code, body = self.s.kube("GET", "/apis/batch/v1/namespaces/%s/jobs/%s" % (NS, name),
+                                 api=worker.api)
+        return body if code == 200 else None
+
+    def mk_check(self, wl):
+        for c in (wl or {}).get("status", {}).get("admissionChecks", []):
+            if c["name"] == "multikueue":
+                return c
+        return None
+
+    def test_a_job_runs_in_the_winning_worker_only_and_finishes_in_the_manager(self):
+        s = self.s
+        manager_job = job(NS, "train", parallelism=2, completions=2, runtime=1)
+        manager_job["spec"]["managedBy"] = MK
+        s.create_job(manager_job)
+        wl = self.wait_until(lambda: (lambda w: w if w and w["status"].get("clusterName")
+                                      else None)(self.manager_workload("train")),
+                             "the manager's workload to be admitted in a worker")
+        winner = self.workers[wl["status"]["clusterName"]]
+        loser = [w for n, w in self.workers.items() if n != winner.name][0]
+        self.assertEqual(self.mk_check(wl)["message"],
+                         'The workload was admitted on "%s"' % winner.name)
+        # The winner's shim creates the Job from the manifest: no managedBy, no selector, the
+        # origin label and the copy as its prebuilt workload.
+        remote = self.wait_until(lambda: self.worker_job(winner, "train"),
+                                 "the Job in the winning worker")
+        self.assertNotIn("managedBy", remote["spec"])
+        self.assertEqual(remote["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"],
+                         "multikueue")
+        self.assertEqual(remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+                         wl["metadata"]["name"])
+        # It runs there and completes; the manager's Job shows the worker's status.
+        manager = self.wait_until(lambda: (lambda j: j if is_true(j, "Complete") else None)(
+            s.job(NS, "train")), "the manager's Job to complete")
+        self.assertEqual(manager["status"].get("succeeded"), 2)
+        self.assertEqual(s.pods(NS, "train"), [])  # nothing ran in the manager cluster
+        self.assertIsNone(self.worker_job(loser, "train"))
+        wl = self.wait_until(lambda: (lambda w: w if is_true(w, "Finished") else None)(
+            self.manager_workload("train")), "the manager's workload to finish")
+        self.assertEqual(condition(wl, "Finished")["reason"], "Succeeded")
+        # Finished: the copy and the worker's Job are removed.
+        self.wait_until(lambda: not winner.workloads(), "the copy to be removed")
+        self.wait_until(lambda: self.worker_job(winner, "train") is None,
+                        "the worker's Job to be removed with its copy")
+        self.assertGreaterEqual(winner.shim.metric("admitd_shim_multikueue_jobs_created_total"), 1)
+        self.assertEqual(loser.shim.metric("admitd_shim_multikueue_jobs_created_total"), 0)
+
+    def test_a_job_not_managed_by_multikueue_is_rejected_and_never_dispatched(self):
+        s = self.s
+        s.create_job(job(NS, "local", runtime=1))
+        wl = self.wait_until(lambda: (lambda w: w if (self.mk_check(w) or {}).get("state") ==
+                                      "Rejected" else None)(self.manager_workload("local")),
+                             "the check to be Rejected")
+        self.assertEqual(
+            self.mk_check(wl)["message"],
+            'The owner is not managed by Kueue: Expecting spec.managedBy to be '
+            '"kueue.x-k8s.io/multikueue" not "", Previously: "Pending"')
+        self.wait_until(lambda: self.manager_workload("local")["spec"].get("active") is False,
+                        "the workload to be deactivated")
+        self.assertTrue(s.job(NS, "local")["spec"]["suspend"])
+        for w in self.workers.values():
+            self.assertEqual(w.workloads(), [])
+            self.assertIsNone(self.worker_job(w, "local"))
+
+
+    def test_a_worker_eviction_retries_and_the_job_runs_again(self):
+        s = self.s
+        manager_job = job(NS, "retry", runtime=6)
+        manager_job["spec"]["managedBy"] = MK
+        s.create_job(manager_job)
+        wl = self.wait_until(lambda: (lambda w: w if w and w["status"].get("clusterName")
+                                      else None)(self.manager_workload("retry")),
+                             "the manager's workload to be admitted in a worker")
+        first = self.workers[wl["status"]["clusterName"]]
+        name = wl["metadata"]["name"]
+        self.wait_until(lambda: (self.worker_job(first, "retry") or {}).get("status", {})
+                        .get("active") == 1, "the Job to run in the first worker")
+        self.wait_until(lambda: s.job(NS, "retry").get("status", {}).get("active") == 1,
+                        "the manager's Job to show the worker's active pod")
+        # The worker evicts its copy (here: deactivated by its operator).
+        first.admitctl("deactivate", name, "-n", NS)
+        message = ('Workload evicted on worker cluster: "%s", resetting for re-admission. '
+                   'Previously: "Ready"' % first.name)
+        self.wait_until(lambda: any(e.get("reason") == "MultiKueue" and e.get("message") == message
+                                    for e in s.events(NS, "retry")),
+                        "the Retry's event on the manager's Job")
+        # Dispatched again; the job runs to completion, and the manager's Job completes.
+        self.wait_until(lambda: is_true(s.job(NS, "retry"), "Complete"),
+                        "the manager's Job to complete after the re-dispatch", timeout=60)
+        wl = self.wait_until(lambda: (lambda w: w if is_true(w, "Finished") else None)(
+            self.manager_workload("retry")), "the manager's workload to finish")
+        self.assertGreaterEqual(wl["status"].get("requeueState", {}).get("count", 0), 1)
+        # No copy and no worker Job is left anywhere.
+        for w in self.workers.values():
+            self.wait_until(lambda: not w.workloads() and self.worker_job(w, "retry") is None,
+                            "%s to hold nothing" % w.name)
+
+if __name__ == "__main__":
+    unittest.main()
