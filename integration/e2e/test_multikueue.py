@@ -3,7 +3,9 @@ server, admitd and shim (docs/multikueue.md). Users create Jobs in the manager c
 
 import json
 import os
+import signal
 import subprocess
+import time
 import sys
 import unittest
 
@@ -62,13 +64,9 @@ class WorkerCluster:
         self.name = name
         self.api = stack.start_cluster()
         self.address = "127.0.0.1:%d" % free_port()
-        self.log = open(os.path.join(stack.tmp, "admitd-%s.log" % name), "w")
-        self.admitd = subprocess.Popen(
-            [ADMITD, "--listen", self.address, "--data-dir", os.path.join(stack.tmp, name)],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        _wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.address, "get", "cq"],
-                                           capture_output=True).returncode == 0,
-                    timeout=20, interval=0.1, what="admitd of %s to serve" % name)
+        self.data_dir = os.path.join(stack.tmp, name)
+        self.log = open(os.path.join(stack.tmp, "admitd-%s.log" % name), "a")
+        self.start_admitd()
         path = os.path.join(stack.tmp, "queues-%s.yaml" % name)
         with open(path, "w") as f:
             f.write(queues(NS, "cq", 4))
@@ -76,6 +74,18 @@ class WorkerCluster:
         stack.create_namespace(NS, api=self.api)
         self.shim = stack.start_shim("shim-%s" % name, extra=("--multikueue-worker",),
                                      cluster=name, api=self.api, admitd=self.address)
+
+    def start_admitd(self):
+        self.admitd = subprocess.Popen(
+            [ADMITD, "--listen", self.address, "--data-dir", self.data_dir],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        _wait_until(lambda: subprocess.run([ADMITCTL, "--server", self.address, "get", "cq"],
+                                           capture_output=True).returncode == 0,
+                    timeout=20, interval=0.1, what="admitd of %s to serve" % self.name)
+
+    def kill_admitd(self):
+        self.admitd.send_signal(signal.SIGKILL)
+        self.admitd.wait(10)
 
     def admitctl(self, *args):
         r = subprocess.run([ADMITCTL, "--server", self.address] + list(args),
@@ -252,6 +262,78 @@ class MultiKueueE2E(unittest.TestCase):
         for w in self.workers.values():
             self.wait_until(lambda: not w.workloads() and self.worker_job(w, "retry") is None,
                             "%s to hold nothing" % w.name)
+
+    def running_in(self, name):
+        """The workers whose Job ``name`` has active pods."""
+        return [w.name for w in self.workers.values()
+                if (self.worker_job(w, name) or {}).get("status", {}).get("active", 0) > 0]
+
+    def test_the_manager_killed_mid_dispatch_resumes_with_no_job_in_two_clusters(self):
+        s = self.s
+        names = ["batch-%d" % i for i in range(6)]
+        for n in names:
+            j = job(NS, n, runtime=2)
+            j["spec"]["managedBy"] = MK
+            s.create_job(j)
+        # Killed while the first copies are out, before every winner is recorded.
+        self.wait_until(lambda: any(w.workloads() for w in self.workers.values()),
+                        "the first copies in the workers")
+        s.kill_admitd()
+        time.sleep(1)
+        s.start_admitd()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            for n in names:
+                self.assertLessEqual(len(self.running_in(n)), 1, "%s runs in two clusters" % n)
+            if all(is_true(s.job(NS, n), "Complete") for n in names):
+                break
+            time.sleep(0.2)
+        for n in names:
+            self.assertTrue(is_true(s.job(NS, n), "Complete"), n)
+        # No quota is lost anywhere, and nothing is left in the workers.
+        self.wait_until(lambda: s.cq_usage("dispatch", "default") in ("0", ""),
+                        "the manager's quota to be free")
+        for w in self.workers.values():
+            self.wait_until(lambda: not w.workloads(), "%s to hold no copy" % w.name)
+
+    def test_a_worker_lost_longer_than_the_timeout_gives_the_job_to_the_other(self):
+        s = self.s
+        j = job(NS, "lost", runtime=4)
+        j["spec"]["managedBy"] = MK
+        s.create_job(j)
+        wl = self.wait_until(lambda: (lambda w: w if w and w["status"].get("clusterName")
+                                      else None)(self.manager_workload("lost")),
+                             "the manager's workload to be admitted in a worker")
+        first = self.workers[wl["status"]["clusterName"]]
+        other = [w for n, w in self.workers.items() if n != first.name][0]
+        self.wait_until(lambda: self.worker_job(first, "lost"), "the Job in the first worker")
+        first.kill_admitd()
+        # After workerLostTimeout (5 s here) the job is dispatched again and runs in the other.
+        self.wait_until(lambda: (self.manager_workload("lost") or {}).get("status", {})
+                        .get("clusterName") == other.name, "the job to move to the other worker")
+        self.wait_until(lambda: is_true(s.job(NS, "lost"), "Complete"),
+                        "the manager's Job to complete", timeout=60)
+        # The first worker comes back: its stale copy and its Job are removed.
+        first.start_admitd()
+        self.wait_until(lambda: not first.workloads(), "the stale copy to be removed")
+        self.wait_until(lambda: self.worker_job(first, "lost") is None,
+                        "the stale Job to be removed")
+
+    def test_a_copy_deleted_by_hand_is_dispatched_again(self):
+        s = self.s
+        j = job(NS, "gone", runtime=3)
+        j["spec"]["managedBy"] = MK
+        s.create_job(j)
+        wl = self.wait_until(lambda: (lambda w: w if w and w["status"].get("clusterName")
+                                      else None)(self.manager_workload("gone")),
+                             "the manager's workload to be admitted in a worker")
+        first = self.workers[wl["status"]["clusterName"]]
+        self.wait_until(lambda: self.worker_job(first, "gone"), "the Job in the worker")
+        first.admitctl("delete", "workload", wl["metadata"]["name"], "-n", NS)
+        self.wait_until(lambda: is_true(s.job(NS, "gone"), "Complete"),
+                        "the manager's Job to complete after the re-dispatch", timeout=60)
+        wl = self.manager_workload("gone")
+        self.assertGreaterEqual(wl["status"].get("requeueState", {}).get("count", 0), 1)
 
 if __name__ == "__main__":
     unittest.main()
