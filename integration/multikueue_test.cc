@@ -216,6 +216,21 @@ TEST_F(MultiKueueTest, AllAtOnceOneWinnerAndItsFinishFinishesTheManagerWorkload)
   EXPECT_EQ(copy.metadata().labels().at("kueue.x-k8s.io/multikueue-origin"), "multikueue");
   EXPECT_EQ(copy.metadata().labels().at("admitd.io/job-cluster"), winner);
   EXPECT_TRUE(WaitFor([&] { return GetOn(workers_[loser], "job-a").metadata().name().empty(); }));
+  // Kueue's counters: a copy to each worker, one admission in the winner; both connected.
+  const Metrics& m = manager_.server->metrics();
+  for (const char* w : {"w1", "w2"}) {
+    EXPECT_EQ(m.Value("kueue_multikueue_workloads_dispatched_total",
+                      {{"cluster_queue", "cq"}, {"cluster", w}}),
+              1)
+        << w;
+    EXPECT_EQ(m.Value("admitd_multikueue_worker_connected", {{"cluster", w}}), 1) << w;
+  }
+  EXPECT_EQ(m.Value("kueue_multikueue_workloads_admitted_total",
+                    {{"cluster_queue", "cq"}, {"cluster", winner}}),
+            1);
+  EXPECT_EQ(m.Value("kueue_multikueue_workloads_admitted_total",
+                    {{"cluster_queue", "cq"}, {"cluster", loser}}),
+            0);
 
   // The job finishes in the worker: the manager's workload finishes with its reason and message.
   Release(workers_[winner], "job-a", /*finished=*/true, "Job finished successfully");
@@ -309,6 +324,9 @@ TEST_F(MultiKueueTest, AWorkerLostLongerThanTheTimeoutGivesTheWorkloadToAnother)
   ASSERT_TRUE(manager_.client->queues->Get(&ctx, req, &mkc).ok());
   EXPECT_TRUE(mkc.multi_kueue_cluster().status().has_disconnected_since());
   EXPECT_EQ(CheckActive(), "True/SomeActiveClusters");
+  EXPECT_EQ(manager_.server->metrics().Value("admitd_multikueue_worker_connected",
+                                             {{"cluster", lost}}),
+            0);
 }
 
 TEST_F(MultiKueueTest, TheWinnerAloneGetsTheJobAndItsStatusComesBack) {

@@ -200,6 +200,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   mk.step_size = static_cast<int>(config.multikueue_step_size);
   mk.round_timeout = config.multikueue_round_timeout;
   mk.reconnect_backoff = config.multikueue_reconnect_backoff;
+  mk.metrics = server->metrics_.get();
   server->dispatcher_ = std::make_unique<multikueue::Dispatcher>(server->sequencer_.get(),
                                                                  server->hub_.get(), mk);
   server->dispatcher_->Start();

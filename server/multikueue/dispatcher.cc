@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "server/metrics.h"
 #include "server/sequencer.h"
 #include "server/watch_hub.h"
 
@@ -332,6 +333,11 @@ void Dispatcher::SyncLinks() {
         c->second.spec().admitd().SerializeAsString() !=
             it->second->endpoint().SerializeAsString()) {
       it->second->Stop();
+      if (options_.metrics != nullptr) {
+        options_.metrics->Set("admitd_multikueue_worker_connected",
+                              "1 while the manager is connected to the worker's admitd.",
+                              {{"cluster", it->first}}, 0);
+      }
       it = links_.erase(it);
     } else {
       ++it;
@@ -346,7 +352,13 @@ void Dispatcher::SyncLinks() {
     o.origin = options_.origin;
     o.backoff_base = options_.reconnect_backoff;
     o.max_backoff = options_.max_reconnect_backoff;
+    o.metrics = options_.metrics;
     o.on_state = [this, name](bool connected, const std::string& message) {
+      if (options_.metrics != nullptr) {
+        options_.metrics->Set("admitd_multikueue_worker_connected",
+                              "1 while the manager is connected to the worker's admitd.",
+                              {{"cluster", name}}, connected ? 1 : 0);
+      }
       absl::MutexLock lock(&mu_);
       states_.emplace_back(name, connected, message);
     };
@@ -655,8 +667,17 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
       if (cluster == winner_cluster) continue;
       if (WorkerLink* l = LinkOf(cluster); l != nullptr && l->connected()) DeleteCopy(*l, copy);
     }
-    Write(key, [target, winner_cluster](engine::Engine& engine, absl::Time at) {
-      return engine.RecordWorkerAdmission(target, winner_cluster, at).status();
+    const std::string cluster_queue = wl->status().admission().cluster_queue();
+    Metrics* metrics = options_.metrics;
+    Write(key, [target, winner_cluster, cluster_queue, metrics](engine::Engine& engine,
+                                                                 absl::Time at) {
+      absl::Status s = engine.RecordWorkerAdmission(target, winner_cluster, at).status();
+      if (s.ok() && metrics != nullptr) {
+        metrics->Add("kueue_multikueue_workloads_admitted_total",
+                     "Workloads admitted in a worker cluster (the check turned Ready).",
+                     {{"cluster_queue", cluster_queue}, {"cluster", winner_cluster}});
+      }
+      return s;
     });
     return;
   }
@@ -702,7 +723,7 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
   for (const std::string& c : nominated) {
     WorkerLink* link = LinkOf(c);
     if (link == nullptr || !link->connected() || copies.count(c) > 0) continue;
-    link->Submit(MakeCopy(*wl, c));
+    link->Submit(MakeCopy(*wl, c), wl->status().admission().cluster_queue());
   }
   for (const auto& [cluster, copy] : copies) {
     if (std::find(nominated.begin(), nominated.end(), cluster) != nominated.end()) continue;

@@ -36,6 +36,7 @@
 #include "server/multikueue/worker_link.h"
 
 namespace admitd {
+class Metrics;
 class Sequencer;
 class WatchHub;
 class WatchSubscription;
@@ -59,6 +60,9 @@ struct DispatcherOptions {
   // Worker reconnection backoff (5 s × 2^(n−1), capped at 320 s, by default).
   absl::Duration reconnect_backoff = absl::Seconds(5);
   absl::Duration max_reconnect_backoff = absl::Seconds(320);
+  // kueue_multikueue_workloads_dispatched_total, kueue_multikueue_workloads_admitted_total and
+  // admitd_multikueue_worker_connected; may be null.
+  Metrics* metrics = nullptr;
 };
 
 class Dispatcher {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/connection.h"
 #include "common/log.h"
+#include "server/metrics.h"
 
 namespace admitd::multikueue {
 namespace {
@@ -74,8 +75,8 @@ std::vector<std::string> WorkerLink::Keys() const {
   return keys;
 }
 
-void WorkerLink::Submit(v1::Workload copy) {
-  Op op{Op::Kind::kSubmit, std::move(copy), "", "", ""};
+void WorkerLink::Submit(v1::Workload copy, const std::string& cluster_queue) {
+  Op op{Op::Kind::kSubmit, std::move(copy), "", "", "", "", cluster_queue};
   Enqueue(std::move(op));
 }
 
@@ -251,6 +252,11 @@ void WorkerLink::RunOps() {
         *req.mutable_workload() = std::move(op.copy);
         v1::SubmitResponse resp;
         s = stub_->Submit(&ctx, req, &resp);
+        if (s.ok() && resp.created() && options_.metrics != nullptr) {
+          options_.metrics->Add("kueue_multikueue_workloads_dispatched_total",
+                                "Copies of workloads created in worker clusters.",
+                                {{"cluster_queue", op.cluster_queue}, {"cluster", options_.name}});
+        }
         break;
       }
       case Op::Kind::kDelete: {

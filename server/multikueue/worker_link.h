@@ -32,6 +32,10 @@
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/objects.pb.h"
 
+namespace admitd {
+class Metrics;
+}  // namespace admitd
+
 namespace admitd::multikueue {
 
 // Label on every object a manager creates in a worker (Kueue's MultiKueueOriginLabel).
@@ -49,6 +53,8 @@ struct WorkerLinkOptions {
   std::function<void(bool connected, const std::string& message)> on_state;
   // A copy changed or went away (namespace/name), or a write to it failed.
   std::function<void(const std::string& key)> on_copy;
+  // Counts kueue_multikueue_workloads_dispatched_total{cluster_queue,cluster}; may be null.
+  Metrics* metrics = nullptr;
 };
 
 class WorkerLink {
@@ -72,7 +78,8 @@ class WorkerLink {
 
   // Writes, run in order. Submit is idempotent (same UID); Delete and Deactivate carry the
   // copy's UID, so they never touch another object of the same name.
-  void Submit(v1::Workload copy);
+  // `cluster_queue`: the manager's ClusterQueue of the workload (the metric's label).
+  void Submit(v1::Workload copy, const std::string& cluster_queue = "");
   void Delete(const std::string& ns, const std::string& name, const std::string& uid);
   void Deactivate(const std::string& ns, const std::string& name, const std::string& uid);
   // Gives the winning copy the job's manifest (UpdateRemoteJob): the worker cluster's shim then
@@ -85,7 +92,8 @@ class WorkerLink {
     enum class Kind { kSubmit, kDelete, kDeactivate, kHandOver } kind;
     v1::Workload copy;  // kSubmit
     std::string ns, name, uid;
-    std::string manifest;  // kHandOver
+    std::string manifest;       // kHandOver
+    std::string cluster_queue;  // kSubmit
   };
 
   void RunWatch();
