@@ -11,6 +11,9 @@
 namespace admitd::multikueue {
 namespace {
 
+// Writes to one worker made at once (each waits for the worker's commit).
+constexpr int kOpsThreads = 8;
+
 std::string Key(const v1::Workload& wl) {
   return absl::StrCat(wl.metadata().namespace_(), "/", wl.metadata().name());
 }
@@ -48,7 +51,7 @@ void WorkerLink::Start() {
   channel_ = *channel;
   stub_ = v1::AdmissionService::NewStub(channel_);
   watch_thread_ = std::thread([this] { RunWatch(); });
-  ops_thread_ = std::thread([this] { RunOps(); });
+  for (int i = 0; i < kOpsThreads; ++i) ops_threads_.emplace_back([this] { RunOps(); });
 }
 
 void WorkerLink::Stop() {
@@ -58,7 +61,8 @@ void WorkerLink::Stop() {
     if (watch_context_ != nullptr) watch_context_->TryCancel();
   }
   if (watch_thread_.joinable()) watch_thread_.join();
-  if (ops_thread_.joinable()) ops_thread_.join();
+  for (std::thread& t : ops_threads_) t.join();
+  ops_threads_.clear();
 }
 
 std::optional<v1::Workload> WorkerLink::Copy(const std::string& key) const {
@@ -95,15 +99,10 @@ void WorkerLink::HandOverJob(const std::string& ns, const std::string& name,
 }
 
 void WorkerLink::Enqueue(Op op) {
+  op.key = op.kind == Op::Kind::kSubmit ? Key(op.copy) : absl::StrCat(op.ns, "/", op.name);
   absl::MutexLock lock(&mu_);
   // The same write already waiting is not queued twice.
-  for (const Op& o : ops_) {
-    if (o.kind == op.kind && o.ns == op.ns && o.name == op.name &&
-        o.copy.metadata().name() == op.copy.metadata().name() &&
-        o.copy.metadata().namespace_() == op.copy.metadata().namespace_()) {
-      return;
-    }
-  }
+  if (!queued_.emplace(static_cast<int>(op.kind), op.key).second) return;
   ops_.push_back(std::move(op));
 }
 
@@ -233,13 +232,23 @@ void WorkerLink::RunOps() {
     Op op;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !ops_.empty() || stopped_.load();
+      // The oldest write whose copy has no write in flight: one copy's writes stay in order.
+      auto next = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return std::find_if(ops_.begin(), ops_.end(),
+                            [this](const Op& o) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                              return in_flight_.count(o.key) == 0;
+                            });
+      };
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopped_.load() || next() != ops_.end();
       };
       mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(200));
-      if (ops_.empty()) continue;
-      op = std::move(ops_.front());
-      ops_.pop_front();
+      auto it = next();
+      if (it == ops_.end()) continue;
+      op = std::move(*it);
+      ops_.erase(it);
+      queued_.erase({static_cast<int>(op.kind), op.key});
+      in_flight_.insert(op.key);
     }
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
@@ -301,8 +310,12 @@ void WorkerLink::RunOps() {
       // The dispatcher looks at the workload again (after a pause, so a worker that refuses
       // is not hammered).
       Sleep(absl::Milliseconds(500));
-      if (options_.on_copy) options_.on_copy(key);
     }
+    {
+      absl::MutexLock lock(&mu_);
+      in_flight_.erase(op.key);
+    }
+    if (!s.ok() && options_.on_copy) options_.on_copy(key);
   }
 }
 

@@ -6,8 +6,8 @@
 // client connected only after all its watches are open); any end of the watch disconnects it
 // and it connects again: at once after a watch that ran, then after 5 s × 2^(n−1), capped, for
 // failed attempts. Writes to the worker (Submit of a copy, Delete, SetActive, UpdateRemoteJob)
-// run in order on the link's own thread, so a slow worker never blocks the dispatcher or the
-// other workers.
+// run on the link's own threads, several at once but in order for any one copy, so a slow
+// worker never blocks the dispatcher or the other workers.
 //
 // Thread safety: every method may be called from any thread. Callbacks run on the link's
 // threads, without its locks held; they must not block.
@@ -22,6 +22,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +96,7 @@ class WorkerLink {
     std::string ns, name, uid;
     std::string manifest;       // kHandOver
     std::string cluster_queue;  // kSubmit
+    std::string key = "";       // namespace/name of the copy, set by Enqueue
   };
 
   void RunWatch();
@@ -116,12 +119,14 @@ class WorkerLink {
   mutable absl::Mutex mu_;
   std::map<std::string, v1::Workload> copies_ ABSL_GUARDED_BY(mu_);
   std::deque<Op> ops_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int, std::string>> queued_ ABSL_GUARDED_BY(mu_);  // (kind, key) in ops_
+  std::set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);  // keys of the writes being made
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool reported_ ABSL_GUARDED_BY(mu_) = false;  // a state was reported at least once
   bool last_connected_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread watch_thread_;
-  std::thread ops_thread_;
+  std::vector<std::thread> ops_threads_;
 };
 
 }  // namespace admitd::multikueue
