@@ -77,31 +77,47 @@ TEST(JobMultiKueueTest, AManifestThatIsNotAJobOrACopyWithoutOriginIsRefused) {
   EXPECT_EQ(WorkerJobFor(no_origin).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(JobMultiKueueTest, StatusIsMirroredByKueuesFourRules) {
-  const nlohmann::json running = {{"active", 2}, {"startTime", "2026-01-01T00:00:00Z"}};
-  const nlohmann::json suspended = {
-      {"active", 0},
-      {"conditions", {{{"type", "Suspended"}, {"status", "True"}, {"reason", "JobSuspended"}}}}};
-  const nlohmann::json complete = {
-      {"succeeded", 2},
-      {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}};
+const nlohmann::json kRunning = {{"active", 2}, {"startTime", "2026-01-01T00:00:00Z"}};
+const nlohmann::json kSuspended = {
+    {"active", 0},
+    {"conditions", {{{"type", "Suspended"}, {"status", "True"}, {"reason", "JobSuspended"}}}}};
+const nlohmann::json kComplete = {{"succeeded", 2},
+                                  {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}};
+
+// PR #3685 / #4070: a status copied onto a suspended manager Job set its startTime and froze its
+// template. Nothing is copied while the manager is suspended and the worker runs.
+TEST(JobMultiKueueTest, Kueue3685_NoStatusOntoASuspendedManagerJobWhileTheWorkerRuns) {
+  EXPECT_FALSE(MirrorStatusPatch(ManagerJob(), kRunning).has_value());
+}
+
+// #8151, #9338: after an eviction the manager Job kept status.active from the running worker,
+// so its quota was never released. With both suspended the worker's status is copied.
+TEST(JobMultiKueueTest, Kueue8151_Kueue9338_BothSuspendedTheWorkerStatusIsCopied) {
   nlohmann::json manager = ManagerJob();
-  // Manager suspended, remote running: no copy (a startTime would freeze its template).
-  EXPECT_FALSE(MirrorStatusPatch(manager, running).has_value());
-  // Both suspended: copied (active drops to 0 so the quota can go back).
-  ASSERT_TRUE(MirrorStatusPatch(manager, suspended).has_value());
-  // Remote finished: copied even while the manager is suspended.
-  std::optional<nlohmann::json> p = MirrorStatusPatch(manager, complete);
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ((*p)["status"]["succeeded"], 2);
-  EXPECT_TRUE((*p)["status"]["active"].is_null());  // what the remote lacks goes
-  // Manager running: copied; the same status again is no patch.
-  manager["spec"]["suspend"] = false;
-  p = MirrorStatusPatch(manager, running);
+  manager["status"] = {{"active", 2}};
+  std::optional<nlohmann::json> p = MirrorStatusPatch(manager, kSuspended);
   ASSERT_TRUE(p.has_value());
   manager.merge_patch(*p);
-  EXPECT_EQ(manager["status"], running);
-  EXPECT_FALSE(MirrorStatusPatch(manager, running).has_value());
+  EXPECT_EQ(manager["status"]["active"], 0);
+}
+
+// #5613: a worker Job that finished while the manager Job was suspended never finished the
+// manager's. A finished worker status is always copied; what it lacks is removed.
+TEST(JobMultiKueueTest, Kueue5613_AFinishedWorkerJobIsCopiedWhileTheManagerIsSuspended) {
+  std::optional<nlohmann::json> p = MirrorStatusPatch(ManagerJob(), kComplete);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ((*p)["status"]["succeeded"], 2);
+  EXPECT_TRUE((*p)["status"]["active"].is_null());
+}
+
+TEST(JobMultiKueueTest, ARunningManagerJobFollowsTheWorkerAndTheSameStatusIsNoPatch) {
+  nlohmann::json manager = ManagerJob();
+  manager["spec"]["suspend"] = false;
+  std::optional<nlohmann::json> p = MirrorStatusPatch(manager, kRunning);
+  ASSERT_TRUE(p.has_value());
+  manager.merge_patch(*p);
+  EXPECT_EQ(manager["status"], kRunning);
+  EXPECT_FALSE(MirrorStatusPatch(manager, kRunning).has_value());
 }
 
 }  // namespace
