@@ -1,5 +1,6 @@
 // The Job webhook's view of admitd and the cluster (a JobWebhookContext): whether the namespace's
-// `default` LocalQueue and the `default` WorkloadPriorityClass exist, asked of admitd's
+// `default` LocalQueue and the `default` WorkloadPriorityClass exist and whether a LocalQueue
+// feeds a MultiKueue ClusterQueue, asked of admitd's
 // QueueService (Get; NOT_FOUND means no) and remembered for a few seconds so a burst of Job
 // creations costs one call, and which namespaces are managed: all but an excluded list
 // (`--managed-namespaces-exclude`, kube-system by default), standing in for Kueue's
@@ -17,6 +18,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -51,6 +53,8 @@ class AdmitdWebhookContext : public JobWebhookContext {
   bool DefaultLocalQueueExists(const std::string& ns) override;
   bool DefaultPriorityClassExists() override;
   bool NamespaceManaged(const std::string& ns) override;
+  // LocalQueue → ClusterQueue → its AdmissionChecks' controllers, remembered like the rest.
+  bool LocalQueueUsesMultiKueue(const std::string& ns, const std::string& name) override;
 
   // The list of a `--managed-namespaces-exclude` flag: comma-separated names, blanks dropped.
   static std::vector<std::string> ParseNamespaceList(const std::string& flag);
@@ -58,6 +62,10 @@ class AdmitdWebhookContext : public JobWebhookContext {
  private:
   // Whether admitd has the object, from the cache when the answer is recent enough.
   bool Exists(v1::ObjectKind kind, const std::string& ns, const std::string& name);
+  grpc::Status Fetch(v1::ObjectKind kind, const std::string& ns, const std::string& name,
+                     v1::QueueObject* object);
+  // The cached answer for `key`, if recent enough.
+  std::optional<bool> Remembered(const std::tuple<int, std::string, std::string>& key);
 
   v1::QueueService::StubInterface& queues_;
   const AdmitdWebhookContextOptions options_;

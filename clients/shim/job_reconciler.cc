@@ -240,9 +240,15 @@ absl::StatusOr<v1::Workload> JobReconciler::Build(const std::string& key,
   absl::StatusOr<v1::Workload> built = WorkloadForJob(job, options_.workload);
   if (!built.ok()) return built;
   (*built->mutable_metadata()->mutable_labels())[kJobClusterLabel] = options_.cluster;
-  // A MultiKueue manager's Job travels with its Workload to the worker that admits it.
-  if (ManagedByMultiKueue(job)) *built->mutable_remote_job() = RemoteJobFor(job);
   const nlohmann::json& spec = job.contains("spec") ? job["spec"] : nlohmann::json::object();
+  // A MultiKueue manager's Job travels with its Workload to the worker that admits it; of
+  // another Job, a MultiKueue check needs to know who manages it (to reject it).
+  if (ManagedByMultiKueue(job)) {
+    *built->mutable_remote_job() = RemoteJobFor(job);
+  } else if (std::string managed_by = spec.is_object() ? Str(spec, "managedBy") : "";
+             !managed_by.empty()) {
+    built->mutable_remote_job()->set_managed_by(managed_by);
+  }
   (*built->mutable_metadata()->mutable_annotations())[kContainersDigestAnnotation] =
       ContainersDigest(spec.is_object() ? spec.value("template", nlohmann::json::object())
                                         : nlohmann::json::object());

@@ -13,7 +13,8 @@
 //
 // Kueue's walk up the owner chain is approximated by the controller owner's kind: a Job whose
 // controller owner is of a kind in `JobWebhookOptions::managed_owner_kinds` is not defaulted.
-// The managedBy defaulting for MultiKueue (§1.3 step 4) is not done here.
+// The managedBy defaulting for MultiKueue (§1.3 step 4) is done for Jobs (a queue whose
+// ClusterQueue has a MultiKueue check), not for RayClusters: admitd's MultiKueue runs Jobs only.
 //
 // Thread safety: pure functions; the context is called from the calling thread.
 #ifndef ADMITD_CLIENTS_SHIM_JOB_WEBHOOK_H_
@@ -37,6 +38,13 @@ class JobWebhookContext {
   virtual bool DefaultPriorityClassExists() = 0;
   // Whether `ns` matches managedJobsNamespaceSelector (jobs there are managed).
   virtual bool NamespaceManaged(const std::string& ns) = 0;
+  // Whether LocalQueue `ns`/`name` feeds a ClusterQueue with a kueue.x-k8s.io/multikueue
+  // AdmissionCheck (a MultiKueue manager's queue).
+  virtual bool LocalQueueUsesMultiKueue(const std::string& ns, const std::string& name) {
+    (void)ns;
+    (void)name;
+    return false;
+  }
 };
 
 // An owner reference's apiVersion and kind.

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <map>
 #include <set>
 
 #include "absl/strings/escaping.h"
@@ -31,7 +32,11 @@ class FakeContext : public JobWebhookContext {
   bool DefaultLocalQueueExists(const std::string& ns) override { return queues.count(ns) > 0; }
   bool DefaultPriorityClassExists() override { return priority_class; }
   bool NamespaceManaged(const std::string& ns) override { return ns != "kube-system"; }
+  bool LocalQueueUsesMultiKueue(const std::string& ns, const std::string& name) override {
+    return multikueue.count(ns + "/" + name) > 0;
+  }
   std::set<std::string> queues;
+  std::set<std::string> multikueue;  // "ns/name" of LocalQueues of MultiKueue ClusterQueues
   bool priority_class = false;
 };
 
@@ -124,6 +129,29 @@ TEST_F(JobWebhookTest, AJobWithAQueueIsSuspended) {
   EXPECT_THAT(DefaultJob(suspended, context_, options_), IsEmpty());
   // Without a queue (and no default one) a Job is not Kueue's.
   EXPECT_THAT(DefaultJob(Job(), context_, options_), IsEmpty());
+}
+
+TEST_F(JobWebhookTest, AJobForAMultiKueueQueueIsManagedByMultiKueue) {
+  context_.multikueue = {"team-a/dispatch", "team-a/default"};
+  EXPECT_EQ(Defaulted(Job({{"kueue.x-k8s.io/queue-name", "dispatch"}}))["spec"]["managedBy"],
+            "kueue.x-k8s.io/multikueue");
+  // The Job controller's own name is replaced; another controller's is kept.
+  nlohmann::json job = Job({{"kueue.x-k8s.io/queue-name", "dispatch"}});
+  job["spec"]["managedBy"] = "kubernetes.io/job-controller";
+  EXPECT_EQ(Defaulted(job)["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+  job["spec"]["managedBy"] = "example.com/other";
+  EXPECT_EQ(Defaulted(job)["spec"]["managedBy"], "example.com/other");
+  // A queue of another ClusterQueue, no queue, or a Job owned by a managed kind: untouched.
+  EXPECT_FALSE(Defaulted(Job({{"kueue.x-k8s.io/queue-name", "local"}}))["spec"].contains(
+      "managedBy"));
+  EXPECT_FALSE(Defaulted(Job())["spec"].contains("managedBy"));
+  nlohmann::json child = Job({{"kueue.x-k8s.io/queue-name", "dispatch"}});
+  child["metadata"]["ownerReferences"] = nlohmann::json::parse(
+      R"([{"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": "u", "controller": true}])");
+  EXPECT_FALSE(Defaulted(child)["spec"].contains("managedBy"));
+  // The namespace's default queue counts once step 1 gave it.
+  context_.queues = {"team-a"};
+  EXPECT_EQ(Defaulted(Job())["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
 }
 
 TEST_F(JobWebhookTest, TheDefaultQueueAndPriorityClassAreLabelled) {
@@ -551,10 +579,15 @@ class FakeQueueService : public v1::QueueService::Service {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
     const std::string key =
         absl::StrCat(request->kind(), "/", request->namespace_(), "/", request->name());
+    if (auto it = objects.find(key); it != objects.end()) {
+      *response = it->second;
+      return grpc::Status::OK;
+    }
     if (existing.count(key) == 0) return grpc::Status(grpc::StatusCode::NOT_FOUND, "not found");
     return grpc::Status::OK;
   }
   std::set<std::string> existing;
+  std::map<std::string, v1::QueueObject> objects;  // answered whole
   std::atomic<int> gets{0};
 };
 
@@ -594,6 +627,50 @@ TEST(AdmitdWebhookContextTest, AsksAdmitdAndRemembersTheAnswerForAWhile) {
   EXPECT_TRUE(context.NamespaceManaged("team-a"));
   EXPECT_THAT(AdmitdWebhookContext::ParseNamespaceList(" kube-system, ,infra"),
               ElementsAre("kube-system", "infra"));
+  server->Shutdown();
+}
+
+TEST(AdmitdWebhookContextTest, FollowsALocalQueueToItsClusterQueuesMultiKueueCheck) {
+  FakeQueueService service;
+  auto lq = [&](const std::string& name, const std::string& cq) {
+    v1::QueueObject o;
+    o.mutable_local_queue()->mutable_spec()->set_cluster_queue(cq);
+    service.objects[absl::StrCat(v1::OBJECT_KIND_LOCAL_QUEUE, "/team/", name)] = o;
+  };
+  auto cq = [&](const std::string& name, const std::vector<std::string>& checks) {
+    v1::QueueObject o;
+    for (const std::string& c : checks) {
+      o.mutable_cluster_queue()->mutable_spec()->mutable_admission_checks_strategy()
+          ->add_admission_checks()->set_name(c);
+    }
+    service.objects[absl::StrCat(v1::OBJECT_KIND_CLUSTER_QUEUE, "//", name)] = o;
+  };
+  auto ac = [&](const std::string& name, const std::string& controller) {
+    v1::QueueObject o;
+    o.mutable_admission_check()->mutable_spec()->set_controller_name(controller);
+    service.objects[absl::StrCat(v1::OBJECT_KIND_ADMISSION_CHECK, "//", name)] = o;
+  };
+  lq("dispatch", "mk-cq");
+  lq("local", "plain-cq");
+  cq("mk-cq", {"missing", "prov", "mk"});
+  cq("plain-cq", {"prov"});
+  ac("prov", "kueue.x-k8s.io/provisioning-request");
+  ac("mk", "kueue.x-k8s.io/multikueue");
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  auto stub = v1::QueueService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  absl::Time now = absl::FromUnixSeconds(1000);
+  AdmitdWebhookContext context(*stub, {.now = [&] { return now; }});
+  EXPECT_TRUE(context.LocalQueueUsesMultiKueue("team", "dispatch"));
+  EXPECT_FALSE(context.LocalQueueUsesMultiKueue("team", "local"));
+  EXPECT_FALSE(context.LocalQueueUsesMultiKueue("team", "none"));
+  const int gets = service.gets;
+  EXPECT_TRUE(context.LocalQueueUsesMultiKueue("team", "dispatch"));  // remembered
+  EXPECT_EQ(service.gets, gets);
   server->Shutdown();
 }
 

@@ -130,7 +130,9 @@ class MultiKueueE2E(unittest.TestCase):
                 "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueCluster\n"
                 "metadata: {name: %s}\nspec:\n  admitd: {address: \"%s\"}\n" % (n, w.address)
                 for n, w in self.workers.items()))
-            self.manager_shim = self.s.start_shim("shim-manager", cluster="manager")
+            # The manager's shim serves the webhook: a Job for the MultiKueue queue gets
+            # spec.managedBy: kueue.x-k8s.io/multikueue.
+            self.manager_shim = self.s.start_shim_with_webhook("shim-manager")
             self.wait_until(lambda: self.check_active() == "True", "the check to be Active")
         except BaseException:
             self.tearDown()
@@ -178,9 +180,9 @@ class MultiKueueE2E(unittest.TestCase):
 
     def test_a_job_runs_in_the_winning_worker_only_and_finishes_in_the_manager(self):
         s = self.s
-        manager_job = job(NS, "train", parallelism=2, completions=2, runtime=1)
-        manager_job["spec"]["managedBy"] = MK
-        s.create_job(manager_job)
+        # No managedBy: the webhook sets it for the MultiKueue queue.
+        created = s.create_job(job(NS, "train", parallelism=2, completions=2, runtime=1))
+        self.assertEqual(created["spec"].get("managedBy"), MK)
         wl = self.wait_until(lambda: (lambda w: w if w and w["status"].get("clusterName")
                                       else None)(self.manager_workload("train")),
                              "the manager's workload to be admitted in a worker")
@@ -215,14 +217,16 @@ class MultiKueueE2E(unittest.TestCase):
 
     def test_a_job_not_managed_by_multikueue_is_rejected_and_never_dispatched(self):
         s = self.s
-        s.create_job(job(NS, "local", runtime=1))
+        local = job(NS, "local", runtime=1)
+        local["spec"]["managedBy"] = "example.com/other"  # kept by the webhook
+        s.create_job(local)
         wl = self.wait_until(lambda: (lambda w: w if (self.mk_check(w) or {}).get("state") ==
                                       "Rejected" else None)(self.manager_workload("local")),
                              "the check to be Rejected")
         self.assertEqual(
             self.mk_check(wl)["message"],
             'The owner is not managed by Kueue: Expecting spec.managedBy to be '
-            '"kueue.x-k8s.io/multikueue" not "", Previously: "Pending"')
+            '"kueue.x-k8s.io/multikueue" not "example.com/other", Previously: "Pending"')
         self.wait_until(lambda: self.manager_workload("local")["spec"].get("active") is False,
                         "the workload to be deactivated")
         self.assertTrue(s.job(NS, "local")["spec"]["suspend"])
