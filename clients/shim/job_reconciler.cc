@@ -169,6 +169,11 @@ absl::Status JobReconciler::ReconcilePrebuilt(const nlohmann::json& job,
   const nlohmann::json meta = Meta(job);
   const std::string ns = Str(meta, "namespace"), name = Str(meta, "name"), uid = Str(meta, "uid");
   std::optional<v1::Workload> wl = admitd_.Workload(ns, prebuilt);
+  const bool elastic = options_.workload.elastic_jobs &&
+                       Str(Meta(job).value("annotations", nlohmann::json::object()),
+                           "kueue.x-k8s.io/elastic-job") == "true";
+  // An elastic Job whose copy is being replaced by a scale-up slice waits to be moved to it.
+  if (elastic && (!wl || Finished(*wl)) && HasReplacement(ns, prebuilt)) return absl::OkStatus();
   if (!wl) {
     // A MultiKueue worker's Job goes with its copy: the manager withdrew it. Any other Job
     // waits for its Workload.
@@ -213,7 +218,16 @@ absl::Status JobReconciler::ReconcilePrebuilt(const nlohmann::json& job,
   }
   absl::StatusOr<v1::Workload> built = Build(ns + "/" + name, job);
   if (!built.ok()) return absl::OkStatus();
-  if (!Finished(*wl) && !Equivalent(job, *built, *wl)) {
+  if (elastic && IsMultiKueueWorkerJob(job) && Admitted(*wl) && !Finished(*wl) &&
+      wl->spec().pod_sets_size() > 0) {
+    // The manager resizes the copy; the Job follows it (KEP-77 across clusters).
+    const nlohmann::json& spec = job.value("spec", nlohmann::json::object());
+    if (spec.value("parallelism", 1) != wl->spec().pod_sets(0).count()) {
+      return PatchJob(job, {{"spec", {{"parallelism", wl->spec().pod_sets(0).count()}}}});
+    }
+  }
+  // An elastic Job's counts follow its slices, not the other way round.
+  if (!elastic && !Finished(*wl) && !Equivalent(job, *built, *wl)) {
     v1::ReleaseQuotaRequest out_of_sync;
     out_of_sync.set_namespace_(ns);
     out_of_sync.set_name(prebuilt);
@@ -223,7 +237,23 @@ absl::Status JobReconciler::ReconcilePrebuilt(const nlohmann::json& job,
         "The prebuilt workload is out of sync with its user job");
     return ReleaseQuota(out_of_sync);
   }
-  return ReconcileWith(job, *built, &*wl, /*elastic=*/false);
+  if (absl::Status s = ReconcileWith(job, *built, &*wl, elastic); !s.ok()) return s;
+  if (elastic && !IsSuspended(job) && Admitted(*wl) && !ConditionTrue(*wl, "Evicted")) {
+    return Ungate(job, {*wl});
+  }
+  return absl::OkStatus();
+}
+
+bool JobReconciler::HasReplacement(const std::string& ns, const std::string& name) const {
+  const std::string key = ns + "/" + name;
+  for (const std::string& k : admitd_.CopyKeys()) {
+    const size_t slash = k.find('/');
+    std::optional<v1::Workload> c = admitd_.Workload(k.substr(0, slash), k.substr(slash + 1));
+    if (!c || Finished(*c)) continue;
+    auto it = c->metadata().annotations().find(kReplacementForAnnotation);
+    if (it != c->metadata().annotations().end() && it->second == key) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<v1::Workload> JobReconciler::Build(const std::string& key,

@@ -74,6 +74,8 @@ class JobReconciler {
   // the Job's status on a MultiKueue copy, finishes it OutOfSync when the Job no longer
   // matches, then reconciles as usual.
   absl::Status ReconcilePrebuilt(const nlohmann::json& job, const std::string& prebuilt);
+  // Whether a cached, unfinished MultiKueue copy replaces ns/name (an elastic scale-up slice).
+  bool HasReplacement(const std::string& ns, const std::string& name) const;
   absl::Status ReconcileElastic(const nlohmann::json& job, const v1::Workload& built,
                                 std::vector<v1::Workload> owned);
   absl::Status ReconcileWith(const nlohmann::json& job, const v1::Workload& built,

@@ -26,6 +26,36 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
   }
   // Adopted already: the Job exists (or existed) and is the JobReconciler's.
   if (ControllerOwner(*copy) != nullptr) return absl::OkStatus();
+  // An elastic scale-up slice: once admitted here, the Job running on the slice it replaces
+  // moves to it (its prebuilt Workload and parallelism).
+  auto replaces = copy->metadata().annotations().find(kReplacementForAnnotation);
+  if (replaces != copy->metadata().annotations().end()) {
+    if (!reconcile::Admitted(*copy) || copy->spec().pod_sets_size() == 0) {
+      return absl::OkStatus();
+    }
+    const std::string old_name = replaces->second.substr(replaces->second.find('/') + 1);
+    std::vector<nlohmann::json> jobs = jobs_.Select([&](const nlohmann::json& j) {
+      return reconcile::Str(reconcile::Meta(j), "namespace") == ns && IsMultiKueueWorkerJob(j) &&
+             PrebuiltWorkloadName(j) == old_name;
+    });
+    for (const nlohmann::json& j : jobs) {
+      const nlohmann::json meta = reconcile::Meta(j);
+      const nlohmann::json patch = {
+          {"metadata",
+           {{"resourceVersion", reconcile::Str(meta, "resourceVersion")},
+            {"annotations", {{kPrebuiltWorkloadKey, name}}}}},
+          {"spec", {{"parallelism", copy->spec().pod_sets(0).count()}}}};
+      absl::StatusOr<nlohmann::json> r = kube_.Patch(
+          absl::StrCat("/apis/batch/v1/namespaces/", ns, "/jobs/",
+                       reconcile::Str(meta, "name")),
+          patch);
+      if (!r.ok()) return r.status();
+      ++moved_;
+      ADMITD_LOG(kInfo, "multikueue job moved to its scale-up slice",
+                 {{"job", ns + "/" + reconcile::Str(meta, "name")}, {"workload", key}});
+    }
+    if (!jobs.empty()) return absl::OkStatus();
+  }
   absl::StatusOr<nlohmann::json> job = WorkerJobFor(*copy);
   if (!job.ok()) {
     ADMITD_LOG(kWarning, "multikueue copy carries no usable job",

@@ -5,8 +5,9 @@
 // Job in this cluster: suspended, without managedBy, with the manager's origin label and the
 // copy as its prebuilt Workload (WorkerJobFor). From then on the JobReconciler owns the Job: it
 // adopts the copy, starts the Job, reports its status back and deletes the Job when the manager
-// withdraws the copy. Enabled by --multikueue-worker: without it the shim never creates a Job
-// it was not given by a user.
+// withdraws the copy. An elastic Job moves to the scale-up slice that replaces its copy once
+// that slice is admitted here (its prebuilt Workload and parallelism follow it). Enabled by
+// --multikueue-worker: without it the shim never creates a Job it was not given by a user.
 //
 //   MultiKueueWorker worker(kube, link, jobs);
 //   absl::Status s = worker.Reconcile("ns/workload");  // error: retry later
@@ -38,12 +39,14 @@ class MultiKueueWorker {
   std::vector<std::string> Keys() const;
 
   int64_t created() const { return created_.load(); }
+  int64_t moved() const { return moved_.load(); }  // Jobs moved to a scale-up slice
 
  private:
   const KubeClient& kube_;
   const AdmitdLink& admitd_;
   const Informer& jobs_;
   std::atomic<int64_t> created_{0};
+  std::atomic<int64_t> moved_{0};
 };
 
 }  // namespace admitd::shim

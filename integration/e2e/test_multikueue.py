@@ -339,5 +339,47 @@ class MultiKueueE2E(unittest.TestCase):
         wl = self.manager_workload("gone")
         self.assertGreaterEqual(wl["status"].get("requeueState", {}).get("count", 0), 1)
 
+    def test_an_elastic_job_scales_up_and_down_while_it_runs_in_a_worker(self):
+        s = self.s
+        s.create_job(job(NS, "grow", parallelism=1, completions=4, runtime=30, elastic=True))
+        wl = self.wait_until(lambda: (lambda w: w if w and w["status"].get("clusterName")
+                                      else None)(self.manager_workload("grow")),
+                             "the manager's workload to be admitted in a worker")
+        worker = self.workers[wl["status"]["clusterName"]]
+        other = [w for n, w in self.workers.items() if n != worker.name][0]
+
+        def active():
+            return (self.worker_job(worker, "grow") or {}).get("status", {}).get("active", 0)
+
+        self.wait_until(lambda: active() == 1, "one pod to run in the worker")
+        # Scale-up: a new slice on the manager goes to the same worker, is admitted there as a
+        # replacement, and the worker's Job follows it.
+        s.patch_job(NS, "grow", {"spec": {"parallelism": 3}})
+        remote = self.wait_until(
+            lambda: (lambda j: j if j and j["spec"].get("parallelism") == 3 else None)(
+                self.worker_job(worker, "grow")), "the worker's Job to scale up")
+        slices = [w for w in self.s.workloads(NS)
+                  if not is_true(w, "Finished") and
+                  w["metadata"].get("ownerReferences", [{}])[0].get("name") == "grow"]
+        self.assertEqual(len(slices), 1, slices)
+        self.assertEqual(slices[0]["status"]["clusterName"], worker.name)
+        self.assertEqual(
+            remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+            slices[0]["metadata"]["name"])
+        self.wait_until(lambda: active() == 3, "three pods to run in the worker")
+        # The worker counts the pods once: its ClusterQueue holds 3 CPUs, not 1 + 3.
+        self.assertEqual(json.loads(worker.admitctl("get", "cq", "cq", "-o", "json"))
+                         ["clusterQueue"]["status"]["flavorsUsage"][0]["resources"][0]["total"],
+                         "3")
+        # Scale-down: the manager's slice shrinks in place, and so do the copy and the Job.
+        s.patch_job(NS, "grow", {"spec": {"parallelism": 2}})
+        self.wait_until(lambda: (self.worker_job(worker, "grow") or {}).get("spec", {})
+                        .get("parallelism") == 2, "the worker's Job to scale down")
+        self.wait_until(lambda: [w["spec"]["podSets"][0]["count"] for w in worker.workloads()
+                                 if not is_true(w, "Finished")] == [2],
+                        "the worker's copy to scale down in place")
+        self.assertIsNone(self.worker_job(other, "grow"))
+        self.assertEqual([w for w in other.workloads() if not is_true(w, "Finished")], [])
+
 if __name__ == "__main__":
     unittest.main()

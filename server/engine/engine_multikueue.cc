@@ -382,10 +382,12 @@ absl::StatusOr<v1::UpdateRemoteJobResponse> Engine::Impl::UpdateRemoteJob(
                                           " \"", owner->name(), "\" (uid ", owner->uid(), ")"));
     }
     if (owner == nullptr) {
+      IndexChain(*entry, /*add=*/false);  // a slice's chain follows its owner
       v1::OwnerReference* o = wl.mutable_metadata()->add_owner_references();
       *o = request.adopt();
       o->set_controller(true);
       (*wl.mutable_metadata()->mutable_labels())["kueue.x-k8s.io/job-uid"] = o->uid();
+      IndexChain(*entry, /*add=*/true);
       changed = true;
     }
   }

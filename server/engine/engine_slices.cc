@@ -170,6 +170,11 @@ void Engine::Impl::OnSliceAdmitted(WorkloadEntry& entry, absl::Time now) {
       job_uid == entry.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
       ") due to workload slice aggregation");
   if (IsConditionTrue(it->second.object, kFinished)) return;
+  // MultiKueue: the replacement runs where its predecessor runs (Kueue's scheduler copies
+  // clusterName on reservation).
+  if (const std::string& cluster = it->second.object.status().cluster_name(); !cluster.empty()) {
+    entry.object.mutable_status()->set_cluster_name(cluster);
+  }
   // Recorded first: finishing may delete the old slice (the slice history limit).
   RecordEvent(it->second, EventType::kNormal, kReasonWorkloadSliceReplaced, "Replaced", message,
               now);
@@ -480,6 +485,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   }
   annotations[kReplacementForAnnotation] = kept->key();
   *slice.mutable_spec() = base.spec();
+  *slice.mutable_remote_job() = base.remote_job();  // a MultiKueue job goes on with its slices
   for (v1::PodSet& ps : *slice.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
   WorkloadEntry& entry = workloads_[key];
   entry.object = std::move(slice);

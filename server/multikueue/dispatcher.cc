@@ -54,6 +54,26 @@ const v1::AdmissionCheckState* CheckState(const v1::Workload& wl, const std::str
   return nullptr;
 }
 
+constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
+constexpr char kReplacementForAnnotation[] = "kueue.x-k8s.io/workload-slice-replacement-for";
+
+std::string AnnotationOf(const v1::Workload& wl, const std::string& name);
+
+bool IsElastic(const v1::Workload& wl) { return AnnotationOf(wl, kElasticJobAnnotation) == "true"; }
+
+// The manager scaled an elastic workload down: every count at most the copy's, one lower.
+bool ScaledDown(const v1::Workload& local, const v1::Workload& copy) {
+  if (local.spec().pod_sets_size() != copy.spec().pod_sets_size()) return false;
+  bool lower = false;
+  for (int i = 0; i < local.spec().pod_sets_size(); ++i) {
+    const v1::PodSet& l = local.spec().pod_sets(i);
+    const v1::PodSet& c = copy.spec().pod_sets(i);
+    if (l.name() != c.name() || l.count() > c.count()) return false;
+    lower = lower || l.count() < c.count();
+  }
+  return lower;
+}
+
 std::string AnnotationOf(const v1::Workload& wl, const std::string& name) {
   auto it = wl.metadata().annotations().find(name);
   return it == wl.metadata().annotations().end() ? "" : it->second;
@@ -369,6 +389,16 @@ void Dispatcher::SyncLinks() {
   }
 }
 
+bool Dispatcher::HasReplacement(const WorkerLink& link, const std::string& key) const {
+  for (const std::string& other : link.Keys()) {
+    std::optional<v1::Workload> c = link.Copy(other);
+    if (c && !IsTrue(*c, "Finished") && AnnotationOf(*c, kReplacementForAnnotation) == key) {
+      return true;
+    }
+  }
+  return false;
+}
+
 WorkerLink* Dispatcher::LinkOf(const std::string& cluster) {
   auto it = links_.find(cluster);
   return it == links_.end() ? nullptr : it->second.get();
@@ -463,7 +493,11 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
   auto withdraw_all = [&]() {
     for (const auto& [cluster, copy] : copies) {
       WorkerLink* link = LinkOf(cluster);
-      if (link != nullptr && link->connected()) DeleteCopy(*link, copy);
+      if (link == nullptr || !link->connected()) continue;
+      // An elastic slice being replaced on the worker stays until its replacement took over
+      // there (Kueue keeps a replaced slice's remote objects, multikueue.md §15).
+      if (IsElastic(copy) && !IsTrue(copy, "Finished") && HasReplacement(*link, key)) continue;
+      DeleteCopy(*link, copy);
     }
   };
   // Gone, finished, without a reservation or without a MultiKueue check: no copy is kept.
@@ -563,7 +597,7 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
     auto winner = copies.find(cluster_name);
     WorkerLink* link = LinkOf(cluster_name);
     const bool reachable = link != nullptr && link->connected();
-    if (winner != copies.end() && IsTrue(winner->second, "Finished") &&
+    if (winner != copies.end() && IsTrue(winner->second, "Finished") && !IsElastic(*wl) &&
         FindCondition(winner->second, "Finished")->reason() == "OutOfSync") {
       // The worker's job no longer matches its copy: dispatched again, never finished here.
       const std::string message = absl::StrCat(
@@ -627,6 +661,9 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
       if (WorkerLink* l = LinkOf(cluster); l != nullptr && l->connected()) DeleteCopy(*l, copy);
     }
     const v1::Workload& copy = winner->second;
+    if (IsElastic(*wl) && ScaledDown(*wl, copy)) {
+      link->ScaleDown(copy.metadata().namespace_(), copy.metadata().name(), wl->spec().pod_sets());
+    }
     if (!wl->remote_job().manifest().empty() &&
         copy.remote_job().manifest() != wl->remote_job().manifest()) {
       link->HandOverJob(copy.metadata().namespace_(), copy.metadata().name(),
@@ -685,6 +722,19 @@ void Dispatcher::Reconcile(const std::string& key, absl::Time now) {
   // Nominate once every other check is Ready.
   for (const v1::AdmissionCheckState& c : wl->status().admission_checks()) {
     if (c.name() != check && c.state() != "Ready") return;
+  }
+  // An elastic scale-up slice goes to the worker its predecessor runs in, and nowhere else.
+  if (!wl->status().cluster_name().empty()) {
+    const std::string& cluster = wl->status().cluster_name();
+    for (const auto& [c, copy] : copies) {
+      if (c == cluster) continue;
+      if (WorkerLink* l = LinkOf(c); l != nullptr && l->connected()) DeleteCopy(*l, copy);
+    }
+    WorkerLink* link = LinkOf(cluster);
+    if (link != nullptr && link->connected() && copies.count(cluster) == 0) {
+      link->Submit(MakeCopy(*wl, cluster), wl->status().admission().cluster_queue());
+    }
+    return;
   }
   const std::vector<std::string> clusters = ClustersOf(check);
   std::vector<std::string> nominated(wl->status().nominated_cluster_names().begin(),

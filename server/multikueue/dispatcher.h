@@ -109,6 +109,8 @@ class Dispatcher {
   void Write(const std::string& key,
              std::function<absl::Status(engine::Engine&, absl::Time)> write);
   WorkerLink* LinkOf(const std::string& cluster);
+  // Whether `link` holds an unfinished copy that replaces the copy `key` (an elastic slice).
+  bool HasReplacement(const WorkerLink& link, const std::string& key) const;
 
   Sequencer* const sequencer_;
   WatchHub* const hub_;

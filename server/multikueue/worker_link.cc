@@ -98,6 +98,13 @@ void WorkerLink::HandOverJob(const std::string& ns, const std::string& name,
   Enqueue(Op{Op::Kind::kHandOver, {}, ns, name, uid, manifest});
 }
 
+void WorkerLink::ScaleDown(const std::string& ns, const std::string& name,
+                           const google::protobuf::RepeatedPtrField<v1::PodSet>& pod_sets) {
+  Op op{Op::Kind::kScaleDown, {}, ns, name, ""};
+  *op.copy.mutable_spec()->mutable_pod_sets() = pod_sets;
+  Enqueue(std::move(op));
+}
+
 void WorkerLink::Enqueue(Op op) {
   op.key = op.kind == Op::Kind::kSubmit ? Key(op.copy) : absl::StrCat(op.ns, "/", op.name);
   absl::MutexLock lock(&mu_);
@@ -288,6 +295,21 @@ void WorkerLink::RunOps() {
         req.set_active(false);
         v1::SetActiveResponse resp;
         s = stub_->SetActive(&ctx, req, &resp);
+        if (s.error_code() == grpc::StatusCode::NOT_FOUND) s = grpc::Status::OK;
+        break;
+      }
+      case Op::Kind::kScaleDown: {
+        key = absl::StrCat(op.ns, "/", op.name);
+        v1::ResizeRequest req;
+        req.set_namespace_(op.ns);
+        req.set_name(op.name);
+        for (const v1::PodSet& ps : op.copy.spec().pod_sets()) {
+          v1::PodSetCount* c = req.add_pod_sets();
+          c->set_name(ps.name());
+          c->set_count(ps.count());
+        }
+        v1::ResizeResponse resp;
+        s = stub_->Resize(&ctx, req, &resp);
         if (s.error_code() == grpc::StatusCode::NOT_FOUND) s = grpc::Status::OK;
         break;
       }

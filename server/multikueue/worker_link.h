@@ -88,11 +88,14 @@ class WorkerLink {
   // creates the job.
   void HandOverJob(const std::string& ns, const std::string& name, const std::string& uid,
                    const std::string& manifest);
+  // An elastic copy scaled down in place (Resize by name) to the manager's counts.
+  void ScaleDown(const std::string& ns, const std::string& name,
+                 const google::protobuf::RepeatedPtrField<v1::PodSet>& pod_sets);
 
  private:
   struct Op {
-    enum class Kind { kSubmit, kDelete, kDeactivate, kHandOver } kind;
-    v1::Workload copy;  // kSubmit
+    enum class Kind { kSubmit, kDelete, kDeactivate, kHandOver, kScaleDown } kind;
+    v1::Workload copy;  // kSubmit; kScaleDown: its spec's pod sets
     std::string ns, name, uid;
     std::string manifest;       // kHandOver
     std::string cluster_queue;  // kSubmit
