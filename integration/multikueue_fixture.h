@@ -45,6 +45,7 @@ class MultiKueueTest : public ::testing::Test {
     }
     manager_.config.multikueue_worker_lost_timeout = absl::Seconds(3);
     manager_.config.multikueue_reconnect_backoff = absl::Milliseconds(100);
+    ConfigureManager(manager_.config);
     StartNode(manager_, "manager");
     ApplyOk(manager_, Flavor("default"));
     v1::ApplyRequest cq = ClusterQueue("cq", {"default"}, {{"cpu", "10"}});
@@ -69,6 +70,9 @@ class MultiKueueTest : public ::testing::Test {
     for (auto& [name, w] : workers_) ApplyCluster(name, w.server->address());
     ASSERT_TRUE(WaitFor([&] { return CheckActive() == "True/Active"; })) << CheckActive();
   }
+
+  // A test fixture's changes to the manager's configuration, before it starts.
+  virtual void ConfigureManager(Config& config) { (void)config; }
 
   void TearDown() override {
     for (Node* n : {&manager_, &workers_["w1"], &workers_["w2"]}) {

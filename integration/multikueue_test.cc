@@ -2,6 +2,7 @@
 // (docs/multikueue.md). The tests play the worker clusters' job side by hand: they finish,
 // evict and release the copies through the workers' API, as a worker shim would.
 #include <string>
+#include <vector>
 
 #include "integration/multikueue_fixture.h"
 
@@ -253,6 +254,66 @@ TEST_F(MultiKueueTest, UpdateRemoteJobRefusesWhatIsNotAJsonObject) {
   grpc::ClientContext sctx;
   EXPECT_EQ(manager_.client->admission->Submit(&sctx, bad, &sresp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+class IncrementalTest : public MultiKueueTest {
+ protected:
+  void ConfigureManager(Config& config) override {
+    config.multikueue_dispatcher = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
+    config.multikueue_step_size = 1;
+    config.multikueue_round_timeout = absl::Seconds(2);
+  }
+
+  std::vector<std::string> Nominated(const std::string& name) {
+    const v1::Workload wl = GetOn(manager_, name);
+    return {wl.status().nominated_cluster_names().begin(),
+            wl.status().nominated_cluster_names().end()};
+  }
+};
+
+// Spec §17 item 4, with a 2 s round: one worker per round in the config's order, the rounds
+// continue across a manager restart, and an admission stops them.
+TEST_F(IncrementalTest, OneWorkerPerRoundAcrossARestartUntilOneAdmits) {
+  // Both workers full: the copies wait.
+  for (auto& [name, w] : workers_) {
+    v1::SubmitRequest req;
+    *req.mutable_workload() = Workload(kNs, "local", "lq", 1, {{"cpu", "4"}});
+    v1::SubmitResponse resp;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(w.client->admission->Submit(&ctx, req, &resp).ok());
+  }
+  Submit("inc", 1);
+  ASSERT_TRUE(WaitFor([&] { return Nominated("inc") == std::vector<std::string>{"w1"}; }));
+  const absl::Time first = absl::Now();
+  EXPECT_TRUE(WaitFor([&] { return !GetOn(workers_["w1"], "inc").metadata().name().empty(); }));
+  EXPECT_TRUE(GetOn(workers_["w2"], "inc").metadata().name().empty());
+  // A restart in the middle of the round does not start the next round at once.
+  StopNode(manager_);
+  StartNode(manager_, "manager");
+  absl::SleepFor(absl::Milliseconds(300));
+  if (absl::Now() - first < absl::Milliseconds(1500)) {
+    EXPECT_EQ(Nominated("inc"), std::vector<std::string>{"w1"});
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return Nominated("inc") == std::vector<std::string>({"w1", "w2"});
+  }));
+  EXPECT_GE(absl::Now() - first, absl::Milliseconds(1900));
+  EXPECT_TRUE(WaitFor([&] { return !GetOn(workers_["w2"], "inc").metadata().name().empty(); }));
+  // w2 frees its quota: the copy there is admitted, and it wins.
+  v1::DeleteWorkloadRequest del;
+  del.set_namespace_(kNs);
+  del.set_name("local");
+  v1::DeleteWorkloadResponse dresp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(workers_["w2"].client->admission->Delete(&ctx, del, &dresp).ok());
+  v1::Workload wl;
+  ASSERT_TRUE(WaitFor([&] {
+    wl = GetOn(manager_, "inc");
+    return IsConditionTrue(wl, "Admitted");
+  })) << wl.DebugString();
+  EXPECT_EQ(wl.status().cluster_name(), "w2");
+  EXPECT_EQ(wl.status().nominated_cluster_names_size(), 0);
+  EXPECT_TRUE(WaitFor([&] { return GetOn(workers_["w1"], "inc").metadata().name().empty(); }));
 }
 
 }  // namespace
