@@ -1,6 +1,7 @@
 // One test for each of Kueue's MultiKueue bugs (spec multikueue.md §16) that applies to admitd,
-// named after it, showing admitd does not have it. A manager and two worker admitds on loopback;
-// the tests play the worker clusters' job side through the workers' API.
+// named after it, showing admitd does not have it, and the checklist items (§17) that need a
+// worker's state set by hand. A manager and two worker admitds on loopback; the tests play the
+// worker clusters' job side through the workers' API.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -201,6 +202,132 @@ TEST_F(MultiKueueBugsTest, Kueue13094_AManagerRestartedDuringAWorkerOutageRetrie
     return wl.status().cluster_name() == Other(w) && IsConditionTrue(wl, "Admitted");
   })) << wl.DebugString();
   EXPECT_GE(absl::Now() - restarted, absl::Seconds(3));
+}
+
+// Spec §17 item 2: two workers admit within 50 ms; the earlier Admitted transition wins and the
+// other copy goes.
+TEST_F(MultiKueueBugsTest, TwoWorkersAdmittingAlmostAtOnceTheEarlierWins) {
+  for (auto& [name, w] : workers_) SubmitOn(w, "local", 4);  // both full: the copies wait
+  Submit("h", 1);
+  ASSERT_TRUE(WaitFor([&] {
+    return !GetOn(workers_["w1"], "h").metadata().name().empty() &&
+           !GetOn(workers_["w2"], "h").metadata().name().empty();
+  }));
+  for (const char* w : {"w2", "w1"}) {  // w2 first
+    v1::DeleteWorkloadRequest del;
+    del.set_namespace_(kNs);
+    del.set_name("local");
+    v1::DeleteWorkloadResponse resp;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(workers_[w].client->admission->Delete(&ctx, del, &resp).ok());
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(AdmittedOn("h"), "w2");
+  EXPECT_TRUE(WaitFor([&] { return GetOn(workers_["w1"], "h").metadata().name().empty(); }));
+}
+
+// Spec §17 item 3: a copy that only reserved quota on its worker (a check there still pending)
+// changes nothing on the manager; once the worker admits it, it wins.
+TEST_F(MultiKueueBugsTest, ACopyOnlyReservedOnItsWorkerChangesNothing) {
+  for (auto& [name, w] : workers_) {
+    v1::ApplyRequest ac;
+    auto* check = ac.mutable_object()->mutable_admission_check();
+    check->mutable_metadata()->set_name("prov");
+    check->mutable_spec()->set_controller_name("example.com/provisioning");
+    ApplyOk(w, ac);
+    v1::ApplyRequest cq = ClusterQueue("cq", {"default"}, {{"cpu", "4"}});
+    cq.mutable_object()->mutable_cluster_queue()->mutable_spec()
+        ->mutable_admission_checks_strategy()->add_admission_checks()->set_name("prov");
+    ApplyOk(w, cq);
+  }
+  Submit("i", 1);
+  ASSERT_TRUE(WaitFor([&] {
+    return IsConditionTrue(GetOn(workers_["w1"], "i"), "QuotaReserved") &&
+           IsConditionTrue(GetOn(workers_["w2"], "i"), "QuotaReserved");
+  }));
+  absl::SleepFor(absl::Milliseconds(500));
+  v1::Workload wl = GetOn(manager_, "i");
+  EXPECT_FALSE(IsConditionTrue(wl, "Admitted"));
+  EXPECT_EQ(Check(wl)->state(), "Pending");
+  EXPECT_TRUE(wl.status().cluster_name().empty());
+  v1::SetAdmissionCheckStateRequest ready;
+  ready.set_namespace_(kNs);
+  ready.set_name("i");
+  ready.set_check("prov");
+  ready.set_state("Ready");
+  v1::SetAdmissionCheckStateResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(workers_["w2"].client->admission->SetAdmissionCheckState(&ctx, ready, &resp).ok());
+  EXPECT_EQ(AdmittedOn("i"), "w2");
+}
+
+// Spec §17 item 10: the worker's job no longer matches its copy (the copy finished OutOfSync):
+// Retry with Kueue's message; the manager's workload is not finished.
+TEST_F(MultiKueueBugsTest, ARemoteOutOfSyncRetriesAndNeverFinishesTheManagerWorkload) {
+  Submit("j", 1);
+  const std::string w = AdmittedOn("j");
+  v1::ReleaseQuotaRequest req;
+  req.set_namespace_(kNs);
+  req.set_name("j");
+  req.mutable_finished()->set_reason("OutOfSync");
+  req.mutable_finished()->set_message("The prebuilt workload is out of sync with its user job");
+  v1::ReleaseQuotaResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(workers_[w].client->admission->ReleaseQuota(&ctx, req, &resp).ok());
+  v1::Workload wl;
+  ASSERT_TRUE(WaitFor([&] {
+    wl = GetOn(manager_, "j");
+    return wl.status().requeue_state().count() >= 1;
+  })) << wl.DebugString();
+  EXPECT_FALSE(IsConditionTrue(wl, "Finished"));
+  bool found = false;
+  for (const v1::Condition& c : wl.status().conditions()) {
+    if (c.type() == "Evicted" || c.type() == "Requeued") found = found || !c.message().empty();
+  }
+  EXPECT_TRUE(found);
+  // Its events say why.
+  grpc::ClientContext wctx;
+  v1::WatchRequest watch;
+  watch.set_from_oldest(true);
+  watch.add_kinds(v1::OBJECT_KIND_EVENT);
+  watch.set_namespace_(kNs);
+  std::unique_ptr<grpc::ClientReader<v1::WatchEvent>> reader =
+      manager_.client->admission->Watch(&wctx, watch);
+  v1::WatchEvent ev;
+  const std::string want = absl::StrCat("Remote workload on worker cluster \"", w,
+                                        "\" is out of sync with its user job, resetting for "
+                                        "re-dispatch, Previously: \"Ready\"");
+  bool warned = false;
+  while (reader->Read(&ev)) {
+    if (ev.type() == v1::WatchEvent::SYNCED) break;
+    warned = warned || (ev.event().reason() == "MultiKueue" && ev.event().type() == "Warning" &&
+                        ev.event().note() == want);
+  }
+  wctx.TryCancel();
+  EXPECT_TRUE(warned) << want;
+}
+
+// Spec §17 item 13: collection removes only this manager's orphans; a workload of another origin
+// (another manager) and a worker's own are untouched.
+TEST_F(MultiKueueBugsTest, CollectionLeavesOtherOriginsAlone) {
+  v1::SubmitRequest other;
+  *other.mutable_workload() = Workload(kNs, "other-origin", "lq", 1, {{"cpu", "1"}});
+  (*other.mutable_workload()->mutable_metadata()->mutable_labels())
+      ["kueue.x-k8s.io/multikueue-origin"] = "another-manager";
+  v1::SubmitResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(workers_["w1"].client->admission->Submit(&ctx, other, &resp).ok());
+  SubmitOn(workers_["w1"], "own", 1);
+  // An orphan of this manager's origin, as a manager that lost its workload would leave it.
+  v1::SubmitRequest orphan;
+  *orphan.mutable_workload() = Workload(kNs, "orphan", "lq", 1, {{"cpu", "1"}});
+  (*orphan.mutable_workload()->mutable_metadata()->mutable_labels())
+      ["kueue.x-k8s.io/multikueue-origin"] = "multikueue";
+  grpc::ClientContext octx;
+  ASSERT_TRUE(workers_["w1"].client->admission->Submit(&octx, orphan, &resp).ok());
+  EXPECT_TRUE(WaitFor([&] { return GetOn(workers_["w1"], "orphan").metadata().name().empty(); }));
+  EXPECT_FALSE(GetOn(workers_["w1"], "other-origin").metadata().name().empty());
+  EXPECT_FALSE(GetOn(workers_["w1"], "own").metadata().name().empty());
 }
 
 }  // namespace
