@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/job_multikueue.h"
+#include "common/workload_list.h"
 
 namespace admitd::shim {
 namespace {
@@ -107,27 +108,20 @@ std::string AdmitdLink::UnreachableReason() const {
 absl::Status AdmitdLink::List() {
   std::map<std::string, v1::Workload> fresh;
   uint64_t revision = 0;
-  std::string token;
-  do {
-    v1::ListWorkloadsRequest req;
-    req.set_page_size(5000);
-    req.set_page_token(token);
-    v1::ListWorkloadsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
-    grpc::Status s = admission_->List(&ctx, req, &resp);
-    ReportCall(s);
-    if (!s.ok()) return absl::UnavailableError(absl::StrCat("list workloads: ", s.error_message()));
-    // Pages are read at their own revisions: watching from the first replays what changed after.
-    if (token.empty()) revision = resp.revision();
-    for (v1::Workload& wl : *resp.mutable_workloads()) {
-      if (Cached(wl)) fresh[Key(wl)] = std::move(wl);
-    }
-    token = resp.next_page_token();
-  } while (!token.empty());
+  ListAllOptions list;
+  list.on_call = [this](const grpc::Status& s) { ReportCall(s); };
+  grpc::Status listed = ListAllWorkloads(
+      *admission_,
+      [&](v1::Workload wl) {
+        if (Cached(wl)) fresh[Key(wl)] = std::move(wl);
+      },
+      &revision, list);
+  if (!listed.ok()) {
+    return absl::UnavailableError(absl::StrCat("list workloads: ", listed.error_message()));
+  }
 
   std::map<std::string, v1::ResourceFlavor> flavors;
-  token.clear();
+  std::string token;
   do {
     v1::ListObjectsRequest req;
     req.set_kind(v1::OBJECT_KIND_RESOURCE_FLAVOR);

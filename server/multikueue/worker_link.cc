@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/connection.h"
 #include "common/log.h"
+#include "common/workload_list.h"
 #include "server/metrics.h"
 
 namespace admitd::multikueue {
@@ -152,22 +153,16 @@ grpc::Status WorkerLink::Session() {
   // List every workload of this origin, then watch from the list's revision.
   std::map<std::string, v1::Workload> listed;
   uint64_t revision = 0;
-  std::string token;
-  do {
-    v1::ListWorkloadsRequest req;
-    req.set_page_size(5000);
-    req.set_page_token(token);
-    v1::ListWorkloadsResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
-    grpc::Status s = stub_->List(&ctx, req, &resp);
-    if (!s.ok()) return s;
-    if (revision == 0) revision = resp.revision();
-    for (const v1::Workload& wl : resp.workloads()) {
-      if (Mine(wl)) listed[Key(wl)] = wl;
-    }
-    token = resp.next_page_token();
-  } while (!token.empty() && !stopped_.load());
+  ListAllOptions list;
+  list.call_timeout = options_.call_timeout;
+  list.stopped = [this] { return stopped_.load(); };
+  grpc::Status listed_status = ListAllWorkloads(
+      *stub_,
+      [&](v1::Workload wl) {
+        if (Mine(wl)) listed[Key(wl)] = std::move(wl);
+      },
+      &revision, list);
+  if (!listed_status.ok()) return listed_status;
   std::vector<std::string> changed;
   {
     absl::MutexLock lock(&mu_);
