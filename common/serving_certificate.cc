@@ -3,13 +3,10 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <sys/stat.h>
-
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_stamp.h"
 
 namespace admitd {
 namespace {
@@ -30,14 +27,6 @@ struct StoreFree {
   void operator()(X509_STORE* s) const { X509_STORE_free(s); }
 };
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string OpenSslError() {
   const unsigned long e = ERR_get_error();
   ERR_clear_error();
@@ -45,15 +34,6 @@ std::string OpenSslError() {
   char buf[256];
   ERR_error_string_n(e, buf, sizeof(buf));
   return buf;
-}
-
-// What identifies a version of a file: a rename, a rewrite or a symlink swap changes it.
-std::string StampOf(const std::string& path) {
-  if (path.empty()) return "-";
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return "?";
-  return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec,
-                      ":", st.st_size);
 }
 
 }  // namespace
@@ -71,9 +51,9 @@ namespace {
 
 absl::StatusOr<std::shared_ptr<ServingCertificate::Loaded>> LoadFiles(
     const ServingCertificateFiles& files) {
-  absl::StatusOr<std::string> cert_pem = ReadFile(files.cert_file);
+  absl::StatusOr<std::string> cert_pem = ReadWholeFile(files.cert_file);
   if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadFile(files.key_file);
+  absl::StatusOr<std::string> key_pem = ReadWholeFile(files.key_file);
   if (!key_pem.ok()) return key_pem.status();
   auto loaded = std::make_shared<ServingCertificate::Loaded>();
   std::unique_ptr<BIO, BioFree> bio(
@@ -101,7 +81,7 @@ absl::StatusOr<std::shared_ptr<ServingCertificate::Loaded>> LoadFiles(
                                                       files.cert_file));
   }
   if (!files.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca_pem = ReadFile(files.client_ca_file);
+    absl::StatusOr<std::string> ca_pem = ReadWholeFile(files.client_ca_file);
     if (!ca_pem.ok()) return ca_pem.status();
     loaded->client_cas.reset(X509_STORE_new());
     loaded->ca_names.reset(sk_X509_NAME_new_null());
@@ -131,9 +111,9 @@ absl::StatusOr<std::shared_ptr<ServingCertificate>> ServingCertificate::Load(
   if (!loaded.ok()) return loaded.status();
   absl::MutexLock lock(&cert->mu_);
   cert->current_ = *std::move(loaded);
-  cert->stamps_ = absl::StrCat(StampOf(cert->files_.cert_file), " ",
-                               StampOf(cert->files_.key_file), " ",
-                               StampOf(cert->files_.client_ca_file));
+  cert->stamps_ = absl::StrCat(FileStamp(cert->files_.cert_file), " ",
+                               FileStamp(cert->files_.key_file), " ",
+                               FileStamp(cert->files_.client_ca_file));
   cert->last_check_ = absl::Now();
   return cert;
 }
@@ -145,9 +125,9 @@ std::shared_ptr<const ServingCertificate::Loaded> ServingCertificate::Current() 
   const absl::Time now = absl::Now();
   if (now - last_check_ >= files_.check_interval) {
     last_check_ = now;
-    const std::string stamps = absl::StrCat(StampOf(files_.cert_file), " ",
-                                            StampOf(files_.key_file), " ",
-                                            StampOf(files_.client_ca_file));
+    const std::string stamps = absl::StrCat(FileStamp(files_.cert_file), " ",
+                                            FileStamp(files_.key_file), " ",
+                                            FileStamp(files_.client_ca_file));
     if (stamps != stamps_) {
       absl::StatusOr<std::shared_ptr<Loaded>> loaded = LoadFiles(files_);
       if (loaded.ok()) {

@@ -3,7 +3,6 @@
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <sys/stat.h>
 
 #include <array>
 #include <memory>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_stamp.h"
 #include "common/log.h"
 #include "server/auth/token_authenticator.h"
 
@@ -23,14 +23,6 @@ constexpr size_t kMaxCached = 4096;
 constexpr absl::Duration kTokenCacheFor = absl::Seconds(10);
 // How often the policy file is looked at for changes.
 constexpr absl::Duration kPolicyCheckInterval = absl::Seconds(2);
-
-// What identifies a version of a file: a rename, a rewrite or a symlink swap changes it.
-std::string StampOf(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return "?";
-  return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec,
-                      ":", st.st_size);
-}
 
 std::string Text(const grpc::string_ref& ref) { return std::string(ref.data(), ref.size()); }
 
@@ -47,7 +39,7 @@ void AccessControl::ReloadPolicyFrom(std::string path, absl::Duration interval) 
   absl::MutexLock lock(&policy_mu_);
   policy_path_ = std::move(path);
   policy_interval_ = interval;
-  policy_stamp_ = StampOf(policy_path_);
+  policy_stamp_ = FileStamp(policy_path_);
   policy_next_check_ns_.store(absl::ToUnixNanos(clock_() + interval));
 }
 
@@ -57,7 +49,7 @@ std::shared_ptr<const auth::AuthorizationPolicy> AccessControl::Policy() const {
     absl::MutexLock lock(&policy_mu_);
     if (absl::ToUnixNanos(now) >= policy_next_check_ns_.load()) {
       policy_next_check_ns_.store(absl::ToUnixNanos(now + policy_interval_));
-      const std::string stamp = StampOf(policy_path_);
+      const std::string stamp = FileStamp(policy_path_);
       if (stamp != policy_stamp_) {
         policy_stamp_ = stamp;  // a bad file is reported once, then again when it changes
         absl::StatusOr<std::shared_ptr<const auth::AuthorizationPolicy>> loaded =

@@ -1,39 +1,22 @@
 #include "server/auth/token_authenticator.h"
 
-#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/file_stamp.h"
 
 namespace admitd::auth {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string StampOf(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return "?";
-  return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec,
-                      ":", st.st_size);
-}
-
 absl::StatusOr<std::shared_ptr<const JwkSet>> ReadKeys(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   absl::StatusOr<JwkSet> keys = JwkSet::Parse(*text);
   if (!keys.ok()) {
@@ -182,7 +165,7 @@ absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::Load(
     {
       absl::MutexLock lock(&issuer->mu);
       issuer->keys = *std::move(keys);
-      issuer->stamp = StampOf(file);
+      issuer->stamp = FileStamp(file);
     }
     out->issuers_.push_back(std::move(issuer));
   }
@@ -198,7 +181,7 @@ std::shared_ptr<const JwkSet> TokenAuthenticator::KeysOf(Issuer& issuer, absl::T
   const bool due = now >= issuer.next_check + (force ? absl::ZeroDuration() : refresh_ - absl::Seconds(1));
   if (due) {
     issuer.next_check = now + absl::Seconds(1);
-    const std::string stamp = StampOf(issuer.jwks_file);
+    const std::string stamp = FileStamp(issuer.jwks_file);
     if (stamp != issuer.stamp) {
       // A file that does not read keeps the keys in use; it is tried again at the next check.
       if (absl::StatusOr<std::shared_ptr<const JwkSet>> keys = ReadKeys(issuer.jwks_file);
