@@ -24,6 +24,14 @@ import harness  # noqa: E402  (integration/kube)
 
 wait_until = harness.wait_until
 
+
+def wait_with_logs(stack, fn, what, timeout, interval=0.1):
+    """wait_until; on a timeout the message carries the tail of every process's log."""
+    try:
+        return wait_until(fn, timeout=timeout, interval=interval, what=what)
+    except AssertionError as e:
+        raise AssertionError("%s\n%s" % (e, stack.dump_logs())) from None
+
 ADMITD = os.environ.get("ADMITD_BIN", "build/server/admitd")
 ADMITCTL = os.environ.get("ADMITCTL_BIN", "build/clients/admitctl")
 SHIM = os.environ.get("ADMITD_SHIM_BIN", "build/clients/shim/admitd-shim")
@@ -126,6 +134,7 @@ class Stack:
         self.api = harness.ApiServerProcess(*self.api_args, python="/usr/bin/python3")
         self.api.start()
         self.more_apis = []  # the API servers of more clusters (start_cluster)
+        self.more_logs = []  # (name, path) of more processes' logs, for dump_logs
         self.admitd_port = free_port()
         self.admitd_address = "127.0.0.1:%d" % self.admitd_port
         self.admitd = None
@@ -362,6 +371,9 @@ class Stack:
             out.append("--- shim %s ---\n%s" % (s.identity, s.log()[-6000:]))
         with open(os.path.join(self.tmp, "admitd.log")) as f:
             out.append("--- admitd ---\n" + f.read()[-3000:])
+        for name, path in self.more_logs:
+            with open(path) as f:
+                out.append("--- %s ---\n%s" % (name, f.read()[-3000:]))
         return "\n".join(out)
 
 

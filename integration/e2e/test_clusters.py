@@ -7,7 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, is_true, job, queues  # noqa: E402
-from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 30  # seconds: generous for a loaded 2-core machine
 
@@ -21,10 +21,7 @@ class ClustersE2E(unittest.TestCase):
         self.s.stop()
 
     def wait_until(self, fn, what):
-        try:
-            return _wait_until(fn, timeout=T, interval=0.1, what=what)
-        except AssertionError as e:
-            raise AssertionError("%s\n%s" % (e, self.s.dump_logs())) from None
+        return wait_with_logs(self.s, fn, what, T)
 
     def admitd_namespace_labels(self, name):
         out = self.s.admitctl("get", "namespace", name, "-o", "json", check=False)

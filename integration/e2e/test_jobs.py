@@ -11,16 +11,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, condition, is_true, job, queues  # noqa: E402
-from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 30  # seconds: generous for a loaded 2-core machine
 
 
 def wait_until(fn, timeout, what):
-    try:
-        return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
-    except AssertionError as e:
-        raise AssertionError("%s\n%s" % (e, JobE2E.s.dump_logs())) from None
+    return wait_with_logs(JobE2E.s, fn, what, timeout)
 
 
 class JobE2E(unittest.TestCase):

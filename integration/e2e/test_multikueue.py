@@ -5,14 +5,15 @@ import json
 import os
 import signal
 import subprocess
-import time
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import (ADMITCTL, ADMITD, Stack, condition, free_port, is_true, job,  # noqa: E402
                    queues)
 from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 40  # seconds: generous for a loaded 2-core machine
 NS = "team"
@@ -66,6 +67,7 @@ class WorkerCluster:
         self.address = "127.0.0.1:%d" % free_port()
         self.data_dir = os.path.join(stack.tmp, name)
         self.log = open(os.path.join(stack.tmp, "admitd-%s.log" % name), "a")
+        stack.more_logs.append(("admitd " + name, self.log.name))
         self.start_admitd()
         path = os.path.join(stack.tmp, "queues-%s.yaml" % name)
         with open(path, "w") as f:
@@ -144,14 +146,7 @@ class MultiKueueE2E(unittest.TestCase):
             w.stop()
 
     def wait_until(self, fn, what, timeout=T):
-        try:
-            return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
-        except AssertionError as e:
-            logs = [self.s.dump_logs()]
-            for w in self.workers.values():
-                with open(w.log.name) as f:
-                    logs.append("--- admitd %s ---\n%s" % (w.name, f.read()[-3000:]))
-            raise AssertionError("%s\n%s" % (e, "\n".join(logs))) from None
+        return wait_with_logs(self.s, fn, what, timeout)
 
     def check_active(self):
         out = self.s.admitctl("get", "admissioncheck", "multikueue", "-o", "json", check=False)

@@ -11,6 +11,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, condition, is_true, queues  # noqa: E402
 from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 30
 
@@ -50,10 +51,7 @@ class PodCase(unittest.TestCase):
     """Helpers over ``self.s``, a Stack whose shim runs the pod webhook and integration."""
 
     def wait(self, fn, what, timeout=T):
-        try:
-            return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
-        except AssertionError as e:
-            raise AssertionError("%s\n%s" % (e, self.s.dump_logs())) from None
+        return wait_with_logs(self.s, fn, what, timeout)
 
     def get_pod(self, ns, name):
         code, body = self.s.kube("GET", "/api/v1/namespaces/%s/pods/%s" % (ns, name))

@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, condition, is_true, queues  # noqa: E402
-from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 30  # seconds: generous for a loaded 2-core machine
 ELASTIC_GATE = "kueue.x-k8s.io/elastic-job"
@@ -77,10 +77,7 @@ class RayClusterE2E(unittest.TestCase):
         self.s.create_namespace(self.ns)
 
     def wait(self, fn, what, timeout=T):
-        try:
-            return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
-        except AssertionError as e:
-            raise AssertionError("%s\n%s" % (e, self.s.dump_logs())) from None
+        return wait_with_logs(self.s, fn, what, timeout)
 
     # --- the cluster --------------------------------------------------------------------------
     def path(self, name=""):

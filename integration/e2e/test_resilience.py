@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, condition, is_true, job, queues  # noqa: E402
-from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 30
 
@@ -23,10 +23,7 @@ class ResilienceE2E(unittest.TestCase):
         self.s.create_namespace(self.ns)
 
     def wait(self, fn, what, timeout=T):
-        try:
-            return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
-        except AssertionError as e:
-            raise AssertionError("%s\n%s" % (e, self.s.dump_logs())) from None
+        return wait_with_logs(self.s, fn, what, timeout)
 
     def pods(self, name, pred):
         return sorted((p["metadata"]["name"], p["metadata"]["uid"])

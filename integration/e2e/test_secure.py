@@ -10,16 +10,13 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import ADMITCTL, Stack, job, queues  # noqa: E402
-from stack import wait_until as _wait_until  # noqa: E402
+from stack import wait_with_logs  # noqa: E402
 
 T = 30
 
 
 def wait_until(fn, timeout, what):
-    try:
-        return _wait_until(fn, timeout=timeout, interval=0.1, what=what)
-    except AssertionError as e:
-        raise AssertionError("%s\n%s" % (e, SecureE2E.s.dump_logs())) from None
+    return wait_with_logs(SecureE2E.s, fn, what, timeout)
 
 
 class SecureE2E(unittest.TestCase):
