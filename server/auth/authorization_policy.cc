@@ -346,39 +346,31 @@ absl::StatusOr<std::shared_ptr<const AuthorizationPolicy>> AuthorizationPolicy::
   return std::shared_ptr<const AuthorizationPolicy>(std::move(policy));
 }
 
-std::vector<const AuthorizationPolicy::Binding*> AuthorizationPolicy::Matching(
-    const Identity& identity) const {
-  std::set<size_t> found;
-  if (identity.source != Identity::Source::kAnonymous) {
-    for (auto [it, end] = by_user_.equal_range(identity.name); it != end; ++it) {
-      found.insert(it->second);
-    }
-    for (const std::string& group : identity.groups) {
-      for (auto [it, end] = by_group_.equal_range(group); it != end; ++it) {
-        found.insert(it->second);
-      }
-    }
-    if (identity.source == Identity::Source::kServiceAccount) {
-      for (const std::string& key :
-           {absl::StrCat(identity.cluster, "/", identity.name), absl::StrCat("/", identity.name)}) {
-        for (auto [it, end] = by_service_account_.equal_range(key); it != end; ++it) {
-          found.insert(it->second);
-        }
-      }
-    }
+absl::InlinedVector<size_t, 8> AuthorizationPolicy::Matching(const Identity& identity) const {
+  absl::InlinedVector<size_t, 8> found;
+  if (identity.source == Identity::Source::kAnonymous) return found;
+  auto add = [&](const std::multimap<std::string, size_t>& index, const std::string& key) {
+    for (auto [it, end] = index.equal_range(key); it != end; ++it) found.push_back(it->second);
+  };
+  add(by_user_, identity.name);
+  for (const std::string& group : identity.groups) add(by_group_, group);
+  if (identity.source == Identity::Source::kServiceAccount) {
+    add(by_service_account_, absl::StrCat(identity.cluster, "/", identity.name));
+    add(by_service_account_, absl::StrCat("/", identity.name));
   }
-  std::vector<const Binding*> out;
-  for (size_t i : found) out.push_back(&bindings_[i]);
-  return out;
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
 }
 
 Scope AuthorizationPolicy::ScopeOf(const Identity& identity, Verb verb, Resource resource) const {
   Scope scope;
   scope.cluster_bound_resource_ = ClusterBound(resource);
-  for (const Binding* b : Matching(identity)) {
-    if (!b->allowed[static_cast<int>(verb)][static_cast<int>(resource)]) continue;
-    scope.grants_.push_back({b->namespaces.empty() ? nullptr : &b->namespaces,
-                             b->clusters.empty() ? nullptr : &b->clusters});
+  for (size_t i : Matching(identity)) {
+    const Binding& b = bindings_[i];
+    if (!b.allowed[static_cast<int>(verb)][static_cast<int>(resource)]) continue;
+    scope.grants_.push_back({b.namespaces.empty() ? nullptr : &b.namespaces,
+                             b.clusters.empty() ? nullptr : &b.clusters});
   }
   return scope;
 }
@@ -400,7 +392,7 @@ absl::Status AuthorizationPolicy::Authorize(const Identity& identity,
 
 std::vector<std::string> AuthorizationPolicy::BindingsOf(const Identity& identity) const {
   std::vector<std::string> out;
-  for (const Binding* b : Matching(identity)) out.push_back(b->name);
+  for (size_t i : Matching(identity)) out.push_back(bindings_[i].name);
   return out;
 }
 

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -128,8 +129,9 @@ class AuthorizationPolicy {
 
  private:
   AuthorizationPolicy() = default;
-  // The bindings whose subjects match `identity`.
-  std::vector<const Binding*> Matching(const Identity& identity) const;
+  // Indexes (into bindings_, in policy order) of the bindings whose subjects match `identity`.
+  // Asked on every call: no allocation for up to eight matching bindings.
+  absl::InlinedVector<size_t, 8> Matching(const Identity& identity) const;
 
   std::vector<Binding> bindings_;
   // Subject -> indexes into bindings_.
