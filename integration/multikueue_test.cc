@@ -214,7 +214,9 @@ TEST_F(MultiKueueTest, AJobNotManagedByMultiKueueIsRejected) {
        "\"Pending\""},
       {"pod-x", "No multikueue adapter found for owner kind \"/v1, Kind=Pod\", Previously: "
                 "\"Pending\""}};
-  for (const auto& [name, message] : want) {
+  for (const auto& entry : want) {
+    const std::string& name = entry.first;  // lambdas below capture it
+    const std::string& message = entry.second;
     v1::Workload wl;
     ASSERT_TRUE(WaitFor([&] {
       wl = GetOn(manager_, name);
