@@ -259,8 +259,13 @@ class MultiKueueE2E(unittest.TestCase):
         self.assertGreaterEqual(wl["status"].get("requeueState", {}).get("count", 0), 1)
         # No copy and no worker Job is left anywhere.
         for w in self.workers.values():
-            self.wait_until(lambda: not w.workloads() and self.worker_job(w, "retry") is None,
-                            "%s to hold nothing" % w.name)
+            try:
+                self.wait_until(lambda: not w.workloads() and self.worker_job(w, "retry") is None,
+                                "%s to hold nothing" % w.name)
+            except AssertionError as e:
+                held = self.worker_job(w, "retry")
+                raise AssertionError("%s\n%s still holds copies %s and Job %s" % (
+                    e, w.name, json.dumps(w.workloads()), json.dumps(held))) from None
 
     def running_in(self, name):
         """The workers whose Job ``name`` has active pods."""
