@@ -353,13 +353,16 @@ TEST_F(ApiTest, MetricsEndpointCountsAndStopsPromptlyOnShutdown) {
   const int port = server_->metrics_port();
   ASSERT_GT(port, 0);
   EXPECT_THAT(HttpRequest(port, "GET", "/metrics"),
-              HasSubstr("admitd_admitted_workloads_total{cluster_queue=\"cq\"} 1\n"));
+              HasSubstr("kueue_admitted_workloads_total{cluster_queue=\"cq\"} 1\n"));
   // A workload larger than the queue is tried and set aside: Kueue's pending gauge says so.
   ASSERT_TRUE(Submit(testing::Workload("ns", "job-big", "lq", 1, {{"cpu", "20"}}), &resp).ok());
   const std::string metrics = HttpRequest(port, "GET", "/metrics");
   EXPECT_THAT(metrics, HasSubstr("kueue_pending_workloads{cluster_queue=\"cq\",status=\"active\"} 0\n"));
   EXPECT_THAT(metrics,
               HasSubstr("kueue_pending_workloads{cluster_queue=\"cq\",status=\"inadmissible\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("kueue_reserving_active_workloads{cluster_queue=\"cq\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("kueue_admission_attempts_total{result=\"success\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("admitd_store_commit_seconds_count "));
   EXPECT_THAT(HttpRequest(port, "GET", "/healthz"), StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(HttpRequest(port, "GET", "/readyz"), StartsWith("HTTP/1.1 200 OK\r\n"));
 

@@ -3,34 +3,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/engine/conditions.h"
 #include "server/engine/validation.h"
+#include "server/queue_metrics.h"
 
 namespace admitd {
 namespace {
 
-// The exposition format's content type; /healthz has always answered with it too.
-constexpr char kExpositionType[] = "text/plain; version=0.0.4; charset=utf-8";
-
-std::string Escape(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::string FormatValue(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v)))
-    return absl::StrCat(static_cast<int64_t>(v));
-  return absl::StrCat(v);
-}
+constexpr char kDeactivatedDueTo[] = "DeactivatedDueTo";
 
 std::string ClusterQueueOf(const v1::Workload& wl) {
   if (wl.status().has_admission()) return wl.status().admission().cluster_queue();
@@ -42,33 +24,47 @@ std::string ConditionReason(const v1::Workload& wl, const char* type) {
   return c == nullptr ? "" : c->reason();
 }
 
+std::optional<absl::Time> TransitionTime(const v1::Workload& wl, const char* type) {
+  const v1::Condition* c = engine::FindCondition(wl, type);
+  if (c == nullptr || !c->has_last_transition_time()) return std::nullopt;
+  return absl::FromUnixSeconds(c->last_transition_time().seconds()) +
+         absl::Nanoseconds(c->last_transition_time().nanos());
+}
+
+// Since when the workload waits, as Kueue measures it: its creation, or its last requeue.
+absl::Time QueuedSince(const v1::Workload& wl) {
+  if (std::optional<absl::Time> requeued = TransitionTime(wl, engine::kRequeued)) return *requeued;
+  const google::protobuf::Timestamp& t = wl.metadata().creation_timestamp();
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+double Seconds(absl::Time from, absl::Time to) {
+  return std::max(0.0, absl::ToDoubleSeconds(to - from));
+}
+
+// The ClusterQueue at the end of the preemptor path in Kueue's Preempted message
+// ("...; preemptor path: /cohort/cq; preemptee path: ...").
+std::string PreemptingClusterQueue(const v1::Workload& wl) {
+  const v1::Condition* c = engine::FindCondition(wl, engine::kPreempted);
+  if (c == nullptr) return "";
+  static constexpr char kPath[] = "preemptor path: ";
+  const size_t at = c->message().find(kPath);
+  if (at == std::string::npos) return "";
+  const size_t start = at + sizeof(kPath) - 1;
+  const std::string path = c->message().substr(start, c->message().find(';', start) - start);
+  return path.substr(path.rfind('/') + 1);
+}
+
 }  // namespace
 
-void Metrics::Update(const std::string& name, const std::string& help, const char* type,
-                     const MetricLabels& labels, double value, bool add) {
-  absl::MutexLock lock(&mu_);
-  Family& f = families_[name];
-  if (f.type.empty()) {
-    f.help = help;
-    f.type = type;
-  }
-  double* v;
-  if (std::none_of(labels.begin(), labels.end(),
-                   [](const auto& l) { return l.first == "cluster"; })) {
-    v = &f.series[labels];
-  } else {
-    MetricLabels bounded = labels;
-    for (auto& [label, label_value] : bounded) {
-      if (label == "cluster") label_value = BoundedClusterLabel(label_value);
-    }
-    v = &f.series[bounded];
-  }
-  *v = add ? *v + value : value;
+Metrics::Metrics() {
+  registry_.AddCollector([this] { return CollectClusterQueues(); });
 }
 
 std::string Metrics::BoundedClusterLabel(const std::string& cluster) {
   // Whoever calls ReportPods names the cluster; the name is checked here again rather than
   // trusted, so no caller can grow the label set beyond the cap or put junk in it.
+  absl::MutexLock lock(&mu_);
   if (cluster_labels_.count(cluster) > 0) return cluster;
   if (static_cast<int>(cluster_labels_.size()) >= kMaxClusterLabelValues ||
       !engine::IsDnsSubdomain(cluster)) {
@@ -78,58 +74,65 @@ std::string Metrics::BoundedClusterLabel(const std::string& cluster) {
   return cluster;
 }
 
-void Metrics::Add(const std::string& name, const std::string& help, const MetricLabels& labels,
-                  double value) {
-  Update(name, help, "counter", labels, value, true);
-}
-
-void Metrics::Set(const std::string& name, const std::string& help, const MetricLabels& labels,
-                  double value) {
-  Update(name, help, "gauge", labels, value, false);
-}
-
-double Metrics::Value(const std::string& name, const MetricLabels& labels) const {
-  absl::MutexLock lock(&mu_);
-  auto f = families_.find(name);
-  if (f == families_.end()) return 0;
-  auto s = f->second.series.find(labels);
-  return s == f->second.series.end() ? 0 : s->second;
-}
-
-std::string Metrics::Render() const {
-  absl::MutexLock lock(&mu_);
-  std::string out;
-  for (const auto& [name, f] : families_) {
-    absl::StrAppend(&out, "# HELP ", name, " ", f.help, "\n# TYPE ", name, " ", f.type, "\n");
-    for (const auto& [labels, value] : f.series) {
-      out += name;
-      if (!labels.empty()) {
-        out += "{";
-        for (size_t i = 0; i < labels.size(); ++i) {
-          absl::StrAppend(&out, i ? "," : "", labels[i].first, "=\"", Escape(labels[i].second),
-                          "\"");
-        }
-        out += "}";
-      }
-      absl::StrAppend(&out, " ", FormatValue(value), "\n");
-    }
+MetricLabels Metrics::Bounded(const MetricLabels& labels) {
+  MetricLabels out = labels;
+  for (auto& [label, value] : out) {
+    if (label == "cluster") value = BoundedClusterLabel(value);
   }
   return out;
 }
 
-void Metrics::SetPendingWorkloads(const std::vector<engine::PendingCount>& counts) {
+void Metrics::Add(const std::string& name, const std::string& help, const MetricLabels& labels,
+                  double value) {
+  registry_.Add(name, help, Bounded(labels), value);
+}
+
+void Metrics::Set(const std::string& name, const std::string& help, const MetricLabels& labels,
+                  double value) {
+  registry_.Set(name, help, Bounded(labels), value);
+}
+
+void Metrics::Observe(const std::string& name, const std::string& help,
+                      const MetricLabels& labels, const std::vector<double>& buckets,
+                      double value) {
+  registry_.Observe(name, help, Bounded(labels), buckets, value);
+}
+
+double Metrics::Value(const std::string& name, const MetricLabels& labels) const {
+  return registry_.Value(name, labels);
+}
+
+std::string Metrics::Render() const { return registry_.Render(); }
+
+void Metrics::SetClusterQueueSource(ClusterQueueSource source) {
   absl::MutexLock lock(&mu_);
-  Family& f = families_["kueue_pending_workloads"];
-  f.help = "Pending workloads per ClusterQueue: active (waiting for an attempt) or inadmissible.";
-  f.type = "gauge";
-  f.series.clear();
-  for (const engine::PendingCount& c : counts) {
-    f.series[{{"cluster_queue", c.cluster_queue}, {"status", "active"}}] = c.active;
-    f.series[{{"cluster_queue", c.cluster_queue}, {"status", "inadmissible"}}] = c.inadmissible;
+  cluster_queue_source_ = std::move(source);
+}
+
+std::vector<prometheus::MetricFamily> Metrics::CollectClusterQueues() {
+  ClusterQueueSource source;
+  {
+    absl::MutexLock lock(&mu_);
+    source = cluster_queue_source_;
   }
+  std::optional<std::vector<v1::ClusterQueue>> now;
+  if (source) now = source();
+  absl::MutexLock lock(&mu_);
+  if (now) cluster_queues_ = *std::move(now);
+  return ClusterQueueMetricFamilies(cluster_queues_);
+}
+
+void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {
+  const MetricLabels labels = {{"result", admitted ? "success" : "inadmissible"}};
+  registry_.Add("kueue_admission_attempts_total",
+                "Scheduling cycles that tried to admit workloads, by result.", labels);
+  registry_.Observe("kueue_admission_attempt_duration_seconds",
+                    "The duration of a scheduling cycle, by result.", labels, kLatencyBuckets,
+                    absl::ToDoubleSeconds(duration));
 }
 
 void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
+  std::set<std::string> reservations_counted;
   for (const engine::Change& c : changes) {
     if (c.kind == v1::OBJECT_KIND_POD && c.pod) {
       if (c.reason == "PodGated") {
@@ -144,34 +147,75 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
     if (c.kind != v1::OBJECT_KIND_WORKLOAD || !c.workload) continue;
     const v1::Workload& wl = *c.workload;
     const std::string cq = ClusterQueueOf(wl);
-    Add("admitd_workload_changes_total", "Workload changes committed, by what happened.",
-        {{"reason", c.reason}});
+    registry_.Add("admitd_workload_changes_total", "Workload changes committed, by what happened.",
+                  {{"reason", c.reason}});
+    if (c.reason == "QuotaReserved" || c.reason == "Admitted") {
+      // A workload admitted without admission checks reserves and is admitted in one change
+      // (both conditions then moved at the same time); one whose check turned Ready in the
+      // same batch has both changes: its reservation counts once.
+      const std::optional<absl::Time> reserved = TransitionTime(wl, engine::kQuotaReserved);
+      const std::optional<absl::Time> admitted = TransitionTime(wl, engine::kAdmitted);
+      const bool reserved_now =
+          reserved && (c.reason == "QuotaReserved" || (admitted && *admitted == *reserved));
+      if (reserved_now && reservations_counted.insert(c.key).second) {
+        registry_.Add("kueue_quota_reserved_workloads_total",
+                      "Workloads that got a quota reservation, per ClusterQueue.",
+                      {{"cluster_queue", cq}});
+        registry_.Observe("kueue_quota_reserved_wait_time_seconds",
+                          "Time from a workload's creation or last requeue to its quota "
+                          "reservation, per ClusterQueue.",
+                          {{"cluster_queue", cq}}, kWaitTimeBuckets,
+                          Seconds(QueuedSince(wl), *reserved));
+      }
+    }
     if (c.reason == "Admitted") {
-      Add("admitd_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", cq}});
-    } else if (c.reason == "QuotaReserved") {
-      Add("admitd_quota_reserved_workloads_total", "Workloads that got a quota reservation.",
-          {{"cluster_queue", cq}});
+      registry_.Add("kueue_admitted_workloads_total", "Workloads admitted, per ClusterQueue.",
+                    {{"cluster_queue", cq}});
+      if (const std::optional<absl::Time> admitted = TransitionTime(wl, engine::kAdmitted)) {
+        registry_.Observe("kueue_admission_wait_time_seconds",
+                          "Time from a workload's creation or last requeue to its admission, "
+                          "per ClusterQueue.",
+                          {{"cluster_queue", cq}}, kWaitTimeBuckets,
+                          Seconds(QueuedSince(wl), *admitted));
+        if (const std::optional<absl::Time> reserved =
+                TransitionTime(wl, engine::kQuotaReserved)) {
+          registry_.Observe("kueue_admission_checks_wait_time_seconds",
+                            "Time from a workload's quota reservation to its admission, per "
+                            "ClusterQueue.",
+                            {{"cluster_queue", cq}}, kWaitTimeBuckets,
+                            Seconds(*reserved, *admitted));
+        }
+      }
     } else if (c.reason == "Evicted") {
-      Add("admitd_evicted_workloads_total", "Workloads evicted, by eviction reason.",
-          {{"cluster_queue", cq}, {"reason", ConditionReason(wl, engine::kEvicted)}});
+      std::string reason = ConditionReason(wl, engine::kEvicted), cause;
+      if (absl::StartsWith(reason, kDeactivatedDueTo)) {
+        cause = reason.substr(sizeof(kDeactivatedDueTo) - 1);
+        reason = "Deactivated";
+      }
+      registry_.Add("kueue_evicted_workloads_total",
+                    "Workloads evicted, per ClusterQueue, reason and underlying cause.",
+                    {{"cluster_queue", cq}, {"reason", reason}, {"underlying_cause", cause}});
       const std::string preempted = ConditionReason(wl, engine::kPreempted);
       if (!preempted.empty() && engine::IsConditionTrue(wl, engine::kPreempted)) {
-        Add("admitd_preempted_workloads_total", "Workloads preempted, by preemption reason.",
-            {{"cluster_queue", cq}, {"reason", preempted}});
+        registry_.Add("kueue_preempted_workloads_total",
+                      "Workloads preempted, per preempting ClusterQueue and preemption reason.",
+                      {{"preempting_cluster_queue", PreemptingClusterQueue(wl)},
+                       {"reason", preempted}});
       }
     } else if (c.reason == "Finished") {
-      Add("admitd_finished_workloads_total", "Workloads finished, by reason.",
-          {{"reason", ConditionReason(wl, engine::kFinished)}});
+      registry_.Add("kueue_finished_workloads_total", "Workloads finished, per ClusterQueue.",
+                    {{"cluster_queue", cq}});
     } else if (c.reason == "SliceCreated") {
-      Add("admitd_workload_slices_created_total", "Workload slices created by a scale-up (KEP-77).",
+      registry_.Add(
+          "admitd_workload_slices_created_total", "Workload slices created by a scale-up (KEP-77).",
           {{"local_queue", absl::StrCat(wl.metadata().namespace_(), "/", wl.spec().queue_name())}});
     } else if (c.reason == engine::kReasonWorkloadSliceReplaced) {
-      Add("admitd_replaced_workload_slices_total",
-          "Workload slices finished because a newer slice of the job was admitted.",
-          {{"cluster_queue", cq}});
+      registry_.Add("kueue_replaced_workload_slices_total",
+                    "Workload slices finished because a newer slice of the job was admitted.",
+                    {{"cluster_queue", cq}});
     } else if (c.reason == "Resized") {
-      Add("admitd_resized_workloads_total", "Workloads whose pod counts changed in place.",
-          {{"cluster_queue", cq}});
+      registry_.Add("admitd_resized_workloads_total",
+                    "Workloads whose pod counts changed in place.", {{"cluster_queue", cq}});
     }
   }
 }
@@ -181,12 +225,14 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> StartMetricsEndpoint(const std::st
                                                                    std::function<absl::Status()> ready,
                                                                    HttpEndpointOptions options) {
   HttpEndpoint::Routes routes;
-  routes["/metrics"] = [metrics] { return HttpReply{200, kExpositionType, metrics->Render()}; };
-  routes["/healthz"] = [] { return HttpReply{200, kExpositionType, "ok\n"}; };
+  routes["/metrics"] = [metrics] {
+    return HttpReply{200, kPrometheusTextType, metrics->Render()};
+  };
+  routes["/healthz"] = [] { return HttpReply{200, kPrometheusTextType, "ok\n"}; };
   routes["/readyz"] = [ready = std::move(ready)] {
     const absl::Status status = ready();
-    return status.ok() ? HttpReply{200, kExpositionType, "ok\n"}
-                       : HttpReply{503, kExpositionType, absl::StrCat(status.message(), "\n")};
+    return status.ok() ? HttpReply{200, kPrometheusTextType, "ok\n"}
+                       : HttpReply{503, kPrometheusTextType, absl::StrCat(status.message(), "\n")};
   };
   absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
       HttpEndpoint::Start(address, std::move(routes), options);

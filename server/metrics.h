@@ -1,8 +1,14 @@
-// Metrics: counters and gauges in Prometheus' text exposition format, and the HTTP endpoint
-// that serves them with the health checks (--metrics-listen).
+// Metrics: admitd's Prometheus metrics (on prometheus-cpp, see common/metrics_registry.h) and
+// the HTTP endpoint that serves them with the health checks (--metrics-listen).
+//
+// Where Kueue has a metric, admitd exports it under Kueue's name and labels (kueue_*), so
+// dashboards and alerts written for Kueue read admitd unchanged; admitd's own metrics are
+// admitd_*. docs/observability.md lists them all.
 //
 //   Metrics m;
-//   m.Add("admitd_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", "a"}});
+//   m.Add("admitd_commits_total", "Batches committed to the store.", {});
+//   m.CountChanges(batch_changes);          // after the batch is durable
+//   m.SetClusterQueueSource([&] { ... });   // ClusterQueue gauges, read at each scrape
 //   std::string text = m.Render();
 //
 // The sequencer counts what committed batches did (CountChanges), so a counter never includes a
@@ -15,22 +21,22 @@
 #define ADMITD_SERVER_METRICS_H_
 
 #include <functional>
-#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "server/engine/engine.h"
+#include "absl/time/time.h"
+#include "admitd/v1/objects.pb.h"
 #include "common/http_endpoint.h"
+#include "common/metrics_registry.h"
+#include "server/engine/engine.h"
 
 namespace admitd {
-
-using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 class Metrics {
  public:
@@ -40,43 +46,56 @@ class Metrics {
   // not DNS-1123 subdomains (at most 253 characters).
   static constexpr char kOtherClusterLabel[] = "_other";
 
-  // Adds `value` to a counter (created at 0 on first use). A `cluster` label's value is bounded as
-  // the file comment says.
+  // Reads every ClusterQueue with its status (as QueueService.List answers it); nullopt when
+  // it cannot now (the gauges then keep their last values).
+  using ClusterQueueSource = std::function<std::optional<std::vector<v1::ClusterQueue>>()>;
+
+  Metrics();
+
+  // The registry, for code that keeps references to its series.
+  MetricsRegistry& registry() { return registry_; }
+
+  // Adds `value` to a counter / sets a gauge / observes into a histogram (created on first
+  // use). A `cluster` label's value is bounded as the file comment says.
   void Add(const std::string& name, const std::string& help, const MetricLabels& labels,
            double value = 1);
-  // Sets a gauge.
   void Set(const std::string& name, const std::string& help, const MetricLabels& labels,
            double value);
-  // The value of one series (0 when absent); for tests.
+  void Observe(const std::string& name, const std::string& help, const MetricLabels& labels,
+               const std::vector<double>& buckets, double value);
+  // The value of one series (0 when absent; a histogram's observation count); for tests.
   double Value(const std::string& name, const MetricLabels& labels) const;
-  // Prometheus text exposition format 0.0.4, families and series sorted.
+  // Prometheus text exposition format 0.0.4, families sorted by name.
   std::string Render() const;
 
-  // Counts the workload Changes of one committed batch (admissions, evictions, preemptions,
-  // finishes, slice lifecycle) into Kueue-named counters with the admitd_ prefix.
+  // Counts the workload Changes of one committed batch under Kueue's names: reservations and
+  // admissions with their wait times, evictions, preemptions, finishes, replaced slices; plus
+  // admitd_workload_changes_total and the pod gate counters.
   void CountChanges(const std::vector<engine::Change>& changes);
 
-  // Replaces kueue_pending_workloads{cluster_queue,status=active|inadmissible} with `counts`
-  // (a ClusterQueue no longer listed loses its series). The name is Kueue's own, unprefixed, so
-  // dashboards and alerts written for Kueue read it unchanged.
-  void SetPendingWorkloads(const std::vector<engine::PendingCount>& counts);
+  // One scheduling cycle that tried at least one head (Kueue's admission attempt): `admitted`
+  // when it reserved quota for any workload.
+  void CountAdmissionAttempt(bool admitted, absl::Duration duration);
+
+  // The ClusterQueue gauges (kueue_pending_workloads, kueue_reserving_active_workloads,
+  // kueue_admitted_active_workloads, kueue_cluster_queue_status and the resource gauges) come
+  // from `source`, called at each Render.
+  void SetClusterQueueSource(ClusterQueueSource source);
 
  private:
-  struct Family {
-    std::string help;
-    std::string type;  // counter | gauge
-    std::map<MetricLabels, double> series;
-  };
-  void Update(const std::string& name, const std::string& help, const char* type,
-              const MetricLabels& labels, double value, bool add);
-
+  MetricLabels Bounded(const MetricLabels& labels);
   // The value a `cluster` label gets for `cluster`.
-  std::string BoundedClusterLabel(const std::string& cluster) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string BoundedClusterLabel(const std::string& cluster);
+  std::vector<prometheus::MetricFamily> CollectClusterQueues();
 
-  mutable absl::Mutex mu_;
-  std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);
+  MetricsRegistry registry_;
+
+  absl::Mutex mu_;
   // Cluster names with their own label value; never more than kMaxClusterLabelValues.
   std::set<std::string> cluster_labels_ ABSL_GUARDED_BY(mu_);
+  ClusterQueueSource cluster_queue_source_ ABSL_GUARDED_BY(mu_);
+  // What the source last answered.
+  std::vector<v1::ClusterQueue> cluster_queues_ ABSL_GUARDED_BY(mu_);
 };
 
 // Serves `metrics` on `address` ("host:port"; port 0 picks one): GET /metrics (Render()),

@@ -42,35 +42,177 @@ engine::Change WorkloadChange(const std::string& reason, const std::string& cq,
   return change;
 }
 
-TEST(MetricsTest, PendingWorkloadsAreReplacedWholeWithKueuesName) {
-  Metrics m;
-  m.SetPendingWorkloads({{"a", 3, 1}, {"b", 0, 2}});
-  EXPECT_EQ(m.Value("kueue_pending_workloads", {{"cluster_queue", "a"}, {"status", "active"}}), 3);
-  EXPECT_EQ(m.Value("kueue_pending_workloads", {{"cluster_queue", "b"}, {"status", "inadmissible"}}),
-            2);
-  EXPECT_THAT(m.Render(),
-              HasSubstr("# TYPE kueue_pending_workloads gauge\n"
-                        "kueue_pending_workloads{cluster_queue=\"a\",status=\"active\"} 3\n"
-                        "kueue_pending_workloads{cluster_queue=\"a\",status=\"inadmissible\"} 1\n"));
-  // A ClusterQueue that is gone loses its series.
-  m.SetPendingWorkloads({{"b", 1, 0}});
-  EXPECT_THAT(m.Render(), Not(HasSubstr("cluster_queue=\"a\"")));
-  EXPECT_EQ(m.Value("kueue_pending_workloads", {{"cluster_queue", "b"}, {"status", "active"}}), 1);
+google::protobuf::Timestamp At(int64_t seconds) {
+  google::protobuf::Timestamp t;
+  t.set_seconds(seconds);
+  return t;
 }
 
-TEST(MetricsTest, CountsCommittedChangesByKind) {
+void AddCondition(v1::Workload* wl, const char* type, const std::string& reason,
+                  int64_t at_seconds, const std::string& message = "") {
+  v1::Condition* c = wl->mutable_status()->add_conditions();
+  c->set_type(type);
+  c->set_status("True");
+  c->set_reason(reason);
+  c->set_message(message);
+  *c->mutable_last_transition_time() = At(at_seconds);
+}
+
+v1::ClusterQueue QueueWithStatus(const std::string& name, bool active) {
+  v1::ClusterQueue cq;
+  cq.mutable_metadata()->set_name(name);
+  cq.mutable_spec()->set_cohort_name("all");
+  v1::FlavorQuotas* f = cq.mutable_spec()->add_resource_groups()->add_flavors();
+  f->set_name("default");
+  v1::ResourceQuota* cpu = f->add_resources();
+  cpu->set_name("cpu");
+  cpu->set_nominal_quota("1500m");
+  cpu->set_borrowing_limit("2");
+  v1::ResourceQuota* memory = f->add_resources();
+  memory->set_name("memory");
+  memory->set_nominal_quota("1Gi");
+  v1::ClusterQueueStatus* s = cq.mutable_status();
+  s->set_pending_active_workloads(3);
+  s->set_pending_inadmissible_workloads(1);
+  s->set_reserving_workloads(2);
+  s->set_admitted_workloads(1);
+  v1::Condition* c = s->add_conditions();
+  c->set_type("Active");
+  c->set_status(active ? "True" : "False");
+  v1::FlavorUsage* reserved = s->add_flavors_reservation();
+  reserved->set_name("default");
+  reserved->add_resources()->set_name("cpu");
+  reserved->mutable_resources(0)->set_total("500m");
+  v1::FlavorUsage* used = s->add_flavors_usage();
+  used->set_name("default");
+  used->add_resources()->set_name("cpu");
+  used->mutable_resources(0)->set_total("250m");
+  return cq;
+}
+
+TEST(MetricsTest, ClusterQueueGaugesAreReadAtEachScrapeUnderKueuesNames) {
+  Metrics m;
+  std::optional<std::vector<v1::ClusterQueue>> answer =
+      std::vector<v1::ClusterQueue>{QueueWithStatus("a", true), QueueWithStatus("b", false)};
+  int reads = 0;
+  m.SetClusterQueueSource([&] {
+    ++reads;
+    return answer;
+  });
+  const std::string text = m.Render();
+  EXPECT_EQ(reads, 1);
+  EXPECT_THAT(text, HasSubstr("# TYPE kueue_pending_workloads gauge\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_pending_workloads{cluster_queue=\"a\",status=\"active\"} 3\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kueue_pending_workloads{cluster_queue=\"a\",status=\"inadmissible\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_reserving_active_workloads{cluster_queue=\"a\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_admitted_active_workloads{cluster_queue=\"a\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_status{cluster_queue=\"a\",status=\"active\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_status{cluster_queue=\"b\",status=\"pending\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_status{cluster_queue=\"b\",status=\"active\"} 0\n"));
+  const MetricLabels cpu = {
+      {"cohort", "all"}, {"cluster_queue", "a"}, {"flavor", "default"}, {"resource", "cpu"}};
+  const MetricLabels memory = {
+      {"cohort", "all"}, {"cluster_queue", "a"}, {"flavor", "default"}, {"resource", "memory"}};
+  // Base units, as Kueue reports them: cores and bytes.
+  EXPECT_EQ(m.Value("kueue_cluster_queue_nominal_quota", cpu), 1.5);
+  EXPECT_EQ(m.Value("kueue_cluster_queue_nominal_quota", memory), 1073741824);
+  EXPECT_EQ(m.Value("kueue_cluster_queue_borrowing_limit", cpu), 2);
+  EXPECT_EQ(m.Value("kueue_cluster_queue_resource_reservation", cpu), 0.5);
+  EXPECT_EQ(m.Value("kueue_cluster_queue_resource_usage", cpu), 0.25);
+  // No limit set, no series.
+  EXPECT_THAT(text, Not(HasSubstr("kueue_cluster_queue_lending_limit{")));
+  EXPECT_THAT(text, Not(HasSubstr("kueue_cluster_queue_borrowing_limit{cluster_queue=\"a\",cohort=\"all\",flavor=\"default\",resource=\"memory\"}")));
+
+  // A source that cannot answer leaves the last values; a ClusterQueue that is gone loses its
+  // series.
+  answer.reset();
+  EXPECT_THAT(m.Render(), HasSubstr("cluster_queue=\"b\""));
+  answer = std::vector<v1::ClusterQueue>{QueueWithStatus("b", true)};
+  EXPECT_THAT(m.Render(), Not(HasSubstr("cluster_queue=\"a\"")));
+}
+
+TEST(MetricsTest, CountsCommittedChangesUnderKueuesNames) {
   Metrics m;
   m.CountChanges({WorkloadChange("Admitted", "cq"), WorkloadChange("Admitted", "cq"),
                   WorkloadChange("Evicted", "cq", "Preempted"),
+                  WorkloadChange("Evicted", "cq", "DeactivatedDueToRequeuingLimitExceeded"),
                   WorkloadChange("WorkloadSliceReplaced", "cq"),
-                  WorkloadChange("SliceCreated", "")});
-  EXPECT_EQ(m.Value("admitd_admitted_workloads_total", {{"cluster_queue", "cq"}}), 2);
-  EXPECT_EQ(
-      m.Value("admitd_evicted_workloads_total", {{"cluster_queue", "cq"}, {"reason", "Preempted"}}),
-      1);
-  EXPECT_EQ(m.Value("admitd_replaced_workload_slices_total", {{"cluster_queue", "cq"}}), 1);
+                  WorkloadChange("SliceCreated", ""), WorkloadChange("Finished", "cq")});
+  EXPECT_EQ(m.Value("kueue_admitted_workloads_total", {{"cluster_queue", "cq"}}), 2);
+  EXPECT_EQ(m.Value("kueue_evicted_workloads_total",
+                    {{"cluster_queue", "cq"}, {"reason", "Preempted"}, {"underlying_cause", ""}}),
+            1);
+  EXPECT_EQ(m.Value("kueue_evicted_workloads_total", {{"cluster_queue", "cq"},
+                                                      {"reason", "Deactivated"},
+                                                      {"underlying_cause", "RequeuingLimitExceeded"}}),
+            1);
+  EXPECT_EQ(m.Value("kueue_replaced_workload_slices_total", {{"cluster_queue", "cq"}}), 1);
+  EXPECT_EQ(m.Value("kueue_finished_workloads_total", {{"cluster_queue", "cq"}}), 1);
   EXPECT_EQ(m.Value("admitd_workload_slices_created_total", {{"local_queue", "ns/lq"}}), 1);
   EXPECT_EQ(m.Value("admitd_workload_changes_total", {{"reason", "Admitted"}}), 2);
+}
+
+TEST(MetricsTest, WaitTimesRunFromCreationOrTheLastRequeue) {
+  // Created at 100, reserved and admitted together at 130: one reservation, waits of 30 s.
+  engine::Change direct = WorkloadChange("Admitted", "cq");
+  auto wl = std::make_shared<v1::Workload>(*direct.workload);
+  *wl->mutable_metadata()->mutable_creation_timestamp() = At(100);
+  AddCondition(wl.get(), engine::kQuotaReserved, "QuotaReserved", 130);
+  AddCondition(wl.get(), engine::kAdmitted, "Admitted", 130);
+  direct.workload = wl;
+  // Requeued at 200, reserved at 203, admitted by its checks at 210 (in a later batch).
+  engine::Change reserved = WorkloadChange("QuotaReserved", "cq");
+  auto wl2 = std::make_shared<v1::Workload>(*reserved.workload);
+  wl2->mutable_metadata()->set_name("w2");
+  *wl2->mutable_metadata()->mutable_creation_timestamp() = At(100);
+  AddCondition(wl2.get(), engine::kRequeued, "Preempted", 200);
+  AddCondition(wl2.get(), engine::kQuotaReserved, "QuotaReserved", 203);
+  reserved.key = "ns/w2";
+  reserved.workload = wl2;
+  Metrics m;
+  m.CountChanges({direct, reserved});
+  auto wl3 = std::make_shared<v1::Workload>(*wl2);
+  AddCondition(wl3.get(), engine::kAdmitted, "Admitted", 210);
+  engine::Change admitted = reserved;
+  admitted.reason = "Admitted";
+  admitted.workload = wl3;
+  m.CountChanges({admitted});
+
+  EXPECT_EQ(m.Value("kueue_quota_reserved_workloads_total", {{"cluster_queue", "cq"}}), 2);
+  EXPECT_EQ(m.Value("kueue_admitted_workloads_total", {{"cluster_queue", "cq"}}), 2);
+  const std::string text = m.Render();
+  // Reservation waits: 30 s and 3 s; admission waits 30 s and 10 s; checks 0 s and 7 s.
+  EXPECT_THAT(text, HasSubstr("kueue_quota_reserved_wait_time_seconds_sum{cluster_queue=\"cq\"} 33\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_quota_reserved_wait_time_seconds_count{cluster_queue=\"cq\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_admission_wait_time_seconds_sum{cluster_queue=\"cq\"} 40\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_admission_checks_wait_time_seconds_sum{cluster_queue=\"cq\"} 7\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_admission_wait_time_seconds_bucket{cluster_queue=\"cq\",le=\"20\"} 1\n"));
+}
+
+TEST(MetricsTest, PreemptionsCountUnderThePreemptingClusterQueue) {
+  engine::Change evicted = WorkloadChange("Evicted", "victim-cq", "Preempted");
+  auto wl = std::make_shared<v1::Workload>(*evicted.workload);
+  AddCondition(wl.get(), engine::kPreempted, "InCohortReclamation", 5,
+               "Preempted to accommodate a workload (UID: u, JobUID: UNKNOWN) due to reclamation "
+               "within the cohort; preemptor path: /root/team/cq-a; preemptee path: /root/victim-cq");
+  evicted.workload = wl;
+  Metrics m;
+  m.CountChanges({evicted});
+  EXPECT_EQ(m.Value("kueue_preempted_workloads_total",
+                    {{"preempting_cluster_queue", "cq-a"}, {"reason", "InCohortReclamation"}}),
+            1);
+}
+
+TEST(MetricsTest, AdmissionAttemptsCountByResult) {
+  Metrics m;
+  m.CountAdmissionAttempt(true, absl::Milliseconds(2));
+  m.CountAdmissionAttempt(false, absl::Microseconds(30));
+  m.CountAdmissionAttempt(false, absl::Microseconds(40));
+  EXPECT_EQ(m.Value("kueue_admission_attempts_total", {{"result", "success"}}), 1);
+  EXPECT_EQ(m.Value("kueue_admission_attempts_total", {{"result", "inadmissible"}}), 2);
+  EXPECT_EQ(m.Value("kueue_admission_attempt_duration_seconds", {{"result", "inadmissible"}}), 2);
+  EXPECT_THAT(m.Render(), HasSubstr("kueue_admission_attempt_duration_seconds_bucket{result=\"inadmissible\",le=\"5e-05\"} 2\n"));
 }
 
 TEST(MetricsTest, CountsGatedAndUngatedPods) {
@@ -177,7 +319,7 @@ HttpEndpointOptions PatientOptions() {
 class MetricsEndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_.Add("admitd_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", "cq"}}, 3);
+    m_.Add("kueue_admitted_workloads_total", "Workloads admitted.", {{"cluster_queue", "cq"}}, 3);
     auto endpoint = StartMetricsEndpoint(
         "127.0.0.1:0", &m_, [this] { return ready_ ? absl::OkStatus() : absl::UnavailableError("the disk is full"); }, PatientOptions());
     ASSERT_TRUE(endpoint.ok()) << endpoint.status();
@@ -195,7 +337,7 @@ TEST_F(MetricsEndpointTest, ServesMetricsAndHealth) {
   const std::string metrics = HttpRequest(port_, "GET", "/metrics");
   EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
-  EXPECT_THAT(metrics, HasSubstr("admitd_admitted_workloads_total{cluster_queue=\"cq\"} 3\n"));
+  EXPECT_THAT(metrics, HasSubstr("kueue_admitted_workloads_total{cluster_queue=\"cq\"} 3\n"));
   const std::string health = HttpRequest(port_, "GET", "/healthz");
   EXPECT_THAT(health, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(health, EndsWith("\r\n\r\nok\n"));

@@ -93,7 +93,28 @@ EventPtr MakeEvent(const engine::Change& change, v1::WatchEvent header) {
 
 Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
                      SequencerOptions options)
-    : engine_(engine), store_(store), hub_(hub), options_(std::move(options)) {}
+    : engine_(engine), store_(store), hub_(hub), options_(std::move(options)) {
+  if (options_.metrics != nullptr) {
+    MetricsRegistry& r = options_.metrics->registry();
+    batch_commands_ = &r.Histogram("admitd_sequencer_batch_commands",
+                                   "Commands applied per sequencer batch.", {},
+                                   {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
+    batch_seconds_ = &r.Histogram(
+        "admitd_sequencer_batch_seconds",
+        "Time the sequencer spent on a batch: applying its commands, scheduling cycles and "
+        "preparing answers (the commit is not included).",
+        {}, kLatencyBuckets);
+    store_commit_seconds_ = &r.Histogram(
+        "admitd_store_commit_seconds",
+        "Time to write one batch to RocksDB as one WriteBatch, fsync included.", {},
+        kLatencyBuckets);
+    commit_seconds_ = &r.Histogram(
+        "admitd_commit_seconds",
+        "Time from a batch reaching the committer to its answers being sent: the store write "
+        "with its fsync, the watch events' publication and the answers.",
+        {}, kLatencyBuckets);
+  }
+}
 
 Sequencer::~Sequencer() { Stop(); }
 
@@ -309,8 +330,12 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
     // commands waiting on it) regularly however many ClusterQueues a cycle visits.
     const absl::Time cycle_deadline = absl::Now() + options_.max_cycle_time_per_batch;
     do {
+      const absl::Time cycle_start = absl::Now();
       cycle = engine_->RunCycle(now);
       ++cycles;
+      if (options_.metrics != nullptr && cycle.heads > 0) {
+        options_.metrics->CountAdmissionAttempt(cycle.admitted > 0, absl::Now() - cycle_start);
+      }
     } while (cycle.more && cycles < options_.max_cycles_per_batch &&
              absl::Now() < cycle_deadline);
     cycles_wanted_ = cycle.more;
@@ -319,9 +344,6 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   // The snapshots stay in the engine while the commands prepare their answers, which borrow them.
   pending.changes = engine_->TakeChanges(/*keep_snapshots=*/true);
   pending.directives = engine_->TakeDirectiveUpdates(now);
-  if (options_.metrics != nullptr && !pending.changes.empty()) {
-    pending.pending_counts = engine_->PendingCounts();
-  }
   const absl::Time t2 = absl::Now();
   if (health_now.ok()) {
     for (Command& cmd : batch) {
@@ -332,6 +354,10 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   pending.refused = health_now;
   pending.commands = std::move(batch);
   const absl::Time t3 = absl::Now();
+  if (batch_commands_ != nullptr) {
+    batch_commands_->Observe(static_cast<double>(pending.commands.size()));
+    batch_seconds_->Observe(absl::ToDoubleSeconds(t3 - t0));
+  }
   absl::MutexLock lock(&mu_);
   stats_.batches++;
   stats_.commands += pending.commands.size();
@@ -404,12 +430,14 @@ void Sequencer::RunCommitter() {
     // sees what that answer did.
     if (commit.ok() && !pending.changes.empty() && options_.metrics != nullptr) {
       options_.metrics->CountChanges(pending.changes);
-      if (pending.pending_counts) options_.metrics->SetPendingWorkloads(*pending.pending_counts);
       options_.metrics->Set("admitd_revision", "The revision of the last committed change.", {},
                             static_cast<double>(pending.changes.back().revision));
       options_.metrics->Add("admitd_commits_total", "Batches committed to the store.", {});
     }
     for (Command& cmd : pending.commands) cmd.respond(commit);
+    if (commit_seconds_ != nullptr && !pending.changes.empty()) {
+      commit_seconds_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+    }
     bool compact = false;
     {
       absl::MutexLock lock(&mu_);
@@ -608,7 +636,11 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
     headers.push_back(std::move(header));
     evented.push_back(index);
   }
+  const absl::Time write_start = absl::Now();
   absl::Status status = store_->Commit(batch);
+  if (store_commit_seconds_ != nullptr) {
+    store_commit_seconds_->Observe(absl::ToDoubleSeconds(absl::Now() - write_start));
+  }
   if (status.ok() && hub_ != nullptr) {
     hub_->Publish(batch.revision, [&] {
       std::vector<HubEvent> events;

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "prometheus/histogram.h"
 #include "server/engine/engine.h"
 #include "store/store.h"
 
@@ -148,8 +149,6 @@ class Sequencer {
     std::vector<v1::PodDirective> directives;  // published with the batch's events
     std::vector<Command> commands;
     absl::Status refused;  // not OK: commit nothing, answer this
-    // The queues' pending counts after the batch, for the metrics (when it changed anything).
-    std::optional<std::vector<engine::PendingCount>> pending_counts;
   };
 
   // What a failed commit still needs before commands are taken again.
@@ -181,6 +180,11 @@ class Sequencer {
   store::Store* const store_;
   WatchHub* const hub_;
   const SequencerOptions options_;
+  // The histograms of options_.metrics (null without metrics), looked up once.
+  prometheus::Histogram* batch_commands_ = nullptr;
+  prometheus::Histogram* batch_seconds_ = nullptr;
+  prometheus::Histogram* store_commit_seconds_ = nullptr;
+  prometheus::Histogram* commit_seconds_ = nullptr;
 
   mutable absl::Mutex mu_;
   std::deque<Command> queue_ ABSL_GUARDED_BY(mu_);

@@ -56,6 +56,44 @@ absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
   return engine->FinishRestore(store.revision());
 }
 
+
+// Every ClusterQueue with its status, read on the sequencer thread between batches (the
+// metrics' ClusterQueue gauges, at each scrape); nullopt when the sequencer does not answer
+// within a few seconds or refuses (a failed commit).
+std::optional<std::vector<v1::ClusterQueue>> ReadClusterQueues(Sequencer* sequencer) {
+  struct Read {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    std::optional<std::vector<v1::ClusterQueue>> cluster_queues ABSL_GUARDED_BY(mu);
+  };
+  auto read = std::make_shared<Read>();
+  Command command;
+  command.apply = [read](engine::Engine& engine, absl::Time) {
+    v1::ListObjectsRequest request;
+    request.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
+    std::vector<v1::ClusterQueue> out;
+    while (true) {
+      absl::StatusOr<v1::ListObjectsResponse> page = engine.List(request);
+      if (!page.ok()) return;
+      for (v1::QueueObject& o : *page->mutable_objects()) {
+        out.push_back(std::move(*o.mutable_cluster_queue()));
+      }
+      if (page->next_page_token().empty()) break;
+      request.set_page_token(page->next_page_token());
+    }
+    absl::MutexLock lock(&read->mu);
+    read->cluster_queues = std::move(out);
+  };
+  command.respond = [read](const absl::Status&) {
+    absl::MutexLock lock(&read->mu);
+    read->done = true;
+  };
+  sequencer->Enqueue(std::move(command));
+  absl::MutexLock lock(&read->mu);
+  read->mu.AwaitWithTimeout(absl::Condition(&read->done), absl::Seconds(5));
+  return read->cluster_queues;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
@@ -128,6 +166,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   };
   server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
                                                    server->hub_.get(), seq_options);
+  server->metrics_->SetClusterQueueSource(
+      [seq = server->sequencer_.get()] { return ReadClusterQueues(seq); });
   server->finisher_ = std::make_unique<Finisher>();
   server->context_.sequencer = server->sequencer_.get();
   server->context_.finisher = server->finisher_.get();
@@ -217,7 +257,6 @@ absl::Status AdmitdServer::Recover() {
   uint64_t objects = 0;
   ADMITD_RETURN_IF_ERROR(RestoreFromStore(*store_, engine_.get(), &objects));
   hub_->SetRevision(store_->revision());
-  if (metrics_) metrics_->SetPendingWorkloads(engine_->PendingCounts());
   ADMITD_LOG(kInfo, "recovered",
              {{"objects", absl::StrCat(objects)},
               {"revision", absl::StrCat(store_->revision())},
