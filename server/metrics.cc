@@ -58,7 +58,7 @@ std::string PreemptingClusterQueue(const v1::Workload& wl) {
 }  // namespace
 
 Metrics::Metrics() {
-  registry_.AddCollector([this] { return CollectClusterQueues(); });
+  registry_.AddCollector([this] { return CollectEngineState(); });
 }
 
 std::string Metrics::BoundedClusterLabel(const std::string& cluster) {
@@ -104,22 +104,30 @@ double Metrics::Value(const std::string& name, const MetricLabels& labels) const
 
 std::string Metrics::Render() const { return registry_.Render(); }
 
-void Metrics::SetClusterQueueSource(ClusterQueueSource source) {
+void Metrics::SetEngineSource(EngineSource source) {
   absl::MutexLock lock(&mu_);
-  cluster_queue_source_ = std::move(source);
+  engine_source_ = std::move(source);
 }
 
-std::vector<prometheus::MetricFamily> Metrics::CollectClusterQueues() {
-  ClusterQueueSource source;
+std::vector<prometheus::MetricFamily> Metrics::CollectEngineState() {
+  EngineSource source;
   {
     absl::MutexLock lock(&mu_);
-    source = cluster_queue_source_;
+    source = engine_source_;
   }
-  std::optional<std::vector<v1::ClusterQueue>> now;
+  std::optional<EngineState> now;
   if (source) now = source();
   absl::MutexLock lock(&mu_);
-  if (now) cluster_queues_ = *std::move(now);
-  return ClusterQueueMetricFamilies(cluster_queues_);
+  if (now) engine_state_ = *std::move(now);
+  std::vector<prometheus::MetricFamily> out =
+      ClusterQueueMetricFamilies(engine_state_.cluster_queues);
+  prometheus::MetricFamily objects = MetricFamilyOf(
+      "admitd_engine_objects", "Objects the engine holds, per kind.", prometheus::MetricType::Gauge);
+  for (const auto& [kind, count] : engine_state_.object_counts) {
+    AddSample(&objects, {{"kind", kind}}, static_cast<double>(count));
+  }
+  out.push_back(std::move(objects));
+  return out;
 }
 
 void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {

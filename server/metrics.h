@@ -8,7 +8,7 @@
 //   Metrics m;
 //   m.Add("admitd_commits_total", "Batches committed to the store.", {});
 //   m.CountChanges(batch_changes);          // after the batch is durable
-//   m.SetClusterQueueSource([&] { ... });   // ClusterQueue gauges, read at each scrape
+//   m.SetEngineSource([&] { ... });         // ClusterQueue gauges, read at each scrape
 //   std::string text = m.Render();
 //
 // The sequencer counts what committed batches did (CountChanges), so a counter never includes a
@@ -46,9 +46,14 @@ class Metrics {
   // not DNS-1123 subdomains (at most 253 characters).
   static constexpr char kOtherClusterLabel[] = "_other";
 
-  // Reads every ClusterQueue with its status (as QueueService.List answers it); nullopt when
-  // it cannot now (the gauges then keep their last values).
-  using ClusterQueueSource = std::function<std::optional<std::vector<v1::ClusterQueue>>()>;
+  // What the gauges read from the engine at each scrape: every ClusterQueue with its status
+  // (as QueueService.List answers it) and the number of objects of each kind.
+  struct EngineState {
+    std::vector<v1::ClusterQueue> cluster_queues;
+    std::vector<std::pair<std::string, int64_t>> object_counts;
+  };
+  // Reads that state; nullopt when it cannot now (the gauges then keep their last values).
+  using EngineSource = std::function<std::optional<EngineState>()>;
 
   Metrics();
 
@@ -78,24 +83,24 @@ class Metrics {
   void CountAdmissionAttempt(bool admitted, absl::Duration duration);
 
   // The ClusterQueue gauges (kueue_pending_workloads, kueue_reserving_active_workloads,
-  // kueue_admitted_active_workloads, kueue_cluster_queue_status and the resource gauges) come
-  // from `source`, called at each Render.
-  void SetClusterQueueSource(ClusterQueueSource source);
+  // kueue_admitted_active_workloads, kueue_cluster_queue_status and the resource gauges) and
+  // admitd_engine_objects{kind} come from `source`, called at each Render.
+  void SetEngineSource(EngineSource source);
 
  private:
   MetricLabels Bounded(const MetricLabels& labels);
   // The value a `cluster` label gets for `cluster`.
   std::string BoundedClusterLabel(const std::string& cluster);
-  std::vector<prometheus::MetricFamily> CollectClusterQueues();
+  std::vector<prometheus::MetricFamily> CollectEngineState();
 
   MetricsRegistry registry_;
 
   absl::Mutex mu_;
   // Cluster names with their own label value; never more than kMaxClusterLabelValues.
   std::set<std::string> cluster_labels_ ABSL_GUARDED_BY(mu_);
-  ClusterQueueSource cluster_queue_source_ ABSL_GUARDED_BY(mu_);
+  EngineSource engine_source_ ABSL_GUARDED_BY(mu_);
   // What the source last answered.
-  std::vector<v1::ClusterQueue> cluster_queues_ ABSL_GUARDED_BY(mu_);
+  EngineState engine_state_ ABSL_GUARDED_BY(mu_);
 };
 
 // Serves `metrics` on `address` ("host:port"; port 0 picks one): GET /metrics (Render()),

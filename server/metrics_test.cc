@@ -92,10 +92,10 @@ v1::ClusterQueue QueueWithStatus(const std::string& name, bool active) {
 
 TEST(MetricsTest, ClusterQueueGaugesAreReadAtEachScrapeUnderKueuesNames) {
   Metrics m;
-  std::optional<std::vector<v1::ClusterQueue>> answer =
-      std::vector<v1::ClusterQueue>{QueueWithStatus("a", true), QueueWithStatus("b", false)};
+  std::optional<Metrics::EngineState> answer = Metrics::EngineState{
+      {QueueWithStatus("a", true), QueueWithStatus("b", false)}, {{"Workload", 12}}};
   int reads = 0;
-  m.SetClusterQueueSource([&] {
+  m.SetEngineSource([&] {
     ++reads;
     return answer;
   });
@@ -107,6 +107,7 @@ TEST(MetricsTest, ClusterQueueGaugesAreReadAtEachScrapeUnderKueuesNames) {
               HasSubstr("kueue_pending_workloads{cluster_queue=\"a\",status=\"inadmissible\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("kueue_reserving_active_workloads{cluster_queue=\"a\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("kueue_admitted_active_workloads{cluster_queue=\"a\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("admitd_engine_objects{kind=\"Workload\"} 12\n"));
   EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_status{cluster_queue=\"a\",status=\"active\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_status{cluster_queue=\"b\",status=\"pending\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_status{cluster_queue=\"b\",status=\"active\"} 0\n"));
@@ -128,7 +129,7 @@ TEST(MetricsTest, ClusterQueueGaugesAreReadAtEachScrapeUnderKueuesNames) {
   // series.
   answer.reset();
   EXPECT_THAT(m.Render(), HasSubstr("cluster_queue=\"b\""));
-  answer = std::vector<v1::ClusterQueue>{QueueWithStatus("b", true)};
+  answer = Metrics::EngineState{{QueueWithStatus("b", true)}, {}};
   EXPECT_THAT(m.Render(), Not(HasSubstr("cluster_queue=\"a\"")));
 }
 

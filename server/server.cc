@@ -4,6 +4,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -57,32 +58,33 @@ absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
 }
 
 
-// Every ClusterQueue with its status, read on the sequencer thread between batches (the
-// metrics' ClusterQueue gauges, at each scrape); nullopt when the sequencer does not answer
-// within a few seconds or refuses (a failed commit).
-std::optional<std::vector<v1::ClusterQueue>> ReadClusterQueues(Sequencer* sequencer) {
+// Every ClusterQueue with its status and the engine's object counts, read on the sequencer
+// thread between batches (the metrics' engine gauges, at each scrape); nullopt when the
+// sequencer does not answer within a few seconds or refuses (a failed commit).
+std::optional<Metrics::EngineState> ReadEngineState(Sequencer* sequencer) {
   struct Read {
     absl::Mutex mu;
     bool done ABSL_GUARDED_BY(mu) = false;
-    std::optional<std::vector<v1::ClusterQueue>> cluster_queues ABSL_GUARDED_BY(mu);
+    std::optional<Metrics::EngineState> state ABSL_GUARDED_BY(mu);
   };
   auto read = std::make_shared<Read>();
   Command command;
   command.apply = [read](engine::Engine& engine, absl::Time) {
     v1::ListObjectsRequest request;
     request.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
-    std::vector<v1::ClusterQueue> out;
+    Metrics::EngineState out;
+    out.object_counts = engine.ObjectCounts();
     while (true) {
       absl::StatusOr<v1::ListObjectsResponse> page = engine.List(request);
       if (!page.ok()) return;
       for (v1::QueueObject& o : *page->mutable_objects()) {
-        out.push_back(std::move(*o.mutable_cluster_queue()));
+        out.cluster_queues.push_back(std::move(*o.mutable_cluster_queue()));
       }
       if (page->next_page_token().empty()) break;
       request.set_page_token(page->next_page_token());
     }
     absl::MutexLock lock(&read->mu);
-    read->cluster_queues = std::move(out);
+    read->state = std::move(out);
   };
   command.respond = [read](const absl::Status&) {
     absl::MutexLock lock(&read->mu);
@@ -91,9 +93,47 @@ std::optional<std::vector<v1::ClusterQueue>> ReadClusterQueues(Sequencer* sequen
   sequencer->Enqueue(std::move(command));
   absl::MutexLock lock(&read->mu);
   read->mu.AwaitWithTimeout(absl::Condition(&read->done), absl::Seconds(5));
-  return read->cluster_queues;
+  return read->state;
 }
 
+
+// Gauges of the watch hub and the store, read at each scrape.
+std::vector<prometheus::MetricFamily> ServingFamilies(const WatchHub& hub,
+                                                      const store::Store& store) {
+  using prometheus::MetricType;
+  std::vector<prometheus::MetricFamily> out;
+  auto one = [&out](const char* name, const char* help, MetricType type, double value) {
+    out.push_back(MetricFamilyOf(name, help, type));
+    AddSample(&out.back(), {}, value);
+  };
+  one("admitd_watch_streams", "Open Watch streams.", MetricType::Gauge,
+      static_cast<double>(hub.subscribers()));
+  one("admitd_watch_lag_revisions",
+      "How many revisions the slowest Watch stream has yet to send.", MetricType::Gauge,
+      static_cast<double>(hub.MaxLagRevisions()));
+  one("admitd_watch_streams_cut_total",
+      "Watch streams ended with RESOURCE_EXHAUSTED because they fell too far behind.",
+      MetricType::Counter, static_cast<double>(hub.cut_offs()));
+  const uint64_t head = store.revision(), oldest = store.oldest_event_revision();
+  one("admitd_event_log_events", "Events kept in the store's event log (Watch resumes from it).",
+      MetricType::Gauge, static_cast<double>(head + 1 > oldest ? head + 1 - oldest : 0));
+  static const auto* const kHelp = new std::map<std::string, std::string>{
+      {"write_stopped", "1 while RocksDB stops writes (a write stall), 0 otherwise."},
+      {"delayed_write_rate_bytes",
+       "The rate in bytes/s RocksDB slows writes to while it delays them."},
+      {"pending_compaction_bytes", "Bytes RocksDB estimates compaction has yet to rewrite."},
+      {"running_compactions", "Compactions RocksDB is running."},
+      {"sst_files_bytes", "Bytes in RocksDB's SST files, every column family."},
+      {"memtable_bytes", "Bytes in RocksDB's memtables, every column family."}};
+  for (const auto& [name, value] : store.Health()) {
+    auto help = kHelp->find(name);
+    out.push_back(MetricFamilyOf(absl::StrCat("admitd_rocksdb_", name),
+                                 help == kHelp->end() ? "RocksDB property." : help->second,
+                                 MetricType::Gauge));
+    AddSample(&out.back(), {}, static_cast<double>(value));
+  }
+  return out;
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
@@ -166,8 +206,12 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   };
   server->sequencer_ = std::make_unique<Sequencer>(server->engine_.get(), server->store_.get(),
                                                    server->hub_.get(), seq_options);
-  server->metrics_->SetClusterQueueSource(
-      [seq = server->sequencer_.get()] { return ReadClusterQueues(seq); });
+  server->metrics_->SetEngineSource(
+      [seq = server->sequencer_.get()] { return ReadEngineState(seq); });
+  server->metrics_->registry().AddCollector(
+      [hub = server->hub_.get(), store = server->store_.get()] {
+        return ServingFamilies(*hub, *store);
+      });
   server->finisher_ = std::make_unique<Finisher>();
   server->context_.sequencer = server->sequencer_.get();
   server->context_.finisher = server->finisher_.get();

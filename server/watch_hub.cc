@@ -143,6 +143,7 @@ void WatchHub::Publish(uint64_t revision, const std::function<std::vector<HubEve
             (sub->bytes_ > 0 && sub->bytes_ + size > sub->max_bytes_)) {
           dropped.emplace_back();
           trim = sub->CutOff(&dropped.back()) || trim;
+          ++cut_offs_;
           queued = true;
           break;
         }
@@ -189,6 +190,23 @@ void WatchHub::Close() {
 size_t WatchHub::subscribers() const {
   absl::MutexLock lock(&mu_);
   return subscribers_.size();
+}
+
+uint64_t WatchHub::MaxLagRevisions() const {
+  absl::MutexLock lock(&mu_);
+  uint64_t lag = 0;
+  for (const std::shared_ptr<WatchSubscription>& sub : subscribers_) {
+    absl::MutexLock sub_lock(&sub->mu_);
+    if (sub->queue_.empty()) continue;
+    const uint64_t oldest = sub->queue_.front().message->revision();
+    if (oldest <= revision_) lag = std::max(lag, revision_ - oldest + 1);
+  }
+  return lag;
+}
+
+uint64_t WatchHub::cut_offs() const {
+  absl::MutexLock lock(&mu_);
+  return cut_offs_;
 }
 
 }  // namespace admitd

@@ -122,6 +122,11 @@ class WatchHub {
   // Closes every subscription (server shutdown); later subscriptions are closed at once.
   void Close();
   size_t subscribers() const;
+  // How far the slowest subscriber is behind: the last published revision minus the revision
+  // before its oldest queued event (0 when every queue is empty).
+  uint64_t MaxLagRevisions() const;
+  // Subscribers cut off so far because their queue passed its bounds.
+  uint64_t cut_offs() const;
 
  private:
   const size_t max_events_;
@@ -129,6 +134,7 @@ class WatchHub {
   mutable absl::Mutex mu_;
   uint64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t cut_offs_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<WatchSubscription>> subscribers_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -469,4 +469,29 @@ absl::Status RocksDbStore::Close() {
 
 RocksDbStore::~RocksDbStore() { Close().IgnoreError(); }
 
+std::vector<std::pair<std::string, uint64_t>> RocksDbStore::Health() const {
+  absl::ReaderMutexLock lock(&lifecycle_mu_);
+  if (db_ == nullptr) return {};
+  std::vector<std::pair<std::string, uint64_t>> out;
+  uint64_t value = 0;
+  // Database-wide figures, then sums over the column families.
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kIsWriteStopped, &value)) {
+    out.emplace_back("write_stopped", value);
+  }
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kActualDelayedWriteRate, &value)) {
+    out.emplace_back("delayed_write_rate_bytes", value);
+  }
+  const std::pair<const char*, std::string> summed[] = {
+      {"pending_compaction_bytes", rocksdb::DB::Properties::kEstimatePendingCompactionBytes},
+      {"running_compactions", rocksdb::DB::Properties::kNumRunningCompactions},
+      {"sst_files_bytes", rocksdb::DB::Properties::kTotalSstFilesSize},
+      {"memtable_bytes", rocksdb::DB::Properties::kCurSizeAllMemTables}};
+  for (const auto& entry : summed) {
+    if (db_->GetAggregatedIntProperty(entry.second, &value)) {
+      out.emplace_back(entry.first, value);
+    }
+  }
+  return out;
+}
+
 }  // namespace admitd::store

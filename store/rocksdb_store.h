@@ -61,6 +61,10 @@ class RocksDbStore final : public Store {
   absl::StatusOr<uint64_t> CompactEvents() override;
   absl::Status Recover() override;
   absl::Status Close() override;
+  // write_stopped (0/1), delayed_write_rate_bytes, pending_compaction_bytes,
+  // running_compactions, sst_files_bytes, memtable_bytes: RocksDB's properties, summed over the
+  // column families.
+  std::vector<std::pair<std::string, uint64_t>> Health() const override;
 
   // The number of events in the log (for tests and metrics).
   uint64_t logged_events() const { return event_count_.load(std::memory_order_acquire); }

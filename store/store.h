@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -124,6 +125,10 @@ class Store {
   // absent, but may be present when the disk took it and only reported the failure late (a
   // failed fsync). Serialized with Commit by the caller. FAILED_PRECONDITION after Close().
   virtual absl::Status Recover() = 0;
+
+  // Figures that show the database's health, for the metrics: name (admitd_rocksdb_<name>) and
+  // value. Empty for a store that has none, or once closed.
+  virtual std::vector<std::pair<std::string, uint64_t>> Health() const { return {}; }
 
   // Flushes and closes the database. A second Close() returns OK; every other call afterwards
   // fails with FAILED_PRECONDITION. The destructor closes a store that was not closed.

@@ -260,6 +260,9 @@ class Engine {
   bool HasPendingHeads() const;
   // Pending workloads per ClusterQueue, split into active and inadmissible.
   std::vector<PendingCount> PendingCounts() const;
+  // How many objects of each kind the engine holds (Kueue's kind names; "Pod" for reported
+  // pods), for the metrics.
+  std::vector<std::pair<std::string, int64_t>> ObjectCounts() const;
 
   // ---- Changes ------------------------------------------------------------------------------
   // The revision of the last Change made (or restored).

@@ -437,6 +437,21 @@ std::vector<PendingCount> Engine::Impl::PendingCounts() const {
   return out;
 }
 
+std::vector<std::pair<std::string, int64_t>> Engine::Impl::ObjectCounts() const {
+  auto n = [](size_t size) { return static_cast<int64_t>(size); };
+  return {{"AdmissionCheck", n(admission_checks_.size())},
+          {"ClusterQueue", n(cluster_queues_.size())},
+          {"Cohort", n(cohorts_.size())},
+          {"LocalQueue", n(local_queues_.size())},
+          {"MultiKueueCluster", n(multikueue_clusters_.size())},
+          {"MultiKueueConfig", n(multikueue_configs_.size())},
+          {"Namespace", n(namespaces_.size())},
+          {"Pod", n(pods_.size())},
+          {"ResourceFlavor", n(flavors_.size())},
+          {"WorkloadPriorityClass", n(priority_classes_.size())},
+          {"Workload", n(workloads_.size())}};
+}
+
 absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest& request,
                                                          absl::Time now) const {
   const WorkloadEntry* entry = FindWorkload(request.namespace_(), request.name());

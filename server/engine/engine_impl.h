@@ -120,6 +120,7 @@ class Engine::Impl {
   absl::StatusOr<v1::AdmitResponse> Describe(const v1::AdmitRequest& request, absl::Time now) const;
   // Where a pending workload waits in its ClusterQueue; nullopt when it is not in one.
   std::optional<v1::PendingPosition> PositionOf(const WorkloadEntry& entry) const;
+  std::vector<std::pair<std::string, int64_t>> ObjectCounts() const;
   std::vector<PendingCount> PendingCounts() const;
 
   // ---- engine_lifecycle.cc ----
