@@ -148,8 +148,9 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   HttpEndpoint::Routes routes;
   routes["/healthz"] = [s] { return s->Healthz(); };
   routes["/readyz"] = [s] { return s->Readyz(); };
+  s->metrics_.AddCollector([s] { return s->CollectCounters(); });
   routes["/metrics"] = [s] {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", s->Metrics()};
+    return HttpReply{200, kPrometheusTextType, s->Metrics()};
   };
   absl::StatusOr<std::unique_ptr<HttpEndpoint>> health =
       HttpEndpoint::Start(config.health_listen, std::move(routes));
@@ -401,13 +402,18 @@ void Shim::Worker(WorkQueue& queue,
                   const std::function<absl::Status(const std::string&)>& reconcile,
                   std::atomic<int64_t>& errors, const char* kind) {
   std::string key;
+  prometheus::Histogram& latency = metrics_.Histogram(
+      "admitd_shim_reconcile_seconds", "Time one reconcile took, per kind of object.",
+      {{"kind", kind}}, kLatencyBuckets);
   while (queue.Get(&key)) {
     absl::Status s;
+    const absl::Time start = absl::Now();
     try {
       s = reconcile(key);
     } catch (const std::exception& e) {  // an object of an unexpected shape: retry, stay up
       s = absl::InternalError(absl::StrCat("unexpected object: ", e.what()));
     }
+    latency.Observe(absl::ToDoubleSeconds(absl::Now() - start));
     if (s.ok()) {
       queue.Forget(key);
     } else {
@@ -471,16 +477,16 @@ HttpReply Shim::Readyz() const {
   return HttpReply{ready ? 200 : 503, "text/plain", std::move(body)};
 }
 
-std::string Shim::Metrics() const {
+std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
   const JobReconcilerCounters& c = reconciler_->counters();
-  std::string out;
+  std::vector<prometheus::MetricFamily> out;
   auto gauge = [&](const char* name, const char* help, double v) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n", name, " ", v,
-                    "\n");
+    out.push_back(MetricFamilyOf(name, help, prometheus::MetricType::Gauge));
+    AddSample(&out.back(), {}, v);
   };
   auto counter = [&](const char* name, const char* help, int64_t v) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ",
-                    v, "\n");
+    out.push_back(MetricFamilyOf(name, help, prometheus::MetricType::Counter));
+    AddSample(&out.back(), {}, static_cast<double>(v));
   };
   gauge("admitd_shim_admitd_reachable", "1 while admitd answers, 0 while it cannot be reached.",
         admitd_->Reachable() ? 1 : 0);

@@ -37,6 +37,7 @@
 #include "clients/shim/workload_mirror.h"
 #include "clients/shim/work_queue.h"
 #include "common/http_endpoint.h"
+#include "common/metrics_registry.h"
 
 namespace admitd::shim {
 
@@ -71,7 +72,10 @@ class Shim {
               std::atomic<int64_t>& errors, const char* kind);
   void NamespaceWorker();
   void Resync();  // every key once more
-  std::string Metrics() const;
+  std::string Metrics() const { return metrics_.Render(); }
+  // The counters and gauges kept elsewhere (atomics of the reconcilers and syncs), read at each
+  // scrape.
+  std::vector<prometheus::MetricFamily> CollectCounters() const;
   HttpReply Healthz() const;
   HttpReply Readyz() const;
 
@@ -110,6 +114,7 @@ class Shim {
   std::atomic<int64_t> reconcile_errors_{0};
   std::atomic<int64_t> ray_reconcile_errors_{0};
   std::atomic<int64_t> copy_reconcile_errors_{0};
+  MetricsRegistry metrics_;
   absl::Notification done_;
   absl::Mutex stop_mu_;
 };
