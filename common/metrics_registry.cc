@@ -25,10 +25,10 @@ prometheus::Labels ToLabels(const MetricLabels& labels) {
 // Collectors' families are matched on their labels in any order.
 bool SameLabels(const prometheus::ClientMetric& m, const MetricLabels& labels) {
   if (m.label.size() != labels.size()) return false;
-  for (const auto& [name, value] : labels) {
+  for (const auto& wanted : labels) {
     if (std::none_of(m.label.begin(), m.label.end(),
-                     [&](const prometheus::ClientMetric::Label& l) {
-                       return l.name == name && l.value == value;
+                     [&wanted](const prometheus::ClientMetric::Label& l) {
+                       return l.name == wanted.first && l.value == wanted.second;
                      })) {
       return false;
     }
