@@ -14,6 +14,7 @@ namespace admitd {
 const char kUsage[] =
     "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
     "              [--metrics-listen HOST:PORT]\n"
+    "              [--otlp-endpoint HOST:PORT] [--trace-sample-ratio R] [--trace-service-name S]\n"
     "              [--manual-scheduling] [--manual-clock] [--manual-clock-start RFC3339]\n"
     "              [--log-level debug|info|warning|error]\n"
     "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
@@ -129,6 +130,9 @@ absl::Status CheckSecurity(const Config& config) {
     return Bad("--authentication-config",
                "bearer tokens are only taken over TLS (--tls-cert-file)");
   }
+  if (!(config.trace_sample_ratio >= 0 && config.trace_sample_ratio <= 1)) {
+    return Bad("--trace-sample-ratio", "must be between 0 and 1");
+  }
   if (config.tls_refresh_interval < absl::Seconds(1)) {
     return Bad("--tls-refresh-interval", "must be at least 1s");
   }
@@ -167,6 +171,12 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
         config->listen = value.as<std::string>();
       } else if (key == "metricsListen") {
         config->metrics_listen = value.as<std::string>();
+      } else if (key == "otlpEndpoint") {
+        config->otlp_endpoint = value.as<std::string>();
+      } else if (key == "traceSampleRatio") {
+        config->trace_sample_ratio = value.as<double>();
+      } else if (key == "traceServiceName") {
+        config->trace_service_name = value.as<std::string>();
       } else if (key == "dataDir") {
         config->data_dir = value.as<std::string>();
       } else if (key == "manualScheduling") {
@@ -277,7 +287,8 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
       } else {
         return Bad(
             where,
-            "unknown key (known: listen, metricsListen, dataDir, manualScheduling, manualClock, "
+            "unknown key (known: listen, metricsListen, otlpEndpoint, traceSampleRatio, "
+            "traceServiceName, dataDir, manualScheduling, manualClock, "
             "sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, maxObjectBytes, "
             "maxListPageBytes, "
             "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
@@ -335,6 +346,15 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
       if (auto s = next(&config.listen); !s.ok()) return s;
     } else if (flag == "--metrics-listen") {
       if (auto s = next(&config.metrics_listen); !s.ok()) return s;
+    } else if (flag == "--otlp-endpoint") {
+      if (auto s = next(&config.otlp_endpoint); !s.ok()) return s;
+    } else if (flag == "--trace-service-name") {
+      if (auto s = next(&config.trace_service_name); !s.ok()) return s;
+    } else if (flag == "--trace-sample-ratio") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (!absl::SimpleAtod(v, &config.trace_sample_ratio)) {
+        return Bad(flag, absl::StrCat("\"", v, "\" is not a number"));
+      }
     } else if (flag == "--data-dir") {
       if (auto s = next(&config.data_dir); !s.ok()) return s;
     } else if (flag == "--manual-scheduling") {

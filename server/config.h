@@ -2,6 +2,8 @@
 //
 //   listen: 127.0.0.1:50051
 //   metricsListen: 127.0.0.1:9090   # GET /metrics, /healthz, /readyz; unset: no HTTP endpoint
+//   otlpEndpoint: localhost:4317    # OTLP/gRPC collector for traces; unset: no traces
+//   traceSampleRatio: 0.1           # share of root traces recorded (0 to 1)
 //   dataDir: /var/lib/admitd
 //   manualScheduling: false
 //   manualClock: false      # only with manualScheduling: RunSchedulingCycles moves the clock
@@ -48,6 +50,12 @@ struct Config {
   std::string listen = "127.0.0.1:50051";
   // Prometheus metrics and health over HTTP (GET /metrics, /healthz, /readyz); empty: off.
   std::string metrics_listen;
+  // OpenTelemetry traces: the OTLP/gRPC collector (host:port, plaintext; empty: no traces), the
+  // share of root traces recorded (parent-based: a call whose traceparent is sampled is always
+  // recorded), and service.name.
+  std::string otlp_endpoint;
+  double trace_sample_ratio = 0.1;
+  std::string trace_service_name = "admitd";
   std::string data_dir = "data";
   bool manual_scheduling = false;
   bool manual_clock = false;

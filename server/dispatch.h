@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "server/finisher.h"
 #include "server/grpc_status.h"
+#include "server/rpc_observer.h"
 #include "server/sequencer.h"
 
 namespace admitd {
@@ -27,6 +28,7 @@ struct ServiceContext {
   class WatchHub* hub = nullptr;
   class Metrics* metrics = nullptr;  // may be null
   const class AccessControl* access = nullptr;  // null: every call allowed
+  const class RpcObserver* calls = nullptr;      // null: calls are not traced
   std::atomic<bool> ready{false};
   std::atomic<bool> shutting_down{false};
   // When the last call was refused because of shutdown (absl::GetCurrentTimeNanos()), so that
@@ -97,6 +99,7 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
     *response = std::move(**result);
     refine(engine, response);
   };
+  if (ctx->calls != nullptr) command.trace = ctx->calls->SpanOf(rpc);
   Finisher* finisher = ctx->finisher;
   command.respond = [result, reactor, finisher](const absl::Status& commit) {
     // A call the engine refused changed nothing, so its own error is the answer even if the

@@ -358,6 +358,14 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
     batch_commands_->Observe(static_cast<double>(pending.commands.size()));
     batch_seconds_->Observe(absl::ToDoubleSeconds(t3 - t0));
   }
+  if (options_.traces != nullptr) {
+    pending.times = BatchTimes{t0, t1, t2, t3};
+    pending.times.commands = static_cast<int>(pending.commands.size());
+    pending.times.cycles = cycles;
+    for (const Command& cmd : pending.commands) {
+      if (cmd.trace.sampled) pending.served.push_back(cmd.trace);
+    }
+  }
   absl::MutexLock lock(&mu_);
   stats_.batches++;
   stats_.commands += pending.commands.size();
@@ -406,7 +414,7 @@ void Sequencer::RunCommitter() {
     absl::Status commit = pending.refused;
     if (commit.ok()) commit = health();  // an earlier batch of the pipeline may have failed
     if (commit.ok() && !pending.changes.empty()) {
-      commit = Commit(pending.changes, pending.directives);
+      commit = Commit(pending.changes, pending.directives, &pending.times.written);
       if (!commit.ok()) {
         ADMITD_LOG(kError, "commit failed; refusing calls until the store takes writes again",
                    {{"error", commit.ToString()}});
@@ -437,6 +445,14 @@ void Sequencer::RunCommitter() {
     for (Command& cmd : pending.commands) cmd.respond(commit);
     if (commit_seconds_ != nullptr && !pending.changes.empty()) {
       commit_seconds_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    if (options_.traces != nullptr) {
+      pending.times.commit_start = start;
+      pending.times.answered = absl::Now();
+      if (pending.times.written == absl::Time()) pending.times.written = start;
+      static const std::vector<engine::Change> kNothing;
+      options_.traces->Record(pending.times, pending.served,
+                              commit.ok() ? pending.changes : kNothing, commit);
     }
     bool compact = false;
     {
@@ -569,7 +585,8 @@ void Sequencer::NotifyHealth(const absl::Status& health) {
 }
 
 absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
-                               const std::vector<v1::PodDirective>& directives) {
+                               const std::vector<v1::PodDirective>& directives,
+                               absl::Time* written) {
   // An object changed several times in one batch is written, logged and published once, in its
   // last state: the intermediate states were never visible to anyone, and watchers only ever see
   // committed states. ADDED stays ADDED (the object is new to watchers), whatever came after.
@@ -638,8 +655,10 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
   }
   const absl::Time write_start = absl::Now();
   absl::Status status = store_->Commit(batch);
+  const absl::Time write_end = absl::Now();
+  if (written != nullptr) *written = write_end;
   if (store_commit_seconds_ != nullptr) {
-    store_commit_seconds_->Observe(absl::ToDoubleSeconds(absl::Now() - write_start));
+    store_commit_seconds_->Observe(absl::ToDoubleSeconds(write_end - write_start));
   }
   if (status.ok() && hub_ != nullptr) {
     hub_->Publish(batch.revision, [&] {

@@ -42,7 +42,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "prometheus/histogram.h"
+#include "common/trace/trace_context.h"
 #include "server/engine/engine.h"
+#include "server/trace_recorder.h"
 #include "store/store.h"
 
 namespace admitd {
@@ -58,6 +60,9 @@ struct Command {
   // Runs exactly once, after the batch was committed, on the committer thread: `commit` is the
   // batch's status, or why the command never ran. It must not touch the engine.
   std::function<void(const absl::Status& commit)> respond;
+  // The server span of the call this command serves (invalid when not traced): the batch's
+  // span links to it.
+  tracing::SpanContext trace;
 };
 
 struct SequencerOptions {
@@ -77,6 +82,8 @@ struct SequencerOptions {
   std::function<absl::Time()> clock = [] { return absl::Now(); };
   // Counts what each committed batch did; may be null.
   class Metrics* metrics = nullptr;
+  // Records each batch and the workload changes it committed as spans; may be null.
+  class TraceRecorder* traces = nullptr;
   // Rebuilds `engine` from the store (the startup recovery) after a failed commit. Null: the
   // sequencer cannot repair itself and refuses every command until it is restarted.
   std::function<absl::Status(engine::Engine* engine)> reload;
@@ -149,6 +156,9 @@ class Sequencer {
     std::vector<v1::PodDirective> directives;  // published with the batch's events
     std::vector<Command> commands;
     absl::Status refused;  // not OK: commit nothing, answer this
+    // For the trace recorder (when there is one): the batch's phases and the calls it serves.
+    BatchTimes times;
+    std::vector<tracing::SpanContext> served;
   };
 
   // What a failed commit still needs before commands are taken again.
@@ -171,8 +181,9 @@ class Sequencer {
   // Applies and schedules one batch (possibly empty: then it only cycles) and hands it to the
   // committer.
   void ProcessBatch(std::vector<Command>& batch);
+  // `written` (may be null) receives when the store write returned.
   absl::Status Commit(const std::vector<engine::Change>& changes,
-                      const std::vector<v1::PodDirective>& directives);
+                      const std::vector<v1::PodDirective>& directives, absl::Time* written);
   void NotifyWaiters(const std::vector<engine::Change>& changes, absl::Time now);
 
   // Constant after construction.

@@ -99,7 +99,8 @@ std::optional<Metrics::EngineState> ReadEngineState(Sequencer* sequencer) {
 
 // Gauges of the watch hub and the store, read at each scrape.
 std::vector<prometheus::MetricFamily> ServingFamilies(const WatchHub& hub,
-                                                      const store::Store& store) {
+                                                      const store::Store& store,
+                                                      const tracing::Tracer& tracer) {
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
   auto one = [&out](const char* name, const char* help, MetricType type, double value) {
@@ -117,6 +118,15 @@ std::vector<prometheus::MetricFamily> ServingFamilies(const WatchHub& hub,
   const uint64_t head = store.revision(), oldest = store.oldest_event_revision();
   one("admitd_event_log_events", "Events kept in the store's event log (Watch resumes from it).",
       MetricType::Gauge, static_cast<double>(head + 1 > oldest ? head + 1 - oldest : 0));
+  if (tracer.enabled()) {
+    one("admitd_tracing_spans_exported_total", "Spans sent to the OTLP collector.",
+        MetricType::Counter, static_cast<double>(tracer.spans_exported()));
+    one("admitd_tracing_spans_dropped_total",
+        "Spans dropped: the export queue was full, or the collector refused or missed them.",
+        MetricType::Counter, static_cast<double>(tracer.spans_dropped()));
+    one("admitd_tracing_export_failures_total", "OTLP export requests that failed.",
+        MetricType::Counter, static_cast<double>(tracer.export_failures()));
+  }
   static const auto* const kHelp = new std::map<std::string, std::string>{
       {"write_stopped", "1 while RocksDB stops writes (a write stall), 0 otherwise."},
       {"delayed_write_rate_bytes",
@@ -182,8 +192,15 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->hub_ = std::make_unique<WatchHub>(kDefaultWatchBufferEvents,
                                             static_cast<size_t>(config.watch_buffer_bytes));
   server->metrics_ = std::make_unique<Metrics>();
+  tracing::TracerOptions trace_options;
+  trace_options.endpoint = config.otlp_endpoint;
+  trace_options.sample_ratio = config.trace_sample_ratio;
+  trace_options.service_name = config.trace_service_name;
+  server->tracer_ = tracing::Tracer::Create(std::move(trace_options));
+  server->traces_ = std::make_unique<TraceRecorder>(server->tracer_.get());
   SequencerOptions seq_options;
   seq_options.metrics = server->metrics_.get();
+  seq_options.traces = server->traces_->enabled() ? server->traces_.get() : nullptr;
   seq_options.manual_scheduling = config.manual_scheduling;
   seq_options.manual_clock = config.manual_clock;
   seq_options.clock = std::move(clock);
@@ -209,8 +226,8 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->metrics_->SetEngineSource(
       [seq = server->sequencer_.get()] { return ReadEngineState(seq); });
   server->metrics_->registry().AddCollector(
-      [hub = server->hub_.get(), store = server->store_.get()] {
-        return ServingFamilies(*hub, *store);
+      [hub = server->hub_.get(), store = server->store_.get(), tracer = server->tracer_.get()] {
+        return ServingFamilies(*hub, *store, *tracer);
       });
   server->finisher_ = std::make_unique<Finisher>();
   server->context_.sequencer = server->sequencer_.get();
@@ -237,7 +254,14 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   // connection; accept pings that often even when no data flows.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.experimental().SetInterceptorCreators(ParseErrorInterceptors());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors = ParseErrorInterceptors();
+  // After the parse-error answer, so calls are counted with the status their client gets.
+  auto calls = std::make_unique<RpcObserver>(&server->metrics_->registry(), server->tracer_.get());
+  server->calls_ = calls.get();
+  server->context_.calls = calls.get();
+  interceptors.push_back(std::move(calls));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr || server->port_ == 0) {
     server->store_->Close().IgnoreError();
@@ -356,6 +380,8 @@ void AdmitdServer::Shutdown(absl::Duration grace) {
   // The answers are sent; gRPC waits (up to the grace) for them to reach their callers.
   grpc_server_->Shutdown(absl::ToChronoTime(start + grace));
   metrics_server_.reset();
+  // The last spans (the calls just answered) go out, for up to 2 s.
+  tracer_->Shutdown(absl::Seconds(2));
   if (absl::Status closed = store_->Close(); !closed.ok()) {
     ADMITD_LOG(kError, "closing the store failed", {{"error", closed.ToString()}});
   }

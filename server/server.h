@@ -25,11 +25,14 @@
 #include "server/access_control.h"
 #include "server/admission_service.h"
 #include "server/config.h"
+#include "common/trace/tracer.h"
 #include "server/dispatch.h"
 #include "server/metrics.h"
 #include "server/pod_service.h"
 #include "server/queue_service.h"
+#include "server/rpc_observer.h"
 #include "server/sequencer.h"
+#include "server/trace_recorder.h"
 #include "server/multikueue/dispatcher.h"
 #include "server/watch_hub.h"
 #include "store/store.h"
@@ -74,6 +77,10 @@ class AdmitdServer {
   std::string address_;
   int port_ = 0;
   std::unique_ptr<Metrics> metrics_;
+  // Traces (both off without --otlp-endpoint); they outlive the sequencer that records into them.
+  std::unique_ptr<tracing::Tracer> tracer_;
+  std::unique_ptr<TraceRecorder> traces_;
+  RpcObserver* calls_ = nullptr;  // owned by grpc_server_
   // What grpc.health.v1 says for every service; /readyz answers it.
   std::atomic<bool> serving_{false};
   std::unique_ptr<HttpEndpoint> metrics_server_;
