@@ -4,6 +4,7 @@
 //   admitd-bench --config ... --find-scale [--time-scale START] [--max-scale M]
 //   admitd-bench --raw N [--seconds D]
 //   admitd-bench --raw N --security [--seconds D]   plaintext, TLS, mTLS and tokens compared
+//   admitd-bench --raw N --tracing [--seconds D]    tracing off, at 10 % and at 100 % compared
 //
 // Without --server it starts the admitd binary on a temporary data dir (fsync on) and reports
 // its peak memory. Exits non-zero when an invariant was violated or a workload never finished.
@@ -25,6 +26,7 @@
 #include "integration/bench/raw_run.h"
 #include "integration/bench/schedule_run.h"
 #include "integration/bench/security_run.h"
+#include "integration/bench/tracing_run.h"
 #include "integration/fixtures.h"
 
 #ifndef ADMITD_BINARY
@@ -36,9 +38,11 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: admitd-bench --config FILE [--time-scale F] [--find-scale [--max-scale M]]\n"
-    "       admitd-bench --raw N [--seconds D] [--security]\n"
+    "       admitd-bench --raw N [--seconds D] [--security | --tracing]\n"
     "  --security           the raw run against plaintext, TLS, mTLS + policy and\n"
     "                       TLS + service-account token + policy servers, compared\n"
+    "  --tracing            the raw run with tracing off, at 10 % and at 100 % sampling\n"
+    "                       (OTLP/gRPC to a counting collector in this process), compared\n"
     "  --server HOST:PORT   use a running admitd instead of starting one\n"
     "  --admitd PATH        the admitd binary to start (default: the one built with this)\n"
     "  --admitd-arg ARG     an extra argument for the started admitd (repeatable)\n"
@@ -55,6 +59,7 @@ struct Options {
   double max_scale = 4096;
   int raw = 0;
   bool security = false;
+  bool tracing = false;
   double seconds = 5;
   double timeout_s = 0;
 };
@@ -240,6 +245,8 @@ int Main(int argc, char** argv) {
       number(&options.max_scale);
     } else if (flag == "--security") {
       options.security = true;
+    } else if (flag == "--tracing") {
+      options.tracing = true;
     } else if (flag == "--raw") {
       double n = 0;
       number(&n);
@@ -252,6 +259,10 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "unknown flag %s\n%s", flag.c_str(), kUsage);
       return 2;
     }
+  }
+  if (options.raw > 0 && options.tracing) {
+    return RunTracingComparison(options.admitd, options.admitd_args, options.raw,
+                                absl::Seconds(options.seconds));
   }
   if (options.raw > 0 && options.security) {
     return RunSecurityComparison(options.admitd, options.admitd_args, options.raw,
