@@ -4,6 +4,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/time/time.h"
 #include "clients/client.h"
 #include "common/connection.h"
+#include "common/trace/trace_context.h"
 #include "common/manifest/manifest.h"
 #include "clients/table.h"
 #include "google/protobuf/util/json_util.h"
@@ -75,8 +77,20 @@ TLS flags (each defaults to its environment variable):
   --server-name NAME                  the name expected in the server's certificate
   --token-file FILE                   bearer token, e.g. an OIDC ID token ($ADMITD_TOKEN_FILE,
                                       or the token itself in $ADMITD_TOKEN)
+Tracing:
+  --trace                             record this command's calls in a new sampled trace and
+                                      print its id (stderr), to find them in the trace backend
+  $TRACEPARENT                        a W3C traceparent the calls continue instead
 Exit codes: 0 ok, 1 the server refused or failed, 2 bad usage or manifest.
 )";
+
+// The trace this command's calls belong to (a traceparent sent with each); unset: none.
+std::optional<tracing::SpanContext> g_trace;
+
+// Sends the command's traceparent with a call, when it has one.
+void AddTrace(grpc::ClientContext* ctx) {
+  if (g_trace) ctx->AddMetadata("traceparent", tracing::FormatTraceparent(*g_trace));
+}
 
 struct Args {
   std::vector<std::string> positional;
@@ -136,6 +150,7 @@ int Fail(const grpc::Status& status) {
 std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(30)) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  AddTrace(ctx.get());
   return ctx;
 }
 
@@ -525,6 +540,7 @@ int Watch(Client& client, const Args& args) {
   }
   req.set_namespace_(args.Get("-n"));
   grpc::ClientContext ctx;
+  AddTrace(&ctx);
   auto reader = client.admission().Watch(&ctx, req);
   v1::WatchEvent event;
   while (reader->Read(&event)) {
@@ -546,6 +562,7 @@ int PrintEvents(Client& client, const Args& args, const std::string& ns,
   req.set_namespace_(ns);
   const bool follow = args.Has("-w") || args.Has("--watch");
   grpc::ClientContext ctx;
+  AddTrace(&ctx);
   auto reader = client.admission().Watch(&ctx, req);
   v1::WatchEvent event;
   int shown = 0;
@@ -640,6 +657,16 @@ int Run(int argc, char** argv) {
   if (cmd == "version") {
     std::printf("admitctl 0.1.0 (API admitd.v1)\n");
     return 0;
+  }
+  if (const char* parent = std::getenv("TRACEPARENT"); parent != nullptr && *parent != '\0') {
+    g_trace = tracing::ParseTraceparent(parent);
+    if (!g_trace) return Usage(absl::StrCat("$TRACEPARENT \"", parent, "\" is not a W3C traceparent"));
+    g_trace->span_id = tracing::NewSpanId();  // this command, a child of the given span
+  } else if (args.Has("--trace")) {
+    g_trace = tracing::SpanContext{tracing::NewTraceId(), tracing::NewSpanId(), true, "", false};
+  }
+  if (g_trace && args.Has("--trace")) {
+    std::fprintf(stderr, "trace %s\n", tracing::Hex(g_trace->trace_id).c_str());
   }
   const char* env = std::getenv("ADMITD_SERVER");
   ConnectionOptions connection =

@@ -51,8 +51,20 @@ bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b) {
   return true;
 }
 
+namespace {
+thread_local const tracing::SpanContext* current_trace = nullptr;
+}  // namespace
+
+ReconcileTrace::ReconcileTrace(const tracing::SpanContext& span) : previous_(current_trace) {
+  current_trace = span.IsValid() ? &span : nullptr;
+}
+ReconcileTrace::~ReconcileTrace() { current_trace = previous_; }
+
 void SetDeadline(grpc::ClientContext* ctx) {
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(15)));
+  if (current_trace != nullptr) {
+    ctx->AddMetadata("traceparent", tracing::FormatTraceparent(*current_trace));
+  }
 }
 
 absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "clients/shim/admitd_link.h"
+#include "common/trace/trace_context.h"
 #include "admitd/v1/objects.pb.h"
 #include "nlohmann/json.hpp"
 
@@ -39,8 +40,22 @@ bool SameContainers(const google::protobuf::RepeatedPtrField<v1::Container>& a,
                     const google::protobuf::RepeatedPtrField<v1::Container>& b);
 bool SameTolerations(const v1::PodSpec& a, const v1::PodSpec& b);
 
-// A deadline of 15 s for one call to admitd.
+// A deadline of 15 s for one call to admitd, and the traceparent of the reconcile running on
+// this thread (see ReconcileTrace), when it is traced.
 void SetDeadline(grpc::ClientContext* ctx);
+
+// While it lives, the calls SetDeadline prepares on this thread carry `span` as their
+// traceparent (admitd's server spans become its children).
+class ReconcileTrace {
+ public:
+  explicit ReconcileTrace(const tracing::SpanContext& span);
+  ~ReconcileTrace();
+  ReconcileTrace(const ReconcileTrace&) = delete;
+  ReconcileTrace& operator=(const ReconcileTrace&) = delete;
+
+ private:
+  const tracing::SpanContext* previous_;
+};
 // OK, or the call's code with "<what>: <message>".
 absl::Status FromGrpc(const std::string& what, const grpc::Status& status);
 

@@ -56,6 +56,12 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   const ConnectionOptions* admitd = &admitd_connection;
   std::unique_ptr<Shim> shim(new Shim(config, *std::move(kube)));
   Shim* s = shim.get();
+  tracing::TracerOptions trace_options;
+  trace_options.service_name = "admitd-shim";
+  trace_options.endpoint = config.otlp_endpoint;
+  trace_options.sample_ratio = config.trace_sample_ratio;
+  trace_options.resource_attributes = {{"admitd.cluster", config.cluster}};
+  s->tracer_ = tracing::Tracer::Create(std::move(trace_options));
   s->events_ = std::make_unique<EventRecorder>(s->kube_, config.identity);
   s->jobs_ = std::make_unique<Informer>(
       s->kube_, "/apis/batch/v1/jobs",
@@ -149,6 +155,20 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   routes["/healthz"] = [s] { return s->Healthz(); };
   routes["/readyz"] = [s] { return s->Readyz(); };
   s->metrics_.AddCollector([s] { return s->CollectCounters(); });
+  s->metrics_.AddCollector([s] {
+    std::vector<prometheus::MetricFamily> out;
+    if (!s->tracer_->enabled()) return out;
+    out.push_back(MetricFamilyOf("admitd_shim_tracing_spans_exported_total",
+                                 "Spans sent to the OTLP collector.",
+                                 prometheus::MetricType::Counter));
+    AddSample(&out.back(), {}, static_cast<double>(s->tracer_->spans_exported()));
+    out.push_back(MetricFamilyOf("admitd_shim_tracing_spans_dropped_total",
+                                 "Spans dropped: the export queue was full or the collector "
+                                 "refused or missed them.",
+                                 prometheus::MetricType::Counter));
+    AddSample(&out.back(), {}, static_cast<double>(s->tracer_->spans_dropped()));
+    return out;
+  });
   routes["/metrics"] = [s] {
     return HttpReply{200, kPrometheusTextType, s->Metrics()};
   };
@@ -343,14 +363,23 @@ void Shim::StartWork() {
   for (int i = 0; i < config_.workers; ++i) {
     workers_.emplace_back([this] {
       Worker(queue_, [this](const std::string& key) { return reconciler_->Reconcile(key); },
-             reconcile_errors_, "job");
+             reconcile_errors_, "job", [this](const std::string& key) {
+               std::optional<nlohmann::json> job = jobs_->Get(key);
+               return job ? reconcile::Str(reconcile::Meta(*job), "uid") : std::string();
+             });
     });
   }
   if (multikueue_worker_) {
     workers_.emplace_back([this] {
       Worker(copy_queue_,
              [this](const std::string& key) { return multikueue_worker_->Reconcile(key); },
-             copy_reconcile_errors_, "multikueue copy");
+             copy_reconcile_errors_, "multikueue copy", [this](const std::string& key) {
+               const size_t slash = key.find('/');
+               if (slash == std::string::npos) return std::string();
+               std::optional<v1::Workload> copy =
+                   admitd_->Workload(key.substr(0, slash), key.substr(slash + 1));
+               return copy ? copy->metadata().uid() : std::string();
+             });
     });
   }
   if (ray_reconciler_) {
@@ -358,7 +387,10 @@ void Shim::StartWork() {
       workers_.emplace_back([this] {
         Worker(ray_queue_,
                [this](const std::string& key) { return ray_reconciler_->Reconcile(key); },
-               ray_reconcile_errors_, "raycluster");
+               ray_reconcile_errors_, "raycluster", [this](const std::string& key) {
+                 std::optional<nlohmann::json> rc = rayclusters_->Get(key);
+                 return rc ? reconcile::Str(reconcile::Meta(*rc), "uid") : std::string();
+               });
       });
     }
   }
@@ -398,9 +430,42 @@ void Shim::Resync() {
   }
 }
 
+tracing::Span Shim::StartReconcileSpan(const char* kind, const std::string& key,
+                                       const std::string& uid) {
+  if (!tracer_->enabled()) return tracing::Span();
+  tracing::SpanStart how;
+  tracing::SpanContext root;
+  if (!uid.empty()) {
+    const std::string object = absl::StrCat(kind, "/", uid);
+    root.trace_id = tracing::TraceIdFromKey(object);
+    root.span_id = tracing::SpanIdFromKey(object);
+    root.sampled = tracer_->Sampled(root.trace_id);
+    bool first = false;
+    if (root.sampled) {
+      absl::MutexLock lock(&traced_mu_);
+      if (traced_objects_.size() >= 100000) traced_objects_.clear();
+      first = traced_objects_.insert(uid).second;
+    }
+    if (first) {
+      tracing::SpanStart root_start;
+      root_start.trace_id = root.trace_id;
+      root_start.span_id = root.span_id;
+      root_start.sampled = true;
+      tracing::Span object_span = tracer_->StartSpan(absl::StrCat(kind, " ", key), root_start);
+      object_span.SetAttribute("k8s.object.uid", uid);
+      object_span.SetAttribute("admitd.cluster", config_.cluster);
+    }
+    how.parent = &root;
+  }
+  tracing::Span span = tracer_->StartSpan(absl::StrCat("reconcile ", kind), how);
+  span.SetAttribute("k8s.object", key);
+  return span;
+}
+
 void Shim::Worker(WorkQueue& queue,
                   const std::function<absl::Status(const std::string&)>& reconcile,
-                  std::atomic<int64_t>& errors, const char* kind) {
+                  std::atomic<int64_t>& errors, const char* kind,
+                  const std::function<std::string(const std::string&)>& uid_of) {
   std::string key;
   prometheus::Histogram& latency = metrics_.Histogram(
       "admitd_shim_reconcile_seconds", "Time one reconcile took, per kind of object.",
@@ -408,12 +473,18 @@ void Shim::Worker(WorkQueue& queue,
   while (queue.Get(&key)) {
     absl::Status s;
     const absl::Time start = absl::Now();
-    try {
-      s = reconcile(key);
-    } catch (const std::exception& e) {  // an object of an unexpected shape: retry, stay up
-      s = absl::InternalError(absl::StrCat("unexpected object: ", e.what()));
+    tracing::Span span = StartReconcileSpan(kind, key, tracer_->enabled() ? uid_of(key) : "");
+    {
+      reconcile::ReconcileTrace traced(span.context());
+      try {
+        s = reconcile(key);
+      } catch (const std::exception& e) {  // an object of an unexpected shape: retry, stay up
+        s = absl::InternalError(absl::StrCat("unexpected object: ", e.what()));
+      }
     }
     latency.Observe(absl::ToDoubleSeconds(absl::Now() - start));
+    if (!s.ok()) span.SetStatus(tracing::StatusCode::kError, std::string(s.message()));
+    span.End();
     if (s.ok()) {
       queue.Forget(key);
     } else {

@@ -38,6 +38,9 @@
 #include "clients/shim/work_queue.h"
 #include "common/http_endpoint.h"
 #include "common/metrics_registry.h"
+#include "common/trace/tracer.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 
 namespace admitd::shim {
 
@@ -67,9 +70,17 @@ class Shim {
   void Lead();       // on becoming leader
   void StartWork();  // once the caches have synced: the workers and the periodic resync
   // Takes keys from `queue` and reconciles them until the queue shuts down; failures are
-  // retried with the queue's backoff and counted in `errors`.
+  // retried with the queue's backoff and counted in `errors`. With tracing, each reconcile is a
+  // span in the trace of the object `uid_of(key)` names (see StartReconcileSpan).
   void Worker(WorkQueue& queue, const std::function<absl::Status(const std::string&)>& reconcile,
-              std::atomic<int64_t>& errors, const char* kind);
+              std::atomic<int64_t>& errors, const char* kind,
+              const std::function<std::string(const std::string&)>& uid_of);
+  // The span of one reconcile of `kind` `key`: a child of the object's root span, whose ids
+  // derive from the object's UID (recorded once per object by this process), so every
+  // reconcile of one object, by any replica, joins one trace. Not recording when tracing is off
+  // or the object's trace is not sampled.
+  tracing::Span StartReconcileSpan(const char* kind, const std::string& key,
+                                   const std::string& uid);
   void NamespaceWorker();
   void Resync();  // every key once more
   std::string Metrics() const { return metrics_.Render(); }
@@ -115,6 +126,10 @@ class Shim {
   std::atomic<int64_t> ray_reconcile_errors_{0};
   std::atomic<int64_t> copy_reconcile_errors_{0};
   MetricsRegistry metrics_;
+  std::unique_ptr<tracing::Tracer> tracer_;
+  absl::Mutex traced_mu_;
+  // Objects whose root span this process recorded (cleared when it grows past 100,000).
+  absl::flat_hash_set<std::string> traced_objects_ ABSL_GUARDED_BY(traced_mu_);
   absl::Notification done_;
   absl::Mutex stop_mu_;
 };

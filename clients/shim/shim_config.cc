@@ -32,6 +32,8 @@ become Workloads in admitd, and admitd's decisions start, stop and finish them.
   --lease-duration D, --renew-deadline D, --retry-period D
                                     leader election timing (default 15s, 10s, 2s)
   --health-listen ADDR              /healthz, /readyz and /metrics (default 0.0.0.0:8081)
+  --otlp-endpoint HOST:PORT         OTLP/gRPC collector for reconcile traces (default: none)
+  --trace-sample-ratio R            share of objects whose reconciles are traced (default 0.1)
   --webhook-listen ADDR             the admission webhook's HTTPS address (default 0.0.0.0:9443;
                                     empty: no webhook)
   --webhook-cert-dir DIR            tls.crt and tls.key, reloaded when they change
@@ -121,6 +123,13 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
     else if (name == "renew-deadline") s = duration(&c.renew_deadline);
     else if (name == "retry-period") s = duration(&c.retry_period);
     else if (name == "health-listen") c.health_listen = value;
+    else if (name == "otlp-endpoint") c.otlp_endpoint = value;
+    else if (name == "trace-sample-ratio") {
+      if (!absl::SimpleAtod(value, &c.trace_sample_ratio) || !(c.trace_sample_ratio >= 0) ||
+          c.trace_sample_ratio > 1) {
+        s = Bad(name, "must be a number from 0 to 1, not \"" + value + "\"");
+      }
+    }
     else if (name == "webhook-listen") c.webhook_listen = value;
     else if (name == "webhook-cert-dir") c.webhook_cert_dir = value;
     else if (name == "managed-namespaces-exclude") excluded = value, excluded_set = true;

@@ -36,6 +36,10 @@ struct ShimConfig {
   absl::Duration renew_deadline = absl::Seconds(10);
   absl::Duration retry_period = absl::Seconds(2);
   std::string health_listen = "0.0.0.0:8081";
+  // OpenTelemetry traces of reconciles (OTLP/gRPC, plaintext; empty: none) and the share of
+  // objects whose reconciles are recorded.
+  std::string otlp_endpoint;
+  double trace_sample_ratio = 0.1;
   std::string webhook_listen = "0.0.0.0:9443";  // empty: no webhook server
   std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
   std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
