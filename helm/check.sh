@@ -65,6 +65,45 @@ must_render() {
   fi
 }
 
+# Renders the admitd chart $1 with prometheusRule.enabled and the values after $2, and checks
+# that the dashboards ConfigMap holds the dashboards' files unchanged and the PrometheusRule's spec
+# is the rule file with the job selector replaced; $2 (JSON) says what else to expect: the
+# ConfigMap's labels (exactly these beside the chart's) and namespace, the PrometheusRule's
+# labels, namespace and jobRegex. Needs python3-yaml (skipped without).
+OBSERVABILITY='
+import glob, json, os, sys, yaml
+chart, values = sys.argv[1], json.loads(sys.argv[2])
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d is not None]
+dash = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-dashboards")]
+rule = [d for d in docs if d["kind"] == "PrometheusRule"]
+assert len(dash) == 1 and len(rule) == 1, "want one dashboards ConfigMap and one PrometheusRule"
+dash, rule = dash[0], rule[0]
+files = sorted(glob.glob(os.path.join(chart, "dashboards", "*.json")))
+assert sorted(dash["data"]) == [os.path.basename(f) for f in files], sorted(dash["data"])
+for f in files:
+    with open(f) as fh:
+        assert json.loads(dash["data"][os.path.basename(f)]) == json.load(fh), f
+own = {k: v for k, v in dash["metadata"]["labels"].items() if "kubernetes.io/" not in k
+       and not k.startswith("helm.sh/")}
+assert own == values["labels"], ("dashboards labels", own)
+assert dash["metadata"]["namespace"] == values["dashboardsNamespace"], dash["metadata"]
+assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+assert rule["metadata"]["namespace"] == values["ruleNamespace"], rule["metadata"]
+for k, v in values["ruleLabels"].items():
+    assert rule["metadata"]["labels"].get(k) == v, ("rule label", k)
+with open(os.path.join(chart, "prometheus", "admitd-rules.yaml")) as fh:
+    text = fh.read().replace("job=~\"admitd.*\"", "job=~%s" % json.dumps(values["jobRegex"]))
+assert rule["spec"] == yaml.safe_load(text), "the PrometheusRule spec differs from the rule file"
+'
+must_ship_observability() {
+  local chart=$1 want=$2 out
+  shift 2
+  [ "$have_yaml" = 1 ] || { echo "helm: dashboards and rules content: skipped (no yaml)"; return; }
+  out=$("$HELM" template r "$chart" --namespace admitd-system --set prometheusRule.enabled=true "$@")
+  "$PYTHON" -c "$OBSERVABILITY" "$chart" "$want" <<<"$out" ||
+    { echo "helm: rendering $chart with $*: dashboards or rules differ" >&2; exit 1; }
+}
+
 # Renders chart $1 with the values after $3, and checks that its webhook configurations hold the
 # webhooks $2 (names sorted, space-separated) and that the shim's arguments hold $3 ("-": no
 # --integrations flag).
@@ -89,15 +128,33 @@ HELM=${HELM:-$(command -v helm || true)}
 if [ -n "$HELM" ]; then
   chart=helm/admitd
   "$HELM" lint --strict "$chart"
-  must_render "$chart" "ConfigMap Secret Service Service StatefulSet"
-  must_render "$chart" "ConfigMap Secret Service Service StatefulSet" \
+  # Two ConfigMaps: admitd's config and the Grafana dashboards.
+  must_render "$chart" "ConfigMap ConfigMap Secret Service Service StatefulSet"
+  must_render "$chart" "ConfigMap ConfigMap Secret Service Service StatefulSet" \
     --set config.featureGates.ElasticJobsViaWorkloadSlices=true \
     --set persistence.storageClass=fast --set service.port=443
   # TLS from a Secret of one's own; TLS off; client certificates, tokens and a policy.
-  must_render "$chart" "ConfigMap Service Service StatefulSet" --set tls.secretName=mine
-  must_render "$chart" "ConfigMap Service Service StatefulSet" --set tls.enabled=false
-  must_render "$chart" "ConfigMap Secret Service Service StatefulSet" \
+  must_render "$chart" "ConfigMap ConfigMap Service Service StatefulSet" --set tls.secretName=mine
+  must_render "$chart" "ConfigMap ConfigMap Service Service StatefulSet" --set tls.enabled=false
+  must_render "$chart" "ConfigMap ConfigMap Secret Service Service StatefulSet" \
     -f "$chart/ci/auth-values.yaml"
+  # Dashboards off; alerting rules on.
+  must_render "$chart" "ConfigMap Secret Service Service StatefulSet" \
+    --set grafanaDashboards.enabled=false
+  must_render "$chart" "ConfigMap ConfigMap PrometheusRule Secret Service Service StatefulSet" \
+    --set prometheusRule.enabled=true
+  must_render "$chart" "ConfigMap PrometheusRule Secret Service Service StatefulSet" \
+    --set prometheusRule.enabled=true --set grafanaDashboards.enabled=false
+  must_ship_observability "$chart" '{"labels": {"grafana_dashboard": "1"},
+    "dashboardsNamespace": "admitd-system", "ruleNamespace": "admitd-system", "ruleLabels": {},
+    "jobRegex": "admitd.*"}'
+  must_ship_observability "$chart" '{"labels": {"dashboards": "admitd"},
+    "dashboardsNamespace": "monitoring", "ruleNamespace": "monitoring",
+    "ruleLabels": {"release": "prom"}, "jobRegex": "admitd|r-admitd"}' \
+    --set grafanaDashboards.labels.grafana_dashboard=null \
+    --set grafanaDashboards.labels.dashboards=admitd --set grafanaDashboards.namespace=monitoring \
+    --set prometheusRule.namespace=monitoring --set prometheusRule.labels.release=prom \
+    --set 'prometheusRule.jobRegex=admitd|r-admitd'
   must_refuse "$chart" "tls.enabled needs metrics.enabled" --set metrics.enabled=false
   must_refuse "$chart" "auth.authenticationConfig needs tls.enabled" \
     -f "$chart/ci/auth-values.yaml" --set tls.enabled=false
@@ -105,6 +162,9 @@ if [ -n "$HELM" ]; then
   must_refuse "$chart" "replicaCount is 0" --set replicaCount=0
   must_refuse "$chart" "/config/logLevel" --set config.logLevel=verbose
   must_refuse "$chart" "unknownKey" --set config.unknownKey=1
+  must_refuse "$chart" "unknownKey" --set grafanaDashboards.unknownKey=1
+  must_refuse "$chart" "unknownKey" --set prometheusRule.unknownKey=1
+  must_refuse "$chart" "/prometheusRule/enabled" --set-string prometheusRule.enabled=yes
   echo "helm chart $chart: ok"
 
   chart=helm/admitd-shim

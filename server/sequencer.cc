@@ -96,6 +96,13 @@ Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
     : engine_(engine), store_(store), hub_(hub), options_(std::move(options)) {
   if (options_.metrics != nullptr) {
     MetricsRegistry& r = options_.metrics->registry();
+    // The failure counters exist from the start at 0, so a first failure is an increase.
+    r.Counter("admitd_commit_failures_total", "Batches the store failed to commit.", {});
+    for (const char* result : {"ok", "failed"}) {
+      r.Counter("admitd_store_recovery_attempts_total",
+                "Attempts to make the store take writes again after a failed commit.",
+                {{"result", result}});
+    }
     batch_commands_ = &r.Histogram("admitd_sequencer_batch_commands",
                                    "Commands applied per sequencer batch.", {},
                                    {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
