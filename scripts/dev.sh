@@ -20,7 +20,7 @@ PACKAGES=(
   libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev
   prometheus-cpp-dev prometheus docker-compose
-  python3 python3-kubernetes python3-yaml unzip openssl
+  python3 python3-kubernetes python3-yaml python3-grpcio unzip openssl
 )
 BUILD_DIR=${BUILD_DIR:-build}
 SANITIZE_BUILD_DIR=${SANITIZE_BUILD_DIR:-build-asan}
