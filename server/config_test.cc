@@ -83,6 +83,33 @@ TEST(ConfigTest, FileIsReadAndFlagsWin) {
   EXPECT_EQ(config->sync_delay, absl::Milliseconds(1));
 }
 
+TEST(ConfigTest, Tracing) {
+  bool help;
+  absl::StatusOr<Config> off = ParseConfig({}, &help);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->otlp_endpoint, "");
+  EXPECT_EQ(off->trace_sample_ratio, 0.1);
+  std::string path = WriteFile("traced.yaml",
+                               "otlpEndpoint: jaeger:4317\ntraceSampleRatio: 0.5\n"
+                               "traceServiceName: admitd-eu\n");
+  absl::StatusOr<Config> file = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->otlp_endpoint, "jaeger:4317");
+  EXPECT_EQ(file->trace_sample_ratio, 0.5);
+  EXPECT_EQ(file->trace_service_name, "admitd-eu");
+  absl::StatusOr<Config> flags =
+      ParseConfig({"--config", path, "--trace-sample-ratio", "1"}, &help);
+  ASSERT_TRUE(flags.ok());
+  EXPECT_EQ(flags->trace_sample_ratio, 1);
+  for (const char* bad : {"1.5", "-0.1", "half", "nan"}) {
+    absl::StatusOr<Config> c = ParseConfig({"--trace-sample-ratio", bad}, &help);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(c.status().message()), ::testing::HasSubstr("--trace-sample-ratio"))
+        << bad;
+  }
+}
+
 TEST(ConfigTest, UnknownKeyNamesFileAndKey) {
   std::string path = WriteFile("bad.yaml", "listen: x:1\nlistenn: y\n");
   bool help;
