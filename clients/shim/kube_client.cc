@@ -199,6 +199,16 @@ std::string KubeClient::Token() const {
   return config_.token;
 }
 
+void KubeClient::Count(const std::string& method, long http_code) const {
+  int verb = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (method == kVerbs[i]) verb = i;
+  }
+  const int outcome = http_code >= 200 && http_code < 600 ? static_cast<int>(http_code / 100) - 2
+                                                          : 4;
+  (*counts_)[verb * 5 + outcome].fetch_add(1, std::memory_order_relaxed);
+}
+
 absl::StatusOr<nlohmann::json> KubeClient::Request(const std::string& method,
                                                    const std::string& path,
                                                    const std::string& body,
@@ -232,10 +242,12 @@ absl::StatusOr<nlohmann::json> KubeClient::Request(const std::string& method,
   }
   const CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
+    Count(method, 0);
     return absl::UnavailableError(absl::StrCat(method, " ", url, ": ", curl_easy_strerror(rc)));
   }
   long code = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  Count(method, code);
   if (absl::Status s = StatusFromHttp(code, response); !s.ok()) return s;
   nlohmann::json out = nlohmann::json::parse(response, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) {
@@ -368,10 +380,11 @@ absl::Status KubeClient::Watch(const std::string& path, const std::string& resou
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   SetTls(curl.get());
   const CURLcode rc = curl_easy_perform(curl.get());
-  if (!st.status.ok()) return st.status;
-  if (st.stopped) return absl::OkStatus();
   long code = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &code);
+  Count("GET", code);
+  if (!st.status.ok()) return st.status;
+  if (st.stopped) return absl::OkStatus();
   if (code != 0 && (code < 200 || code >= 300)) return StatusFromHttp(code, st.first_bytes);
   if (rc != CURLE_OK) {
     return absl::UnavailableError(absl::StrCat("watch ", url, ": ", curl_easy_strerror(rc)));

@@ -15,7 +15,9 @@
 #ifndef ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
 #define ADMITD_CLIENTS_SHIM_KUBE_CLIENT_H_
 
+#include <array>
 #include <atomic>
+#include <memory>
 #include <functional>
 #include <string>
 
@@ -55,6 +57,15 @@ class KubeClient {
  public:
   explicit KubeClient(KubeConfig config);
 
+  // Requests made so far, by verb (GET, POST, PUT, PATCH, DELETE; a watch is a GET) and outcome
+  // ("2xx", "3xx", "4xx", "5xx", or "error" when no answer came), for the metrics. Copies of a
+  // client share the counts.
+  static constexpr const char* kVerbs[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+  static constexpr const char* kOutcomes[] = {"2xx", "3xx", "4xx", "5xx", "error"};
+  int64_t requests(int verb, int outcome) const {
+    return counts_->at(verb * 5 + outcome).load(std::memory_order_relaxed);
+  }
+
   absl::StatusOr<nlohmann::json> Get(const std::string& path) const;
   absl::StatusOr<nlohmann::json> Create(const std::string& path, const nlohmann::json& body) const;
   // PUT: ABORTED when body's metadata.resourceVersion is stale.
@@ -87,7 +98,12 @@ class KubeClient {
   std::string Token() const;
   void SetTls(void* curl) const;  // the CA, client certificate and verification options
 
+  // Counts a request's outcome: an HTTP status, or 0 when none came.
+  void Count(const std::string& method, long http_code) const;
+
   KubeConfig config_;
+  std::shared_ptr<std::array<std::atomic<int64_t>, 25>> counts_ =
+      std::make_shared<std::array<std::atomic<int64_t>, 25>>();
 };
 
 // The absl::Status for an HTTP answer: `code` and, when it is one, the Kubernetes Status in `body`.

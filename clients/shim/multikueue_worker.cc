@@ -64,6 +64,12 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
   }
   const std::string job_name = reconcile::Str((*job)["metadata"], "name");
   if (jobs_.Get(ns + "/" + job_name).has_value()) return absl::OkStatus();
+  // The copy read above may have been withdrawn since (and a Job made from it deleted): read it
+  // again right before creating, so a withdrawn copy never gets a new Job.
+  std::optional<v1::Workload> still = admitd_.Workload(ns, name);
+  if (!still || still->metadata().uid() != copy->metadata().uid() || reconcile::Finished(*still)) {
+    return absl::OkStatus();
+  }
   absl::StatusOr<nlohmann::json> created =
       kube_.Create(absl::StrCat("/apis/batch/v1/namespaces/", ns, "/jobs"), *job);
   if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {

@@ -157,6 +157,20 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   s->metrics_.AddCollector([s] { return s->CollectCounters(); });
   s->metrics_.AddCollector([s] {
     std::vector<prometheus::MetricFamily> out;
+    out.push_back(MetricFamilyOf(
+        "admitd_shim_kube_requests_total",
+        "Requests to the Kubernetes API server, per verb and outcome (2xx, 3xx, 4xx, 5xx, or "
+        "error: no answer).",
+        prometheus::MetricType::Counter));
+    for (int v = 0; v < 5; ++v) {
+      for (int o = 0; o < 5; ++o) {
+        const int64_t n = s->kube_.requests(v, o);
+        if (n > 0) {
+          AddSample(&out.back(), {{"verb", KubeClient::kVerbs[v]}, {"code", KubeClient::kOutcomes[o]}},
+                    static_cast<double>(n));
+        }
+      }
+    }
     if (!s->tracer_->enabled()) return out;
     out.push_back(MetricFamilyOf("admitd_shim_tracing_spans_exported_total",
                                  "Spans sent to the OTLP collector.",
@@ -294,6 +308,16 @@ void Shim::OnWorkload(const v1::Workload& wl) {
   if (multikueue_worker_ && owner == nullptr &&
       wl.metadata().labels().count(kMultiKueueOriginLabel)) {
     copy_queue_.Add(wl.metadata().namespace_() + "/" + wl.metadata().name());
+    // A Job made from this copy that has not adopted it yet: it must hear of the copy too (the
+    // manager may withdraw the copy first, and then the Job goes with it).
+    const std::string& ns = wl.metadata().namespace_();
+    const std::string& name = wl.metadata().name();
+    for (const nlohmann::json& j : jobs_->Select([&](const nlohmann::json& job) {
+           return reconcile::Str(reconcile::Meta(job), "namespace") == ns && IsMultiKueueWorkerJob(job) &&
+                  PrebuiltWorkloadName(job) == name;
+         })) {
+      queue_.Add(ns + "/" + reconcile::Str(reconcile::Meta(j), "name"));
+    }
   }
   if (owner == nullptr) return;
   const std::string key = wl.metadata().namespace_() + "/" + owner->name();

@@ -131,9 +131,13 @@ class TracingE2E(unittest.TestCase):
         self.assertIn(span.parent_span_id, reconcile_ids)
         self.assertEqual(span.kind, 2)  # SPAN_KIND_SERVER
 
-        # And the shim says it exported spans.
+        # And the shim says it exported spans, and counts its Kubernetes API requests.
         self.wait_until(lambda: (self.shim.metric("admitd_shim_tracing_spans_exported_total") or 0) > 0,
                         "the shim's exported-spans counter")
+        _, text = self.shim.get("/metrics")
+        self.assertRegex(text, r'admitd_shim_kube_requests_total\{verb="GET",code="2xx"\} [1-9]')
+        self.assertRegex(text, r'admitd_shim_kube_requests_total\{verb="PATCH",code="2xx"\} [1-9]')
+        self.assertRegex(text, r'admitd_shim_reconcile_seconds_count\{kind="job"\} [1-9]')
 
 
 if __name__ == "__main__":
