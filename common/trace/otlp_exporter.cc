@@ -12,6 +12,16 @@ namespace otlp_common = opentelemetry::proto::common::v1;
 namespace otlp_trace = opentelemetry::proto::trace::v1;
 namespace otlp_collector = opentelemetry::proto::collector::trace::v1;
 
+// Span.flags and Span.Link.flags: the W3C trace flags in bits 0-7, then whether the parent (of a
+// span) or the linked span came from another process: bit 8 says the answer is known, bit 9 is it.
+constexpr uint32_t kSampledFlag = 0x01;
+constexpr uint32_t kHasIsRemoteFlag = 0x100;
+constexpr uint32_t kIsRemoteFlag = 0x200;
+
+uint32_t Flags(bool sampled, bool remote) {
+  return (sampled ? kSampledFlag : 0) | kHasIsRemoteFlag | (remote ? kIsRemoteFlag : 0);
+}
+
 uint64_t UnixNanos(absl::Time t) { return static_cast<uint64_t>(absl::ToUnixNanos(t)); }
 
 template <size_t N>
@@ -100,7 +110,7 @@ otlp_collector::ExportTraceServiceRequest ToOtlp(
     out->set_span_id(Bytes(s->context.span_id));
     out->set_trace_state(s->context.trace_state);
     if (IsValid(s->parent_span_id)) out->set_parent_span_id(Bytes(s->parent_span_id));
-    out->set_flags(s->context.sampled ? 1 : 0);
+    out->set_flags(Flags(s->context.sampled, s->parent_remote));
     out->set_name(s->name);
     out->set_kind(KindOf(s->kind));
     out->set_start_time_unix_nano(UnixNanos(s->start));
@@ -117,7 +127,7 @@ otlp_collector::ExportTraceServiceRequest ToOtlp(
       link->set_trace_id(Bytes(l.context.trace_id));
       link->set_span_id(Bytes(l.context.span_id));
       link->set_trace_state(l.context.trace_state);
-      link->set_flags(l.context.sampled ? 1 : 0);
+      link->set_flags(Flags(l.context.sampled, l.context.remote));
       AddAttributes(l.attributes, link->mutable_attributes());
     }
     if (s->status != StatusCode::kUnset) {

@@ -2,9 +2,9 @@
 
 #include <openssl/sha.h>
 
-#include <algorithm>
 #include <cstring>
-#include <random>
+
+#include "absl/random/random.h"
 
 namespace admitd::tracing {
 namespace {
@@ -46,18 +46,21 @@ bool AllZero(const std::array<uint8_t, N>& id) {
   return true;
 }
 
-std::mt19937_64& Generator() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
+// Fully seeded from the OS (a generator seeded with one 32-bit value would give only 2^32
+// distinct id sequences across all processes, and trace ids would collide).
+absl::BitGen& Generator() {
+  thread_local absl::BitGen generator;
   return generator;
 }
 
 template <size_t N>
 std::array<uint8_t, N> RandomId() {
+  static_assert(N % 8 == 0, "ids are whole 64-bit words");
   std::array<uint8_t, N> id{};
   do {
     for (size_t i = 0; i < N; i += 8) {
-      const uint64_t r = Generator()();
-      std::memcpy(id.data() + i, &r, std::min<size_t>(8, N - i));
+      const uint64_t r = absl::Uniform<uint64_t>(Generator());
+      std::memcpy(id.data() + i, &r, 8);
     }
   } while (AllZero(id));
   return id;
@@ -98,6 +101,15 @@ std::optional<SpanContext> ParseTraceparent(std::string_view header) {
   out.sampled = (flags[0] & 1) != 0;
   out.remote = true;
   return out;
+}
+
+std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
+                                            std::string_view tracestate) {
+  std::optional<SpanContext> context = ParseTraceparent(traceparent);
+  if (context.has_value() && tracestate.size() <= kMaxTraceStateSize) {
+    context->trace_state.assign(tracestate.data(), tracestate.size());
+  }
+  return context;
 }
 
 std::string FormatTraceparent(const SpanContext& context) {

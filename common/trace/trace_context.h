@@ -2,7 +2,7 @@
 // processes, and W3C Trace Context's `traceparent` encoding of it.
 //
 //   std::optional<SpanContext> parent = ParseTraceparent(
-//       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+//       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate_header);
 //   std::string header = FormatTraceparent(span.context());
 //   TraceId id = TraceIdFromKey("workload/" + uid);  // the same id in every process, forever
 //
@@ -45,10 +45,15 @@ inline constexpr size_t kMaxTraceStateSize = 512;
 // all-zero id or version ff is invalid; a later version is read for its first four fields when
 // what follows them starts with '-'. nullopt when invalid. The result is marked remote.
 std::optional<SpanContext> ParseTraceparent(std::string_view header);
+// The same, with the `tracestate` header that came beside it: carried as it is when at most
+// kMaxTraceStateSize characters, dropped when longer (the parent itself is still used).
+std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
+                                            std::string_view tracestate);
 // "00-<trace id>-<span id>-<01|00>".
 std::string FormatTraceparent(const SpanContext& context);
 
-// Random, never all-zero ids (a per-thread generator).
+// Random, never all-zero ids, from a per-thread generator seeded by the operating system (no
+// lock, no system call after a thread's first id).
 TraceId NewTraceId();
 SpanId NewSpanId();
 

@@ -1,8 +1,6 @@
 #include "common/trace/tracer.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 namespace admitd::tracing {
 
@@ -53,34 +51,16 @@ std::unique_ptr<Tracer> Tracer::Create(TracerOptions options,
   return std::unique_ptr<Tracer>(new Tracer(std::move(options), std::move(exporter)));
 }
 
-namespace {
-
-uint64_t SampleBound(double ratio) {
-  if (!(ratio > 0)) return 0;
-  if (ratio >= 1) return std::numeric_limits<uint64_t>::max();
-  return static_cast<uint64_t>(std::ldexp(ratio, 64));
-}
-
-}  // namespace
-
 Tracer::Tracer(TracerOptions options, std::unique_ptr<Exporter> exporter)
     : options_(std::move(options)),
       exporter_(std::move(exporter)),
-      sample_bound_(SampleBound(options_.sample_ratio)),
-      sample_all_(options_.sample_ratio >= 1) {
+      sampler_(options_.sample_ratio) {
   if (exporter_ != nullptr) thread_ = std::thread([this] { Run(); });
 }
 
 Tracer::~Tracer() { Shutdown(options_.export_timeout); }
 
-bool Tracer::Sampled(const TraceId& trace_id) const {
-  if (sample_all_) return true;
-  uint64_t low = 0;
-  for (size_t i = 8; i < 16; ++i) low = low << 8 | trace_id[i];
-  return low < sample_bound_;
-}
-
-Span Tracer::StartSpan(std::string name, const SpanStart& how) {
+Span Tracer::StartSpan(std::string_view name, const SpanStart& how) {
   Span span;
   if (exporter_ == nullptr) return span;
   const bool child = how.parent != nullptr && how.parent->IsValid();
@@ -88,16 +68,18 @@ Span Tracer::StartSpan(std::string name, const SpanStart& how) {
                            : how.trace_id ? *how.trace_id
                                           : NewTraceId();
   span.context_.span_id = how.span_id ? *how.span_id : NewSpanId();
-  span.context_.sampled = how.sampled ? *how.sampled
-                          : child     ? how.parent->sampled
-                                      : Sampled(span.context_.trace_id);
+  span.context_.sampled =
+      how.sampled ? *how.sampled : sampler_.ShouldSample(span.context_.trace_id, how.parent);
   if (child) span.context_.trace_state = how.parent->trace_state;
   if (!span.context_.sampled) return span;
   span.tracer_ = this;
   span.data_ = std::make_unique<SpanData>();
   span.data_->context = span.context_;
-  if (child) span.data_->parent_span_id = how.parent->span_id;
-  span.data_->name = std::move(name);
+  if (child) {
+    span.data_->parent_span_id = how.parent->span_id;
+    span.data_->parent_remote = how.parent->remote;
+  }
+  span.data_->name.assign(name.data(), name.size());
   span.data_->kind = how.kind;
   span.data_->start = how.start == absl::InfinitePast() ? absl::Now() : how.start;
   return span;

@@ -1,14 +1,14 @@
 // Tracer: records OpenTelemetry spans and exports them over OTLP/gRPC from a bounded queue on
 // its own thread.
 //
-// A span is recorded only when sampled: parent-based, with a ratio for roots (a root is sampled
-// when its trace id's last 8 bytes, read big-endian, fall below ratio * 2^64, so the decision
-// is the same in every process that sees the trace id). An unsampled span costs a branch: it
-// keeps only its context, for propagation. Ending a sampled span moves it into the queue and
-// never waits for I/O: when the queue is full the span is dropped and counted. The export
-// thread sends up to `max_batch` spans per request, at least every `flush_interval`; a request
-// that fails drops its spans (counted) and is not retried, so a collector that is down costs
-// spans, never memory.
+// A span is recorded only when sampled: parent-based, with a ratio for roots (see sampler.h: the
+// decision is the same in every process that sees the trace id). An unsampled span costs a
+// branch and its ids, and allocates nothing (but a copy of a tracestate it hands on): it keeps
+// only its context, for propagation. Ending a sampled span moves it into the queue and never
+// waits for I/O: when the queue is full the span is dropped and counted. The export thread sends
+// up to `max_batch` spans per request, at least every `flush_interval`; a request that fails
+// drops its spans (counted) and is not retried, so a collector that is down costs spans, never
+// memory.
 //
 //   auto tracer = Tracer::Create({.endpoint = "localhost:4317", .sample_ratio = 0.1});
 //   tracing::Span span = tracer->StartSpan("Submit", {.kind = SpanKind::kServer,
@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -39,6 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/trace/sampler.h"
 #include "common/trace/trace_context.h"
 #include "otlp/trace_service.pb.h"
 
@@ -53,7 +55,8 @@ using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 // A finished span, as exported.
 struct SpanData {
   SpanContext context;
-  SpanId parent_span_id{};  // all zero for a root
+  SpanId parent_span_id{};     // all zero for a root
+  bool parent_remote = false;  // the parent came from another process (a traceparent)
   std::string name;
   SpanKind kind = SpanKind::kInternal;
   absl::Time start;
@@ -163,11 +166,13 @@ class Tracer {
   ~Tracer();  // Shutdown(export_timeout)
 
   bool enabled() const { return exporter_ != nullptr; }
-  double sample_ratio() const { return options_.sample_ratio; }
+  double sample_ratio() const { return sampler_.ratio(); }
 
-  Span StartSpan(std::string name, const SpanStart& how = {});
+  // A span named `name` (copied only when the span is sampled). When the tracer is off the span
+  // has an invalid context and records nothing.
+  Span StartSpan(std::string_view name, const SpanStart& how = {});
   // The ratio sampler's decision for a root of `trace_id`.
-  bool Sampled(const TraceId& trace_id) const;
+  bool Sampled(const TraceId& trace_id) const { return sampler_.SampleRoot(trace_id); }
 
   // Spans exported, dropped (queue full or a failed export), and failed export requests.
   uint64_t spans_exported() const { return exported_.load(std::memory_order_relaxed); }
@@ -189,8 +194,7 @@ class Tracer {
 
   const TracerOptions options_;
   const std::unique_ptr<Exporter> exporter_;
-  const uint64_t sample_bound_;  // roots with trace id low bits below this are sampled
-  const bool sample_all_;
+  const Sampler sampler_;
 
   std::atomic<uint64_t> exported_{0};
   std::atomic<uint64_t> dropped_{0};
