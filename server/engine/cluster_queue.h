@@ -17,6 +17,8 @@
 
 namespace admitd::engine {
 
+struct WorkloadEntry;
+
 // Where a pending workload sorts in its ClusterQueue.
 struct QueueKey {
   int32_t priority = 0;
@@ -55,7 +57,9 @@ struct ClusterQueueState {
   FlavorResourceAmounts usage;
   int reserving = 0;
   int admitted = 0;
-  std::set<std::string> reserved_keys;  // workloads holding a reservation here
+  // Workloads holding a reservation here, by namespace/name (entries of the engine's workload
+  // map, whose nodes never move).
+  std::map<std::string, WorkloadEntry*> reserved;
 
   // Pending workloads: the heap gives heads; inadmissible ones wait for a requeue event.
   std::set<QueueKey> heap;

@@ -114,8 +114,11 @@ Assignment Engine::Impl::AssignWithTargets(
       quota_tree_.Generation(cq.name()) > entry.last_assignment->generation) {
     entry.last_assignment.reset();
   }
+  // The oracle's searches, by what they were asked: the assignment's own search below is
+  // usually one of them, against the same state (the oracle leaves the tree as it found it).
+  std::map<std::pair<FlavorResource, int64_t>, std::vector<Target>> searched;
   const PreemptionOracle oracle = [&](const FlavorResource& fr, int64_t value) {
-    return SimulatePreemption(cq, entry, fr, value);
+    return SimulatePreemption(cq, entry, fr, value, &searched[{fr, value}]);
   };
   const ScanProgress* resume =
       entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
@@ -125,7 +128,13 @@ Assignment Engine::Impl::AssignWithTargets(
                                         /*explain=*/false, base ? &*base : nullptr);
   targets->clear();
   if (assignment.preempt) {
-    *targets = FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
+    auto known = assignment.usage.size() == 1 && assignment.needs_preemption.size() == 1 &&
+                         assignment.usage.begin()->first == *assignment.needs_preemption.begin()
+                     ? searched.find(*assignment.usage.begin())
+                     : searched.end();
+    *targets = known != searched.end()
+                   ? std::move(known->second)
+                   : FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
   }
   if (!assignment.fits && targets->empty()) {
     if (auto partial = PartialAssignment(cq, entry, flavors, oracle)) {

@@ -255,8 +255,11 @@ class Engine::Impl {
                                   const FlavorResourceQuantities& requests,
                                   const std::set<FlavorResource>& needed);
   // The preemption oracle of flavor assignment (§7.6).
+  // `found`, when given, receives the targets the search chose (what FindTargets gives for
+  // {fr: value}, needing fr).
   OracleAnswer SimulatePreemption(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
-                                  const FlavorResource& fr, int64_t value);
+                                  const FlavorResource& fr, int64_t value,
+                                  std::vector<Target>* found = nullptr);
   // Flavor assignment for `entry` with the preemption oracle, partial admission when the full
   // counts cannot be admitted, and the preemption targets of a preempting assignment.
   Assignment AssignWithTargets(const ClusterQueueState& cq, WorkloadEntry& entry,

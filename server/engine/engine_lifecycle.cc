@@ -82,7 +82,7 @@ bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
                            kMessageUnsatisfiedChecks, now);
   if (was != ready) {
     auto cq = cluster_queues_.find(entry.cluster_queue);
-    if (cq != cluster_queues_.end() && cq->second.reserved_keys.count(entry.key()) > 0) {
+    if (cq != cluster_queues_.end() && cq->second.reserved.count(entry.key()) > 0) {
       cq->second.admitted += ready ? 1 : -1;
     }
   }

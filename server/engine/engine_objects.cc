@@ -258,16 +258,19 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     }
     RequeueInadmissible(cq);
     if (cq.spec_object().spec().stop_policy() == "HoldAndDrain") {
-      Drain(cq.reserved_keys, kReasonClusterQueueStopped, "The ClusterQueue is stopped", now);
+      std::set<std::string> keys;
+      for (const auto& held : cq.reserved) keys.insert(held.first);
+      Drain(keys, kReasonClusterQueueStopped, "The ClusterQueue is stopped", now);
     }
     if (IsRunning(old_stop_policy) != IsRunning(cq.spec_object().spec().stop_policy())) {
       RequeueRestarted(now);
     }
     // Reservations follow a changed admission checks strategy (Kueue's workload controller
     // syncs the checks; only a workload that is not admitted yet has its Admitted re-derived).
-    const std::vector<std::string> reserved(cq.reserved_keys.begin(), cq.reserved_keys.end());
-    for (const std::string& wl_key : reserved) {
-      WorkloadEntry& entry = workloads_.at(wl_key);
+    std::vector<WorkloadEntry*> reserved;
+    for (const auto& held : cq.reserved) reserved.push_back(held.second);
+    for (WorkloadEntry* held : reserved) {
+      WorkloadEntry& entry = *held;
       const std::string before = entry.object.status().SerializeAsString();
       SyncAdmissionChecks(entry, cq, now);
       if (entry.object.status().SerializeAsString() == before) continue;
@@ -319,11 +322,11 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       RequeueInadmissible(cq->second);
       if (lq.spec().stop_policy() == "HoldAndDrain") {
         std::set<std::string> from_queue;
-        for (const std::string& wl_key : cq->second.reserved_keys) {
-          const v1::Workload& wl = workloads_.at(wl_key).object;
+        for (const auto& held : cq->second.reserved) {
+          const v1::Workload& wl = held.second->object;
           if (wl.metadata().namespace_() == lq.metadata().namespace_() &&
               wl.spec().queue_name() == lq.metadata().name()) {
-            from_queue.insert(wl_key);
+            from_queue.insert(held.first);
           }
         }
         Drain(from_queue, kReasonLocalQueueStopped, "The LocalQueue is stopped", now);

@@ -46,9 +46,24 @@ absl::Time ReservedAt(const v1::Workload& wl) {
 
 struct Candidate {
   WorkloadEntry* entry;
-  std::string lca;  // for candidates of other queues: where the tree walk found them
+  const std::string* lca;  // for candidates of other queues: where the tree walk found them
   Variant variant;
+  // The candidate order's keys (§7.4), read once instead of on every comparison.
+  bool evicted = false;
+  bool other_queue = false;
+  int32_t priority = 0;
+  absl::Time reserved_at;
 };
+
+Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
+                        const std::string& own) {
+  Candidate c{entry, lca, variant};
+  c.evicted = IsConditionTrue(entry->object, kEvicted);
+  c.other_queue = entry->cluster_queue != own;
+  c.priority = entry->object.spec().priority();
+  c.reserved_at = ReservedAt(entry->object);
+  return c;
+}
 
 }  // namespace
 
@@ -81,24 +96,28 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     return Variant::kReclaimWhileBorrowing;
   };
 
+  static const std::string kNoLca;
   std::vector<Candidate> same_queue, hierarchy, priority;
   if (!policy.within_cluster_queue().empty() && policy.within_cluster_queue() != "Never") {
-    for (const std::string& key : cq.reserved_keys) {
-      WorkloadEntry& c = workloads_.at(key);
+    for (const auto& held : cq.reserved) {
+      WorkloadEntry& c = *held.second;
       if (eligible(c) && PolicyAllows(policy.within_cluster_queue(), preemptor, c)) {
-        same_queue.push_back({&c, "", Variant::kWithinQueue});
+        same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own));
       }
     }
   }
   const std::string& reclaim = policy.reclaim_within_cohort();
+  std::vector<QuotaTree::ReclaimScope> scopes;
   if (!reclaim.empty() && reclaim != "Never") {
-    for (const QuotaTree::ReclaimScope& scope : quota_tree_.ReclaimScopes(own, requests, needed)) {
-      for (const std::string& key : cluster_queues_.at(scope.cluster_queue).reserved_keys) {
-        WorkloadEntry& c = workloads_.at(key);
+    scopes = quota_tree_.ReclaimScopes(own, requests, needed);
+    for (const QuotaTree::ReclaimScope& scope : scopes) {
+      for (const auto& held : cluster_queues_.at(scope.cluster_queue).reserved) {
+        WorkloadEntry& c = *held.second;
         if (!eligible(c)) continue;
         const Variant v = classify(c, scope.advantage);
         if (v == Variant::kNever) continue;
-        (v == Variant::kHierarchical ? hierarchy : priority).push_back({&c, scope.lca, v});
+        (v == Variant::kHierarchical ? hierarchy : priority)
+            .push_back(MakeCandidate(&c, &scope.lca, v, own));
       }
     }
   }
@@ -106,19 +125,12 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
   // Candidate order (§7.4) within each class, then Kueue's concatenation: evicted ones of every
   // class first, then the rest, each as hierarchy, other queues, own queue.
-  auto order = [&own](const Candidate& x, const Candidate& y) {
-    const WorkloadEntry* a = x.entry;
-    const WorkloadEntry* b = y.entry;
-    const bool ea = IsConditionTrue(a->object, kEvicted), eb = IsConditionTrue(b->object, kEvicted);
-    if (ea != eb) return ea;
-    const bool oa = a->cluster_queue != own, ob = b->cluster_queue != own;
-    if (oa != ob) return oa;
-    if (a->object.spec().priority() != b->object.spec().priority()) {
-      return a->object.spec().priority() < b->object.spec().priority();
-    }
-    const absl::Time ra = ReservedAt(a->object), rb = ReservedAt(b->object);
-    if (ra != rb) return ra > rb;
-    return a->object.metadata().uid() < b->object.metadata().uid();
+  auto order = [](const Candidate& a, const Candidate& b) {
+    if (a.evicted != b.evicted) return a.evicted;
+    if (a.other_queue != b.other_queue) return a.other_queue;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.reserved_at != b.reserved_at) return a.reserved_at > b.reserved_at;
+    return a.entry->object.metadata().uid() < b.entry->object.metadata().uid();
   };
   for (auto* list : {&same_queue, &hierarchy, &priority}) {
     std::stable_sort(list->begin(), list->end(), order);
@@ -128,7 +140,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   for (bool evicted : {true, false}) {
     for (auto* list : {&hierarchy, &priority, &same_queue}) {
       for (const Candidate& c : *list) {
-        if (IsConditionTrue(c.entry->object, kEvicted) == evicted) candidates.push_back(c);
+        if (c.evicted == evicted) candidates.push_back(c);
       }
     }
   }
@@ -147,7 +159,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     if (c.entry->cluster_queue == own) return true;
     if (allow_borrowing && c.variant == Variant::kReclaimWithoutBorrowing) return false;
     // Earlier removals may have brought its queue (or a cohort on the way) back within quota.
-    return quota_tree_.StillReclaimable(c.entry->cluster_queue, c.lca, needed);
+    return quota_tree_.StillReclaimable(c.entry->cluster_queue, *c.lca, needed);
   };
   auto remove = [&](WorkloadEntry* c, int sign) {
     quota_tree_.AddUsage(c->cluster_queue, c->usage, -sign);
@@ -192,8 +204,10 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
 OracleAnswer Engine::Impl::SimulatePreemption(const ClusterQueueState& cq,
                                               const WorkloadEntry& preemptor,
-                                              const FlavorResource& fr, int64_t value) {
+                                              const FlavorResource& fr, int64_t value,
+                                              std::vector<Target>* found) {
   std::vector<Target> targets = FindTargets(cq, preemptor, {{fr, value}}, {fr});
+  if (found != nullptr) *found = targets;
   OracleAnswer answer;
   if (targets.empty()) {
     answer.possibility = OracleAnswer::Possibility::kNoCandidates;
