@@ -1,13 +1,16 @@
 // admitd-bench: Kueue's scheduler performance runner, end to end against admitd.
 //
-//   admitd-bench --config integration/bench/configs/baseline.yaml [--time-scale F]
+//   admitd-bench --config integration/bench/configs/baseline.yaml [--time-scale F] [--no-simulate]
+//   admitd-bench --config ... --simulate [--time-scale F]   the engine alone, in virtual time
 //   admitd-bench --config ... --find-scale [--time-scale START] [--max-scale M]
 //   admitd-bench --raw N [--seconds D]
 //   admitd-bench --raw N --security [--seconds D]   plaintext, TLS, mTLS and tokens compared
 //   admitd-bench --raw N --tracing [--seconds D]    tracing off, at 10 % and at 100 % compared
 //
 // Without --server it starts the admitd binary on a temporary data dir (fsync on) and reports
-// its peak memory. Exits non-zero when an invariant was violated or a workload never finished.
+// its peak memory. A run of a config first simulates the same schedule through the engine in
+// this process (before admitd starts), and reports the real wall time against the simulated one
+// too. Exits non-zero when an invariant was violated or a workload never finished.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@
 #include "integration/bench/raw_run.h"
 #include "integration/bench/schedule_run.h"
 #include "integration/bench/security_run.h"
+#include "integration/bench/simulate_run.h"
 #include "integration/bench/tracing_run.h"
 #include "integration/fixtures.h"
 
@@ -37,8 +41,14 @@ namespace admitd::bench {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: admitd-bench --config FILE [--time-scale F] [--find-scale [--max-scale M]]\n"
+    "usage: admitd-bench --config FILE [--time-scale F] [--no-simulate]\n"
+    "       admitd-bench --config FILE --simulate [--time-scale F]\n"
+    "       admitd-bench --config FILE [--time-scale F] --find-scale [--max-scale M]\n"
     "       admitd-bench --raw N [--seconds D] [--security | --tracing]\n"
+    "  --simulate           run the schedule through the admission engine alone, in virtual\n"
+    "                       time (no server, no latency), and print that report only\n"
+    "  --no-simulate        skip the simulation a run of a config starts with (its simulated\n"
+    "                       wall time is printed next to the real one)\n"
     "  --security           the raw run against plaintext, TLS, mTLS + policy and\n"
     "                       TLS + service-account token + policy servers, compared\n"
     "  --tracing            the raw run with tracing off, at 10 % and at 100 % sampling\n"
@@ -56,6 +66,8 @@ struct Options {
   std::vector<std::string> admitd_args;
   double scale = 1;
   bool find_scale = false;
+  bool simulate = false;
+  bool no_simulate = false;
   double max_scale = 4096;
   int raw = 0;
   bool security = false;
@@ -103,7 +115,8 @@ class Target {
 
   const std::string& address() const { return address_; }
 
-  void PrintMemory() const {
+  // `simulation_cpu_s`: CPU this process spent on a simulation before the run, not counted.
+  void PrintMemory(double simulation_cpu_s = 0) const {
     if (!process_) {
       std::printf("admitd peak RSS              (not measured: --server given)\n");
       return;
@@ -111,7 +124,7 @@ class Target {
     const int64_t kib = PeakRssKib(process_->pid());
     std::printf("admitd peak RSS (VmHWM)     %10.1f MiB\n", static_cast<double>(kib) / 1024);
     std::printf("CPU used: admitd %.1f s, admitd-bench %.1f s (both on this machine)\n",
-                CpuSeconds(process_->pid()), OwnCpuSeconds());
+                CpuSeconds(process_->pid()), OwnCpuSeconds() - simulation_cpu_s);
   }
 
  private:
@@ -131,8 +144,29 @@ absl::Duration Timeout(const Options& options, const Plan& plan, double scale) {
   return absl::Seconds(60) + absl::Milliseconds(50 * plan.lower_bound_ms() / scale);
 }
 
-// One scheduled run; returns its report (and prints it when `print`).
-RunReport RunOnce(const Options& options, const Config& config, double scale, bool print) {
+// The schedule through the engine alone, in virtual time, in this process.
+RunReport Simulate(const Config& config, double scale) {
+  return SimulateSchedule(Expand(config, ""), scale);
+}
+
+void PrintAgainstSimulation(const RunReport& real, const RunReport& simulated) {
+  std::printf("\nsimulated wall              %10.2f s   (the engine alone in virtual time, %.2f s "
+              "of CPU)\n",
+              simulated.wall_ms / 1000, simulated.cpu_ms / 1000);
+  std::printf("wall / simulated wall       %10.3f\n",
+              simulated.wall_ms > 0 ? real.wall_ms / simulated.wall_ms : 0);
+  std::printf("wall / lower bound          %10.3f   (simulated: %.3f)\n", real.ratio(),
+              simulated.ratio());
+  for (const std::string& v : simulated.violations) {
+    std::printf("VIOLATION (simulated): %s\n", v.c_str());
+  }
+  std::printf("simulation invariants: %s\n", simulated.ok() ? "OK" : "FAILED");
+}
+
+// One scheduled run; returns its report (and prints it when `print`, followed by how it compares
+// with `simulated` when given).
+RunReport RunOnce(const Options& options, const Config& config, double scale, bool print,
+                  const RunReport* simulated = nullptr) {
   std::unique_ptr<Target> target = Target::Open(options);
   if (!target) {
     RunReport failed;
@@ -153,10 +187,23 @@ RunReport RunOnce(const Options& options, const Config& config, double scale, bo
   RunReport report = RunSchedule(target->address(), plan, scale, Timeout(options, plan, scale));
   if (print) {
     PrintRunReport(report);
-    target->PrintMemory();
+    target->PrintMemory(simulated != nullptr ? simulated->cpu_ms / 1000 : 0);
+    if (simulated != nullptr) PrintAgainstSimulation(report, *simulated);
     std::fflush(stdout);
   }
   return report;
+}
+
+int SimulateMode(const Options& options, const Config& config) {
+  const Plan plan = Expand(config, "");
+  std::printf("admitd-bench: %s, %zu cohorts, %zu ClusterQueues, %zu workloads, time scale %g, "
+              "simulated (the engine alone, virtual time)\n",
+              options.config.c_str(), plan.cohorts.size(), plan.cluster_queues.size(),
+              plan.workloads.size(), options.scale);
+  std::fflush(stdout);
+  const RunReport report = SimulateSchedule(plan, options.scale);
+  PrintRunReport(report);
+  return report.ok() ? 0 : 1;
 }
 
 // Doubles the time scale from --time-scale on. Prints the largest scale at which the wall time
@@ -239,6 +286,10 @@ int Main(int argc, char** argv) {
       options.admitd_args.push_back(value());
     } else if (flag == "--time-scale") {
       number(&options.scale);
+    } else if (flag == "--simulate") {
+      options.simulate = true;
+    } else if (flag == "--no-simulate") {
+      options.no_simulate = true;
     } else if (flag == "--find-scale") {
       options.find_scale = true;
     } else if (flag == "--max-scale") {
@@ -278,9 +329,16 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
     return 2;
   }
+  if (options.simulate) return SimulateMode(options, *config);
   if (options.find_scale) return FindScale(options, *config);
-  RunReport report = RunOnce(options, *config, options.scale, true);
-  return report.ok() ? 0 : 1;
+  if (options.no_simulate) {
+    RunReport report = RunOnce(options, *config, options.scale, true);
+    return report.ok() ? 0 : 1;
+  }
+  // Before admitd starts, so that the two do not compete for the CPU.
+  const RunReport simulated = Simulate(*config, options.scale);
+  RunReport report = RunOnce(options, *config, options.scale, true, &simulated);
+  return report.ok() && simulated.ok() ? 0 : 1;
 }
 
 }  // namespace
