@@ -9,59 +9,22 @@
 // grows with the ClusterQueues that have work, not with N.
 // BM_CycleWithEquivalentPending: the same with N identical workloads: the first failure sets
 // the rest of its queue aside (§5.4), so later cycles have nothing to try.
+// BM_ApplyClusterQueue / BM_CreateClusterQueues: queue objects among N others.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "server/engine/engine.h"
+#include "server/engine/engine_bench_fixture.h"
 
 namespace admitd::engine {
 namespace {
 
-const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
-
-void SetUpQueues(Engine& engine, int queues, const std::string& cpu) {
-  v1::ApplyRequest flavor;
-  flavor.mutable_object()->mutable_resource_flavor()->mutable_metadata()->set_name("default");
-  (void)engine.Apply(flavor, kT0);
-  for (int q = 0; q < queues; ++q) {
-    v1::ApplyRequest cq;
-    auto* c = cq.mutable_object()->mutable_cluster_queue();
-    c->mutable_metadata()->set_name(absl::StrCat("cq-", q));
-    c->mutable_spec()->set_cohort_name(absl::StrCat("cohort-", q % 10));
-    c->mutable_spec()->mutable_namespace_selector();
-    auto* g = c->mutable_spec()->add_resource_groups();
-    g->add_covered_resources("cpu");
-    auto* fq = g->add_flavors();
-    fq->set_name("default");
-    fq->add_resources()->set_name("cpu");
-    fq->mutable_resources(0)->set_nominal_quota(cpu);
-    (void)engine.Apply(cq, kT0);
-    v1::ApplyRequest lq;
-    auto* l = lq.mutable_object()->mutable_local_queue();
-    l->mutable_metadata()->set_namespace_("ns");
-    l->mutable_metadata()->set_name(absl::StrCat("lq-", q));
-    l->mutable_spec()->set_cluster_queue(absl::StrCat("cq-", q));
-    (void)engine.Apply(lq, kT0);
-  }
-  engine.TakeChanges();
-}
-
-v1::SubmitRequest MakeSubmit(int64_t i, int queues) {
-  v1::SubmitRequest req;
-  auto* wl = req.mutable_workload();
-  wl->mutable_metadata()->set_namespace_("ns");
-  wl->mutable_metadata()->set_name(absl::StrCat("w-", i));
-  wl->mutable_spec()->set_queue_name(absl::StrCat("lq-", i % queues));
-  auto* ps = wl->mutable_spec()->add_pod_sets();
-  ps->set_name("main");
-  ps->set_count(1);
-  auto* c = ps->mutable_template_()->mutable_spec()->add_containers();
-  c->set_name("c");
-  (*c->mutable_resources()->mutable_requests())["cpu"] = "1";
-  return req;
-}
+using bench::kT0;
+using bench::MakeSubmit;
+using bench::SetUpQueues;
 
 void BM_SubmitAndAdmit(benchmark::State& state) {
   Engine engine;
@@ -69,14 +32,7 @@ void BM_SubmitAndAdmit(benchmark::State& state) {
   constexpr int kQueues = 100;
   SetUpQueues(engine, kQueues, "100000000");
   int64_t i = 0;
-  for (auto _ : state) {
-    (void)engine.Submit(MakeSubmit(i++, kQueues), kT0);
-    CycleStats s;
-    do {
-      s = engine.RunCycle(kT0);
-    } while (s.more);
-    if (i % 256 == 0) engine.TakeChanges();
-  }
+  for (auto _ : state) bench::SubmitAndAdmit(engine, i++, kQueues);
   state.counters["decisions/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
@@ -159,6 +115,55 @@ void BM_CycleWithEquivalentPending(benchmark::State& state) {
   state.counters["pending"] = static_cast<double>(state.range(0));
 }
 BENCHMARK(BM_CycleWithEquivalentPending)->Arg(100000)->Iterations(50)->Unit(benchmark::kMicrosecond);
+
+// Apply of one ClusterQueue (its nominal quota changed) among N others, 100 per cohort (fewer
+// when N < 100): the cost should not depend on N.
+void BM_ApplyClusterQueue(benchmark::State& state) {
+  const int queues = static_cast<int>(state.range(0));
+  const int cohorts = std::max(1, queues / 100);
+  Engine engine;
+  (void)engine.FinishRestore(0);
+  SetUpQueues(engine, queues, "10", cohorts);
+  int64_t i = 0;
+  for (auto _ : state) {
+    v1::ApplyRequest cq;
+    auto* c = cq.mutable_object()->mutable_cluster_queue();
+    const int q = static_cast<int>(i % queues);
+    c->mutable_metadata()->set_name(absl::StrCat("cq-", q));
+    c->mutable_spec()->set_cohort_name(absl::StrCat("cohort-", q % cohorts));
+    c->mutable_spec()->mutable_namespace_selector();
+    auto* g = c->mutable_spec()->add_resource_groups();
+    g->add_covered_resources("cpu");
+    auto* fq = g->add_flavors();
+    fq->set_name("default");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota((i / queues) % 2 == 0 ? "20" : "10");
+    ++i;
+    benchmark::DoNotOptimize(engine.Apply(cq, kT0));
+    if (i % 256 == 0) engine.TakeChanges();
+  }
+  state.counters["queues"] = static_cast<double>(queues);
+}
+BENCHMARK(BM_ApplyClusterQueue)->Arg(10)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+// Creating N ClusterQueues (100 per cohort) and their LocalQueues from nothing (a fresh
+// installation's set-up): the time per ClusterQueue should stay flat as N grows.
+void BM_CreateClusterQueues(benchmark::State& state) {
+  const int queues = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto engine = std::make_unique<Engine>();
+    (void)engine->FinishRestore(0);
+    state.ResumeTiming();
+    SetUpQueues(*engine, queues, "10", std::max(1, queues / 100));
+    state.PauseTiming();
+    engine.reset();
+    state.ResumeTiming();
+  }
+  state.counters["queues/s"] = benchmark::Counter(
+      static_cast<double>(queues), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_CreateClusterQueues)->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace admitd::engine

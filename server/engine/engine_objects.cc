@@ -241,7 +241,12 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   }
 
   // Side effects: what the change may unblock.
-  if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE || kind == v1::OBJECT_KIND_COHORT) RebuildQuotaTree();
+  if (kind == v1::OBJECT_KIND_COHORT) {
+    RebuildQuotaTree();
+  } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
+    const ClusterQueueState& cq = cluster_queues_.at(key);
+    quota_tree_.SetClusterQueue(key, &cq.spec_object().spec(), cq.usage);
+  }
   if (kind == v1::OBJECT_KIND_COHORT) {
     for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
   } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
@@ -531,7 +536,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
       cqs_with_heads_.erase(key);
       cluster_queues_.erase(it);
-      RebuildQuotaTree();
+      quota_tree_.SetClusterQueue(key, nullptr, {});
       return absl::OkStatus();
     }
     default: return InvalidArgument({{"kind", "must name a queue-side kind"}});

@@ -46,6 +46,7 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
   // Cohort objects first: their quota, limits and parents.
   for (const auto& [name, spec] : cohorts) {
     Node* n = Cohort(name);
+    n->is_object = true;
     ReadQuotas(spec->resource_groups(), &n->nominal, &n->borrowing_limit, &n->lending_limit);
   }
   for (const auto& [name, spec] : cohorts) {
@@ -93,6 +94,61 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
       Derive(node.get());
       node->generation = generations_;
     }
+  }
+}
+
+void QuotaTree::SetClusterQueue(const std::string& name, const v1::ClusterQueueSpec* spec,
+                                const FlavorResourceAmounts& usage) {
+  auto root_of = [](Node* n) {
+    while (n->parent != nullptr) n = n->parent;
+    return n;
+  };
+  Node* old_root = nullptr;
+  auto it = cluster_queues_.find(name);
+  if (it != cluster_queues_.end()) {
+    Node* n = it->second.get();
+    if (Node* parent = n->parent; parent != nullptr) {
+      parent->children.erase(std::find(parent->children.begin(), parent->children.end(), n));
+      n->parent = nullptr;
+      old_root = root_of(parent);
+      // A cohort that only existed because its members named it goes with its last member.
+      if (!parent->is_object && parent->children.empty() && parent->parent == nullptr) {
+        if (old_root == parent) old_root = nullptr;
+        cohorts_.erase(parent->name);
+      }
+    }
+    if (spec == nullptr) cluster_queues_.erase(it);
+  }
+  Node* new_root = nullptr;
+  if (spec != nullptr) {
+    std::unique_ptr<Node>& slot = cluster_queues_[name];
+    if (!slot) slot = std::make_unique<Node>();
+    Node* n = slot.get();
+    n->name = name;
+    n->is_cluster_queue = true;
+    n->nominal.clear();
+    n->borrowing_limit.clear();
+    n->lending_limit.clear();
+    ReadQuotas(spec->resource_groups(), &n->nominal, &n->borrowing_limit, &n->lending_limit);
+    n->usage = usage;
+    if (!spec->cohort_name().empty()) {
+      n->parent = Cohort(spec->cohort_name());
+      // Where Rebuild puts it: after the child cohorts, among the ClusterQueues by name.
+      std::vector<Node*>& siblings = n->parent->children;
+      auto at = std::find_if(siblings.begin(), siblings.end(), [n](const Node* c) {
+        return c->is_cluster_queue && c->name > n->name;
+      });
+      siblings.insert(at, n);
+    }
+    new_root = root_of(n);
+  }
+  if (old_root != nullptr) {
+    Derive(old_root);
+    old_root->generation = ++generations_;
+  }
+  if (new_root != nullptr && new_root != old_root) {
+    Derive(new_root);
+    new_root->generation = ++generations_;
   }
 }
 

@@ -37,6 +37,12 @@ class QuotaTree {
                const std::map<std::string, const v1::CohortSpec*>& cohorts,
                const std::map<std::string, FlavorResourceAmounts>& usage);
 
+  // Adds or updates one ClusterQueue (`spec`; null removes it) with its `usage`, re-deriving
+  // only the tree it leaves and the tree it joins: what Rebuild would give, at the cost of those
+  // trees instead of all of them. Their generations move.
+  void SetClusterQueue(const std::string& name, const v1::ClusterQueueSpec* spec,
+                       const FlavorResourceAmounts& usage);
+
   // Quota the ClusterQueue can still use for `fr`, borrowing included; never below 0.
   Amount Available(const std::string& cq, const FlavorResource& fr) const;
   // The most the ClusterQueue could use for `fr` if nothing else used anything.
@@ -103,6 +109,7 @@ class QuotaTree {
     FlavorResourceAmounts local_quota;
     FlavorResourceAmounts usage;
     uint64_t generation = 0;  // on roots only
+    bool is_object = false;   // a cohort with a Cohort object (not only named by its members)
   };
 
   bool WithinNominal(const Node& n, const std::set<FlavorResource>& frs) const;

@@ -1,5 +1,11 @@
 #include "server/engine/quota_tree.h"
 
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace admitd::engine {
@@ -114,6 +120,61 @@ TEST(QuotaTreeTest, SumsPastTheLargestQuantityStayExact) {
   tree.AddUsage("d", {{kCpu, kMaxQuantity / 2}}, -1);
   EXPECT_EQ(tree.Usage("a", kCpu), 0);
   EXPECT_EQ(tree.Available("a", kCpu), 3 * one);
+}
+
+// SetClusterQueue, one queue at a time, ends where Rebuild from the same objects does: every
+// query answers the same after each step of a random sequence of adds, moves, quota changes,
+// removals and usage.
+TEST(QuotaTreeTest, SetClusterQueueMatchesRebuild) {
+  std::mt19937 rng(7);
+  auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  // Cohort objects: "top" (quota 4) is the parent of "mid", which lends at most 2.
+  v1::CohortSpec top, mid;
+  {
+    auto* fq = top.add_resource_groups()->add_flavors();
+    fq->set_name("f");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota("4");
+    mid.set_parent_name("top");
+  }
+  const std::map<std::string, const v1::CohortSpec*> cohorts = {{"top", &top}, {"mid", &mid}};
+  const std::vector<std::string> cohort_names = {"", "mid", "top", "loose-a", "loose-b"};
+  std::map<std::string, v1::ClusterQueueSpec> specs;
+  std::map<std::string, FlavorResourceAmounts> usage;
+  QuotaTree incremental;
+  incremental.Rebuild({}, cohorts, {});
+  for (int step = 0; step < 400; ++step) {
+    const std::string name = absl::StrCat("cq-", pick(12));
+    if (pick(5) == 0 && specs.count(name) > 0 && usage[name].empty()) {
+      specs.erase(name);
+      usage.erase(name);
+      incremental.SetClusterQueue(name, nullptr, {});
+    } else if (pick(3) == 0 && specs.count(name) > 0) {
+      const FlavorResourceQuantities add = Cpu(1 + pick(3));
+      AddTo(&usage[name], add, +1);
+      incremental.AddUsage(name, add, +1);
+    } else {
+      specs[name] = Queue(cohort_names[pick(5)], absl::StrCat(pick(6)),
+                          pick(2) ? absl::StrCat(pick(4)) : "", pick(3) == 0 ? "1" : "");
+      incremental.SetClusterQueue(name, &specs[name], usage[name]);
+    }
+    std::map<std::string, const v1::ClusterQueueSpec*> pointers;
+    for (const auto& [n, spec] : specs) pointers[n] = &spec;
+    QuotaTree rebuilt;
+    rebuilt.Rebuild(pointers, cohorts, usage);
+    for (const auto& entry : specs) {
+      const std::string& cq = entry.first;
+      SCOPED_TRACE(absl::StrCat("step ", step, ", ", cq));
+      ASSERT_EQ(incremental.Available(cq, kCpu), rebuilt.Available(cq, kCpu));
+      ASSERT_EQ(incremental.PotentialAvailable(cq, kCpu), rebuilt.PotentialAvailable(cq, kCpu));
+      ASSERT_EQ(incremental.Usage(cq, kCpu), rebuilt.Usage(cq, kCpu));
+      ASSERT_EQ(incremental.BorrowingLevel(cq, kCpu, 3000), rebuilt.BorrowingLevel(cq, kCpu, 3000));
+      ASSERT_EQ(incremental.Path(cq), rebuilt.Path(cq));
+      ASSERT_EQ(incremental.ClusterQueuesUnder(incremental.Root(cq)),
+                rebuilt.ClusterQueuesUnder(rebuilt.Root(cq)));
+      ASSERT_EQ(incremental.UnderNominal(cq, {kCpu}), rebuilt.UnderNominal(cq, {kCpu}));
+    }
+  }
 }
 
 }  // namespace
