@@ -19,12 +19,17 @@ namespace admitd::engine {
 
 struct WorkloadEntry;
 
+struct WorkloadEntry;
+
 // Where a pending workload sorts in its ClusterQueue.
 struct QueueKey {
   int32_t priority = 0;
   absl::Time timestamp;
   std::string uid;
   std::string key;  // namespace/name, the tie breaker of last resort
+  // The workload itself (an entry of the engine's workload map, whose nodes never move); not
+  // part of the order.
+  WorkloadEntry* entry = nullptr;
 
   bool operator<(const QueueKey& o) const {
     if (priority != o.priority) return priority > o.priority;

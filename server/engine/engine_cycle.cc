@@ -178,7 +178,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
           first = cq.heap.find(sticky->second.queue_key);
         }
       }
-      WorkloadEntry& entry = workloads_.at(first->key);
+      WorkloadEntry& entry = first->entry != nullptr ? *first->entry : workloads_.at(first->key);
       if (SetAsideIfEquivalentFailed(cq, entry, now)) continue;
       cq.heap.erase(first);
       entry.where = WorkloadEntry::Where::kNone;

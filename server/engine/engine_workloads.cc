@@ -67,6 +67,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   }
   entry.queue_key.uid = wl.metadata().uid();
   entry.queue_key.key = entry.key();
+  entry.queue_key.entry = &entry;
   const std::string cq_name = ClusterQueueOf(wl.metadata().namespace_(), wl.spec().queue_name());
   entry.cluster_queue = cq_name;
   if (wl.spec().has_active() && !wl.spec().active()) {
@@ -162,15 +163,21 @@ uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
     if (ps.pod != nullptr) {
       // What flavor assignment reads from the pod: selectors, affinity, tolerations.
       // (Map fields serialize in no fixed order, so the selector is appended sorted instead.)
-      v1::PodSpec placement;
-      *placement.mutable_required_node_affinity() = ps.pod->required_node_affinity();
-      *placement.mutable_tolerations() = ps.pod->tolerations();
-      std::string bytes;
-      placement.SerializeToString(&bytes);
-      absl::StrAppend(&shape, bytes);
-      const std::map<std::string, std::string> selector(ps.pod->node_selector().begin(),
-                                                        ps.pod->node_selector().end());
-      for (const auto& [k, v] : selector) absl::StrAppend(&shape, k, "=", v, ";");
+      // Most pods have none of them, and then nothing is appended (an empty PodSpec
+      // serializes to nothing).
+      if (ps.pod->required_node_affinity_size() > 0 || ps.pod->tolerations_size() > 0) {
+        v1::PodSpec placement;
+        *placement.mutable_required_node_affinity() = ps.pod->required_node_affinity();
+        *placement.mutable_tolerations() = ps.pod->tolerations();
+        std::string bytes;
+        placement.SerializeToString(&bytes);
+        absl::StrAppend(&shape, bytes);
+      }
+      if (!ps.pod->node_selector().empty()) {
+        const std::map<std::string, std::string> selector(ps.pod->node_selector().begin(),
+                                                          ps.pod->node_selector().end());
+        for (const auto& [k, v] : selector) absl::StrAppend(&shape, k, "=", v, ";");
+      }
     }
     absl::StrAppend(&shape, "|");
   }
@@ -184,8 +191,8 @@ bool Engine::Impl::SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEnt
   if (cq.strict_fifo || cq.failed_hashes.empty()) return false;
   auto failed = cq.failed_hashes.find(SchedulingHash(entry));
   if (failed == cq.failed_hashes.end()) return false;
-  cq.heap.erase(entry.queue_key);
-  cq.inadmissible.insert(entry.queue_key);
+  // The set's node moves as it is: nothing is allocated or copied.
+  cq.inadmissible.insert(cq.heap.extract(entry.queue_key));
   entry.where = WorkloadEntry::Where::kInadmissible;
   const v1::Condition* c = FindCondition(entry.object, kQuotaReserved);
   if (c != nullptr &&
@@ -257,9 +264,9 @@ void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
   cq.failed_hashes.clear();
   if (cq.inadmissible.empty()) return;
   for (const QueueKey& k : cq.inadmissible) {
-    cq.heap.insert(k);
-    workloads_.at(k.key).where = WorkloadEntry::Where::kHeap;
+    (k.entry != nullptr ? *k.entry : workloads_.at(k.key)).where = WorkloadEntry::Where::kHeap;
   }
+  cq.heap.merge(cq.inadmissible);  // moves the nodes; a key is never in both sets
   cq.inadmissible.clear();
   RefreshHeads(cq);
 }

@@ -152,6 +152,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
     entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
     entry.queue_key.uid = wl.metadata().uid();
     entry.queue_key.key = key;
+    entry.queue_key.entry = &entry;
     entry.usage = UsageFromAdmission(entry);
     ChargeUsage(entry, +1);  // may exceed quota, as after a quota cut in Kueue
     EmitWorkload(entry, v1::WatchEvent::ADDED, "Imported",
