@@ -388,6 +388,9 @@ class Engine::Impl {
   // Workloads whose LocalQueue does not exist (yet), by LocalQueue (namespace/name).
   std::map<std::string, std::set<std::string>> lq_orphans_;
   QuotaTree quota_tree_;
+  // The ClusterQueues of each tree, by root: RequeueInadmissible's walk, kept until the tree's
+  // shape changes (a ClusterQueue or Cohort applied or deleted).
+  std::map<std::string, std::vector<ClusterQueueState*>> cohort_members_;
   // Reported pods by "cluster/namespace/name", and pod keys by the Workload they make up.
   std::map<std::string, PodEntry> pods_;
   std::map<std::string, std::set<std::string>> pods_of_workload_;

@@ -246,6 +246,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
     const ClusterQueueState& cq = cluster_queues_.at(key);
     quota_tree_.SetClusterQueue(key, &cq.spec_object().spec(), cq.usage);
+    cohort_members_.clear();
   }
   if (kind == v1::OBJECT_KIND_COHORT) {
     for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
@@ -537,6 +538,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       cqs_with_heads_.erase(key);
       cluster_queues_.erase(it);
       quota_tree_.SetClusterQueue(key, nullptr, {});
+      cohort_members_.clear();
       return absl::OkStatus();
     }
     default: return InvalidArgument({{"kind", "must name a queue-side kind"}});

@@ -242,10 +242,17 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
 }
 
 void Engine::Impl::RequeueInadmissible(ClusterQueueState& cq) {
-  for (const std::string& name : quota_tree_.ClusterQueuesUnder(quota_tree_.Root(cq.name()))) {
-    auto it = cluster_queues_.find(name);
-    if (it != cluster_queues_.end()) RequeueInadmissibleOne(it->second);
+  const std::string root = quota_tree_.Root(cq.name());
+  auto members = cohort_members_.find(root);
+  if (members == cohort_members_.end()) {
+    std::vector<ClusterQueueState*> found;
+    for (const std::string& name : quota_tree_.ClusterQueuesUnder(root)) {
+      auto it = cluster_queues_.find(name);
+      if (it != cluster_queues_.end()) found.push_back(&it->second);
+    }
+    members = cohort_members_.emplace(root, std::move(found)).first;
   }
+  for (ClusterQueueState* member : members->second) RequeueInadmissibleOne(*member);
 }
 
 void Engine::Impl::RebuildQuotaTree() {
@@ -258,6 +265,7 @@ void Engine::Impl::RebuildQuotaTree() {
   std::map<std::string, const v1::CohortSpec*> cohorts;
   for (const auto& [name, object] : cohorts_) cohorts[name] = &object.cohort().spec();
   quota_tree_.Rebuild(cqs, cohorts, usage);
+  cohort_members_.clear();
 }
 
 void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
