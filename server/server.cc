@@ -11,6 +11,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "common/log.h"
 #include "server/parse_errors.h"
+#include "server/recovery.h"
 #include "server/transport_security.h"
 
 namespace admitd {
@@ -27,36 +28,6 @@ const char* const kLivenessService = "liveness";
 constexpr absl::Duration kQuietBeforeClose = absl::Milliseconds(100);
 // ... but for this long at most, and at most half the grace.
 constexpr absl::Duration kMaxRefusingBeforeClose = absl::Seconds(2);
-
-// Loads every stored object into `engine` and finishes its recovery at the store's revision.
-absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
-                              uint64_t* objects) {
-  ADMITD_RETURN_IF_ERROR(store.ForEachObject(
-      [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
-        ++*objects;
-        if (kind == v1::OBJECT_KIND_WORKLOAD) {
-          v1::Workload workload;
-          if (!workload.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-            return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
-          }
-          return engine->Restore(workload);
-        }
-        if (kind == v1::OBJECT_KIND_POD) {
-          v1::PodObservation pod;
-          if (!pod.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-            return absl::DataLossError(absl::StrCat("stored pod ", key, " cannot be parsed"));
-          }
-          return engine->Restore(pod);
-        }
-        v1::QueueObject object;
-        if (!object.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          return absl::DataLossError(absl::StrCat("stored object ", key, " cannot be parsed"));
-        }
-        return engine->Restore(object);
-      }));
-  return engine->FinishRestore(store.revision());
-}
-
 
 // Every ClusterQueue with its status and the engine's object counts, read on the sequencer
 // thread between batches (the metrics' engine gauges, at each scrape); nullopt when the

@@ -200,12 +200,27 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
   return absl::OkStatus();
 }
 
-absl::Status Engine::Impl::Restore(const v1::Workload& workload) {
-  const std::string key =
-      absl::StrCat(workload.metadata().namespace_(), "/", workload.metadata().name());
-  WorkloadEntry& entry = workloads_[key];
-  entry.object = workload;
-  return ParsePodSets(&entry);
+namespace {
+
+// The entry of a restored workload, taking `workload` over. The store yields workloads with keys
+// ascending, so each normally goes at the end of the map, in constant time.
+WorkloadEntry& RestoreEntry(std::map<std::string, WorkloadEntry>* workloads,
+                            v1::Workload&& workload) {
+  std::string key = absl::StrCat(workload.metadata().namespace_(), "/", workload.metadata().name());
+  auto it = workloads->end();
+  if (workloads->empty() || workloads->rbegin()->first < key) {
+    it = workloads->emplace_hint(it, std::move(key), WorkloadEntry());
+  } else {
+    it = workloads->try_emplace(std::move(key)).first;
+  }
+  it->second.object = std::move(workload);
+  return it->second;
+}
+
+}  // namespace
+
+absl::Status Engine::Impl::Restore(v1::Workload&& workload) {
+  return ParsePodSets(&RestoreEntry(&workloads_, std::move(workload)));
 }
 
 absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
@@ -244,7 +259,10 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
 absl::Status Engine::Restore(const v1::QueueObject& object) { return impl_->Restore(object); }
-absl::Status Engine::Restore(const v1::Workload& workload) { return impl_->Restore(workload); }
+absl::Status Engine::Restore(const v1::Workload& workload) {
+  return impl_->Restore(v1::Workload(workload));
+}
+absl::Status Engine::Restore(v1::Workload&& workload) { return impl_->Restore(std::move(workload)); }
 absl::Status Engine::Restore(const v1::PodObservation& pod) { return impl_->Restore(pod); }
 absl::StatusOr<v1::ReportPodsResponse> Engine::ReportPods(const v1::ReportPodsRequest& request,
                                                           absl::Time now) {

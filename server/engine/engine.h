@@ -134,6 +134,7 @@ class Engine {
   // rebuilds queues and usage and resumes the revision counter at `revision`.
   absl::Status Restore(const v1::QueueObject& object);
   absl::Status Restore(const v1::Workload& workload);
+  absl::Status Restore(v1::Workload&& workload);  // takes the workload over instead of copying it
   absl::Status Restore(const v1::PodObservation& pod);
   absl::Status FinishRestore(uint64_t revision);
 

@@ -111,7 +111,7 @@ class Engine::Impl {
   // A timer armed for a pod workload (key "pod:<ns/name>"): reconciles it. False for others.
   bool TickPodTimer(const std::string& timer_key, absl::Time now);
   absl::Status Restore(const v1::QueueObject& object);
-  absl::Status Restore(const v1::Workload& workload);
+  absl::Status Restore(v1::Workload&& workload);
   absl::Status Restore(const v1::PodObservation& pod);
   absl::Status FinishRestore(uint64_t revision);
 
