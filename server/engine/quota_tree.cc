@@ -114,7 +114,8 @@ void QuotaTree::SetClusterQueue(const std::string& name, const v1::ClusterQueueS
       // A cohort that only existed because its members named it goes with its last member.
       if (!parent->is_object && parent->children.empty() && parent->parent == nullptr) {
         if (old_root == parent) old_root = nullptr;
-        cohorts_.erase(parent->name);
+        const std::string gone = parent->name;
+        cohorts_.erase(gone);
       }
     }
     if (spec == nullptr) cluster_queues_.erase(it);
