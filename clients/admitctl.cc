@@ -94,11 +94,15 @@ int Fail(const grpc::Status& status) {
   return 1;
 }
 
-std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(30)) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  AddTrace(ctx.get());
-  return ctx;
+// Runs one unary call (`call(context)`) within `timeout`, carrying the command's trace; a call
+// the server refused without running it (overloaded, shutting down) is retried after the delay
+// the server advises.
+grpc::Status Call(const std::function<grpc::Status(grpc::ClientContext*)>& call,
+                  absl::Duration timeout = absl::Seconds(30)) {
+  RetryOptions retry;
+  retry.timeout = timeout;
+  retry.prepare = AddTrace;
+  return CallWithRetry(call, retry);
 }
 
 v1::ObjectKind KindFromName(const std::string& name) {
@@ -152,7 +156,7 @@ int Submit(Client& client, const v1::Workload& wl, const std::string& source) {
   v1::SubmitRequest req;
   *req.mutable_workload() = wl;
   v1::SubmitResponse resp;
-  grpc::Status s = client.admission().Submit(Context().get(), req, &resp);
+  grpc::Status s = Call([&](auto* ctx) { return client.admission().Submit(ctx, req, &resp); });
   if (!s.ok()) {
     std::fprintf(stderr, "admitctl: %s:\n  %s\n", source.c_str(), DescribeError(s).c_str());
     return 1;
@@ -184,7 +188,7 @@ int Apply(Client& client, const Args& args) {
     v1::ApplyRequest req;
     *req.mutable_object() = m.object;
     v1::ApplyResponse resp;
-    grpc::Status s = client.queues().Apply(Context().get(), req, &resp);
+    grpc::Status s = Call([&](auto* ctx) { return client.queues().Apply(ctx, req, &resp); });
     if (!s.ok()) {
       std::fprintf(stderr, "admitctl: %s:\n  %s\n", m.source.c_str(), DescribeError(s).c_str());
       rc = 1;
@@ -237,7 +241,7 @@ int Import(Client& client, const Args& args) {
     }
   }
   v1::ImportResponse resp;
-  grpc::Status s = client.queues().Import(Context().get(), req, &resp);
+  grpc::Status s = Call([&](auto* ctx) { return client.queues().Import(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   std::printf("imported %d workload(s), %d already present\n", resp.imported(), resp.unchanged());
   return 0;
@@ -265,7 +269,7 @@ int Get(Client& client, const Args& args) {
       req.set_namespace_(ns.empty() ? "default" : ns);
       req.set_name(name);
       v1::Workload wl;
-      grpc::Status s = client.admission().Get(Context().get(), req, &wl);
+      grpc::Status s = Call([&](auto* ctx) { return client.admission().Get(ctx, req, &wl); });
       if (!s.ok()) return Fail(s);
       workloads.push_back(wl);
     } else {
@@ -274,7 +278,7 @@ int Get(Client& client, const Args& args) {
       req.set_page_size(1000);
       do {
         v1::ListWorkloadsResponse resp;
-        grpc::Status s = client.admission().List(Context().get(), req, &resp);
+        grpc::Status s = Call([&](auto* ctx) { return client.admission().List(ctx, req, &resp); });
         if (!s.ok()) return Fail(s);
         for (const v1::Workload& wl : resp.workloads()) workloads.push_back(wl);
         req.set_page_token(resp.next_page_token());
@@ -295,7 +299,7 @@ int Get(Client& client, const Args& args) {
     req.set_namespace_(ns);
     req.set_name(name);
     v1::QueueObject obj;
-    grpc::Status s = client.queues().Get(Context().get(), req, &obj);
+    grpc::Status s = Call([&](auto* ctx) { return client.queues().Get(ctx, req, &obj); });
     if (!s.ok()) return Fail(s);
     objects.push_back(obj);
   } else {
@@ -304,7 +308,7 @@ int Get(Client& client, const Args& args) {
     if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !args.Has("-A")) req.set_namespace_(ns);
     do {  // every page
       v1::ListObjectsResponse resp;
-      grpc::Status s = client.queues().List(Context().get(), req, &resp);
+      grpc::Status s = Call([&](auto* ctx) { return client.queues().List(ctx, req, &resp); });
       if (!s.ok()) return Fail(s);
       objects.insert(objects.end(), resp.objects().begin(), resp.objects().end());
       req.set_page_token(resp.next_page_token());
@@ -329,14 +333,14 @@ int Delete(Client& client, const Args& args) {
     req.set_namespace_(ns);
     req.set_name(args.positional[2]);
     v1::DeleteWorkloadResponse resp;
-    s = client.admission().Delete(Context().get(), req, &resp);
+    s = Call([&](auto* ctx) { return client.admission().Delete(ctx, req, &resp); });
   } else {
     v1::DeleteObjectRequest req;
     req.set_kind(kind);
     req.set_namespace_(ns);
     req.set_name(args.positional[2]);
     v1::DeleteObjectResponse resp;
-    s = client.queues().Delete(Context().get(), req, &resp);
+    s = Call([&](auto* ctx) { return client.queues().Delete(ctx, req, &resp); });
   }
   if (!s.ok()) return Fail(s);
   std::printf("%s/%s deleted\n", args.positional[1].c_str(), args.positional[2].c_str());
@@ -358,7 +362,8 @@ int Admit(Client& client, const Args& args, bool explain) {
     req.mutable_timeout()->set_seconds(absl::ToInt64Seconds(timeout));
   }
   v1::AdmitResponse resp;
-  grpc::Status s = client.admission().Admit(Context(timeout + absl::Seconds(5)).get(), req, &resp);
+  grpc::Status s = Call([&](auto* ctx) { return client.admission().Admit(ctx, req, &resp); },
+                        timeout + absl::Seconds(5));
   if (!s.ok()) return Fail(s);
   std::printf("%s", AdmitReport(resp).c_str());
   return 0;
@@ -388,7 +393,8 @@ int Release(Client& client, const Args& args) {
     return Usage("release needs --finished, --stopped or --reclaimable");
   }
   v1::ReleaseQuotaResponse resp;
-  grpc::Status s = client.admission().ReleaseQuota(Context().get(), req, &resp);
+  grpc::Status s = Call(
+      [&](auto* ctx) { return client.admission().ReleaseQuota(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
   return 0;
@@ -430,7 +436,7 @@ int Resize(Client& client, const Args& args) {
     req.set_generation(generation);
   }
   v1::ResizeResponse resp;
-  grpc::Status s = client.admission().Resize(Context().get(), req, &resp);
+  grpc::Status s = Call([&](auto* ctx) { return client.admission().Resize(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   std::printf("%s", ResizeReport(resp).c_str());
   return 0;
@@ -445,7 +451,7 @@ int SetActive(Client& client, const Args& args, bool active) {
   req.set_name(args.positional[1]);
   req.set_active(active);
   v1::SetActiveResponse resp;
-  grpc::Status s = client.admission().SetActive(Context().get(), req, &resp);
+  grpc::Status s = Call([&](auto* ctx) { return client.admission().SetActive(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
   return 0;
@@ -467,7 +473,8 @@ int Check(Client& client, const Args& args) {
     req.set_requeue_after_seconds(seconds);
   }
   v1::SetAdmissionCheckStateResponse resp;
-  grpc::Status s = client.admission().SetAdmissionCheckState(Context().get(), req, &resp);
+  grpc::Status s = Call(
+      [&](auto* ctx) { return client.admission().SetAdmissionCheckState(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   std::printf("workload/%s %s\n", args.positional[1].c_str(), StateName(resp.workload()).c_str());
   return 0;
@@ -564,7 +571,8 @@ int Cycles(Client& client, const Args& args) {
     req.set_advance_clock_seconds(seconds);
   }
   v1::RunSchedulingCyclesResponse resp;
-  grpc::Status s = client.queues().RunSchedulingCycles(Context().get(), req, &resp);
+  grpc::Status s = Call(
+      [&](auto* ctx) { return client.queues().RunSchedulingCycles(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   std::printf("cycles: %d  heads tried: %d  admitted: %d  revision: %llu\n", resp.cycles_run(),
               resp.attempted(), resp.admitted(), static_cast<unsigned long long>(resp.revision()));
@@ -576,7 +584,7 @@ int Directives(Client& client, const Args& args) {
   v1::ListDirectivesRequest req;
   req.set_cluster(args.Get("--cluster"));
   v1::ListDirectivesResponse resp;
-  grpc::Status s = client.pods().ListDirectives(Context().get(), req, &resp);
+  grpc::Status s = Call([&](auto* ctx) { return client.pods().ListDirectives(ctx, req, &resp); });
   if (!s.ok()) return Fail(s);
   if (resp.directives().empty()) {
     std::printf("nothing outstanding for cluster %s (revision %llu)\n", req.cluster().c_str(),

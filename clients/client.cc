@@ -1,6 +1,10 @@
 #include "clients/client.h"
 
+#include <algorithm>
+#include <random>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 
@@ -56,7 +60,50 @@ std::string DescribeError(const grpc::Status& status) {
       absl::StrAppend(&out, "\n  reason: ", info.reason());
     }
   }
+  if (std::optional<absl::Duration> delay = RetryDelayOf(status)) {
+    absl::StrAppend(&out, "\n  retry after: ", absl::FormatDuration(*delay));
+  }
   return out;
+}
+
+std::optional<absl::Duration> RetryDelayOf(const grpc::Status& status) {
+  if (status.ok() || status.error_details().empty()) return std::nullopt;
+  google::rpc::Status details;
+  if (!details.ParseFromString(status.error_details())) return std::nullopt;
+  for (const auto& any : details.details()) {
+    google::rpc::RetryInfo info;
+    if (any.UnpackTo(&info)) {
+      return absl::Seconds(info.retry_delay().seconds()) +
+             absl::Nanoseconds(info.retry_delay().nanos());
+    }
+  }
+  return std::nullopt;
+}
+
+bool RefusedWithRetry(const grpc::Status& status) {
+  return (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+          status.error_code() == grpc::StatusCode::UNAVAILABLE) &&
+         RetryDelayOf(status).has_value();
+}
+
+grpc::Status CallWithRetry(const std::function<grpc::Status(grpc::ClientContext*)>& call,
+                           const RetryOptions& options) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  const absl::Time deadline = absl::Now() + options.timeout;
+  absl::Duration backoff = options.initial_backoff;
+  grpc::Status status;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    if (options.prepare) options.prepare(&ctx);
+    status = call(&ctx);
+    if (!RefusedWithRetry(status) || attempt >= options.max_attempts) return status;
+    absl::Duration wait = std::max(*RetryDelayOf(status), backoff);
+    wait += wait * std::uniform_real_distribution<double>(0, 0.5)(random);
+    if (absl::Now() + wait >= deadline) return status;
+    absl::SleepFor(wait);
+    backoff = std::min(backoff * 2, options.max_backoff);
+  }
 }
 
 }  // namespace admitd::clients

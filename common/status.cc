@@ -45,6 +45,16 @@ absl::Status NotFound(absl::string_view kind, absl::string_view name, absl::stri
   return status;
 }
 
+absl::Status WithRetryDelay(absl::Status status, absl::Duration delay) {
+  if (delay < absl::ZeroDuration()) delay = absl::ZeroDuration();
+  google::rpc::RetryInfo info;
+  const int64_t nanos = absl::ToInt64Nanoseconds(delay);
+  info.mutable_retry_delay()->set_seconds(nanos / 1000000000);
+  info.mutable_retry_delay()->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  status.SetPayload(kRetryInfoTypeUrl, absl::Cord(info.SerializeAsString()));
+  return status;
+}
+
 std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status) {
   std::vector<FieldViolation> out;
   auto payload = status.GetPayload(kBadRequestTypeUrl);
@@ -63,6 +73,15 @@ std::string ErrorReasonOf(const absl::Status& status) {
   google::rpc::ErrorInfo info;
   if (!info.ParseFromString(std::string(*payload))) return "";
   return info.reason();
+}
+
+std::optional<absl::Duration> RetryDelayOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kRetryInfoTypeUrl);
+  if (!payload) return std::nullopt;
+  google::rpc::RetryInfo info;
+  if (!info.ParseFromString(std::string(*payload))) return std::nullopt;
+  return absl::Seconds(info.retry_delay().seconds()) +
+         absl::Nanoseconds(info.retry_delay().nanos());
 }
 
 }  // namespace admitd

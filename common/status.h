@@ -1,6 +1,6 @@
 // Error helpers shared by every layer: absl::Status builders that carry google.rpc details
-// (BadRequest field violations, ErrorInfo reasons) as payloads, and the two propagation macros
-// Debian's Abseil 20220623 lacks.
+// (BadRequest field violations, ErrorInfo reasons, RetryInfo delays) as payloads, and the two
+// propagation macros Debian's Abseil 20220623 lacks.
 //
 //   ADMITD_RETURN_IF_ERROR(store->Commit(batch));
 //   ADMITD_ASSIGN_OR_RETURN(Quantity q, Quantity::Parse(text));
@@ -10,6 +10,7 @@
 #ifndef ADMITD_COMMON_STATUS_H_
 #define ADMITD_COMMON_STATUS_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace admitd {
 
@@ -24,6 +26,7 @@ namespace admitd {
 inline constexpr absl::string_view kBadRequestTypeUrl =
     "type.googleapis.com/google.rpc.BadRequest";
 inline constexpr absl::string_view kErrorInfoTypeUrl = "type.googleapis.com/google.rpc.ErrorInfo";
+inline constexpr absl::string_view kRetryInfoTypeUrl = "type.googleapis.com/google.rpc.RetryInfo";
 inline constexpr absl::string_view kErrorDomain = "admitd.io";
 
 struct FieldViolation {
@@ -43,10 +46,16 @@ absl::Status ErrorWithReason(absl::StatusCode code, absl::string_view reason,
 absl::Status NotFound(absl::string_view kind, absl::string_view name,
                       absl::string_view field = "");
 
+// `status` with a google.rpc.RetryInfo{retry_delay: delay}: the call was not run and may be
+// retried after `delay`.
+absl::Status WithRetryDelay(absl::Status status, absl::Duration delay);
+
 // The violations carried by a status (empty when none).
 std::vector<FieldViolation> FieldViolationsOf(const absl::Status& status);
 // The ErrorInfo reason carried by a status (empty when none).
 std::string ErrorReasonOf(const absl::Status& status);
+// The RetryInfo delay carried by a status (nullopt when none).
+std::optional<absl::Duration> RetryDelayOf(const absl::Status& status);
 
 }  // namespace admitd
 

@@ -71,7 +71,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Submit(grpc::CallbackServerConte
   auto* request = const_cast<v1::SubmitRequest*>(req);
   auto* reactor = new LendingReactor();
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/Submit"}, resp,
       [request](engine::Engine& e, absl::Time now) {
         return e.Submit(std::move(*request), now, engine::Engine::Answer::kReference);
       },
@@ -90,7 +90,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   if (!req->wait() || req->dry_run()) {
     // Described once to surface errors (NOT_FOUND), then again after the batch's cycles.
     return Dispatch(
-        ctx_, rpc, resp,
+        ctx_, rpc, {"AdmissionService/Admit", IntakeCall::kRead}, resp,
         Gated(*std::move(gate), req->namespace_(), req->name(),
               [req](engine::Engine& e, absl::Time now) { return e.Describe(*req, now); }),
         [req](engine::Engine& e, v1::AdmitResponse* out) {
@@ -99,15 +99,18 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   }
   // Wait: answer when the workload settles or the deadline passes, whichever comes first.
   grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-  if (absl::Status accepting = CheckAccepting(ctx_); !accepting.ok()) {
-    reactor->Finish(ToGrpcStatus(accepting));
+  if (absl::Status taken = TakeCall(ctx_, {"AdmissionService/Admit", IntakeCall::kRead});
+      !taken.ok()) {
+    reactor->Finish(ToGrpcStatus(taken));
     return reactor;
   }
+  ServiceContext* ctx = ctx_;
   absl::Time deadline = std::min(absl::Now() + wait, absl::FromChrono(rpc->deadline()));
   std::string key = absl::StrCat(req->namespace_(), "/", req->name());
   Sequencer* sequencer = ctx_->sequencer;
   // A read: prepare looks the workload up and registers the waiter, which answers once the
-  // workload settles (or at the deadline); respond answers only a refusal.
+  // workload settles (or at the deadline); respond answers only a refusal. The call stops
+  // counting as waiting for the sequencer once its waiter is registered.
   auto error = std::make_shared<absl::Status>(absl::UnknownError("not applied"));
   Command command;
   command.apply = [](engine::Engine&, absl::Time) {};
@@ -133,6 +136,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
                                        ? commit
                                        : *error));
     }
+    ReleaseCall(ctx);
   };
   sequencer->Enqueue(std::move(command));
   return reactor;
@@ -147,7 +151,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReleaseQuota(grpc::CallbackServe
   if (!gate.ok()) return Refuse(rpc, gate.status());
   auto* reactor = new LendingReactor();
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/ReleaseQuota", IntakeCall::kRelease}, resp,
       Gated(*std::move(gate), req->namespace_(), req->name(),
             [req](engine::Engine& e, absl::Time now) {
               return e.ReleaseQuota(*req, now, engine::Engine::Answer::kReference);
@@ -163,7 +167,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Get(grpc::CallbackServerContext*
   absl::StatusOr<WorkloadGate> gate =
       WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kGet, req->namespace_());
   if (!gate.ok()) return Refuse(rpc, gate.status());
-  return Dispatch(ctx_, rpc, resp,
+  return Dispatch(ctx_, rpc, {"AdmissionService/Get", IntakeCall::kRead}, resp,
                   Gated(*std::move(gate), req->namespace_(), req->name(),
                         [req](engine::Engine& e, absl::Time) { return e.GetWorkload(*req); }));
 }
@@ -185,7 +189,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::List(grpc::CallbackServerContext
       ctx_->access == nullptr
           ? nullptr
           : ctx_->access->ScopeOf(*caller, auth::Verb::kList, auth::Resource::kWorkloads);
-  return Dispatch(ctx_, rpc, resp,
+  return Dispatch(ctx_, rpc, {"AdmissionService/List", IntakeCall::kRead}, resp,
                   [req, scope](engine::Engine& e,
                                absl::Time) -> absl::StatusOr<v1::ListWorkloadsResponse> {
                     absl::StatusOr<v1::ListWorkloadsResponse> out = e.ListWorkloads(*req);
@@ -210,7 +214,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Delete(grpc::CallbackServerConte
       WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kDelete, req->namespace_());
   if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/Delete", IntakeCall::kRelease}, resp,
       Gated(*std::move(gate), req->namespace_(), req->name(),
             [req](engine::Engine& e,
                   absl::Time now) -> absl::StatusOr<v1::DeleteWorkloadResponse> {
@@ -226,7 +230,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Resize(grpc::CallbackServerConte
       WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kResize, req->namespace_());
   if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/Resize"}, resp,
       [req, gate = *std::move(gate)](engine::Engine& e,
                                      absl::Time now) -> absl::StatusOr<v1::ResizeResponse> {
         for (const v1::Workload* wl : e.ResizeTargets(*req)) ADMITD_RETURN_IF_ERROR(gate.Allows(*wl));
@@ -259,7 +263,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerCo
       WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kSetActive, req->namespace_());
   if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/SetActive"}, resp,
       Gated(*std::move(gate), req->namespace_(), req->name(),
             [req](engine::Engine& e, absl::Time now) { return e.SetActive(*req, now); }),
       Refresh<v1::SetActiveResponse>);
@@ -273,7 +277,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
       ctx_->access, *rpc, auth::Verb::kSetAdmissionCheckState, req->namespace_());
   if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/SetAdmissionCheckState"}, resp,
       Gated(*std::move(gate), req->namespace_(), req->name(),
             [req](engine::Engine& e, absl::Time now) {
               return e.SetAdmissionCheckState(*req, now);
@@ -290,7 +294,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::UpdateRemoteJob(
       WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kSubmit, req->namespace_());
   if (!gate.ok()) return Refuse(rpc, gate.status());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"AdmissionService/UpdateRemoteJob"}, resp,
       Gated(*std::move(gate), req->namespace_(), req->name(),
             [req](engine::Engine& e, absl::Time now) { return e.UpdateRemoteJob(*req, now); }),
       Refresh<v1::UpdateRemoteJobResponse>);

@@ -21,6 +21,8 @@ const char kUsage[] =
     "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
     "              [--pod-group-max-roles N] [--pod-unmanaged-namespaces NS,NS]\n"
     "              [--event-retention N] [--watch-buffer-bytes N[Ki|Mi|Gi]]\n"
+    "              [--max-pending-calls N] [--grpc-memory-limit N[Ki|Mi|Gi]]\n"
+    "              [--max-concurrent-streams N]\n"
     "              [--sync-delay DURATION] [--no-sync]\n"
     "              [--max-object-bytes N] [--max-list-page-bytes N]\n"
     "              [--feature-gates Name=true,Other=false]\n"
@@ -222,6 +224,19 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
             !s.ok()) {
           return s;
         }
+      } else if (key == "maxPendingCalls") {
+        config->max_pending_calls = value.as<int64_t>();
+        if (config->max_pending_calls < 0) return Bad(where, "must not be negative");
+      } else if (key == "maxConcurrentStreams") {
+        config->max_concurrent_streams = value.as<int64_t>();
+        if (config->max_concurrent_streams < 0 || config->max_concurrent_streams > INT32_MAX) {
+          return Bad(where, "must be between 0 and 2147483647");
+        }
+      } else if (key == "grpcMemoryLimit") {
+        if (auto s = ParseBytes(where, value.as<std::string>(), &config->grpc_memory_limit);
+            !s.ok()) {
+          return s;
+        }
       } else if (key == "syncDelay") {
         if (auto s = ParseDurationValue(where, value.as<std::string>(), &config->sync_delay);
             !s.ok()) {
@@ -292,7 +307,8 @@ absl::Status LoadConfigFile(const std::string& path, Config* config) {
             "sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, maxObjectBytes, "
             "maxListPageBytes, "
             "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
-            "requeuingBackoffLimitCount, logLevel, eventRetention, watchBufferBytes, syncDelay, "
+            "requeuingBackoffLimitCount, logLevel, eventRetention, watchBufferBytes, "
+            "maxPendingCalls, grpcMemoryLimit, maxConcurrentStreams, syncDelay, "
             "sync, featureGates, tlsCertFile, tlsPrivateKeyFile, clientCAFile, "
             "requireClientCertificate, tlsRefreshInterval, authenticationConfig, "
             "authorizationPolicy, allowInsecureListen, multiKueue)");
@@ -407,6 +423,20 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
     } else if (flag == "--watch-buffer-bytes") {
       if (auto s = next(&v); !s.ok()) return s;
       if (auto s = ParseBytes(flag, v, &config.watch_buffer_bytes); !s.ok()) return s;
+    } else if (flag == "--max-pending-calls") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (!absl::SimpleAtoi(v, &config.max_pending_calls) || config.max_pending_calls < 0) {
+        return Bad(flag, "must be a non-negative integer (0: no bound)");
+      }
+    } else if (flag == "--max-concurrent-streams") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (!absl::SimpleAtoi(v, &config.max_concurrent_streams) ||
+          config.max_concurrent_streams < 0 || config.max_concurrent_streams > INT32_MAX) {
+        return Bad(flag, "must be an integer between 0 and 2147483647 (0: gRPC's default)");
+      }
+    } else if (flag == "--grpc-memory-limit") {
+      if (auto s = next(&v); !s.ok()) return s;
+      if (auto s = ParseBytes(flag, v, &config.grpc_memory_limit); !s.ok()) return s;
     } else if (flag == "--sync-delay") {
       if (auto s = next(&v); !s.ok()) return s;
       if (auto s = ParseDurationValue(flag, v, &config.sync_delay); !s.ok()) return s;
@@ -472,6 +502,10 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
                             ") and ", kMaxMessage));
   }
   if (auto s = CheckSecurity(config); !s.ok()) return s;
+  // Below this gRPC's memory quota would be under pressure with a handful of connections.
+  if (config.grpc_memory_limit < (uint64_t{16} << 20)) {
+    return Bad("--grpc-memory-limit", "must be at least 16Mi");
+  }
   if (config.multikueue_worker_lost_timeout < absl::ZeroDuration()) {
     return Bad("--multikueue-worker-lost-timeout", "must not be negative");
   }

@@ -13,6 +13,9 @@
 //   logLevel: info
 //   eventRetention: 100000
 //   watchBufferBytes: 64Mi  # per Watch stream; one that falls further behind is ended
+//   maxPendingCalls: 1024   # calls waiting for the sequencer; more are refused (0: no bound)
+//   grpcMemoryLimit: 256Mi  # gRPC's resource quota: its transport and call memory
+//   maxConcurrentStreams: 2048  # calls open at once on one connection (0: gRPC's default)
 //   syncDelay: 0ms          # injected after every fsync (benchmarks)
 //   sync: true
 //   sliceHistoryLimit: 5
@@ -81,6 +84,16 @@ struct Config {
   // Bytes of events one Watch stream may have waiting to be sent (beside 10,000 events); a
   // stream that falls further behind ends with RESOURCE_EXHAUSTED.
   uint64_t watch_buffer_bytes = uint64_t{64} << 20;
+  // Calls waiting for the sequencer (queued, being applied or committed, not yet answered) at
+  // most; a call beyond is refused with RESOURCE_EXHAUSTED and a retry delay (server/intake.h).
+  // Reads may exceed it by a quarter. 0: no bound.
+  int64_t max_pending_calls = 1024;
+  // gRPC's resource quota (grpc::ResourceQuota): the memory its transports and calls may take.
+  uint64_t grpc_memory_limit = uint64_t{256} << 20;
+  // Streams (calls) one client connection may have open at once (HTTP/2
+  // SETTINGS_MAX_CONCURRENT_STREAMS): a client's further calls wait in the client. What bounds
+  // the calls gRPC holds before admitd sees them. 0: gRPC's default (no limit).
+  int64_t max_concurrent_streams = 2048;
   absl::Duration sync_delay = absl::ZeroDuration();
   bool sync = true;
   std::map<std::string, bool> feature_gates;

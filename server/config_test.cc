@@ -48,6 +48,47 @@ TEST(ConfigTest, WatchBufferBytes) {
   EXPECT_EQ(config->watch_buffer_bytes, uint64_t{1} << 30);
 }
 
+TEST(ConfigTest, OverloadBounds) {
+  bool help;
+  absl::StatusOr<Config> config = ParseConfig({}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_pending_calls, 1024);
+  EXPECT_EQ(config->max_concurrent_streams, 2048);
+  EXPECT_EQ(config->grpc_memory_limit, uint64_t{256} << 20);
+  config = ParseConfig({"--max-pending-calls", "100", "--grpc-memory-limit=64Mi",
+                        "--max-concurrent-streams", "300"},
+                       &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_pending_calls, 100);
+  EXPECT_EQ(config->max_concurrent_streams, 300);
+  EXPECT_EQ(config->grpc_memory_limit, uint64_t{64} << 20);
+  config = ParseConfig({"--max-pending-calls=0"}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_pending_calls, 0);  // no bound
+  for (const char* bad : {"-1", "many", ""}) {
+    config = ParseConfig({"--max-pending-calls", bad}, &help);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const char* bad : {"0", "1Mi", "15Mi", "lots"}) {
+    config = ParseConfig({"--grpc-memory-limit", bad}, &help);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  for (const char* bad : {"-1", "3000000000", "x"}) {
+    config = ParseConfig({"--max-concurrent-streams", bad}, &help);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  std::string path = WriteFile(
+      "overload.yaml", "maxPendingCalls: 512\ngrpcMemoryLimit: 1Gi\nmaxConcurrentStreams: 0\n");
+  config = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_pending_calls, 512);
+  EXPECT_EQ(config->grpc_memory_limit, uint64_t{1} << 30);
+  EXPECT_EQ(config->max_concurrent_streams, 0);
+  path = WriteFile("overload_bad.yaml", "maxPendingCalls: -5\n");
+  config = ParseConfig({"--config", path}, &help);
+  EXPECT_THAT(config.status().message(), HasSubstr("maxPendingCalls"));
+}
+
 TEST(ConfigTest, FlagsInBothForms) {
   bool help;
   absl::StatusOr<Config> config =

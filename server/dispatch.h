@@ -1,5 +1,8 @@
 // Glue between gRPC callback handlers and the Sequencer: a unary RPC becomes a Command whose
-// apply runs the engine call and whose respond finishes the RPC after the batch committed.
+// apply runs the engine call and whose respond finishes the RPC after the batch committed. A call
+// is refused before it reaches the sequencer while admitd does not take calls (UNAVAILABLE) and
+// when too many calls already wait (the Intake: RESOURCE_EXHAUSTED); both refusals carry a
+// google.rpc.RetryInfo, which says the call was not run and may be retried after its delay.
 #ifndef ADMITD_SERVER_DISPATCH_H_
 #define ADMITD_SERVER_DISPATCH_H_
 
@@ -12,8 +15,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
+#include "common/status.h"
 #include "server/finisher.h"
 #include "server/grpc_status.h"
+#include "server/intake.h"
 #include "server/rpc_observer.h"
 #include "server/sequencer.h"
 
@@ -29,6 +34,7 @@ struct ServiceContext {
   class Metrics* metrics = nullptr;  // may be null
   const class AccessControl* access = nullptr;  // null: every call allowed
   const class RpcObserver* calls = nullptr;      // null: calls are not traced
+  Intake* intake = nullptr;                      // null: calls to the sequencer are not bounded
   std::atomic<bool> ready{false};
   std::atomic<bool> shutting_down{false};
   // When the last call was refused because of shutdown (absl::GetCurrentTimeNanos()), so that
@@ -37,7 +43,8 @@ struct ServiceContext {
 };
 
 inline absl::Status NotReady() {
-  return absl::UnavailableError("admitd is recovering its state; retry shortly");
+  return WithRetryDelay(absl::UnavailableError("admitd is recovering its state; retry shortly"),
+                        absl::Milliseconds(500));
 }
 
 // OK when a new call may start; UNAVAILABLE while recovering or shutting down. A call refused
@@ -45,11 +52,24 @@ inline absl::Status NotReady() {
 inline absl::Status CheckAccepting(ServiceContext* ctx) {
   if (ctx->shutting_down.load(std::memory_order_acquire)) {
     ctx->last_refused_ns.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
-    return absl::UnavailableError(
-        "admitd is shutting down; the call was not run, retry it once the server is back");
+    return WithRetryDelay(
+        absl::UnavailableError(
+            "admitd is shutting down; the call was not run, retry it once the server is back"),
+        absl::Seconds(1));
   }
   if (!ctx->ready.load(std::memory_order_acquire)) return NotReady();
   return absl::OkStatus();
+}
+
+// CheckAccepting, then the intake bound: OK when `call` may be queued for the sequencer now, and
+// then it counts as waiting until ReleaseCall (after it was answered).
+inline absl::Status TakeCall(ServiceContext* ctx, const IntakeCall& call) {
+  if (absl::Status accepting = CheckAccepting(ctx); !accepting.ok()) return accepting;
+  return ctx->intake == nullptr ? absl::OkStatus() : ctx->intake->Take(call);
+}
+
+inline void ReleaseCall(ServiceContext* ctx) {
+  if (ctx->intake != nullptr) ctx->intake->Release();
 }
 
 // A unary reactor whose response may point at a workload snapshot instead of owning a copy:
@@ -79,14 +99,15 @@ class LendingReactor final : public grpc::ServerUnaryReactor {
 // Runs `call(engine, now) -> absl::StatusOr<Response>` in the sequencer and answers with its
 // result once the batch is durable. `refine(engine, &response)` (optional) runs after the
 // batch's scheduling cycles, to answer with the freshest state. The call is answered through
-// `reactor`, or through the context's default reactor when it is null.
+// `reactor`, or through the context's default reactor when it is null. `what` names the method
+// and says whether it only reads, for the intake bound.
 template <typename Response, typename Call, typename Refine>
 grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerContext* rpc,
-                                   Response* response, Call call, Refine refine,
-                                   grpc::ServerUnaryReactor* reactor = nullptr) {
+                                   const IntakeCall& what, Response* response, Call call,
+                                   Refine refine, grpc::ServerUnaryReactor* reactor = nullptr) {
   if (reactor == nullptr) reactor = rpc->DefaultReactor();
-  if (absl::Status accepting = CheckAccepting(ctx); !accepting.ok()) {
-    reactor->Finish(ToGrpcStatus(accepting));
+  if (absl::Status taken = TakeCall(ctx, what); !taken.ok()) {
+    reactor->Finish(ToGrpcStatus(taken));
     return reactor;
   }
   auto result = std::make_shared<absl::StatusOr<Response>>(absl::UnknownError("not applied"));
@@ -101,7 +122,7 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
   };
   if (ctx->calls != nullptr) command.trace = ctx->calls->SpanOf(rpc);
   Finisher* finisher = ctx->finisher;
-  command.respond = [result, reactor, finisher](const absl::Status& commit) {
+  command.respond = [result, reactor, finisher, ctx](const absl::Status& commit) {
     // A call the engine refused changed nothing, so its own error is the answer even if the
     // batch failed; a call that never ran gets the reason it did not.
     const bool never_ran = result->status().code() == absl::StatusCode::kUnknown &&
@@ -115,6 +136,7 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
     } else {
       reactor->Finish(status);
     }
+    ReleaseCall(ctx);
   };
   ctx->sequencer->Enqueue(std::move(command));
   return reactor;
@@ -122,8 +144,8 @@ grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerCont
 
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* Dispatch(ServiceContext* ctx, grpc::CallbackServerContext* rpc,
-                                   Response* response, Call call) {
-  return Dispatch(ctx, rpc, response, std::move(call), [](engine::Engine&, Response*) {});
+                                   const IntakeCall& what, Response* response, Call call) {
+  return Dispatch(ctx, rpc, what, response, std::move(call), [](engine::Engine&, Response*) {});
 }
 
 }  // namespace admitd

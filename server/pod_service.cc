@@ -39,7 +39,7 @@ grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext
     }
   }
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"PodService/ReportPods"}, resp,
       [req](engine::Engine& e, absl::Time now) { return e.ReportPods(*req, now); },
       [req, metrics = ctx_->metrics](engine::Engine& e, v1::ReportPodsResponse* r) {
         // The directives as they stand after the batch's scheduling cycles: a pod group that
@@ -63,9 +63,10 @@ grpc::ServerUnaryReactor* PodServiceImpl::ListDirectives(grpc::CallbackServerCon
       !caller.ok()) {
     return Refuse(rpc, caller.status());
   }
-  return Dispatch(ctx_, rpc, resp, [req](engine::Engine& e, absl::Time now) {
-    return absl::StatusOr<v1::ListDirectivesResponse>(e.ListDirectives(*req, now));
-  });
+  return Dispatch(ctx_, rpc, {"PodService/ListDirectives", IntakeCall::kRead}, resp,
+                  [req](engine::Engine& e, absl::Time now) {
+                    return absl::StatusOr<v1::ListDirectivesResponse>(e.ListDirectives(*req, now));
+                  });
 }
 
 }  // namespace admitd

@@ -49,7 +49,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Apply(grpc::CallbackServerContext* r
   absl::StatusOr<auth::Identity> caller = CheckCall(
       ctx_->access, *rpc, {auth::Verb::kApply, ResourceOf(ref.kind), ref.namespace_, ""});
   if (!caller.ok()) return Refuse(rpc, caller.status());
-  return Dispatch(ctx_, rpc, resp,
+  return Dispatch(ctx_, rpc, {"QueueService/Apply"}, resp,
                   [req, ref, who = *std::move(caller)](
                       engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::ApplyResponse> {
                     absl::StatusOr<v1::ApplyResponse> out = e.Apply(*req, now);
@@ -76,7 +76,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Get(grpc::CallbackServerContext* rpc
       !caller.ok()) {
     return Refuse(rpc, caller.status());
   }
-  return Dispatch(ctx_, rpc, resp,
+  return Dispatch(ctx_, rpc, {"QueueService/Get", IntakeCall::kRead}, resp,
                   [req](engine::Engine& e, absl::Time) { return e.Get(*req); });
 }
 
@@ -93,7 +93,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::List(grpc::CallbackServerContext* rp
       ctx_->access == nullptr ? nullptr
                               : ctx_->access->ScopeOf(*caller, auth::Verb::kList,
                                                       ResourceOf(req->kind()));
-  return Dispatch(ctx_, rpc, resp,
+  return Dispatch(ctx_, rpc, {"QueueService/List", IntakeCall::kRead}, resp,
                   [req, scope](engine::Engine& e,
                                absl::Time) -> absl::StatusOr<v1::ListObjectsResponse> {
                     absl::StatusOr<v1::ListObjectsResponse> out = e.List(*req);
@@ -121,7 +121,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Delete(grpc::CallbackServerContext* 
        PolicyNamespace(req->kind(), req->namespace_(), req->name()), ""});
   if (!caller.ok()) return Refuse(rpc, caller.status());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"QueueService/Delete"}, resp,
       [req, who = *std::move(caller)](
           engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::DeleteObjectResponse> {
         ADMITD_RETURN_IF_ERROR(e.Delete(*req, now));
@@ -150,7 +150,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::RunSchedulingCycles(
   Sequencer* sequencer = ctx_->sequencer;
   const absl::Duration advance = absl::Seconds(req->advance_clock_seconds());
   return Dispatch(
-      ctx_, rpc, resp,
+      ctx_, rpc, {"QueueService/RunSchedulingCycles"}, resp,
       [count, sequencer, advance, who = *std::move(caller)](
           engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::RunSchedulingCyclesResponse> {
         v1::RunSchedulingCyclesResponse out;
@@ -194,7 +194,7 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Import(grpc::CallbackServerContext* 
       }
     }
   }
-  return Dispatch(ctx_, rpc, resp,
+  return Dispatch(ctx_, rpc, {"QueueService/Import"}, resp,
                   [req, who = *std::move(caller)](
                       engine::Engine& e, absl::Time now) -> absl::StatusOr<v1::ImportResponse> {
                     absl::StatusOr<v1::ImportResponse> out = e.Import(*req, now);

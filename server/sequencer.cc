@@ -220,7 +220,12 @@ void Sequencer::Run() {
         }
       }
       arrivals.swap(new_waiters_);
-      for (engine::Change& c : committed_changes_) unnotified_.push_back(std::move(c));
+      // Only a change of a workload someone already waits for can settle a waiter (new waiters
+      // are checked against the engine); the others are dropped here, so that a sequencer that
+      // never idles does not pile up every committed change's snapshot until it does.
+      for (engine::Change& c : committed_changes_) {
+        if (waiters_.count(c.key) > 0) unnotified_.push_back(std::move(c));
+      }
       committed_changes_.clear();
       // Waiters read the engine, which must then hold nothing uncommitted (after a failed
       // commit: not before the engine was rebuilt from the store).

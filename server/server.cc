@@ -2,6 +2,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <map>
@@ -207,6 +208,9 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   server->context_.hub = server->hub_.get();
   server->context_.metrics = server->metrics_.get();
   server->context_.access = server->access_.get();
+  server->intake_ =
+      std::make_unique<Intake>(config.max_pending_calls, &server->metrics_->registry());
+  server->context_.intake = server->intake_.get();
   server->queue_service_ = std::make_unique<QueueServiceImpl>(&server->context_);
   server->admission_service_ = std::make_unique<AdmissionServiceImpl>(&server->context_);
   server->pod_service_ = std::make_unique<PodServiceImpl>(&server->context_);
@@ -221,6 +225,19 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   builder.RegisterService(server->admission_service_.get());
   builder.RegisterService(server->pod_service_.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
+  // gRPC's own memory (transport buffers, call arenas) within a budget, a backstop: the intake
+  // bound and the stream limit keep calls well under it. Over it gRPC reads more slowly (smaller
+  // buffers and flow-control windows), drops new connections and, last, may cancel streams
+  // (docs/performance.md#overload).
+  grpc::ResourceQuota quota("admitd");
+  quota.Resize(static_cast<size_t>(config.grpc_memory_limit));
+  builder.SetResourceQuota(quota);
+  // What bounds the calls gRPC holds before admitd sees them: a client's calls beyond this many
+  // wait in the client, on its connection.
+  if (config.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               static_cast<int>(config.max_concurrent_streams));
+  }
   // Clients that keep long watches open (cluster shims) ping every 30 s to notice a dead
   // connection; accept pings that often even when no data flows.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);

@@ -77,6 +77,7 @@ class AdmitdServer {
   std::string address_;
   int port_ = 0;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Intake> intake_;  // the bound on calls waiting for the sequencer
   // Traces (both off without --otlp-endpoint); they outlive the sequencer that records into them.
   std::unique_ptr<tracing::Tracer> tracer_;
   std::unique_ptr<TraceRecorder> traces_;

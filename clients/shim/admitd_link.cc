@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "clients/client.h"
 #include "clients/shim/job_multikueue.h"
+#include "common/status.h"
 #include "common/workload_list.h"
 
 namespace admitd::shim {
@@ -19,6 +21,15 @@ std::string Key(const v1::Workload& wl) {
 
 std::string OwnerKey(const std::string& kind, const std::string& ns, const std::string& name) {
   return kind + "/" + ns + "/" + name;
+}
+
+// UNAVAILABLE "<what>: <message>", with the retry delay admitd advised in `s` (if any).
+absl::Status CallError(const std::string& what, const grpc::Status& s) {
+  absl::Status status = absl::UnavailableError(absl::StrCat(what, ": ", s.error_message()));
+  if (std::optional<absl::Duration> delay = clients::RetryDelayOf(s)) {
+    return WithRetryDelay(std::move(status), *delay);
+  }
+  return status;
 }
 
 std::shared_ptr<grpc::Channel> ChannelTo(const ConnectionOptions& admitd) {
@@ -116,9 +127,7 @@ absl::Status AdmitdLink::List() {
         if (Cached(wl)) fresh[Key(wl)] = std::move(wl);
       },
       &revision, list);
-  if (!listed.ok()) {
-    return absl::UnavailableError(absl::StrCat("list workloads: ", listed.error_message()));
-  }
+  if (!listed.ok()) return CallError("list workloads", listed);
 
   std::map<std::string, v1::ResourceFlavor> flavors;
   std::string token;
@@ -131,7 +140,7 @@ absl::Status AdmitdLink::List() {
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
     grpc::Status s = queues_->List(&ctx, req, &resp);
     ReportCall(s);
-    if (!s.ok()) return absl::UnavailableError(absl::StrCat("list flavors: ", s.error_message()));
+    if (!s.ok()) return CallError("list flavors", s);
     for (const v1::QueueObject& o : resp.objects()) {
       flavors[o.resource_flavor().metadata().name()] = o.resource_flavor();
     }
@@ -288,10 +297,13 @@ void AdmitdLink::Run() {
     }
     // A watch that ran a while before it broke starts over with a short wait.
     if (absl::Now() - started > absl::Seconds(30)) backoff = absl::Milliseconds(500);
-    for (absl::Time until = absl::Now() + backoff; absl::Now() < until && !stopped_.load();) {
-      absl::SleepFor(absl::Milliseconds(50));
+    // A list admitd refused without running it (overloaded) is retried when it advised.
+    const std::optional<absl::Duration> advised = RetryDelayOf(s);
+    const absl::Time until = absl::Now() + (advised ? *advised : backoff);
+    while (absl::Now() < until && !stopped_.load()) {
+      absl::SleepFor(std::min(absl::Milliseconds(50), until - absl::Now()));
     }
-    backoff = std::min(backoff * 2, options_.max_backoff);
+    if (!advised) backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 

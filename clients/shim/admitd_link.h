@@ -4,8 +4,9 @@
 // listing, then watching from the list's revision; a broken watch resumes from the last revision
 // seen, and one the server cannot resume (OUT_OF_RANGE) lists again. While admitd cannot be
 // reached the link says so (Reachable, LastError) and retries with a backoff (0.5 s doubling to
-// 30 s). Workload events (Kueue's, kind OBJECT_KIND_EVENT) and Namespace deletions are passed on
-// as they arrive.
+// 30 s); a list an overloaded admitd refused is retried after the delay admitd advised (and the
+// link stays reachable). Workload events (Kueue's, kind OBJECT_KIND_EVENT) and Namespace
+// deletions are passed on as they arrive.
 //
 //   AdmitdLink link({.admitd = {.target = "admitd:50051"}, .cluster = "c1"}, on_workload,
 //                   on_event);

@@ -1,9 +1,13 @@
 #include "clients/shim/reconcile_util.h"
 
+#include <random>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "clients/client.h"
 #include "clients/shim/admitd_link.h"
+#include "common/status.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace admitd::shim::reconcile {
@@ -69,8 +73,19 @@ void SetDeadline(grpc::ClientContext* ctx) {
 
 absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+  absl::Status status(static_cast<absl::StatusCode>(s.error_code()),
                       absl::StrCat(what, ": ", s.error_message()));
+  if (std::optional<absl::Duration> delay = clients::RetryDelayOf(s)) {
+    return WithRetryDelay(std::move(status), *delay);
+  }
+  return status;
+}
+
+std::optional<absl::Duration> RetryAfter(const absl::Status& status) {
+  std::optional<absl::Duration> delay = RetryDelayOf(status);
+  if (!delay) return std::nullopt;
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  return *delay + *delay * std::uniform_real_distribution<double>(0, 0.5)(random);
 }
 
 absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& wl) {

@@ -56,8 +56,13 @@ class ReconcileTrace {
  private:
   const tracing::SpanContext* previous_;
 };
-// OK, or the call's code with "<what>: <message>".
+// OK, or the call's code with "<what>: <message>", keeping the retry delay admitd advised with
+// a call it refused without running it (google.rpc.RetryInfo: overloaded, shutting down).
 absl::Status FromGrpc(const std::string& what, const grpc::Status& status);
+// When to reconcile again after `status`: the delay admitd advised (see FromGrpc) and up to half
+// as long again at random, so that the keys it refused together do not return together; nullopt
+// when it advised none (then the work queue's backoff applies).
+std::optional<absl::Duration> RetryAfter(const absl::Status& status);
 
 // Deletes the Workload in admitd (gone already, or another with its name: fine) and forgets it.
 absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& workload);

@@ -518,7 +518,11 @@ void Shim::Worker(WorkQueue& queue,
       } else {
         ADMITD_LOG(kDebug, "reconcile failed", {{kind, key}, {"error", s.ToString()}});
       }
-      queue.AddRateLimited(key);
+      if (std::optional<absl::Duration> after = reconcile::RetryAfter(s)) {
+        queue.AddAfter(key, *after);  // admitd refused a call unrun (overloaded): as it advised
+      } else {
+        queue.AddRateLimited(key);
+      }
     }
     queue.Done(key);
   }

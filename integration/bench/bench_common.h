@@ -1,15 +1,19 @@
-// Pieces shared by admitd-bench's modes: async unary calls, a Watch follower that reconnects,
-// a timer thread, and latency summaries.
+// Pieces shared by admitd-bench's modes: async unary calls (retried when admitd refuses them
+// unrun and advises a delay), a Watch follower that reconnects, a timer thread, and latency
+// summaries.
 #ifndef ADMITD_INTEGRATION_BENCH_BENCH_COMMON_H_
 #define ADMITD_INTEGRATION_BENCH_BENCH_COMMON_H_
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +22,7 @@
 #include "absl/time/time.h"
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
+#include "clients/client.h"
 
 namespace admitd::bench {
 
@@ -25,9 +30,13 @@ namespace admitd::bench {
 // called with (context, request, response, callback).
 // Every call has a deadline, so that a run that gives up can wait for all of its calls to end
 // before the state their callbacks touch goes away.
+// With `refused`, a call admitd refused without running it (overloaded: RESOURCE_EXHAUSTED with a
+// RetryInfo) is sent again after the advised delay and up to half as long again, as long as that
+// is before the deadline, and counted there; `done` sees only the last attempt.
 template <typename Req, typename Resp, typename Start>
 void AsyncCall(Req req, absl::Time deadline, Start start,
-               std::function<void(const grpc::Status&, const Resp&)> done) {
+               std::function<void(const grpc::Status&, const Resp&)> done,
+               std::atomic<int64_t>* refused = nullptr) {
   struct Call {
     grpc::ClientContext ctx;
     Req req;
@@ -37,8 +46,27 @@ void AsyncCall(Req req, absl::Time deadline, Start start,
   call->ctx.set_deadline(absl::ToChronoTime(deadline));
   call->req = std::move(req);
   start(&call->ctx, &call->req, &call->resp,
-        [call, done = std::move(done)](grpc::Status status) {
-          done(status, call->resp);
+        [call, deadline, start, done = std::move(done), refused](grpc::Status status) mutable {
+          std::optional<absl::Duration> delay;
+          if (refused != nullptr && clients::RefusedWithRetry(status)) {
+            thread_local std::minstd_rand random{std::random_device{}()};
+            delay = clients::RetryDelayOf(status);
+            *delay += *delay * std::uniform_real_distribution<double>(0, 0.5)(random);
+          }
+          if (!delay || absl::Now() + *delay >= deadline) {
+            done(status, call->resp);
+            delete call;
+            return;
+          }
+          refused->fetch_add(1, std::memory_order_relaxed);
+          auto* alarm = new grpc::Alarm;
+          alarm->Set(absl::ToChronoTime(absl::Now() + *delay),
+                     [alarm, req = std::move(call->req), deadline, start = std::move(start),
+                      done = std::move(done), refused](bool) mutable {
+                       AsyncCall<Req, Resp, Start>(std::move(req), deadline, std::move(start),
+                                                   std::move(done), refused);
+                       delete alarm;
+                     });
           delete call;
         });
 }

@@ -114,6 +114,8 @@ class Target {
   }
 
   const std::string& address() const { return address_; }
+  // admitd's process id when it was started here, else -1.
+  int pid() const { return process_ ? process_->pid() : -1; }
 
   // `simulation_cpu_s`: CPU this process spent on a simulation before the run, not counted.
   void PrintMemory(double simulation_cpu_s = 0) const {
@@ -252,7 +254,7 @@ int RawMode(const Options& options) {
               options.server.empty() ? " (started here, fsync on)" : "");
   std::fflush(stdout);
   RawReport report = RunRaw(target->address(), options.raw, absl::Seconds(options.seconds),
-                            options.server.empty() ? "" : RunPrefix());
+                            options.server.empty() ? "" : RunPrefix(), nullptr, target->pid());
   PrintRawReport(report);
   target->PrintMemory();
   return report.ok() ? 0 : 1;

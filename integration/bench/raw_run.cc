@@ -19,8 +19,8 @@ constexpr int kChannels = 2;  // so the client side is not one HTTP/2 connection
 class RawRun {
  public:
   RawRun(const std::string& address, int clients, absl::Duration duration, std::string prefix,
-         const ChannelFactory& connect)
-      : clients_(clients), duration_(duration), prefix_(std::move(prefix)),
+         const ChannelFactory& connect, int server_pid)
+      : clients_(clients), duration_(duration), prefix_(std::move(prefix)), server_pid_(server_pid),
         ns_(absl::StrCat(prefix_, "raw")) {
     for (int i = 0; i < kChannels; ++i) {
       channels_.push_back(connect ? std::make_unique<testing::Client>(connect(address))
@@ -46,11 +46,13 @@ class RawRun {
       return report;
     }
     const absl::Time start = absl::Now();
+    const CpuSample cpu_start = SampleCpu();
     call_deadline_ = start + duration_ + absl::Seconds(30);
     for (int c = 0; c < clients_; ++c) StartWorkload(c);
     absl::SleepFor(duration_);
     stop_ = true;
     const absl::Time end = absl::Now();
+    const CpuSample cpu_end = SampleCpu();
     {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithDeadline(absl::Condition(+[](RawRun* r) { return r->active_ == 0; }, this),
@@ -66,11 +68,14 @@ class RawRun {
     absl::MutexLock lock(&mu_);
     report.workloads_per_second =
         static_cast<double>(completed_in_window_) / absl::ToDoubleSeconds(end - start);
+    PerCall(cpu_start, cpu_end, completed_in_window_, &report.server_cpu_per_cycle_s,
+            &report.client_cpu_per_cycle_s);
     report.submit_ms = Summarize(std::move(submit_ms_));
     report.admitted_ms = Summarize(std::move(admitted_ms_));
     report.release_ms = Summarize(std::move(release_ms_));
     report.cycle_ms = Summarize(std::move(cycle_ms_));
     report.errors += errors_;
+    report.refused_retried = refused_.load();
     report.violations = violations_;
     report.first_violation = first_violation_;
     if (active_ != 0) {
@@ -133,14 +138,38 @@ class RawRun {
           });
     };
     const absl::Time start = absl::Now();
+    const CpuSample cpu_start = SampleCpu();
     for (int c = 0; c < clients_; ++c) launch(c);
     absl::SleepFor(duration_);
     stop = true;
     const absl::Time end = absl::Now();
+    const CpuSample cpu_end = SampleCpu();
     absl::MutexLock lock(&mu);
+    const int64_t answered_in_window = static_cast<int64_t>(latencies.size());
     mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &outstanding));
-    report.pings_per_second = static_cast<double>(latencies.size()) / absl::ToDoubleSeconds(end - start);
+    report.pings_per_second =
+        static_cast<double>(answered_in_window) / absl::ToDoubleSeconds(end - start);
+    PerCall(cpu_start, cpu_end, answered_in_window, &report.server_cpu_per_ping_s,
+            &report.client_cpu_per_ping_s);
     report.ping_ms = Summarize(std::move(latencies));
+  }
+
+  struct CpuSample {
+    double server = -1;  // -1: admitd's pid is not known
+    double client = 0;
+  };
+  CpuSample SampleCpu() const {
+    CpuSample out;
+    if (server_pid_ > 0) out.server = CpuSeconds(server_pid_);
+    out.client = OwnCpuSeconds();
+    return out;
+  }
+  // The CPU between two samples per call, for `calls` calls.
+  static void PerCall(const CpuSample& from, const CpuSample& to, int64_t calls, double* server,
+                      double* client) {
+    if (calls <= 0) return;
+    if (from.server >= 0 && to.server >= 0) *server = (to.server - from.server) / calls;
+    *client = (to.client - from.client) / calls;
   }
 
   void StartWorkload(int c) {
@@ -180,7 +209,8 @@ class RawRun {
           }
           if (release) Release(id);
           in_flight_.Done();
-        });
+        },
+        &refused_);
   }
 
   void Release(uint64_t id) {
@@ -215,7 +245,8 @@ class RawRun {
           }
           if (status.ok() && !stop_.load()) StartWorkload(c);
           in_flight_.Done();
-        });
+        },
+        &refused_);
   }
 
   void Violation(const std::string& what) {
@@ -257,11 +288,13 @@ class RawRun {
   const int clients_;
   const absl::Duration duration_;
   const std::string prefix_;
+  const int server_pid_;  // admitd, for its CPU; -1: not known
   const std::string ns_;
   std::vector<std::unique_ptr<testing::Client>> channels_;
   std::atomic<bool> stop_{false};
   absl::Time call_deadline_ = absl::InfiniteFuture();
   InFlight in_flight_;
+  std::atomic<int64_t> refused_{0};  // calls refused unrun and sent again
 
   absl::Mutex mu_;
   uint64_t next_id_ = 0;
@@ -277,8 +310,8 @@ class RawRun {
 }  // namespace
 
 RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
-                 const std::string& prefix, ChannelFactory connect) {
-  RawRun run(address, clients, duration, prefix, connect);
+                 const std::string& prefix, ChannelFactory connect, int server_pid) {
+  RawRun run(address, clients, duration, prefix, connect, server_pid);
   return run.Run();
 }
 
@@ -296,8 +329,17 @@ void PrintRawReport(const RawReport& r) {
               r.release_ms.p99);
   std::printf("workloads per second / null RPCs per second: %.3f\n",
               r.pings_per_second > 0 ? r.workloads_per_second / r.pings_per_second : 0);
-  std::printf("errors %lld, watch reconnects %d\n", static_cast<long long>(r.errors),
-              r.watch_reconnects);
+  if (r.server_cpu_per_ping_s >= 0 && r.server_cpu_per_cycle_s >= 0) {
+    std::printf("admitd CPU per workload cycle / per null RPC: %.1f / %.1f us (%.2fx)\n",
+                r.server_cpu_per_cycle_s * 1e6, r.server_cpu_per_ping_s * 1e6,
+                r.server_cpu_per_ping_s > 0 ? r.server_cpu_per_cycle_s / r.server_cpu_per_ping_s
+                                            : 0);
+  }
+  std::printf("generator CPU per workload cycle / per null RPC: %.1f / %.1f us\n",
+              r.client_cpu_per_cycle_s * 1e6, r.client_cpu_per_ping_s * 1e6);
+  std::printf("errors %lld, watch reconnects %d, refused, retried %lld\n",
+              static_cast<long long>(r.errors), r.watch_reconnects,
+              static_cast<long long>(r.refused_retried));
   if (r.violations > 0) {
     std::printf("VIOLATION: %s (%lld in all)\n", r.first_violation.c_str(),
                 static_cast<long long>(r.violations));

@@ -1,6 +1,7 @@
 // Raw throughput: N clients each doing Submit -> (Watch) admitted -> ReleaseQuota(Finished) in a
 // closed loop against a queue with room for everything, next to a null-RPC (Ping) baseline
-// measured against the same server in the same run.
+// measured against the same server in the same run, with admitd's and the generator's CPU per
+// call in each (so that the share of the cores the generator takes is out of the comparison).
 #ifndef ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
 #define ADMITD_INTEGRATION_BENCH_RAW_RUN_H_
 
@@ -26,17 +27,24 @@ struct RawReport {
   Summary release_ms;   // ReleaseQuota RPC
   Summary cycle_ms;     // Submit sent -> ReleaseQuota answered
   int64_t errors = 0;
+  int64_t refused_retried = 0;  // calls admitd refused unrun (overloaded), sent again
   int64_t violations = 0;  // a workload admitted or finished more than once
   std::string first_violation;
   int watch_reconnects = 0;
+  // CPU seconds per call, of admitd (when its pid is known, else -1) and of this generator, over
+  // the null-RPC phase (per Ping) and the cycle phase (per completed workload cycle).
+  double server_cpu_per_ping_s = -1, server_cpu_per_cycle_s = -1;
+  double client_cpu_per_ping_s = 0, client_cpu_per_cycle_s = 0;
   bool ok() const { return errors == 0 && violations == 0 && workloads_per_second > 0; }
 };
 
 // Makes the run's channels to `address`; null: plaintext.
 using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>(const std::string& address)>;
 
+// `server_pid`: admitd's process, whose CPU is sampled around each phase (-1: not sampled).
 RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
-                 const std::string& prefix, ChannelFactory connect = nullptr);
+                 const std::string& prefix, ChannelFactory connect = nullptr,
+                 int server_pid = -1);
 
 void PrintRawReport(const RawReport& report);
 

@@ -308,9 +308,11 @@ void PrintRunReport(const RunReport& r) {
                 r.submit_rpc_ms.p50, r.submit_rpc_ms.p99, r.submit_rpc_ms.count);
     std::printf("ReleaseQuota RPC p50/p99    %8.2f / %.2f ms  (%zu calls)\n",
                 r.release_rpc_ms.p50, r.release_rpc_ms.p99, r.release_rpc_ms.count);
-    std::printf("watch events %lld, commits checked %lld, reconnects %d, rpc errors %lld\n",
+    std::printf("watch events %lld, commits checked %lld, reconnects %d, rpc errors %lld, "
+                "refused, retried %lld\n",
                 static_cast<long long>(r.events), static_cast<long long>(r.quota_checks),
-                r.watch_reconnects, static_cast<long long>(r.rpc_errors));
+                r.watch_reconnects, static_cast<long long>(r.rpc_errors),
+                static_cast<long long>(r.refused_retried));
   }
   std::printf("finished %d of %d workloads\n", r.finished, r.workloads);
   for (const std::string& v : r.violations) std::printf("VIOLATION: %s\n", v.c_str());

@@ -52,6 +52,7 @@ struct RunReport {
   Summary submit_rpc_ms;
   Summary release_rpc_ms;
   int64_t rpc_errors = 0;
+  int64_t refused_retried = 0;  // calls admitd refused unrun (overloaded), sent again
   int watch_reconnects = 0;
   int64_t events = 0;
   int64_t quota_checks = 0;  // commits at whose end the quota invariants were checked

@@ -1,7 +1,10 @@
 #include "integration/bench/schedule_run.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -82,6 +85,7 @@ class ScheduleRun {
     report.watch_reconnects = watcher.reconnects();
     report.events = events_;
     report.rpc_errors = rpc_errors_;
+    report.refused_retried = refused_.load();
     if (!watcher.error().empty()) ledger_.Violation(watcher.error());
     // Lifecycle invariants over the whole run, the classes and the violations.
     ledger_.Report(&report);
@@ -91,22 +95,47 @@ class ScheduleRun {
   }
 
  private:
-  bool Apply(const v1::ApplyRequest& req, const std::string& what) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    v1::ApplyResponse resp;
-    grpc::Status status = client_.queues->Apply(&ctx, req, &resp);
-    if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
-      ledger_.Violation(absl::StrCat("Apply ", what, ": ", status.error_message()));
-      return false;
+  // Sends `requests` all at once (admitd batches them, as it batches Submits) and waits for
+  // every answer; false when one failed.
+  bool ApplyAll(const std::vector<std::pair<std::string, v1::ApplyRequest>>& requests) {
+    InFlight applies;
+    std::atomic<bool> failed{false};
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    for (const auto& [what, request] : requests) {
+      applies.Add();
+      AsyncCall<v1::ApplyRequest, v1::ApplyResponse>(
+          request, deadline,
+          [this](grpc::ClientContext* c, const v1::ApplyRequest* q, v1::ApplyResponse* r,
+                 std::function<void(grpc::Status)> cb) {
+            client_.queues->async()->Apply(c, q, r, std::move(cb));
+          },
+          [this, what = what, &applies, &failed](const grpc::Status& status,
+                                                 const v1::ApplyResponse&) {
+            if (!status.ok()) {
+              failed.store(true);
+              absl::MutexLock lock(&mu_);
+              ledger_.Violation(absl::StrCat("Apply ", what, ": ", status.error_message()));
+            }
+            applies.Done();
+          },
+          &refused_);
     }
-    return true;
+    // Every call has the deadline, so every callback runs before `applies` goes away.
+    applies.WaitZero(absl::InfiniteDuration());
+    return !failed.load();
   }
 
+  // The queue objects, in three rounds of concurrent Applies: the flavor and the cohorts, then
+  // the ClusterQueues that name them, then the LocalQueues that name those.
   bool Setup() {
-    for (const auto& request : SetupRequests(plan_)) {
-      if (!Apply(request.second, request.first)) return false;
+    std::vector<std::pair<std::string, v1::ApplyRequest>> rounds[3];
+    for (auto& request : SetupRequests(plan_)) {
+      const v1::QueueObject& object = request.second.object();
+      const int round = object.has_cluster_queue() ? 1 : object.has_local_queue() ? 2 : 0;
+      rounds[round].push_back(std::move(request));
+    }
+    for (const auto& round : rounds) {
+      if (!ApplyAll(round)) return false;
     }
     return true;
   }
@@ -137,7 +166,8 @@ class ScheduleRun {
             }
           }
           in_flight_.Done();
-        });
+        },
+        &refused_);
   }
 
   void Release(int i, bool finished) {
@@ -163,7 +193,8 @@ class ScheduleRun {
             }
           }
           in_flight_.Done();
-        });
+        },
+        &refused_);
   }
 
   // The finish timer of admission `generation` of workload i.
@@ -227,6 +258,7 @@ class ScheduleRun {
   const Plan& plan_;
   const double scale_;
   InFlight in_flight_;
+  std::atomic<int64_t> refused_{0};  // calls refused unrun and sent again
 
   absl::Mutex mu_;
   ScheduleLedger ledger_;

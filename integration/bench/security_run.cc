@@ -114,7 +114,8 @@ jwt:
         return *Connect(o, args);
     };
     std::printf("--- %s ---\n", setting.name);
-    RawReport report = RunRaw((*process)->address(), clients, duration, "", connect);
+    RawReport report = RunRaw((*process)->address(), clients, duration, "", connect,
+                              (*process)->pid());
     PrintRawReport(report);
     std::fflush(stdout);
     failed += report.ok() ? 0 : 1;

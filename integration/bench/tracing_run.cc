@@ -85,7 +85,8 @@ int RunTracingComparison(const std::string& admitd_binary,
     }
     const int64_t before = sink.spans();
     std::printf("--- %s ---\n", settings[i].name);
-    RawReport report = RunRaw((*process)->address(), clients, duration, "");
+    RawReport report = RunRaw((*process)->address(), clients, duration, "", nullptr,
+                              (*process)->pid());
     PrintRawReport(report);
     std::fflush(stdout);
     failed += report.ok() ? 0 : 1;
