@@ -23,13 +23,25 @@ const char* VariantReason(Variant v) {
   }
 }
 
+// A preemption policy's value (§7.2), read once per search instead of once per candidate.
+enum class Policy { kNever, kAny, kLowerPriority, kLowerOrNewerEqualPriority };
+
+Policy PolicyOf(const std::string& policy) {
+  if (policy == "Any") return Policy::kAny;
+  if (policy == "LowerPriority") return Policy::kLowerPriority;
+  if (policy == "LowerOrNewerEqualPriority") return Policy::kLowerOrNewerEqualPriority;
+  return Policy::kNever;
+}
+
 // Whether `policy` lets preemptor P take candidate C's quota (§7.2).
-bool PolicyAllows(const std::string& policy, const WorkloadEntry& p, const WorkloadEntry& c) {
+bool PolicyAllows(Policy policy, const WorkloadEntry& p, const WorkloadEntry& c) {
   const int32_t pp = p.object.spec().priority(), cp = c.object.spec().priority();
-  if (policy == "Any") return true;
-  if (policy == "LowerPriority") return cp < pp;
-  if (policy == "LowerOrNewerEqualPriority") {
-    return cp < pp || (cp == pp && p.queue_key.timestamp < c.queue_key.timestamp);
+  switch (policy) {
+    case Policy::kAny: return true;
+    case Policy::kLowerPriority: return cp < pp;
+    case Policy::kLowerOrNewerEqualPriority:
+      return cp < pp || (cp == pp && p.queue_key.timestamp < c.queue_key.timestamp);
+    case Policy::kNever: return false;
   }
   return false;
 }
@@ -37,11 +49,6 @@ bool PolicyAllows(const std::string& policy, const WorkloadEntry& p, const Workl
 bool BorrowWithinCohortForbidden(const v1::ClusterQueuePreemption& policy) {
   const std::string& p = policy.borrow_within_cohort().policy();
   return p.empty() || p == "Never";
-}
-
-absl::Time ReservedAt(const v1::Workload& wl) {
-  const v1::Condition* c = FindCondition(wl, kQuotaReserved);
-  return c == nullptr ? absl::InfiniteFuture() : FromProto(c->last_transition_time());
 }
 
 struct Candidate {
@@ -58,10 +65,18 @@ struct Candidate {
 Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
                         const std::string& own) {
   Candidate c{entry, lca, variant};
-  c.evicted = IsConditionTrue(entry->object, kEvicted);
+  // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
+  const v1::Condition* evicted = nullptr;
+  const v1::Condition* reserved = nullptr;
+  for (const v1::Condition& cond : entry->object.status().conditions()) {
+    if (evicted == nullptr && cond.type() == kEvicted) evicted = &cond;
+    if (reserved == nullptr && cond.type() == kQuotaReserved) reserved = &cond;
+  }
+  c.evicted = evicted != nullptr && evicted->status() == "True";
   c.other_queue = entry->cluster_queue != own;
   c.priority = entry->object.spec().priority();
-  c.reserved_at = ReservedAt(entry->object);
+  c.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
+                                      : FromProto(reserved->last_transition_time());
   return c;
 }
 
@@ -84,8 +99,10 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     return c.reserved_cycle != cycle_ && uses_needed(c);
   };
   const bool bwc_forbidden = BorrowWithinCohortForbidden(policy);
+  const Policy within_queue = PolicyOf(policy.within_cluster_queue());
+  const Policy within_cohort = PolicyOf(policy.reclaim_within_cohort());
   auto classify = [&](const WorkloadEntry& c, bool advantage) {
-    if (!PolicyAllows(policy.reclaim_within_cohort(), preemptor, c)) return Variant::kNever;
+    if (!PolicyAllows(within_cohort, preemptor, c)) return Variant::kNever;
     if (advantage) return Variant::kHierarchical;
     if (bwc_forbidden) return Variant::kReclaimWithoutBorrowing;
     const int32_t cp = c.object.spec().priority(), pp = preemptor.object.spec().priority();
@@ -98,17 +115,16 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
   static const std::string kNoLca;
   std::vector<Candidate> same_queue, hierarchy, priority;
-  if (!policy.within_cluster_queue().empty() && policy.within_cluster_queue() != "Never") {
+  if (within_queue != Policy::kNever) {
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
-      if (eligible(c) && PolicyAllows(policy.within_cluster_queue(), preemptor, c)) {
+      if (eligible(c) && PolicyAllows(within_queue, preemptor, c)) {
         same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own));
       }
     }
   }
-  const std::string& reclaim = policy.reclaim_within_cohort();
   std::vector<QuotaTree::ReclaimScope> scopes;
-  if (!reclaim.empty() && reclaim != "Never") {
+  if (within_cohort != Policy::kNever) {
     scopes = quota_tree_.ReclaimScopes(own, requests, needed);
     for (const QuotaTree::ReclaimScope& scope : scopes) {
       for (const auto& held : cluster_queues_.at(scope.cluster_queue).reserved) {

@@ -29,6 +29,51 @@ void ReadQuotas(const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& gro
   }
 }
 
+int QuotaTree::Intern(const FlavorResource& fr) {
+  auto [it, inserted] = ids_.try_emplace(fr, static_cast<int>(ids_.size()));
+  return it->second;
+}
+
+int QuotaTree::IdOf(const FlavorResource& fr) const {
+  auto it = ids_.find(fr);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+absl::InlinedVector<int, 4> QuotaTree::IdsOf(const std::set<FlavorResource>& frs) const {
+  absl::InlinedVector<int, 4> out;
+  out.reserve(frs.size());
+  for (const FlavorResource& fr : frs) out.push_back(IdOf(fr));
+  return out;
+}
+
+void QuotaTree::SetQuotas(Node* n,
+                          const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& groups) {
+  FlavorResourceQuantities nominal;
+  std::map<FlavorResource, int64_t> borrowing, lending;
+  ReadQuotas(groups, &nominal, &borrowing, &lending);
+  for (Slot& slot : n->slots) {
+    slot.nominal = 0;
+    slot.has_borrowing_limit = slot.has_lending_limit = false;
+    slot.borrowing_limit = slot.lending_limit = 0;
+  }
+  for (const auto& [fr, v] : nominal) n->Grow(Intern(fr)).nominal = v;
+  for (const auto& [fr, v] : borrowing) {
+    Slot& slot = n->Grow(Intern(fr));
+    slot.has_borrowing_limit = true;
+    slot.borrowing_limit = v;
+  }
+  for (const auto& [fr, v] : lending) {
+    Slot& slot = n->Grow(Intern(fr));
+    slot.has_lending_limit = true;
+    slot.lending_limit = v;
+  }
+}
+
+void QuotaTree::SetUsage(Node* n, const FlavorResourceAmounts& usage) {
+  for (Slot& slot : n->slots) slot.usage = 0;
+  for (const auto& [fr, v] : usage) n->Grow(Intern(fr)).usage = v;
+}
+
 QuotaTree::Node* QuotaTree::Cohort(const std::string& name) {
   std::unique_ptr<Node>& slot = cohorts_[name];
   if (!slot) {
@@ -47,7 +92,7 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
   for (const auto& [name, spec] : cohorts) {
     Node* n = Cohort(name);
     n->is_object = true;
-    ReadQuotas(spec->resource_groups(), &n->nominal, &n->borrowing_limit, &n->lending_limit);
+    SetQuotas(n, spec->resource_groups());
   }
   for (const auto& [name, spec] : cohorts) {
     if (spec->parent_name().empty()) continue;
@@ -72,14 +117,13 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
     auto node = std::make_unique<Node>();
     node->name = name;
     node->is_cluster_queue = true;
-    ReadQuotas(spec->resource_groups(), &node->nominal, &node->borrowing_limit,
-               &node->lending_limit);
+    SetQuotas(node.get(), spec->resource_groups());
     if (!spec->cohort_name().empty()) {
       node->parent = Cohort(spec->cohort_name());
       node->parent->children.push_back(node.get());
     }
     auto u = usage.find(name);
-    if (u != usage.end()) node->usage = u->second;
+    if (u != usage.end()) SetUsage(node.get(), u->second);
     cluster_queues_[name] = std::move(node);
   }
   ++generations_;
@@ -127,11 +171,8 @@ void QuotaTree::SetClusterQueue(const std::string& name, const v1::ClusterQueueS
     Node* n = slot.get();
     n->name = name;
     n->is_cluster_queue = true;
-    n->nominal.clear();
-    n->borrowing_limit.clear();
-    n->lending_limit.clear();
-    ReadQuotas(spec->resource_groups(), &n->nominal, &n->borrowing_limit, &n->lending_limit);
-    n->usage = usage;
+    SetQuotas(n, spec->resource_groups());
+    SetUsage(n, usage);
     if (!spec->cohort_name().empty()) {
       n->parent = Cohort(spec->cohort_name());
       // Where Rebuild puts it: after the child cohorts, among the ClusterQueues by name.
@@ -156,23 +197,24 @@ void QuotaTree::SetClusterQueue(const std::string& name, const v1::ClusterQueueS
 // Post-order: heights, subtree and local quotas, and the usage that lands in each cohort.
 void QuotaTree::Derive(Node* n) {
   n->height = 0;
-  n->subtree_quota.clear();
-  for (const auto& [fr, q] : n->nominal) n->subtree_quota[fr] = q;
-  if (!n->is_cluster_queue) n->usage.clear();
+  for (Slot& slot : n->slots) {
+    slot.subtree_quota = slot.nominal;
+    if (!n->is_cluster_queue) slot.usage = 0;
+  }
   for (Node* child : n->children) {
     Derive(child);
     n->height = std::max(n->height, child->height + 1);
-    for (const auto& [fr, q] : child->subtree_quota) {
-      n->subtree_quota[fr] += q - Get(child->local_quota, fr);
-    }
-    for (const auto& [fr, u] : child->usage) {
-      const Amount lands = std::max<Amount>(0, u - Get(child->local_quota, fr));
-      if (lands > 0) n->usage[fr] += lands;
+    if (n->slots.size() < child->slots.size()) n->slots.resize(child->slots.size());
+    for (size_t id = 0; id < child->slots.size(); ++id) {
+      const Slot& c = child->slots[id];
+      Slot& slot = n->slots[id];
+      slot.subtree_quota += c.subtree_quota - c.local_quota;
+      slot.usage += std::max<Amount>(0, c.usage - c.local_quota);
     }
   }
-  n->local_quota.clear();
-  for (const auto& [fr, limit] : n->lending_limit) {
-    n->local_quota[fr] = std::max<Amount>(0, Get(n->subtree_quota, fr) - limit);
+  for (Slot& slot : n->slots) {
+    slot.local_quota =
+        slot.has_lending_limit ? std::max<Amount>(0, slot.subtree_quota - slot.lending_limit) : 0;
   }
 }
 
@@ -181,54 +223,56 @@ const QuotaTree::Node* QuotaTree::Find(const std::string& cq) const {
   return it == cluster_queues_.end() ? nullptr : it->second.get();
 }
 
-Amount QuotaTree::LocalAvailable(const Node& n, const FlavorResource& fr) const {
-  return std::max<Amount>(0, Get(n.local_quota, fr) - Get(n.usage, fr));
+Amount QuotaTree::LocalAvailable(const Node& n, int id) {
+  const Slot& slot = n.At(id);
+  return std::max<Amount>(0, slot.local_quota - slot.usage);
 }
 
-Amount QuotaTree::AvailableAt(const Node& n, const FlavorResource& fr) const {
-  if (n.parent == nullptr) return Get(n.subtree_quota, fr) - Get(n.usage, fr);
-  Amount from_parent = AvailableAt(*n.parent, fr);
-  auto limit = n.borrowing_limit.find(fr);
-  if (limit != n.borrowing_limit.end()) {
-    const Amount local = Get(n.local_quota, fr);
-    const Amount cap = (Get(n.subtree_quota, fr) - local) -
-                       std::max<Amount>(0, Get(n.usage, fr) - local) + limit->second;
+Amount QuotaTree::AvailableAt(const Node& n, int id) {
+  const Slot& slot = n.At(id);
+  if (n.parent == nullptr) return slot.subtree_quota - slot.usage;
+  Amount from_parent = AvailableAt(*n.parent, id);
+  if (slot.has_borrowing_limit) {
+    const Amount local = slot.local_quota;
+    const Amount cap = (slot.subtree_quota - local) - std::max<Amount>(0, slot.usage - local) +
+                       slot.borrowing_limit;
     from_parent = std::min(from_parent, cap);
   }
-  return LocalAvailable(n, fr) + from_parent;
+  return LocalAvailable(n, id) + from_parent;
 }
 
-Amount QuotaTree::PotentialAt(const Node& n, const FlavorResource& fr) const {
-  if (n.parent == nullptr) return Get(n.subtree_quota, fr);
-  Amount potential = Get(n.local_quota, fr) + PotentialAt(*n.parent, fr);
-  auto limit = n.borrowing_limit.find(fr);
-  if (limit != n.borrowing_limit.end()) {
-    potential = std::min(potential, Get(n.subtree_quota, fr) + limit->second);
+Amount QuotaTree::PotentialAt(const Node& n, int id) {
+  const Slot& slot = n.At(id);
+  if (n.parent == nullptr) return slot.subtree_quota;
+  Amount potential = slot.local_quota + PotentialAt(*n.parent, id);
+  if (slot.has_borrowing_limit) {
+    potential = std::min(potential, slot.subtree_quota + slot.borrowing_limit);
   }
   return potential;
 }
 
 Amount QuotaTree::Available(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
-  return n == nullptr ? 0 : std::max<Amount>(0, AvailableAt(*n, fr));
+  return n == nullptr ? 0 : std::max<Amount>(0, AvailableAt(*n, IdOf(fr)));
 }
 
 Amount QuotaTree::PotentialAvailable(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
-  return n == nullptr ? 0 : PotentialAt(*n, fr);
+  return n == nullptr ? 0 : PotentialAt(*n, IdOf(fr));
 }
 
 int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
                               Amount value) const {
   const Node* n = Find(cq);
   if (n == nullptr || n->parent == nullptr) return 0;
-  if (Get(n->nominal, fr) >= Get(n->usage, fr) + value) return 0;
-  Amount remaining = value - LocalAvailable(*n, fr);
+  const int id = IdOf(fr);
+  if (n->At(id).nominal >= n->At(id).usage + value) return 0;
+  Amount remaining = value - LocalAvailable(*n, id);
   const Node* a = n->parent;
   while (true) {
-    if (Get(a->subtree_quota, fr) >= Get(a->usage, fr) + remaining) return a->height;
+    if (a->At(id).subtree_quota >= a->At(id).usage + remaining) return a->height;
     if (a->parent == nullptr) return a->height;
-    remaining -= LocalAvailable(*a, fr);
+    remaining -= LocalAvailable(*a, id);
     a = a->parent;
   }
 }
@@ -239,40 +283,41 @@ std::pair<int, bool> QuotaTree::BorrowingLevelAndReclaim(const std::string& cq,
   const Node* n = Find(cq);
   if (n == nullptr) return {0, false};
   if (n->parent == nullptr) return {0, false};
-  if (Get(n->nominal, fr) >= Get(n->usage, fr) + value) return {0, true};
-  Amount remaining = value - LocalAvailable(*n, fr);
+  const int id = IdOf(fr);
+  if (n->At(id).nominal >= n->At(id).usage + value) return {0, true};
+  Amount remaining = value - LocalAvailable(*n, id);
   for (const Node* a = n->parent; a != nullptr; a = a->parent) {
-    if (Get(a->subtree_quota, fr) >= Get(a->usage, fr) + remaining) {
+    if (a->At(id).subtree_quota >= a->At(id).usage + remaining) {
       return {a->height, a->parent != nullptr};
     }
     if (a->parent == nullptr) return {a->height, false};
-    remaining -= LocalAvailable(*a, fr);
+    remaining -= LocalAvailable(*a, id);
   }
   return {0, false};
 }
 
 int64_t QuotaTree::Nominal(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
-  return n == nullptr ? 0 : Get(n->nominal, fr);
+  return n == nullptr ? 0 : n->At(IdOf(fr)).nominal;
 }
 
 Amount QuotaTree::Usage(const std::string& cq, const FlavorResource& fr) const {
   const Node* n = Find(cq);
-  return n == nullptr ? 0 : Get(n->usage, fr);
+  return n == nullptr ? 0 : n->At(IdOf(fr)).usage;
 }
 
 std::optional<int64_t> QuotaTree::BorrowingLimit(const std::string& cq,
                                                  const FlavorResource& fr) const {
   const Node* n = Find(cq);
   if (n == nullptr || n->parent == nullptr) return std::nullopt;
-  auto it = n->borrowing_limit.find(fr);
-  if (it == n->borrowing_limit.end()) return std::nullopt;
-  return it->second;
+  const Slot& slot = n->At(IdOf(fr));
+  if (!slot.has_borrowing_limit) return std::nullopt;
+  return slot.borrowing_limit;
 }
 
-bool QuotaTree::WithinNominal(const Node& n, const std::set<FlavorResource>& frs) const {
-  for (const FlavorResource& fr : frs) {
-    if (Get(n.subtree_quota, fr) < Get(n.usage, fr)) return false;
+bool QuotaTree::WithinNominal(const Node& n, absl::Span<const int> ids) const {
+  for (int id : ids) {
+    if (n.At(id).subtree_quota < n.At(id).usage) return false;
   }
   return true;
 }
@@ -281,14 +326,15 @@ bool QuotaTree::UnderNominal(const std::string& cq, const std::set<FlavorResourc
   const Node* n = Find(cq);
   if (n == nullptr) return false;
   for (const FlavorResource& fr : needed) {
-    if (Get(n->nominal, fr) <= Get(n->usage, fr)) return false;
+    const Slot& slot = n->At(IdOf(fr));
+    if (slot.nominal <= slot.usage) return false;
   }
   return true;
 }
 
 void QuotaTree::CollectReclaimable(const Node& at, const Node* skip, const Node& self,
                                    const std::string& lca, bool advantage,
-                                   const std::set<FlavorResource>& needed,
+                                   absl::Span<const int> needed,
                                    std::vector<ReclaimScope>* out) const {
   for (const Node* child : at.children) {
     if (child->is_cluster_queue || child == skip) continue;
@@ -314,16 +360,18 @@ std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
     bool fits = true;
     FlavorResourceAmounts rest;
     for (const auto& [fr, v] : want) {
-      if (Get(n.subtree_quota, fr) < Get(n.usage, fr) + v) fits = false;
-      rest[fr] = std::max<Amount>(0, v - LocalAvailable(n, fr));
+      const int id = IdOf(fr);
+      if (n.At(id).subtree_quota < n.At(id).usage + v) fits = false;
+      rest[fr] = std::max<Amount>(0, v - LocalAvailable(n, id));
     }
     remaining = std::move(rest);
     return fits;
   };
   bool advantage = fits_in(*self, FlavorResourceAmounts(requests.begin(), requests.end()));
+  const absl::InlinedVector<int, 4> needed_ids = IdsOf(needed);
   const Node* previous = nullptr;
   for (const Node* a = self->parent; a != nullptr; a = a->parent) {
-    CollectReclaimable(*a, previous, *self, a->name, advantage, needed, &out);
+    CollectReclaimable(*a, previous, *self, a->name, advantage, needed_ids, &out);
     const FlavorResourceAmounts want = remaining;
     advantage = fits_in(*a, want) || advantage;
     previous = a;
@@ -334,9 +382,11 @@ std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
 bool QuotaTree::StillReclaimable(const std::string& cq, const std::string& lca,
                                  const std::set<FlavorResource>& needed) const {
   const Node* n = Find(cq);
-  if (n == nullptr || WithinNominal(*n, needed)) return false;
+  if (n == nullptr) return false;
+  const absl::InlinedVector<int, 4> ids = IdsOf(needed);
+  if (WithinNominal(*n, ids)) return false;
   for (const Node* a = n->parent; a != nullptr && a->name != lca; a = a->parent) {
-    if (WithinNominal(*a, needed)) return false;
+    if (WithinNominal(*a, ids)) return false;
   }
   return true;
 }
@@ -387,18 +437,15 @@ void QuotaTree::AddUsage(const std::string& cq, const FlavorResourceQuantities& 
   auto it = cluster_queues_.find(cq);
   if (it == cluster_queues_.end()) return;
   for (const auto& [fr, v] : usage) {
+    const int id = Intern(fr);
     Amount delta = sign * Amount(v);
     for (Node* n = it->second.get(); n != nullptr && delta != 0; n = n->parent) {
-      const Amount local = Get(n->local_quota, fr);
-      const Amount before = Get(n->usage, fr);
-      const Amount after = before + delta;
-      if (after == 0) {
-        n->usage.erase(fr);
-      } else {
-        n->usage[fr] = after;
-      }
+      Slot& slot = n->Grow(id);
+      const Amount before = slot.usage;
+      slot.usage += delta;
       // Only what lies beyond the node's local quota lands in its parent.
-      delta = std::max<Amount>(0, after - local) - std::max<Amount>(0, before - local);
+      delta = std::max<Amount>(0, slot.usage - slot.local_quota) -
+              std::max<Amount>(0, before - slot.local_quota);
     }
   }
 }

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "admitd/v1/objects.pb.h"
 #include "server/engine/resources.h"
 
@@ -97,40 +99,62 @@ class QuotaTree {
   void AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign);
 
  private:
+  // What one node holds for one flavor/resource pair. A pair a node never saw reads as zero
+  // quota, zero usage and no limits.
+  struct Slot {
+    int64_t nominal = 0;
+    bool has_borrowing_limit = false;  // absent: unlimited
+    bool has_lending_limit = false;    // absent: lend everything
+    int64_t borrowing_limit = 0;
+    int64_t lending_limit = 0;
+    Amount subtree_quota = 0;
+    Amount local_quota = 0;
+    Amount usage = 0;
+  };
   struct Node {
     std::string name;
     bool is_cluster_queue = false;
     Node* parent = nullptr;
     std::vector<Node*> children;
     int height = 0;  // distance to the furthest leaf below
-    FlavorResourceQuantities nominal;
-    std::map<FlavorResource, int64_t> borrowing_limit;  // absent: unlimited
-    std::map<FlavorResource, int64_t> lending_limit;    // absent: lend everything
-    FlavorResourceAmounts subtree_quota;
-    FlavorResourceAmounts local_quota;
-    FlavorResourceAmounts usage;
+    // By pair id (see Intern): a quota check walks the tree indexing vectors instead of looking
+    // pairs of names up in maps at every node.
+    std::vector<Slot> slots;
     uint64_t generation = 0;  // on roots only
     bool is_object = false;   // a cohort with a Cohort object (not only named by its members)
+
+    const Slot& At(int id) const {
+      static const Slot kNone;
+      return id >= 0 && id < static_cast<int>(slots.size()) ? slots[id] : kNone;
+    }
+    Slot& Grow(int id) {
+      if (id >= static_cast<int>(slots.size())) slots.resize(id + 1);
+      return slots[id];
+    }
   };
 
-  bool WithinNominal(const Node& n, const std::set<FlavorResource>& frs) const;
+  // The id of a flavor/resource pair, interned on first sight (ids are never reused).
+  int Intern(const FlavorResource& fr);
+  // Its id, or -1 when no node ever held it (every figure of it is then zero).
+  int IdOf(const FlavorResource& fr) const;
+  absl::InlinedVector<int, 4> IdsOf(const std::set<FlavorResource>& frs) const;
+  // Reads a spec's quotas and limits into the node's slots (clearing the old ones).
+  void SetQuotas(Node* n, const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& groups);
+  void SetUsage(Node* n, const FlavorResourceAmounts& usage);
+
+  bool WithinNominal(const Node& n, absl::Span<const int> ids) const;
   void CollectReclaimable(const Node& at, const Node* skip, const Node& self,
                           const std::string& lca, bool advantage,
-                          const std::set<FlavorResource>& needed,
-                          std::vector<ReclaimScope>* out) const;
+                          absl::Span<const int> needed, std::vector<ReclaimScope>* out) const;
 
-  template <typename Map>
-  static typename Map::mapped_type Get(const Map& m, const FlavorResource& fr) {
-    auto it = m.find(fr);
-    return it == m.end() ? 0 : it->second;
-  }
-  Amount LocalAvailable(const Node& n, const FlavorResource& fr) const;
-  Amount AvailableAt(const Node& n, const FlavorResource& fr) const;
-  Amount PotentialAt(const Node& n, const FlavorResource& fr) const;
+  static Amount LocalAvailable(const Node& n, int id);
+  static Amount AvailableAt(const Node& n, int id);
+  static Amount PotentialAt(const Node& n, int id);
   Node* Cohort(const std::string& name);
   void Derive(Node* n);
   const Node* Find(const std::string& cq) const;
 
+  absl::flat_hash_map<FlavorResource, int> ids_;
   // By name. Hashed: every query names its ClusterQueue, and with a thousand of them a hash is
   // far cheaper than a walk of string comparisons; nothing depends on their order.
   absl::flat_hash_map<std::string, std::unique_ptr<Node>> cluster_queues_;
