@@ -2,7 +2,10 @@
 // walking the cohort tree, in queues that use more than their nominal quota; Kueue's candidate
 // order; the minimal-set search; and the conditions a victim gets.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
@@ -55,6 +58,7 @@ struct Candidate {
   WorkloadEntry* entry;
   const std::string* lca;  // for candidates of other queues: where the tree walk found them
   Variant variant;
+  QuotaTree::QueueRef queue;  // its ClusterQueue in the quota tree
   // The candidate order's keys (§7.4), read once instead of on every comparison.
   bool evicted = false;
   bool other_queue = false;
@@ -63,8 +67,8 @@ struct Candidate {
 };
 
 Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
-                        const std::string& own) {
-  Candidate c{entry, lca, variant};
+                        QuotaTree::QueueRef queue, const std::string& own) {
+  Candidate c{entry, lca, variant, queue};
   // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
   const v1::Condition* evicted = nullptr;
   const v1::Condition* reserved = nullptr;
@@ -115,11 +119,12 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
   static const std::string kNoLca;
   std::vector<Candidate> same_queue, hierarchy, priority;
+  const QuotaTree::QueueRef own_ref = quota_tree_.RefOf(own);
   if (within_queue != Policy::kNever) {
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
       if (eligible(c) && PolicyAllows(within_queue, preemptor, c)) {
-        same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own));
+        same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own_ref, own));
       }
     }
   }
@@ -127,13 +132,14 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   if (within_cohort != Policy::kNever) {
     scopes = quota_tree_.ReclaimScopes(own, requests, needed);
     for (const QuotaTree::ReclaimScope& scope : scopes) {
+      const QuotaTree::QueueRef ref = quota_tree_.RefOf(scope.cluster_queue);
       for (const auto& held : cluster_queues_.at(scope.cluster_queue).reserved) {
         WorkloadEntry& c = *held.second;
         if (!eligible(c)) continue;
         const Variant v = classify(c, scope.advantage);
         if (v == Variant::kNever) continue;
         (v == Variant::kHierarchical ? hierarchy : priority)
-            .push_back(MakeCandidate(&c, &scope.lca, v, own));
+            .push_back(MakeCandidate(&c, &scope.lca, v, ref, own));
       }
     }
   }
@@ -161,24 +167,28 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     }
   }
 
+  // The pairs asked for, looked up once: the search below checks them after every removal.
+  std::vector<std::pair<int, int64_t>> asked;
+  for (const auto& [fr, v] : requests) asked.emplace_back(quota_tree_.PairId(fr), v);
+  const absl::InlinedVector<int, 4> needed_ids = quota_tree_.PairIds(needed);
   auto fits = [&](bool allow_borrowing) {
-    for (const auto& [fr, v] : requests) {
+    for (const auto& [id, v] : asked) {
       if (!allow_borrowing &&
-          quota_tree_.Usage(own, fr) + v > quota_tree_.Nominal(own, fr)) {
+          quota_tree_.Usage(own_ref, id) + v > quota_tree_.Nominal(own_ref, id)) {
         return false;
       }
-      if (v > quota_tree_.Available(own, fr)) return false;
+      if (v > quota_tree_.Available(own_ref, id)) return false;
     }
     return true;
   };
   auto valid = [&](const Candidate& c, bool allow_borrowing) {
-    if (c.entry->cluster_queue == own) return true;
+    if (!c.other_queue) return true;
     if (allow_borrowing && c.variant == Variant::kReclaimWithoutBorrowing) return false;
     // Earlier removals may have brought its queue (or a cohort on the way) back within quota.
-    return quota_tree_.StillReclaimable(c.entry->cluster_queue, *c.lca, needed);
+    return quota_tree_.StillReclaimable(c.queue, *c.lca, needed_ids);
   };
-  auto remove = [&](WorkloadEntry* c, int sign) {
-    quota_tree_.AddUsage(c->cluster_queue, c->usage, -sign);
+  auto remove = [&](const Candidate& c, int sign) {
+    quota_tree_.AddUsage(c.queue, c.entry->usage, -sign);
   };
 
   // The minimal set search (§7.5): which "allow the preemptor to borrow" settings to try.
@@ -195,25 +205,25 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     std::vector<const Candidate*> removed;
     for (const Candidate& c : candidates) {
       if (!valid(c, allow_borrowing)) continue;
-      remove(c.entry, +1);
+      remove(c, +1);
       removed.push_back(&c);
       if (!fits(allow_borrowing)) continue;
       // Put back earlier removals, newest first, that turn out not to be needed.
       std::vector<const Candidate*> kept = {removed.back()};
       for (size_t i = removed.size() - 1; i-- > 0;) {
-        remove(removed[i]->entry, -1);
+        remove(*removed[i], -1);
         if (fits(allow_borrowing)) continue;
-        remove(removed[i]->entry, +1);
+        remove(*removed[i], +1);
         kept.push_back(removed[i]);
       }
       std::vector<Target> targets;
       for (const Candidate* k : kept) {
-        remove(k->entry, -1);
+        remove(*k, -1);
         targets.push_back({k->entry, VariantReason(k->variant)});
       }
       return targets;
     }
-    for (const Candidate* c : removed) remove(c->entry, -1);
+    for (const Candidate* c : removed) remove(*c, -1);
   }
   return {};
 }

@@ -381,14 +381,34 @@ std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
 
 bool QuotaTree::StillReclaimable(const std::string& cq, const std::string& lca,
                                  const std::set<FlavorResource>& needed) const {
-  const Node* n = Find(cq);
-  if (n == nullptr) return false;
-  const absl::InlinedVector<int, 4> ids = IdsOf(needed);
-  if (WithinNominal(*n, ids)) return false;
+  return StillReclaimable(RefOf(cq), lca, IdsOf(needed));
+}
+
+bool QuotaTree::StillReclaimable(QueueRef cq, const std::string& lca,
+                                 absl::Span<const int> needed) const {
+  const Node* n = cq.node_;
+  if (n == nullptr || WithinNominal(*n, needed)) return false;
   for (const Node* a = n->parent; a != nullptr && a->name != lca; a = a->parent) {
-    if (WithinNominal(*a, ids)) return false;
+    if (WithinNominal(*a, needed)) return false;
   }
   return true;
+}
+
+QuotaTree::QueueRef QuotaTree::RefOf(const std::string& cq) const {
+  auto it = cluster_queues_.find(cq);
+  return QueueRef(it == cluster_queues_.end() ? nullptr : it->second.get());
+}
+
+Amount QuotaTree::Available(QueueRef cq, int pair) const {
+  return cq.node_ == nullptr ? 0 : std::max<Amount>(0, AvailableAt(*cq.node_, pair));
+}
+
+int64_t QuotaTree::Nominal(QueueRef cq, int pair) const {
+  return cq.node_ == nullptr ? 0 : cq.node_->At(pair).nominal;
+}
+
+Amount QuotaTree::Usage(QueueRef cq, int pair) const {
+  return cq.node_ == nullptr ? 0 : cq.node_->At(pair).usage;
 }
 
 uint64_t QuotaTree::Generation(const std::string& cq) const {
@@ -434,12 +454,15 @@ std::vector<std::string> QuotaTree::ClusterQueuesUnder(const std::string& root) 
 }
 
 void QuotaTree::AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign) {
-  auto it = cluster_queues_.find(cq);
-  if (it == cluster_queues_.end()) return;
+  AddUsage(RefOf(cq), usage, sign);
+}
+
+void QuotaTree::AddUsage(QueueRef cq, const FlavorResourceQuantities& usage, int sign) {
+  if (cq.node_ == nullptr) return;
   for (const auto& [fr, v] : usage) {
     const int id = Intern(fr);
     Amount delta = sign * Amount(v);
-    for (Node* n = it->second.get(); n != nullptr && delta != 0; n = n->parent) {
+    for (Node* n = cq.node_; n != nullptr && delta != 0; n = n->parent) {
       Slot& slot = n->Grow(id);
       const Amount before = slot.usage;
       slot.usage += delta;

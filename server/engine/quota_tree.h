@@ -33,6 +33,8 @@
 namespace admitd::engine {
 
 class QuotaTree {
+  struct Node;
+
  public:
   // Rebuilds the tree from every ClusterQueue (name -> spec) and Cohort object (name -> spec),
   // keeping each ClusterQueue's usage (`usage` by ClusterQueue name).
@@ -97,6 +99,31 @@ class QuotaTree {
   // Adds (sign +1) or removes (sign -1) a workload's usage in the ClusterQueue and the part of
   // it that lands in each ancestor.
   void AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign);
+
+  // For a caller that asks about the same ClusterQueue and pairs many times (the preemption
+  // search): the queue and the pairs looked up once. A QueueRef stays valid until the tree's
+  // shape changes (Rebuild, SetClusterQueue); an unknown queue gives a null one, and a pair no
+  // node ever held the id -1, which read as they would by name.
+  class QueueRef {
+   public:
+    QueueRef() = default;
+    explicit operator bool() const { return node_ != nullptr; }
+
+   private:
+    friend class QuotaTree;
+    explicit QueueRef(Node* node) : node_(node) {}
+    Node* node_ = nullptr;
+  };
+  QueueRef RefOf(const std::string& cq) const;
+  int PairId(const FlavorResource& fr) const { return IdOf(fr); }
+  absl::InlinedVector<int, 4> PairIds(const std::set<FlavorResource>& frs) const {
+    return IdsOf(frs);
+  }
+  Amount Available(QueueRef cq, int pair) const;
+  int64_t Nominal(QueueRef cq, int pair) const;
+  Amount Usage(QueueRef cq, int pair) const;
+  bool StillReclaimable(QueueRef cq, const std::string& lca, absl::Span<const int> needed) const;
+  void AddUsage(QueueRef cq, const FlavorResourceQuantities& usage, int sign);
 
  private:
   // What one node holds for one flavor/resource pair. A pair a node never saw reads as zero
