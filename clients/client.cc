@@ -86,9 +86,13 @@ bool RefusedWithRetry(const grpc::Status& status) {
          RetryDelayOf(status).has_value();
 }
 
+absl::Duration WithJitter(absl::Duration delay) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  return delay + delay * std::uniform_real_distribution<double>(0, 0.5)(random);
+}
+
 grpc::Status CallWithRetry(const std::function<grpc::Status(grpc::ClientContext*)>& call,
                            const RetryOptions& options) {
-  thread_local std::mt19937_64 random{std::random_device{}()};
   const absl::Time deadline = absl::Now() + options.timeout;
   absl::Duration backoff = options.initial_backoff;
   grpc::Status status;
@@ -98,8 +102,7 @@ grpc::Status CallWithRetry(const std::function<grpc::Status(grpc::ClientContext*
     if (options.prepare) options.prepare(&ctx);
     status = call(&ctx);
     if (!RefusedWithRetry(status) || attempt >= options.max_attempts) return status;
-    absl::Duration wait = std::max(*RetryDelayOf(status), backoff);
-    wait += wait * std::uniform_real_distribution<double>(0, 0.5)(random);
+    const absl::Duration wait = WithJitter(std::max(*RetryDelayOf(status), backoff));
     if (absl::Now() + wait >= deadline) return status;
     absl::SleepFor(wait);
     backoff = std::min(backoff * 2, options.max_backoff);

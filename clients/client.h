@@ -57,6 +57,10 @@ std::string DescribeError(const grpc::Status& status);
 // or shuts down.
 std::optional<absl::Duration> RetryDelayOf(const grpc::Status& status);
 
+// `delay` and up to half as long again at random: when to retry a refused call, so that calls
+// refused together do not all come back together.
+absl::Duration WithJitter(absl::Duration delay);
+
 // Whether `status` is such a refusal: RESOURCE_EXHAUSTED or UNAVAILABLE carrying a RetryInfo.
 // Retrying it cannot run the call twice.
 bool RefusedWithRetry(const grpc::Status& status);

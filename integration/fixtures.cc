@@ -229,4 +229,18 @@ std::string Process::Log() const {
   return ss.str();
 }
 
+int64_t PeakRssKib(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      std::istringstream fields(line.substr(6));
+      int64_t kib = -1;
+      fields >> kib;
+      return kib;
+    }
+  }
+  return -1;
+}
+
 }  // namespace admitd::testing

@@ -66,6 +66,9 @@ absl::StatusOr<std::vector<v1::Workload>> ListWorkloads(Client& client, const st
 std::vector<std::string> FieldViolations(const grpc::Status& status);
 std::string ErrorReason(const grpc::Status& status);
 
+// VmHWM (peak resident memory) of a process in KiB, or -1.
+int64_t PeakRssKib(pid_t pid);
+
 // The admitd binary running as a child process, its stderr going to a file.
 class Process {
  public:

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -63,23 +62,6 @@ Flags g_flags;
 // given 192 MiB with the allocator's slack (measured: +66, +105 and +91 MiB). Without the bounds
 // the same floods peaked at ~430 MiB (20,000) and 1,621 MiB (200,000), well above.
 int64_t MaxRssMib(int64_t submits) { return 64 + submits * 4 / 1024 + 192; }
-
-// VmHWM of `pid` in KiB, or -1.
-int64_t PeakRssKib(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      int64_t kib = -1;
-      std::string digits;
-      for (char c : line) {
-        if (c >= '0' && c <= '9') digits.push_back(c);
-      }
-      return absl::SimpleAtoi(digits, &kib) ? kib : -1;
-    }
-  }
-  return -1;
-}
 
 // A TCP port nobody listens on now.
 int FreePort() {
@@ -284,7 +266,7 @@ TEST(OverloadTest, ExcessSubmitsAreRefusedRetriedAndStoredOnce) {
   const absl::Duration took = absl::Now() - start;
   flooding = false;
   reader.join();
-  const int64_t peak_kib = PeakRssKib(admitd->pid());
+  const int64_t peak_kib = testing::PeakRssKib(admitd->pid());
 
   std::printf("%lld Submits in %s (%.0f/s), %lld in flight at most, max-pending-calls %lld: "
               "%lld refused and retried (advised %s .. %s), admitd peak RSS %lld MiB (bound %lld); "

@@ -1,7 +1,5 @@
 #include "clients/shim/reconcile_util.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -84,8 +82,7 @@ absl::Status FromGrpc(const std::string& what, const grpc::Status& s) {
 std::optional<absl::Duration> RetryAfter(const absl::Status& status) {
   std::optional<absl::Duration> delay = RetryDelayOf(status);
   if (!delay) return std::nullopt;
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  return *delay + *delay * std::uniform_real_distribution<double>(0, 0.5)(random);
+  return clients::WithJitter(*delay);
 }
 
 absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& wl) {

@@ -152,20 +152,6 @@ Summary Summarize(std::vector<double> values) {
   return s;
 }
 
-int64_t PeakRssKib(int pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream fields(line.substr(6));
-      int64_t kib = -1;
-      fields >> kib;
-      return kib;
-    }
-  }
-  return -1;
-}
-
 double CpuSeconds(int pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat;

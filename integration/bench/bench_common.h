@@ -13,7 +13,6 @@
 #include <memory>
 #include <optional>
 #include <queue>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
 #include "clients/client.h"
+#include "integration/fixtures.h"
 
 namespace admitd::bench {
 
@@ -49,9 +49,7 @@ void AsyncCall(Req req, absl::Time deadline, Start start,
         [call, deadline, start, done = std::move(done), refused](grpc::Status status) mutable {
           std::optional<absl::Duration> delay;
           if (refused != nullptr && clients::RefusedWithRetry(status)) {
-            thread_local std::minstd_rand random{std::random_device{}()};
-            delay = clients::RetryDelayOf(status);
-            *delay += *delay * std::uniform_real_distribution<double>(0, 0.5)(random);
+            delay = clients::WithJitter(*clients::RetryDelayOf(status));
           }
           if (!delay || absl::Now() + *delay >= deadline) {
             done(status, call->resp);
@@ -155,7 +153,7 @@ struct Summary {
 Summary Summarize(std::vector<double> values);
 
 // VmHWM of a process in KiB, or -1.
-int64_t PeakRssKib(int pid);
+using testing::PeakRssKib;
 // User + system CPU seconds a process used so far, or -1.
 double CpuSeconds(int pid);
 // User + system CPU seconds this process used so far.
