@@ -24,6 +24,20 @@ bool IsTrue(const v1::Condition* c) { return c != nullptr && c->status() == "Tru
 
 }  // namespace
 
+std::string LedgerFlags(const v1::Workload& wl) {
+  const v1::Condition* reserved = FindCondition(wl, "QuotaReserved");
+  std::string flags;
+  if (IsTrue(reserved) && wl.status().has_admission()) flags += 'Q';
+  if (IsTrue(FindCondition(wl, "Evicted"))) flags += 'E';
+  if (IsTrue(FindCondition(wl, "Finished"))) flags += 'F';
+  if (flags.empty()) flags = "-";
+  if (reserved != nullptr) {
+    absl::StrAppend(&flags, "@", reserved->last_transition_time().seconds(), ".",
+                    reserved->last_transition_time().nanos());
+  }
+  return flags;
+}
+
 std::vector<std::pair<std::string, v1::ApplyRequest>> SetupRequests(const Plan& plan) {
   std::vector<std::pair<std::string, v1::ApplyRequest>> requests;
   requests.emplace_back("ResourceFlavor", testing::Flavor(plan.flavor));

@@ -22,6 +22,11 @@
 
 namespace admitd::bench {
 
+// The conditions the ledger reads off a workload, for ADMITD_BENCH_TRACE: Q (quota reserved,
+// with an admission), E (evicted), F (finished), "-" for none, then "@" and when the
+// reservation's condition last changed.
+std::string LedgerFlags(const v1::Workload& wl);
+
 struct ClassReport {
   std::string name;
   int count = 0;

@@ -216,8 +216,10 @@ class ScheduleRun {
     const int i = ledger_.Find(absl::StrCat(meta.namespace_(), "/", meta.name()));
     if (i < 0) return;  // not this run's
     if (trace_) {
-      std::fprintf(stderr, "%llu %s %s/%s\n", static_cast<unsigned long long>(ev.revision()),
-                   ev.reason().c_str(), meta.namespace_().c_str(), meta.name().c_str());
+      std::fprintf(stderr, "%llu %llu %s %s/%s %s\n",
+                   static_cast<unsigned long long>(ev.revision()),
+                   static_cast<unsigned long long>(ev.commit_revision()), ev.reason().c_str(),
+                   meta.namespace_().c_str(), meta.name().c_str(), LedgerFlags(wl).c_str());
     }
     bool stop = false;
     {

@@ -197,6 +197,34 @@ TEST_F(PreemptionTest, QueueThatCanAlwaysReclaimPreemptsTheBorrower) {
   EXPECT_TRUE(Admitted("small"));
 }
 
+// A victim larger than its preemptor keeps its quota until it is released: the entries of the
+// cycle admitted beside the preemption may take what is free now, not what the victim will free
+// (Kueue checks only the latter, and would admit `second` too, 10 cpu in a cohort of 8).
+TEST_F(PreemptionTest, EntriesBesideAPreemptionTakeOnlyWhatIsFreeNow) {
+  Queue({"p", "co", "4", "Never", "Any"});
+  Queue({"q", "co", "4"});
+  Queue({"r", "co", "0"});
+  Submit("big", "q", 6, 10);
+  Drain();
+  ASSERT_TRUE(Admitted("big"));
+  Submit("owner", "p", 4, 0);
+  Submit("first", "q", 2, 0);
+  Submit("second", "r", 2, 0);
+  Cycle();
+  EXPECT_EQ(Condition("big", kPreempted).reason(), "InCohortReclamation");
+  EXPECT_FALSE(Admitted("owner"));
+  EXPECT_TRUE(Admitted("first"));
+  EXPECT_FALSE(Admitted("second"));
+  const v1::Condition second = Condition("second", kQuotaReserved);
+  EXPECT_EQ(second.reason(), kReasonWaitingForQuota);
+  EXPECT_EQ(second.message(), "Workload no longer fits after processing another workload");
+  // Once the victim is gone, both wait no longer: 2 + 4 + 2 of 8.
+  Stop("big");
+  Drain();
+  EXPECT_TRUE(Admitted("owner"));
+  EXPECT_TRUE(Admitted("second"));
+}
+
 // BestEffortFIFO: a workload that issued preemptions stays the head of its queue until it is
 // admitted, even when a higher-priority workload arrives meanwhile.
 TEST_F(PreemptionTest, PreemptorStaysTheHeadUntilAdmitted) {
