@@ -17,7 +17,7 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
       libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev \
       libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev \
-      prometheus-cpp-dev \
+      prometheus-cpp-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -28,12 +28,12 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 # Runtime stage: only the shared libraries the binaries load. Debian's RocksDB CMake package links
 # librocksdb.a, so librocksdb7.8 is there for what that archive needs at run time (snappy, lz4,
 # zstd, bz2) and keeps working if the link turns dynamic. libcurl4 is the shim's HTTP client,
-# libprometheus-cpp-core1.0 the metrics of both;
+# libprometheus-cpp-core1.0 the metrics of both, libjemalloc2 the allocator of both;
 # the openssl command issues certificates (docker-compose.yaml's certs service, docs/security.md).
 FROM debian:12-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 librocksdb7.8 libyaml-cpp0.7 \
-      libcpp-httplib0.11 libcurl4 libprometheus-cpp-core1.0 openssl \
+      libcpp-httplib0.11 libcurl4 libprometheus-cpp-core1.0 libjemalloc2 openssl \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 admitd \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/admitd --create-home \

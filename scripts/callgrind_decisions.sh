@@ -10,7 +10,8 @@
 # N1 and N2 decisions; (Ir(N2) - Ir(N1)) / (N2 - N1) leaves out start-up, set-up and the final
 # teardown. BASE is checked out in a temporary worktree, the driver and its fixture are copied
 # in (they use only the engine's public API), and its engine_decisions is built in
-# ${TMPDIR:-/tmp}/admitd-decisions-<rev> (kept for the next run).
+# ${TMPDIR:-/tmp}/admitd-decisions-<rev>-jemalloc (kept for the next run), with jemalloc, the
+# allocator this tree's programs link.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +43,7 @@ per_decision() {
 build_base() {
   local rev dir tree
   rev=$(git -C "$here" rev-parse --short "$1")
-  dir="${TMPDIR:-/tmp}/admitd-decisions-$rev"
+  dir="${TMPDIR:-/tmp}/admitd-decisions-$rev-jemalloc"
   tree="$dir/src"
   if [[ ! -x "$dir/build/server/engine/engine_decisions" ]]; then
     rm -rf "$dir"
@@ -52,6 +53,11 @@ build_base() {
        "$tree/server/engine/"
     grep -q engine_decisions "$tree/server/engine/CMakeLists.txt" ||
       echo 'admitd_bench(engine_decisions SRCS engine_decisions.cc DEPS admitd_engine)' \
+        >> "$tree/server/engine/CMakeLists.txt"
+    # The same allocator as this tree's driver (admitd_allocator), so the figures compare the
+    # engines, not the allocators.
+    grep -q admitd_allocator "$tree/cmake/AdmitdHelpers.cmake" ||
+      echo 'target_link_libraries(engine_decisions PRIVATE jemalloc)' \
         >> "$tree/server/engine/CMakeLists.txt"
     cmake -S "$tree" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build "$dir/build" --target engine_decisions -j"$(nproc)" >/dev/null
