@@ -17,6 +17,7 @@
 add_library(admitd_allocator INTERFACE)
 if(NOT ADMITD_SANITIZE)
   target_link_libraries(admitd_allocator INTERFACE PkgConfig::JEMALLOC)
+  target_sources(admitd_allocator INTERFACE ${PROJECT_SOURCE_DIR}/common/allocator_config.cc)
 endif()
 
 set(ADMITD_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)

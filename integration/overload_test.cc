@@ -60,7 +60,9 @@ Flags g_flags;
 // flood may add what the bounds let in: 2,048 open streams on the generator's connection at
 // ~30 KiB (gRPC's call arena, the request) and 1,000 calls waiting for the sequencer, ~75 MiB,
 // given 192 MiB with the allocator's slack (measured: +66, +105 and +91 MiB). Without the bounds
-// the same floods peaked at ~430 MiB (20,000) and 1,621 MiB (200,000), well above.
+// the same floods peaked at ~430 MiB (20,000) and 1,621 MiB (200,000), well above. (With
+// jemalloc and common/allocator_config.cc's settings: 867 MiB paced and 880–902 MiB flooded for
+// 200,000; with jemalloc's default ten-second decay the flood reached 987–1,064 MiB.)
 int64_t MaxRssMib(int64_t submits) { return 64 + submits * 4 / 1024 + 192; }
 
 // A TCP port nobody listens on now.

@@ -99,8 +99,8 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
                                 const std::string& reason, const std::string& message) {
   // Kueue's finalizer stays on a Workload until it finishes (its job's controller removes it).
   google::protobuf::RepeatedPtrField<std::string>* finalizers =
-      entry.object.mutable_metadata()->mutable_finalizers();
-  const bool finished = IsConditionTrue(entry.object, kFinished);
+      entry.mutable_object().mutable_metadata()->mutable_finalizers();
+  const bool finished = IsConditionTrue(entry.object(), kFinished);
   const bool has = std::find(finalizers->begin(), finalizers->end(), kResourceInUseFinalizer) !=
                    finalizers->end();
   if (finished && has) {
@@ -109,11 +109,11 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
   } else if (!finished && !has) {
     finalizers->Add(kResourceInUseFinalizer);
   }
-  entry.object.mutable_metadata()->set_resource_version(++revision_);
-  if (entry.object.metadata().labels().count(kPodClusterLabel) != 0) {
+  entry.mutable_object().mutable_metadata()->set_resource_version(++revision_);
+  if (entry.object().metadata().labels().count(kPodClusterLabel) != 0) {
     dirty_pod_workloads_.insert(entry.key());
   }
-  if (!pods_of_workload_.empty()) MarkElasticPodsDirty(entry.object);
+  if (!pods_of_workload_.empty()) MarkElasticPodsDirty(entry.object());
   Change c;
   c.revision = revision_;
   c.kind = v1::OBJECT_KIND_WORKLOAD;
@@ -122,8 +122,8 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
   c.reason = reason;
   c.message = message;
   // The snapshot is taken in TakeChanges, once per workload however often it changed; a deleted
-  // workload is about to disappear, so it is copied now.
-  if (type == v1::WatchEvent::DELETED) c.workload = std::make_shared<const v1::Workload>(entry.object);
+  // workload is about to disappear, so it is taken now.
+  if (type == v1::WatchEvent::DELETED) c.workload = entry.Share();
   changes_.push_back(std::move(c));
 }
 
@@ -137,7 +137,10 @@ std::vector<Change> Engine::Impl::TakeChanges(bool keep_snapshots) {
     std::shared_ptr<const v1::Workload>& snapshot = snapshots[c.key];
     if (!snapshot) {
       auto it = workloads_.find(c.key);
-      if (it != workloads_.end()) snapshot = std::make_shared<const v1::Workload>(it->second.object);
+      if (it != workloads_.end()) {
+        snapshot = it->second.Share();  // shared: the next write copies it (copy-on-write)
+        it->second.ReleasePrevious();
+      }
     }
     c.workload = snapshot;
   }
@@ -213,7 +216,7 @@ WorkloadEntry& RestoreEntry(std::map<std::string, WorkloadEntry>* workloads,
   } else {
     it = workloads->try_emplace(std::move(key)).first;
   }
-  it->second.object = std::move(workload);
+  it->second.set_object(std::move(workload));
   return it->second;
 }
 
@@ -230,14 +233,14 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   FinishRestorePods();
   for (auto& [key, entry] : workloads_) {
     IndexChain(entry, /*add=*/true);
-    const v1::WorkloadState state = StateOf(entry.object);
+    const v1::WorkloadState state = StateOf(entry.object());
     if (state == v1::WORKLOAD_STATE_FINISHED) {
-      entry.cluster_queue = entry.object.status().admission().cluster_queue();
+      entry.cluster_queue = entry.object().status().admission().cluster_queue();
       continue;
     }
-    if (entry.object.status().has_admission() && IsConditionTrue(entry.object, kQuotaReserved)) {
-      entry.cluster_queue = entry.object.status().admission().cluster_queue();
-      entry.usage = UsageFromAdmission(entry);
+    if (entry.object().status().has_admission() && IsConditionTrue(entry.object(), kQuotaReserved)) {
+      entry.cluster_queue = entry.object().status().admission().cluster_queue();
+      entry.SetUsage(UsageFromAdmission(entry));
       ChargeUsage(entry, +1);
       // Re-arms the maximum execution time of an admitted workload.
       SyncAdmitted(entry, absl::UnixEpoch());

@@ -36,7 +36,7 @@ v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState
 
 void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assignment& assignment,
                          absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   *wl.mutable_status()->mutable_admission() = BuildAdmission(entry, cq, assignment);
   const std::string message = absl::StrCat("Quota reserved in ClusterQueue ", cq.name());
   SetCondition(&wl, kQuotaReserved, true, "QuotaReserved", message, now);
@@ -53,7 +53,7 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   // Admitted only once every admission check the assigned flavors need is Ready (§10).
   SyncAdmissionChecks(entry, cq, now);
   SyncAdmitted(entry, now);
-  entry.usage = UsageFromAdmission(entry);
+  entry.SetUsage(UsageFromAdmission(entry));
   ChargeUsage(entry, +1);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);
@@ -70,7 +70,7 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
   // §12: counts_j = count_j - floor(delta_j * i / totalDelta) for the smallest i in
   // [0, totalDelta] whose assignment fits (or preempts with targets); a binary search.
   int64_t total_delta = 0;
-  for (const v1::PodSet& ps : entry.object.spec().pod_sets()) {
+  for (const v1::PodSet& ps : entry.object().spec().pod_sets()) {
     if (ps.has_min_count()) total_delta += ps.count() - ps.min_count();
   }
   if (total_delta <= 0) return std::nullopt;
@@ -79,7 +79,7 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
   auto assign = [&](int64_t i) {
     std::vector<PodSetRequest> reduced = entry.pod_sets;
     for (size_t j = 0; j < reduced.size(); ++j) {
-      const v1::PodSet& ps = entry.object.spec().pod_sets(static_cast<int>(j));
+      const v1::PodSet& ps = entry.object().spec().pod_sets(static_cast<int>(j));
       const int64_t delta = ps.has_min_count() ? ps.count() - ps.min_count() : 0;
       reduced[j].count = static_cast<int32_t>(ps.count() - delta * i / total_delta);
     }
@@ -196,8 +196,8 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     ++stats.heads;
-    const std::string& lq_name = entry.object.spec().queue_name();
-    auto lq = local_queues_.find(absl::StrCat(entry.object.metadata().namespace_(), "/", lq_name));
+    const std::string& lq_name = entry.object().spec().queue_name();
+    auto lq = local_queues_.find(absl::StrCat(entry.object().metadata().namespace_(), "/", lq_name));
     if (lq != local_queues_.end() && (lq->second.local_queue().spec().stop_policy() == "Hold" ||
                                       lq->second.local_queue().spec().stop_policy() ==
                                           "HoldAndDrain")) {
@@ -209,7 +209,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++set_aside;
       continue;
     }
-    if (HasFailedChecks(entry.object)) {
+    if (HasFailedChecks(entry.object())) {
       // A Retry or Rejected reported while it was already evicted survives the release; such a
       // workload is not tried (§10).
       MarkPendingAfterAttempt(entry, kReasonPendingEvaluation,
@@ -219,7 +219,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ++set_aside;
       continue;
     }
-    if (!Selects(cq, entry.object.metadata().namespace_())) {
+    if (!Selects(cq, entry.object().metadata().namespace_())) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
       MarkPendingAfterAttempt(entry, kReasonMisconfigured,
                               "workload namespace doesn't match ClusterQueue selector", now);
@@ -248,7 +248,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     cycle_usage.emplace_back(cq_name, usage);
   };
   auto simulate_removal = [&](const std::vector<WorkloadEntry*>& victims, int sign) {
-    for (WorkloadEntry* v : victims) quota_tree_.AddUsage(v->cluster_queue, v->usage, -sign);
+    for (WorkloadEntry* v : victims) quota_tree_.AddUsage(v->cluster_queue, v->usage(), -sign);
   };
   auto overlaps = [&](const std::vector<Target>& targets) {
     for (const Target& t : targets) {
@@ -357,7 +357,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       add_cycle_usage(cq.name(), assignment.usage);
       for (const Target& t : head.targets) {
         // An already evicted victim counts as preempted: its quota comes back on release.
-        if (!IsConditionTrue(t.entry->object, kEvicted)) Preempt(*t.entry, entry, t.reason, now);
+        if (!IsConditionTrue(t.entry->object(), kEvicted)) Preempt(*t.entry, entry, t.reason, now);
       }
       entry.last_assignment.reset();
       requeue = Requeue::kPendingPreemption;
@@ -430,15 +430,15 @@ std::optional<v1::PendingPosition> Engine::Impl::PositionOf(const WorkloadEntry&
     if (entry.key() == cq.sticky) return false;
     return other < entry.queue_key;
   };
-  const std::string& ns = entry.object.metadata().namespace_();
-  const std::string& lq = entry.object.spec().queue_name();
+  const std::string& ns = entry.object().metadata().namespace_();
+  const std::string& lq = entry.object().spec().queue_name();
   int in_cq = 0, in_lq = 0;
   auto count = [&](const QueueKey& other) {
     if (!before(other)) return;
     ++in_cq;
     const WorkloadEntry* e = FindWorkload(ns, other.key.substr(other.key.find('/') + 1));
-    if (e != nullptr && e->object.metadata().namespace_() == ns &&
-        e->object.spec().queue_name() == lq) {
+    if (e != nullptr && e->object().metadata().namespace_() == ns &&
+        e->object().spec().queue_name() == lq) {
       ++in_lq;
     }
   };
@@ -486,15 +486,15 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
     return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
   }
   v1::AdmitResponse out;
-  *out.mutable_workload() = entry->object;
+  *out.mutable_workload() = entry->object();
   if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
     *out.mutable_position() = *position;
     *out.mutable_workload()->mutable_status()->mutable_pending_position() = *position;
   }
-  out.set_state(StateOf(entry->object));
+  out.set_state(StateOf(entry->object()));
   out.set_admitted(out.state() == v1::WORKLOAD_STATE_ADMITTED);
   if (out.state() == v1::WORKLOAD_STATE_PENDING) {
-    if (const v1::Condition* c = FindCondition(entry->object, kQuotaReserved)) {
+    if (const v1::Condition* c = FindCondition(entry->object(), kQuotaReserved)) {
       out.set_pending_reason(c->reason());
       out.set_pending_message(c->message());
     }
@@ -522,7 +522,7 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
                                   cq.inactive_message));
     return out;
   }
-  if (!Selects(cq, entry->object.metadata().namespace_())) {
+  if (!Selects(cq, entry->object().metadata().namespace_())) {
     why->set_message("workload namespace doesn't match ClusterQueue selector");
     return out;
   }

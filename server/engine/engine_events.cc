@@ -14,7 +14,7 @@ void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
                                const std::string& reason, const std::string& action,
                                const std::string& note, absl::Time now) {
   if (!options_.record_events) return;
-  const v1::ObjectMeta& meta = entry.object.metadata();
+  const v1::ObjectMeta& meta = entry.object().metadata();
   auto event = std::make_shared<v1::Event>();
   v1::ObjectReference* regarding = event->mutable_regarding();
   regarding->set_api_version("kueue.x-k8s.io/v1beta2");
@@ -62,7 +62,7 @@ void Engine::Impl::RecordAudit(v1::Event event, absl::Time now) {
 
 void Engine::Impl::CountEviction(WorkloadEntry& entry, const std::string& reason,
                                  const std::string& cause) {
-  v1::SchedulingStats* stats = entry.object.mutable_status()->mutable_scheduling_stats();
+  v1::SchedulingStats* stats = entry.mutable_object().mutable_status()->mutable_scheduling_stats();
   for (v1::WorkloadSchedulingStatsEviction& e : *stats->mutable_evictions()) {
     if (e.reason() == reason && e.underlying_cause() == cause) {
       e.set_count(e.count() + 1);
@@ -77,7 +77,7 @@ void Engine::Impl::CountEviction(WorkloadEntry& entry, const std::string& reason
 
 void Engine::Impl::MarkPendingAfterAttempt(WorkloadEntry& entry, const std::string& reason,
                                            const std::string& message, absl::Time now) {
-  if (!SetPending(&entry.object, reason, message, now)) return;
+  if (!SetPending(&entry.mutable_object(), reason, message, now)) return;
   EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Pending", message);
   // Kueue records a Warning with the condition's reason after every failed attempt; Kubernetes
   // folds the repeats into one Event with a count. Here it is recorded when the reason or
@@ -87,7 +87,7 @@ void Engine::Impl::MarkPendingAfterAttempt(WorkloadEntry& entry, const std::stri
 
 void Engine::Impl::RecordQuotaReserved(const WorkloadEntry& entry, const std::string& considered,
                                        absl::Time now) {
-  const v1::Workload& wl = entry.object;
+  const v1::Workload& wl = entry.object();
   // The wait counts from the last requeue, else from creation (Kueue's QueuedWaitTime).
   absl::Time queued = FromProto(wl.metadata().creation_timestamp());
   if (const v1::Condition* requeued = FindCondition(wl, kRequeued); requeued != nullptr) {
@@ -101,7 +101,7 @@ void Engine::Impl::RecordQuotaReserved(const WorkloadEntry& entry, const std::st
 
 void Engine::Impl::RecordAdmitted(const WorkloadEntry& entry, absl::Time now) {
   absl::Time reserved = now;
-  if (const v1::Condition* c = FindCondition(entry.object, kQuotaReserved); c != nullptr) {
+  if (const v1::Condition* c = FindCondition(entry.object(), kQuotaReserved); c != nullptr) {
     reserved = FromProto(c->last_transition_time());
   }
   RecordEvent(entry, EventType::kNormal, "Admitted", "Admitted",

@@ -3,6 +3,7 @@
 #ifndef ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
 #define ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <memory>
@@ -21,10 +22,52 @@
 namespace admitd::engine {
 
 struct WorkloadEntry {
-  v1::Workload object;
+  // The workload, shared copy-on-write with the snapshots handed out (Change::workload,
+  // WorkloadSnapshot): reading is free, and the first write after a snapshot was taken copies
+  // it, so a snapshot never changes and a workload nobody else holds is never copied.
+  const v1::Workload& object() const { return *object_; }
+  v1::Workload& mutable_object() {
+    if (object_.use_count() > 1) {
+      // References into the shared object taken earlier in this engine call stay valid (they
+      // read the state before this write) until ReleasePrevious.
+      previous_ = std::move(object_);
+      object_ = std::make_shared<v1::Workload>(*previous_);
+      for (size_t i = 0; i < pod_sets.size(); ++i) {
+        pod_sets[i].pod = static_cast<int>(i) < object_->spec().pod_sets_size()
+                              ? &object_->spec().pod_sets(static_cast<int>(i)).template_().spec()
+                              : nullptr;
+      }
+    } else {
+      // The last other holder let go (on any thread): see what it did before it did.
+      std::atomic_thread_fence(std::memory_order_acquire);
+    }
+    return *object_;
+  }
+  void set_object(v1::Workload wl) { object_ = std::make_shared<v1::Workload>(std::move(wl)); }
+  // The workload as it stands, as an immutable object for any thread: shared, not copied.
+  std::shared_ptr<const v1::Workload> Share() const { return object_; }
+  // Drops the state the last write replaced (see mutable_object); once the engine call ends.
+  void ReleasePrevious() { previous_.reset(); }
+
   std::vector<PodSetRequest> pod_sets;  // per-pod requests, parsed once
   std::string cluster_queue;            // where it queues or holds its reservation
-  FlavorResourceQuantities usage;       // while it holds a reservation
+  // What it holds while it holds a reservation (empty otherwise).
+  const FlavorResourceQuantities& usage() const { return usage_; }
+  void SetUsage(FlavorResourceQuantities usage) {
+    usage_ = std::move(usage);
+    usage_ids_valid_ = false;
+  }
+  void ClearUsage() { SetUsage({}); }
+  // The usage by the quota tree's pair ids, for the preemption search's trial removals: looked
+  // up once per usage.
+  const std::vector<std::pair<int, int64_t>>& UsageIds(QuotaTree& tree) {
+    if (!usage_ids_valid_) {
+      usage_ids_.clear();
+      for (const auto& [fr, v] : usage_) usage_ids_.emplace_back(tree.InternPair(fr), v);
+      usage_ids_valid_ = true;
+    }
+    return usage_ids_;
+  }
   // kBackoff: pending, but status.requeueState.requeueAt is still ahead (see Impl::timers_).
   enum class Where { kNone, kHeap, kInadmissible, kOrphan, kBackoff } where = Where::kNone;
   QueueKey queue_key;
@@ -50,8 +93,15 @@ struct WorkloadEntry {
   std::optional<LastAssignment> last_assignment;
 
   std::string key() const {
-    return object.metadata().namespace_() + "/" + object.metadata().name();
+    return object_->metadata().namespace_() + "/" + object_->metadata().name();
   }
+
+ private:
+  std::shared_ptr<v1::Workload> object_ = std::make_shared<v1::Workload>();
+  std::shared_ptr<const v1::Workload> previous_;
+  FlavorResourceQuantities usage_;
+  std::vector<std::pair<int, int64_t>> usage_ids_;
+  bool usage_ids_valid_ = false;
 };
 
 inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";

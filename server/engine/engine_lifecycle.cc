@@ -65,7 +65,7 @@ bool HasFailedChecks(const v1::Workload& wl) {
 }
 
 bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   if (!HoldsReservation(wl)) return false;  // SetPending says NoReservation
   const bool was = IsConditionTrue(wl, kAdmitted);
   const bool ready = AllChecksReady(wl);
@@ -95,7 +95,7 @@ bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
 
 void Engine::Impl::SyncAdmissionChecks(WorkloadEntry& entry, const ClusterQueueState& cq,
                                        absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   std::set<std::string> assigned;
   for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
     for (const auto& [resource, flavor] : psa.flavors()) assigned.insert(flavor);
@@ -125,7 +125,7 @@ void Engine::Impl::SyncAdmissionChecks(WorkloadEntry& entry, const ClusterQueueS
 
 void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
                          const std::string& message, absl::Time now, const std::string& cause) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   const std::string condition_reason =
       cause.empty() ? reason : absl::StrCat(reason, "DueTo", cause);
   SetCondition(&wl, kEvicted, true, condition_reason, message, now);
@@ -152,7 +152,7 @@ void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
 
 void Engine::Impl::Deactivate(WorkloadEntry& entry, const std::string& cause,
                               const std::string& cause_message, absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   wl.mutable_spec()->set_active(false);
   wl.mutable_metadata()->set_generation(wl.metadata().generation() + 1);
   // DeactivationTarget is only the request to deactivate; it goes as the eviction is recorded.
@@ -184,7 +184,7 @@ void Engine::Impl::Deactivate(WorkloadEntry& entry, const std::string& cause,
 }
 
 bool Engine::Impl::FinishBackoff(WorkloadEntry& entry, absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   if (!wl.status().has_requeue_state() || !wl.status().requeue_state().has_requeue_at()) {
     return false;
   }
@@ -200,7 +200,7 @@ bool Engine::Impl::FinishBackoff(WorkloadEntry& entry, absl::Time now) {
 }
 
 bool Engine::Impl::RequeueIfQueueRestarted(WorkloadEntry& entry, absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   const v1::Condition* requeued = FindCondition(wl, kRequeued);
   if (requeued == nullptr || requeued->status() != "False") return false;
   const std::string& ns = wl.metadata().namespace_();
@@ -227,7 +227,7 @@ absl::StatusOr<v1::SetActiveResponse> Engine::Impl::SetActive(const v1::SetActiv
                                                               absl::Time now) {
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   v1::SetActiveResponse response;
   if (IsConditionTrue(wl, kFinished) || IsActive(wl) == request.active()) {
     *response.mutable_workload() = wl;  // nothing to do: idempotent
@@ -275,7 +275,7 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
   if (!violations.empty()) return InvalidArgument(violations);
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, ""));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   if (!HoldsReservation(wl)) {
     return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "WORKLOAD_NOT_RESERVED",
                            absl::StrCat("workload \"", key,
@@ -380,7 +380,7 @@ void Engine::Impl::Tick(absl::Time now) {
     auto it = workloads_.find(key);
     if (it == workloads_.end()) continue;  // deleted since
     WorkloadEntry& entry = it->second;
-    v1::Workload& wl = entry.object;
+    v1::Workload& wl = entry.mutable_object();
     if (entry.where == WorkloadEntry::Where::kBackoff) {
       if (!FinishBackoff(entry, now)) continue;  // a later backoff replaced this one
       Dequeue(entry);

@@ -214,7 +214,7 @@ absl::StatusOr<WorkloadEntry*> Engine::Impl::FindDispatched(const DispatchTarget
                                                             v1::AdmissionCheckState** check) {
   const std::string key = absl::StrCat(target.ns, "/", target.name);
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, target.uid));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   if (!HoldsReservation(wl) || IsConditionTrue(wl, kFinished)) {
     return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "WORKLOAD_NOT_RESERVED",
                            absl::StrCat("workload \"", key, "\" holds no quota reservation"));
@@ -234,7 +234,7 @@ absl::StatusOr<v1::Workload> Engine::Impl::NominateClusters(
     const DispatchTarget& target, const std::vector<std::string>& clusters, absl::Time now) {
   v1::AdmissionCheckState* check = nullptr;
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindDispatched(target, &check));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   v1::WorkloadStatus* status = wl.mutable_status();
   if (check->state() != kCheckPending || !status->cluster_name().empty() ||
       IsConditionTrue(wl, kEvicted)) {
@@ -264,7 +264,7 @@ absl::StatusOr<v1::Workload> Engine::Impl::RecordWorkerAdmission(const DispatchT
                                                                  absl::Time now) {
   v1::AdmissionCheckState* check = nullptr;
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindDispatched(target, &check));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   v1::WorkloadStatus* status = wl.mutable_status();
   if (!status->cluster_name().empty() && status->cluster_name() != cluster) {
     return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "CLUSTER_NAME_IMMUTABLE",
@@ -306,7 +306,7 @@ absl::StatusOr<v1::Workload> Engine::Impl::RetryDispatch(const DispatchTarget& t
                                                          absl::Time now) {
   v1::AdmissionCheckState* check = nullptr;
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindDispatched(target, &check));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   if (IsConditionTrue(wl, kEvicted) || check->state() == kCheckRetry ||
       check->state() == kCheckRejected) {
     return wl;  // already on its way out
@@ -369,7 +369,7 @@ absl::StatusOr<v1::UpdateRemoteJobResponse> Engine::Impl::UpdateRemoteJob(
   if (!violations.empty()) return InvalidArgument(violations);
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   bool changed = false;
   if (request.has_adopt()) {
     const v1::OwnerReference* owner = nullptr;

@@ -68,20 +68,20 @@ v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
   FlavorResourceAmounts reserved, used;  // by reserving and by admitted workloads
   for (auto it = workloads_.lower_bound(lq.metadata().namespace_() + "/");
        it != workloads_.end() &&
-       it->second.object.metadata().namespace_() == lq.metadata().namespace_();
+       it->second.object().metadata().namespace_() == lq.metadata().namespace_();
        ++it) {
-    if (it->second.object.spec().queue_name() != lq.metadata().name()) continue;
+    if (it->second.object().spec().queue_name() != lq.metadata().name()) continue;
     switch (it->second.where) {
       case WorkloadEntry::Where::kHeap: ++active; break;
       case WorkloadEntry::Where::kInadmissible:
       case WorkloadEntry::Where::kBackoff: ++inadmissible; break;
       default: break;
     }
-    if (HoldsReservation(it->second.object)) {
-      AddTo(&reserved, it->second.usage, +1);
-      if (IsConditionTrue(it->second.object, kAdmitted)) AddTo(&used, it->second.usage, +1);
+    if (HoldsReservation(it->second.object())) {
+      AddTo(&reserved, it->second.usage(), +1);
+      if (IsConditionTrue(it->second.object(), kAdmitted)) AddTo(&used, it->second.usage(), +1);
     }
-    switch (StateOf(it->second.object)) {
+    switch (StateOf(it->second.object())) {
       case v1::WORKLOAD_STATE_PENDING: ++pending; break;
       case v1::WORKLOAD_STATE_QUOTA_RESERVED: ++reserving; break;
       case v1::WORKLOAD_STATE_ADMITTED:

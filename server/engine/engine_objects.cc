@@ -254,12 +254,12 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     for (const auto& held : cq.reserved) reserved.push_back(held.second);
     for (WorkloadEntry* held : reserved) {
       WorkloadEntry& entry = *held;
-      const std::string before = entry.object.status().SerializeAsString();
+      const std::string before = entry.object().status().SerializeAsString();
       SyncAdmissionChecks(entry, cq, now);
-      if (entry.object.status().SerializeAsString() == before) continue;
-      const bool admitted = IsConditionTrue(entry.object, kAdmitted);
+      if (entry.object().status().SerializeAsString() == before) continue;
+      const bool admitted = IsConditionTrue(entry.object(), kAdmitted);
       if (!admitted) SyncAdmitted(entry, now);
-      const bool now_admitted = IsConditionTrue(entry.object, kAdmitted);
+      const bool now_admitted = IsConditionTrue(entry.object(), kAdmitted);
       EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                    now_admitted && !admitted ? "Admitted" : "Updated", "admission checks changed");
       if (now_admitted && !admitted) RecordAdmitted(entry, now);
@@ -306,7 +306,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
       if (lq.spec().stop_policy() == "HoldAndDrain") {
         std::set<std::string> from_queue;
         for (const auto& held : cq->second.reserved) {
-          const v1::Workload& wl = held.second->object;
+          const v1::Workload& wl = held.second->object();
           if (wl.metadata().namespace_() == lq.metadata().namespace_() &&
               wl.spec().queue_name() == lq.metadata().name()) {
             from_queue.insert(held.first);
@@ -324,9 +324,9 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     // The LocalQueue now feeds another ClusterQueue: its pending workloads move there.
     const v1::LocalQueue& lq = local_queues_.at(key).local_queue();
     for (auto& [wl_key, entry] : workloads_) {
-      if (entry.object.metadata().namespace_() != lq.metadata().namespace_() ||
-          entry.object.spec().queue_name() != lq.metadata().name() ||
-          StateOf(entry.object) != v1::WORKLOAD_STATE_PENDING) {
+      if (entry.object().metadata().namespace_() != lq.metadata().namespace_() ||
+          entry.object().spec().queue_name() != lq.metadata().name() ||
+          StateOf(entry.object()) != v1::WORKLOAD_STATE_PENDING) {
         continue;
       }
       Dequeue(entry);
@@ -342,7 +342,7 @@ void Engine::Impl::Drain(const std::set<std::string>& keys, const std::string& r
   const std::vector<std::string> copy(keys.begin(), keys.end());  // Evict may touch `keys`
   for (const std::string& wl_key : copy) {
     WorkloadEntry& entry = workloads_.at(wl_key);
-    if (IsConditionTrue(entry.object, kEvicted)) continue;
+    if (IsConditionTrue(entry.object(), kEvicted)) continue;
     Evict(entry, reason, message, now);
   }
 }
@@ -353,7 +353,7 @@ void Engine::Impl::RequeueRestarted(absl::Time now) {
   for (auto& [wl_key, entry] : workloads_) {
     if (RequeueIfQueueRestarted(entry, now)) {
       EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Requeued",
-                   FindCondition(entry.object, kRequeued)->message());
+                   FindCondition(entry.object(), kRequeued)->message());
     }
   }
 }
@@ -490,9 +490,9 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
     }
     case v1::OBJECT_KIND_LOCAL_QUEUE: {
       for (const auto& [wl_key, entry] : workloads_) {
-        if (entry.object.metadata().namespace_() == request.namespace_() &&
-            entry.object.spec().queue_name() == request.name() &&
-            StateOf(entry.object) != v1::WORKLOAD_STATE_FINISHED) {
+        if (entry.object().metadata().namespace_() == request.namespace_() &&
+            entry.object().spec().queue_name() == request.name() &&
+            StateOf(entry.object()) != v1::WORKLOAD_STATE_FINISHED) {
           return in_use(absl::StrCat("workload \"", wl_key, "\" is queued in it or runs from it"));
         }
       }

@@ -62,7 +62,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     }
     return out;
   }
-  const v1::Workload& wl = wl_it->second.object;
+  const v1::Workload& wl = wl_it->second.object();
   // Pods whose Workload name is taken stay gated; inactive ones lose the finalizer so that a
   // deleted pod does not hang.
   auto finalize_refused = [&](const std::vector<v1::PodObservation>& refused) {

@@ -344,7 +344,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   auto wl_it = workloads_.find(workload_key);
   if (pods.empty()) {
     // Every pod is gone: the Workload goes with them (Kueue's owner references do the same).
-    if (wl_it != workloads_.end() && IsPodWorkload(wl_it->second.object)) {
+    if (wl_it != workloads_.end() && IsPodWorkload(wl_it->second.object())) {
       DeleteEntry(wl_it->second, now, "Deleted", "every pod of the workload is gone");
     }
     return errors;
@@ -376,7 +376,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     return errors;
   }
   WorkloadEntry& entry = wl_it->second;
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   if (!OwnsWorkload(wl, is_group)) {
     AppendEvents(NameConflict(pods, wl, is_group, now, options).events, workload_key, pods, events);
     errors.push_back(absl::StrCat("workload \"", workload_key, "\" exists and is not a pod ",
@@ -534,7 +534,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
 std::string Engine::Impl::FollowPodQueueName(WorkloadEntry& entry,
                                              const std::vector<v1::PodObservation>& pods,
                                              bool is_group, absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   const v1::PodObservation& ref = pods.front();
   // Kueue handles an evicted Workload (step 6) before a suspended job's queue (step 7), and a
   // serving group keeps its queue (the pod integration's CustomQueueNameChange). Kueue's
@@ -578,7 +578,7 @@ bool Engine::Impl::TickPodTimer(const std::string& timer_key, absl::Time now) {
 }
 
 void Engine::Impl::ReconcileEvictedPodWorkload(WorkloadEntry& entry, absl::Time now) {
-  if (!IsPodWorkload(entry.object)) return;
+  if (!IsPodWorkload(entry.object())) return;
   if (in_cycle_) {
     evicted_pod_workloads_.insert(entry.key());
     return;

@@ -38,10 +38,10 @@ std::string Annotation(const v1::Workload& wl, const char* key) {
 }
 
 bool Before(const WorkloadEntry* a, const WorkloadEntry* b) {
-  const absl::Time ta = FromProto(a->object.metadata().creation_timestamp());
-  const absl::Time tb = FromProto(b->object.metadata().creation_timestamp());
+  const absl::Time ta = FromProto(a->object().metadata().creation_timestamp());
+  const absl::Time tb = FromProto(b->object().metadata().creation_timestamp());
   if (ta != tb) return ta < tb;
-  return a->object.metadata().uid() < b->object.metadata().uid();
+  return a->object().metadata().uid() < b->object().metadata().uid();
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ std::string Engine::Impl::ChainKey(const v1::Workload& wl) const {
 }
 
 void Engine::Impl::IndexChain(const WorkloadEntry& entry, bool add) {
-  const std::string chain = ChainKey(entry.object);
+  const std::string chain = ChainKey(entry.object());
   if (add) {
     chains_[chain].insert(entry.key());
     return;
@@ -84,14 +84,14 @@ std::vector<WorkloadEntry*> Engine::Impl::ChainOf(const std::string& chain) {
 WorkloadEntry* Engine::Impl::ReplacedSlice(const WorkloadEntry& entry,
                                            const ClusterQueueState& cq) {
   if (!options_.elastic_jobs) return nullptr;
-  const std::string target = Annotation(entry.object, kReplacementForAnnotation);
+  const std::string target = Annotation(entry.object(), kReplacementForAnnotation);
   if (target.empty()) return nullptr;
   auto it = workloads_.find(target);
   if (it == workloads_.end()) return nullptr;
   WorkloadEntry& old = it->second;
   // Only an admitted, not evicted slice of the same queue lends its flavors and quota; an
   // evicted one is on its way out and the new slice has to fit in full.
-  if (!HoldsReservation(old.object) || IsConditionTrue(old.object, kEvicted) ||
+  if (!HoldsReservation(old.object()) || IsConditionTrue(old.object(), kEvicted) ||
       old.cluster_queue != cq.name()) {
     return nullptr;
   }
@@ -100,7 +100,7 @@ WorkloadEntry* Engine::Impl::ReplacedSlice(const WorkloadEntry& entry,
 
 SliceBase Engine::Impl::SliceBaseOf(const WorkloadEntry& old) const {
   SliceBase base;
-  const v1::Admission& admission = old.object.status().admission();
+  const v1::Admission& admission = old.object().status().admission();
   base.pod_sets.resize(admission.pod_set_assignments_size());
   for (int i = 0; i < admission.pod_set_assignments_size(); ++i) {
     const v1::PodSetAssignment& psa = admission.pod_set_assignments(i);
@@ -118,22 +118,22 @@ SliceBase Engine::Impl::SliceBaseOf(const WorkloadEntry& old) const {
 
 void Engine::Impl::FinishSlice(WorkloadEntry& old, const std::string& reason,
                                const std::string& message, absl::Time now) {
-  if (IsConditionTrue(old.object, kFinished)) return;
-  const bool reserved = HoldsReservation(old.object);
+  if (IsConditionTrue(old.object(), kFinished)) return;
+  const bool reserved = HoldsReservation(old.object());
   if (reserved) {
     ChargeUsage(old, -1);
-    old.usage.clear();
+    old.ClearUsage();
   }
   Dequeue(old);
-  SetCondition(&old.object, kFinished, true, reason, message, now);
+  SetCondition(&old.mutable_object(), kFinished, true, reason, message, now);
   EmitWorkload(old, v1::WatchEvent::MODIFIED, reason, message);
-  PruneSliceHistory(ChainKey(old.object), now);
+  PruneSliceHistory(ChainKey(old.object()), now);
 }
 
 void Engine::Impl::PruneSliceHistory(const std::string& chain, absl::Time now) {
   std::vector<WorkloadEntry*> finished;
   for (WorkloadEntry* e : ChainOf(chain)) {
-    if (IsConditionTrue(e->object, kFinished) && IsElastic(e->object)) finished.push_back(e);
+    if (IsConditionTrue(e->object(), kFinished) && IsElastic(e->object())) finished.push_back(e);
   }
   const int limit = std::max(0, options_.slice_history_limit);
   for (size_t i = 0; i + limit < finished.size(); ++i) {
@@ -143,7 +143,7 @@ void Engine::Impl::PruneSliceHistory(const std::string& chain, absl::Time now) {
 
 void Engine::Impl::DeleteEntry(WorkloadEntry& entry, absl::Time /*now*/, const std::string& reason,
                                const std::string& message) {
-  const bool reserved = HoldsReservation(entry.object);
+  const bool reserved = HoldsReservation(entry.object());
   if (reserved) ChargeUsage(entry, -1);
   Dequeue(entry);
   IndexChain(entry, /*add=*/false);
@@ -159,21 +159,21 @@ void Engine::Impl::DeleteEntry(WorkloadEntry& entry, absl::Time /*now*/, const s
 }
 
 void Engine::Impl::OnSliceAdmitted(WorkloadEntry& entry, absl::Time now) {
-  const std::string target = Annotation(entry.object, kReplacementForAnnotation);
+  const std::string target = Annotation(entry.object(), kReplacementForAnnotation);
   if (target.empty()) return;
   auto it = workloads_.find(target);
   if (it == workloads_.end()) return;
-  auto job_uid = entry.object.metadata().labels().find("kueue.x-k8s.io/job-uid");
-  const std::string uid = entry.object.metadata().uid();
+  auto job_uid = entry.object().metadata().labels().find("kueue.x-k8s.io/job-uid");
+  const std::string uid = entry.object().metadata().uid();
   const std::string message = absl::StrCat(
       "Replaced to accommodate a workload (UID: ", uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
-      job_uid == entry.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
+      job_uid == entry.object().metadata().labels().end() ? "UNKNOWN" : job_uid->second,
       ") due to workload slice aggregation");
-  if (IsConditionTrue(it->second.object, kFinished)) return;
+  if (IsConditionTrue(it->second.object(), kFinished)) return;
   // MultiKueue: the replacement runs where its predecessor runs (Kueue's scheduler copies
   // clusterName on reservation).
-  if (const std::string& cluster = it->second.object.status().cluster_name(); !cluster.empty()) {
-    entry.object.mutable_status()->set_cluster_name(cluster);
+  if (const std::string& cluster = it->second.object().status().cluster_name(); !cluster.empty()) {
+    entry.mutable_object().mutable_status()->set_cluster_name(cluster);
   }
   // Recorded first: finishing may delete the old slice (the slice history limit).
   RecordEvent(it->second, EventType::kNormal, kReasonWorkloadSliceReplaced, "Replaced", message,
@@ -182,11 +182,11 @@ void Engine::Impl::OnSliceAdmitted(WorkloadEntry& entry, absl::Time now) {
 }
 
 bool Engine::Impl::FinishIfReplacedWhileEvicted(WorkloadEntry& entry, absl::Time now) {
-  if (!options_.elastic_jobs || !IsElastic(entry.object)) return false;
+  if (!options_.elastic_jobs || !IsElastic(entry.object())) return false;
   const std::string self = entry.key();
-  for (WorkloadEntry* e : ChainOf(ChainKey(entry.object))) {
-    if (e == &entry || IsConditionTrue(e->object, kFinished)) continue;
-    if (Annotation(e->object, kReplacementForAnnotation) == self) {
+  for (WorkloadEntry* e : ChainOf(ChainKey(entry.object()))) {
+    if (e == &entry || IsConditionTrue(e->object(), kFinished)) continue;
+    if (Annotation(e->object(), kReplacementForAnnotation) == self) {
       FinishSlice(entry, kReasonWorkloadSliceReplaced,
                   "Replaced to accommodate a new workload slice", now);
       return true;
@@ -198,7 +198,7 @@ bool Engine::Impl::FinishIfReplacedWhileEvicted(WorkloadEntry& entry, absl::Time
 void Engine::Impl::UpdateCountsInPlace(WorkloadEntry& entry,
                                        const std::map<std::string, int32_t>& counts,
                                        absl::Time now) {
-  v1::Workload& wl = entry.object;
+  v1::Workload& wl = entry.mutable_object();
   for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
   wl.mutable_metadata()->set_generation(wl.metadata().generation() + 1);
   ParsePodSets(&entry).IgnoreError();
@@ -208,7 +208,7 @@ void Engine::Impl::UpdateCountsInPlace(WorkloadEntry& entry,
   if (HoldsReservation(wl)) {
     // Usage follows min(admitted count, spec count) (§2.4): a scale-down gives quota back now.
     ChargeUsage(entry, -1);
-    entry.usage = UsageFromAdmission(entry);
+    entry.SetUsage(UsageFromAdmission(entry));
     ChargeUsage(entry, +1);
     EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Resized", message);
     if (auto it = cluster_queues_.find(entry.cluster_queue); it != cluster_queues_.end()) {
@@ -225,13 +225,13 @@ void Engine::Impl::UpdateCountsInPlace(WorkloadEntry& entry,
 }
 
 void Engine::Impl::RefreshResourceRequests(WorkloadEntry& entry) {
-  entry.object.mutable_status()->clear_resource_requests();
+  entry.mutable_object().mutable_status()->clear_resource_requests();
   const std::string cq_name =
-      ClusterQueueOf(entry.object.metadata().namespace_(), entry.object.spec().queue_name());
+      ClusterQueueOf(entry.object().metadata().namespace_(), entry.object().spec().queue_name());
   auto it = cluster_queues_.find(cq_name);
   if (it == cluster_queues_.end()) return;
   for (const PodSetRequest& ps : entry.pod_sets) {
-    v1::PodSetRequest* rr = entry.object.mutable_status()->add_resource_requests();
+    v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
     rr->set_name(ps.name);
     RenderResourceList(PodSetTotal(it->second, ps), rr->mutable_resources());
   }
@@ -245,10 +245,10 @@ std::vector<const v1::Workload*> Engine::Impl::ResizeTargets(const v1::ResizeReq
   } else {
     WorkloadEntry* named = FindWorkload(request.namespace_(), request.name());
     if (named == nullptr) return {};
-    chain = ChainKey(named->object);
+    chain = ChainKey(named->object());
   }
   std::vector<const v1::Workload*> out;
-  for (WorkloadEntry* e : ChainOf(chain)) out.push_back(&e->object);
+  for (WorkloadEntry* e : ChainOf(chain)) out.push_back(&e->object());
   return out;
 }
 
@@ -294,11 +294,11 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
     if (named == nullptr) {
       return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
     }
-    chain = ChainKey(named->object);
+    chain = ChainKey(named->object());
   }
   std::vector<WorkloadEntry*> live;
   for (WorkloadEntry* e : ChainOf(chain)) {
-    if (!IsConditionTrue(e->object, kFinished)) live.push_back(e);
+    if (!IsConditionTrue(e->object(), kFinished)) live.push_back(e);
   }
   if (live.empty()) {
     return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "NO_LIVE_WORKLOAD",
@@ -307,7 +307,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   // The pod sets must be the workload's, all of them.
   {
     std::vector<std::string> have;
-    for (const v1::PodSet& ps : live.back()->object.spec().pod_sets()) have.push_back(ps.name());
+    for (const v1::PodSet& ps : live.back()->object().spec().pod_sets()) have.push_back(ps.name());
     std::vector<std::string> sorted_have = have;
     std::sort(sorted_have.begin(), sorted_have.end());
     std::vector<std::string> want;
@@ -319,7 +319,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
     }
   }
   {
-    v1::WorkloadSpec resized = live.back()->object.spec();
+    v1::WorkloadSpec resized = live.back()->object().spec();
     for (v1::PodSet& ps : *resized.mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
     // Reported against the request's fields: the workload's pod set i is the request's entry
     // of the same name.
@@ -339,31 +339,31 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   }
   auto counts_of = [](const WorkloadEntry& e) {
     std::map<std::string, int32_t> out;
-    for (const v1::PodSet& ps : e.object.spec().pod_sets()) out[ps.name()] = ps.count();
+    for (const v1::PodSet& ps : e.object().spec().pod_sets()) out[ps.name()] = ps.count();
     return out;
   };
   auto respond = [&](v1::ResizeResponse::Outcome outcome) {
     v1::ResizeResponse response;
     response.set_outcome(outcome);
     for (WorkloadEntry* e : ChainOf(chain)) {
-      if (!IsConditionTrue(e->object, kFinished)) *response.add_workloads() = e->object;
+      if (!IsConditionTrue(e->object(), kFinished)) *response.add_workloads() = e->object();
     }
     return response;
   };
 
-  const bool elastic = options_.elastic_jobs && IsElastic(live.back()->object);
+  const bool elastic = options_.elastic_jobs && IsElastic(live.back()->object());
   if (!elastic) {
     // Classic path (Kueue recreates the workload of a job whose shape changed): the workload
     // gives its quota back and queues again with the new counts.
     WorkloadEntry& w = *live.back();
     if (counts_of(w) == counts) return respond(v1::ResizeResponse::UNCHANGED);
-    const bool reserved = HoldsReservation(w.object);
+    const bool reserved = HoldsReservation(w.object());
     if (reserved) {
       ChargeUsage(w, -1);
-      w.usage.clear();
+      w.ClearUsage();
     }
     Dequeue(w);
-    v1::Workload& wl = w.object;
+    v1::Workload& wl = w.mutable_object();
     for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
     wl.mutable_metadata()->set_generation(wl.metadata().generation() + 1);
     wl.mutable_metadata()->set_uid(NewUid());
@@ -392,24 +392,24 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   } else {
     std::vector<WorkloadEntry*> candidates;
     for (WorkloadEntry* e : live) {
-      if (!IsConditionTrue(e->object, kEvicted)) candidates.push_back(e);
+      if (!IsConditionTrue(e->object(), kEvicted)) candidates.push_back(e);
     }
     auto replaced_by_admitted = [&](const WorkloadEntry* e) {
       for (WorkloadEntry* other : candidates) {
-        if (other != e && HoldsReservation(other->object) &&
-            Annotation(other->object, kReplacementForAnnotation) == e->key()) {
+        if (other != e && HoldsReservation(other->object()) &&
+            Annotation(other->object(), kReplacementForAnnotation) == e->key()) {
           return true;
         }
       }
       return false;
     };
     for (auto it = candidates.rbegin(); it != candidates.rend() && kept == nullptr; ++it) {
-      if (HoldsReservation((*it)->object) && !replaced_by_admitted(*it)) kept = *it;
+      if (HoldsReservation((*it)->object()) && !replaced_by_admitted(*it)) kept = *it;
     }
     if (kept != nullptr) {
       for (WorkloadEntry* e : candidates) {
-        if (!HoldsReservation(e->object) &&
-            Annotation(e->object, kReplacementForAnnotation) == kept->key()) {
+        if (!HoldsReservation(e->object()) &&
+            Annotation(e->object(), kReplacementForAnnotation) == kept->key()) {
           replacement = e;
         }
       }
@@ -422,7 +422,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
       if (e == kept || e == replacement) continue;
       bool replaced = false;
       for (WorkloadEntry* other : live) {
-        replaced = replaced || Annotation(other->object, kReplacementForAnnotation) == e->key();
+        replaced = replaced || Annotation(other->object(), kReplacementForAnnotation) == e->key();
       }
       if (replaced) {
         FinishSlice(*e, kReasonWorkloadSliceReplaced, "Replaced to accommodate a new workload slice",
@@ -439,7 +439,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   if (current == counts) return respond(v1::ResizeResponse::UNCHANGED);
   bool grows = false;
   for (const auto& [name, count] : counts) grows = grows || count > current.at(name);
-  if (!HoldsReservation(kept->object) || !grows) {
+  if (!HoldsReservation(kept->object()) || !grows) {
     UpdateCountsInPlace(*kept, counts, now);
     return respond(v1::ResizeResponse::UPDATED_IN_PLACE);
   }
@@ -449,7 +449,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
     return InvalidArgument({{"generation", "Required value: the job's metadata.generation names "
                                            "the new workload slice"}});
   }
-  const v1::Workload& base = kept->object;
+  const v1::Workload& base = kept->object();
   std::string name;
   if (const v1::OwnerReference* owner = OwnerOf(base); owner != nullptr && !owner->uid().empty()) {
     name = GeneratedWorkloadName(owner->kind(), GroupOf(owner->api_version()), owner->name(),
@@ -488,7 +488,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   *slice.mutable_remote_job() = base.remote_job();  // a MultiKueue job goes on with its slices
   for (v1::PodSet& ps : *slice.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
   WorkloadEntry& entry = workloads_[key];
-  entry.object = std::move(slice);
+  entry.set_object(std::move(slice));
   ParsePodSets(&entry).IgnoreError();
   RefreshResourceRequests(entry);
   IndexChain(entry, /*add=*/true);
@@ -526,12 +526,12 @@ std::vector<v1::PodDirective> Engine::Impl::ElasticPodDirectives(
   const WorkloadEntry* active = nullptr;  // the newest active slice
   for (const std::string& key : it->second) {
     const WorkloadEntry& entry = workloads_.at(key);
-    if (!pods::IsActiveSlice(entry.object)) continue;
+    if (!pods::IsActiveSlice(entry.object())) continue;
     if (active == nullptr || Before(active, &entry)) active = &entry;
   }
   if (active == nullptr) return out;
   const int64_t rev = static_cast<int64_t>(revision_);
-  for (const std::string& name : pods::ElasticPodsToUngate(&active->object, pods)) {
+  for (const std::string& name : pods::ElasticPodsToUngate(&active->object(), pods)) {
     for (const v1::PodObservation& p : pods) {
       if (p.name() == name) out.push_back(pods::ElasticUngateDirective(p, rev));
     }

@@ -43,7 +43,7 @@ const WorkloadEntry* Engine::Impl::FindWorkload(const std::string& ns,
 
 absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
   entry->pod_sets.clear();
-  for (const v1::PodSet& ps : entry->object.spec().pod_sets()) {
+  for (const v1::PodSet& ps : entry->object().spec().pod_sets()) {
     PodSetRequest req;
     req.name = ps.name();
     req.count = ps.count();
@@ -55,7 +55,7 @@ absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
 }
 
 void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change) {
-  const v1::Workload& wl = entry.object;
+  const v1::Workload& wl = entry.object();
   entry.queue_key.priority = wl.spec().priority();
   entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
   // §5.2: a workload evicted by a PodsReady timeout or an admission check queues from the time
@@ -76,7 +76,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     if (emit_reason_change) {
       MarkPending(entry, kReasonDeactivated, "The workload is deactivated", now);
     } else {
-      SetPending(&entry.object, kReasonDeactivated, "The workload is deactivated", now);
+      SetPending(&entry.mutable_object(), kReasonDeactivated, "The workload is deactivated", now);
     }
     return;
   }
@@ -103,7 +103,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     if (emit_reason_change) {
       MarkPending(entry, kReasonMisconfigured, message, now);
     } else {
-      SetPending(&entry.object, kReasonMisconfigured, message, now);
+      SetPending(&entry.mutable_object(), kReasonMisconfigured, message, now);
     }
     return;
   }
@@ -115,7 +115,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
       MarkPending(entry, kReasonMisconfigured,
                   absl::StrCat("ClusterQueue ", cq_name, " doesn't exist"), now);
     } else {
-      SetPending(&entry.object, kReasonMisconfigured,
+      SetPending(&entry.mutable_object(), kReasonMisconfigured,
                  absl::StrCat("ClusterQueue ", cq_name, " doesn't exist"), now);
     }
     return;
@@ -127,7 +127,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
       // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
       entry.where = WorkloadEntry::Where::kInadmissible;
       cq.inadmissible.insert(entry.queue_key);
-      const v1::Condition* c = FindCondition(entry.object, kQuotaReserved);
+      const v1::Condition* c = FindCondition(entry.object(), kQuotaReserved);
       if (c != nullptr && emit_reason_change &&
           (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
            c->reason() == kReasonSuspended || c->reason() == "Pending")) {
@@ -146,7 +146,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     if (emit_reason_change) {
       MarkPending(entry, kReasonSuspended, message, now);
     } else {
-      SetPending(&entry.object, kReasonSuspended, message, now);
+      SetPending(&entry.mutable_object(), kReasonSuspended, message, now);
     }
   }
 }
@@ -157,7 +157,7 @@ uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
   for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
     const PodSetRequest& ps = entry.pod_sets[i];
     absl::StrAppend(&shape, ps.name, ":", ps.count, ":");
-    const v1::PodSet& spec = entry.object.spec().pod_sets(static_cast<int>(i));
+    const v1::PodSet& spec = entry.object().spec().pod_sets(static_cast<int>(i));
     if (spec.has_min_count()) absl::StrAppend(&shape, "min", spec.min_count());
     for (const auto& [resource, value] : ps.per_pod) absl::StrAppend(&shape, resource, "=", value, ",");
     if (ps.pod != nullptr) {
@@ -194,7 +194,7 @@ bool Engine::Impl::SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEnt
   // The set's node moves as it is: nothing is allocated or copied.
   cq.inadmissible.insert(cq.heap.extract(entry.queue_key));
   entry.where = WorkloadEntry::Where::kInadmissible;
-  const v1::Condition* c = FindCondition(entry.object, kQuotaReserved);
+  const v1::Condition* c = FindCondition(entry.object(), kQuotaReserved);
   if (c != nullptr &&
       (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
        c->reason() == kReasonSuspended || c->reason() == "Pending")) {
@@ -222,8 +222,8 @@ void Engine::Impl::Dequeue(WorkloadEntry& entry) {
       // Waiting for its ClusterQueue, or (no ClusterQueue known) for its LocalQueue.
       auto& waiting = entry.cluster_queue.empty() ? lq_orphans_ : orphans_;
       auto it = waiting.find(entry.cluster_queue.empty()
-                                 ? absl::StrCat(entry.object.metadata().namespace_(), "/",
-                                                entry.object.spec().queue_name())
+                                 ? absl::StrCat(entry.object().metadata().namespace_(), "/",
+                                                entry.object().spec().queue_name())
                                  : entry.cluster_queue);
       if (it != waiting.end()) {
         it->second.erase(entry.key());
@@ -281,7 +281,7 @@ void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
 
 FlavorResourceQuantities Engine::Impl::UsageFromAdmission(const WorkloadEntry& entry) const {
   FlavorResourceQuantities usage;
-  const v1::Workload& wl = entry.object;
+  const v1::Workload& wl = entry.object();
   std::map<std::string, int32_t> reclaimable;
   for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) reclaimable[r.name()] = r.count();
   std::map<std::string, int32_t> spec_counts;
@@ -309,8 +309,8 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
   auto it = cluster_queues_.find(entry.cluster_queue);
   if (it == cluster_queues_.end()) return;
   ClusterQueueState& cq = it->second;
-  AddTo(&cq.usage, entry.usage, sign);
-  quota_tree_.AddUsage(cq.name(), entry.usage, sign);
+  AddTo(&cq.usage, entry.usage(), sign);
+  quota_tree_.AddUsage(cq.name(), entry.usage(), sign);
   quota_tree_.BumpGeneration(cq.name());
   if (sign > 0) {
     cq.reserved.emplace(entry.key(), &entry);
@@ -318,12 +318,12 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
     cq.reserved.erase(entry.key());
   }
   cq.reserving += sign;
-  if (IsConditionTrue(entry.object, kAdmitted)) cq.admitted += sign;
+  if (IsConditionTrue(entry.object(), kAdmitted)) cq.admitted += sign;
 }
 
 void Engine::Impl::MarkPending(WorkloadEntry& entry, const std::string& reason,
                                const std::string& message, absl::Time now) {
-  if (SetPending(&entry.object, reason, message, now)) {
+  if (SetPending(&entry.mutable_object(), reason, message, now)) {
     EmitWorkload(entry, v1::WatchEvent::MODIFIED, "Pending", message);
   }
 }
@@ -370,15 +370,15 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   const std::string key = absl::StrCat(ns, "/", wl.metadata().name());
   if (auto it = workloads_.find(key); it != workloads_.end()) {
     const std::string& uid = wl.metadata().uid();
-    if (uid.empty() || uid == it->second.object.metadata().uid()) {
+    if (uid.empty() || uid == it->second.object().metadata().uid()) {
       v1::SubmitResponse response;
-      SetAnswer(it->second.object, answer, response.mutable_workload());
+      SetAnswer(it->second.object(), answer, response.mutable_workload());
       response.set_created(false);
       return response;
     }
     return ErrorWithReason(absl::StatusCode::kAlreadyExists, "WORKLOAD_EXISTS",
                            absl::StrCat("workload \"", key, "\" already exists with uid ",
-                                        it->second.object.metadata().uid()));
+                                        it->second.object().metadata().uid()));
   }
   // Priority: explicit, else from its WorkloadPriorityClass, else from the pod template, else 0.
   if (!wl.spec().has_priority()) {
@@ -409,12 +409,12 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   wl.clear_status();  // server-owned
 
   WorkloadEntry& entry = workloads_[key];
-  entry.object = std::move(wl);
+  entry.set_object(std::move(wl));
   ParsePodSets(&entry).IgnoreError();
-  const std::string cq_name = ClusterQueueOf(ns, entry.object.spec().queue_name());
+  const std::string cq_name = ClusterQueueOf(ns, entry.object().spec().queue_name());
   if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
     for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
-      v1::PodSetRequest* rr = entry.object.mutable_status()->add_resource_requests();
+      v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
       rr->set_name(entry.pod_sets[i].name);
       RenderResourceList(PodSetTotal(it->second, entry.pod_sets[i]), rr->mutable_resources());
     }
@@ -423,7 +423,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   Enqueue(entry, now, /*emit_reason_change=*/false);
   EmitWorkload(entry, v1::WatchEvent::ADDED, "Submitted", "");
   v1::SubmitResponse response;
-  SetAnswer(entry.object, answer, response.mutable_workload());
+  SetAnswer(entry.object(), answer, response.mutable_workload());
   response.set_created(true);
   return response;
 }
@@ -437,7 +437,7 @@ absl::StatusOr<WorkloadEntry*> Engine::Impl::FindGuarded(const std::string& key,
                                                          const std::string& uid) {
   auto it = workloads_.find(key);
   if (it == workloads_.end()) return NotFound("Workload", key, "name");
-  const std::string& actual = it->second.object.metadata().uid();
+  const std::string& actual = it->second.object().metadata().uid();
   if (!uid.empty() && uid != actual) {
     return ErrorWithReason(absl::StatusCode::kFailedPrecondition, "UID_MISMATCH",
                            absl::StrCat("workload \"", key, "\" has uid ", actual, ", not ", uid));
@@ -463,7 +463,7 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
   }
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
-  v1::Workload& wl = entry->object;
+  v1::Workload& wl = entry->mutable_object();
   const bool reserved = HoldsReservation(wl);
   ClusterQueueState* cq = nullptr;
   if (auto it = cluster_queues_.find(entry->cluster_queue); it != cluster_queues_.end()) {
@@ -475,7 +475,7 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       if (IsConditionTrue(wl, kFinished)) break;  // already finished: idempotent
       if (reserved) {
         ChargeUsage(*entry, -1);
-        entry->usage.clear();
+        entry->ClearUsage();
       }
       Dequeue(*entry);
       const bool ok = request.finished().succeeded();
@@ -508,7 +508,7 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
         break;
       }
       ChargeUsage(*entry, -1);
-      entry->usage.clear();
+      entry->ClearUsage();
       // The time it ran counts towards its maximum execution time (§9.3).
       if (const v1::Condition* admitted = FindCondition(wl, kAdmitted);
           admitted != nullptr && admitted->status() == "True") {
@@ -568,7 +568,7 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       }
       if (reserved) {
         ChargeUsage(*entry, -1);
-        entry->usage = UsageFromAdmission(*entry);
+        entry->SetUsage(UsageFromAdmission(*entry));
         ChargeUsage(*entry, +1);
         if (cq != nullptr) RequeueInadmissible(*cq);
       }
@@ -585,9 +585,9 @@ absl::Status Engine::Impl::DeleteWorkload(const v1::DeleteWorkloadRequest& reque
                                           absl::Time now) {
   const std::string key = absl::StrCat(request.namespace_(), "/", request.name());
   ADMITD_ASSIGN_OR_RETURN(WorkloadEntry * entry, FindGuarded(key, request.uid()));
-  if (options_.elastic_jobs && IsElastic(entry->object)) {
+  if (options_.elastic_jobs && IsElastic(entry->object())) {
     // The slices of an elastic job go together: deleting one deletes the chain.
-    for (WorkloadEntry* e : ChainOf(ChainKey(entry->object))) {
+    for (WorkloadEntry* e : ChainOf(ChainKey(entry->object()))) {
       if (e != entry) DeleteEntry(*e, now, "Deleted", "deleted with its workload slice chain");
     }
   }
@@ -601,7 +601,7 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
   if (entry == nullptr) {
     return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
   }
-  v1::Workload out = entry->object;
+  v1::Workload out = entry->object();
   if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
     *out.mutable_status()->mutable_pending_position() = *std::move(position);
   }
@@ -616,18 +616,13 @@ std::shared_ptr<const v1::Workload> Engine::Impl::WorkloadSnapshot(const std::st
   if (it == workloads_.end()) {
     return snapshot != last_snapshots_.end() ? snapshot->second : nullptr;
   }
-  if (snapshot != last_snapshots_.end() && snapshot->second != nullptr &&
-      snapshot->second->metadata().resource_version() ==
-          it->second.object.metadata().resource_version()) {
-    return snapshot->second;
-  }
-  return std::make_shared<const v1::Workload>(it->second.object);
+  return it->second.Share();
 }
 
 const v1::Workload* Engine::Impl::PeekWorkload(const std::string& ns,
                                                const std::string& name) const {
   const WorkloadEntry* entry = FindWorkload(ns, name);
-  return entry == nullptr ? nullptr : &entry->object;
+  return entry == nullptr ? nullptr : &entry->object();
 }
 
 absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
@@ -662,7 +657,7 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
     }
   }
   for (; it != workloads_.end(); ++it) {
-    const v1::Workload& wl = it->second.object;
+    const v1::Workload& wl = it->second.object();
     if (!request.namespace_().empty() && wl.metadata().namespace_() != request.namespace_()) break;
     if (!request.queue_name().empty() && wl.spec().queue_name() != request.queue_name()) continue;
     if (!request.cluster_queue().empty() && it->second.cluster_queue != request.cluster_queue()) {

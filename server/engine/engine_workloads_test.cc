@@ -38,25 +38,42 @@ TEST_F(EngineApiTest, SubmitIsIdempotentForTheSameUid) {
   EXPECT_EQ(ErrorReasonOf(clash.status()), "WORKLOAD_EXISTS");
 }
 
-TEST_F(EngineApiTest, SnapshotsAreLentOnlyUntilForgotten) {
+TEST_F(EngineApiTest, SnapshotsAreSharedAndNeverChange) {
   Basic();
   ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
   std::vector<Change> kept = engine_.TakeChanges(/*keep_snapshots=*/true);
   ASSERT_FALSE(kept.empty());
-  // The batch's snapshot itself, shared rather than copied.
+  // The batch's snapshot is the workload itself, shared rather than copied, for as long as the
+  // workload does not change, whether the engine still keeps the batch's snapshots or not.
   std::shared_ptr<const v1::Workload> lent = engine_.WorkloadSnapshot("ns", "a");
   EXPECT_EQ(lent.get(), kept.back().workload.get());
-  // Once forgotten, the engine holds none: a new copy, equal to it.
   engine_.ForgetSnapshots();
-  std::shared_ptr<const v1::Workload> copy = engine_.WorkloadSnapshot("ns", "a");
-  ASSERT_NE(copy, nullptr);
-  EXPECT_NE(copy.get(), lent.get());
-  EXPECT_EQ(copy->metadata().resource_version(), lent->metadata().resource_version());
-  // Without keep_snapshots the engine keeps none after the call.
-  ASSERT_TRUE(Submit(MakeWorkload("b", 1, "1")).ok());
-  std::vector<Change> plain = engine_.TakeChanges();
-  ASSERT_FALSE(plain.empty());
-  EXPECT_NE(engine_.WorkloadSnapshot("ns", "b").get(), plain.back().workload.get());
+  EXPECT_EQ(engine_.WorkloadSnapshot("ns", "a").get(), lent.get());
+  const std::string before = lent->SerializeAsString();
+  const int64_t version = lent->metadata().resource_version();
+  // A write copies it first: the lent snapshot stays as it was.
+  ASSERT_EQ(Schedule(), 1);
+  std::vector<Change> admitted = engine_.TakeChanges();
+  ASSERT_FALSE(admitted.empty());
+  std::shared_ptr<const v1::Workload> now = engine_.WorkloadSnapshot("ns", "a");
+  EXPECT_NE(now.get(), lent.get());
+  EXPECT_GT(now->metadata().resource_version(), version);
+  EXPECT_EQ(StateOf(*now), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(lent->SerializeAsString(), before);
+  EXPECT_EQ(StateOf(*lent), v1::WORKLOAD_STATE_PENDING);
+  // Nobody else holds it now: the next write changes it in place, with no copy.
+  lent.reset();
+  kept.clear();
+  admitted.clear();
+  const v1::Workload* in_place = now.get();
+  now.reset();
+  v1::ReleaseQuotaRequest done;
+  done.set_namespace_("ns");
+  done.set_name("a");
+  done.mutable_finished()->set_succeeded(true);
+  ASSERT_TRUE(engine_.ReleaseQuota(done, Now()).ok());
+  EXPECT_EQ(engine_.FindWorkload("ns", "a"), in_place);
+  EXPECT_EQ(StateOf(*in_place), v1::WORKLOAD_STATE_FINISHED);
   EXPECT_EQ(engine_.WorkloadSnapshot("ns", "missing"), nullptr);
 }
 

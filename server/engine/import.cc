@@ -101,7 +101,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
     if (IsPodOwned(wl)) CheckClusterName(&violations, "cluster", request.cluster());
     auto existing = workloads_.find(absl::StrCat(ns, "/", wl.metadata().name()));
     if (existing != workloads_.end() && !wl.metadata().uid().empty() &&
-        existing->second.object.metadata().uid() != wl.metadata().uid()) {
+        existing->second.object().metadata().uid() != wl.metadata().uid()) {
       violations.push_back({f + ".metadata.uid",
                             absl::StrCat("workload \"", existing->first,
                                          "\" already exists with another uid")});
@@ -114,12 +114,12 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
     const std::string key = absl::StrCat(in.metadata().namespace_(), "/", in.metadata().name());
     if (auto it = workloads_.find(key); it != workloads_.end()) {
       response.set_unchanged(response.unchanged() + 1);
-      *response.add_workloads() = it->second.object;
+      *response.add_workloads() = it->second.object();
       continue;
     }
     WorkloadEntry& entry = workloads_[key];
-    entry.object = in;
-    v1::Workload& wl = entry.object;
+    entry.set_object(in);
+    v1::Workload& wl = entry.mutable_object();
     for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) {
       if (ps.name().empty()) ps.set_name("main");
     }
@@ -153,7 +153,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
     entry.queue_key.uid = wl.metadata().uid();
     entry.queue_key.key = key;
     entry.queue_key.entry = &entry;
-    entry.usage = UsageFromAdmission(entry);
+    entry.SetUsage(UsageFromAdmission(entry));
     ChargeUsage(entry, +1);  // may exceed quota, as after a quota cut in Kueue
     EmitWorkload(entry, v1::WatchEvent::ADDED, "Imported",
                  absl::StrCat("Quota reserved in ClusterQueue ", cq));

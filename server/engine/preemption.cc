@@ -7,6 +7,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
 #include "server/engine/quantity.h"
@@ -38,7 +39,7 @@ Policy PolicyOf(const std::string& policy) {
 
 // Whether `policy` lets preemptor P take candidate C's quota (§7.2).
 bool PolicyAllows(Policy policy, const WorkloadEntry& p, const WorkloadEntry& c) {
-  const int32_t pp = p.object.spec().priority(), cp = c.object.spec().priority();
+  const int32_t pp = p.object().spec().priority(), cp = c.object().spec().priority();
   switch (policy) {
     case Policy::kAny: return true;
     case Policy::kLowerPriority: return cp < pp;
@@ -67,18 +68,21 @@ struct Candidate {
 };
 
 Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
-                        QuotaTree::QueueRef queue, const std::string& own) {
+                        QuotaTree::QueueRef queue, bool other_queue) {
   Candidate c{entry, lca, variant, queue};
   // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
+  static constexpr absl::string_view kEvictedType = kEvicted;
+  static constexpr absl::string_view kReservedType = kQuotaReserved;
   const v1::Condition* evicted = nullptr;
   const v1::Condition* reserved = nullptr;
-  for (const v1::Condition& cond : entry->object.status().conditions()) {
-    if (evicted == nullptr && cond.type() == kEvicted) evicted = &cond;
-    if (reserved == nullptr && cond.type() == kQuotaReserved) reserved = &cond;
+  for (const v1::Condition& cond : entry->object().status().conditions()) {
+    const absl::string_view type = cond.type();
+    if (evicted == nullptr && type == kEvictedType) evicted = &cond;
+    if (reserved == nullptr && type == kReservedType) reserved = &cond;
   }
   c.evicted = evicted != nullptr && evicted->status() == "True";
-  c.other_queue = entry->cluster_queue != own;
-  c.priority = entry->object.spec().priority();
+  c.other_queue = other_queue;
+  c.priority = entry->object().spec().priority();
   c.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
                                       : FromProto(reserved->last_transition_time());
   return c;
@@ -92,13 +96,14 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
                                               const std::set<FlavorResource>& needed) {
   const v1::ClusterQueuePreemption& policy = cq.spec_object().spec().preemption();
   const std::string& own = cq.name();
-  auto uses_needed = [&](const WorkloadEntry& c) {
-    for (const auto& [fr, v] : c.usage) {
-      if (needed.count(fr) > 0) return true;
+  const absl::InlinedVector<int, 4> needed_ids = quota_tree_.PairIds(needed);
+  auto uses_needed = [&](WorkloadEntry& c) {
+    for (const auto& [id, v] : c.UsageIds(quota_tree_)) {
+      if (std::find(needed_ids.begin(), needed_ids.end(), id) != needed_ids.end()) return true;
     }
     return false;
   };
-  auto eligible = [&](const WorkloadEntry& c) {
+  auto eligible = [&](WorkloadEntry& c) {
     // A workload reserved in this very cycle is not in the cycle's snapshot.
     return c.reserved_cycle != cycle_ && uses_needed(c);
   };
@@ -109,7 +114,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     if (!PolicyAllows(within_cohort, preemptor, c)) return Variant::kNever;
     if (advantage) return Variant::kHierarchical;
     if (bwc_forbidden) return Variant::kReclaimWithoutBorrowing;
-    const int32_t cp = c.object.spec().priority(), pp = preemptor.object.spec().priority();
+    const int32_t cp = c.object().spec().priority(), pp = preemptor.object().spec().priority();
     const v1::BorrowWithinCohort& bwc = policy.borrow_within_cohort();
     if (cp >= pp || (bwc.has_max_priority_threshold() && cp > bwc.max_priority_threshold())) {
       return Variant::kReclaimWithoutBorrowing;
@@ -124,7 +129,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
       if (eligible(c) && PolicyAllows(within_queue, preemptor, c)) {
-        same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own_ref, own));
+        same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own_ref, false));
       }
     }
   }
@@ -133,13 +138,14 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     scopes = quota_tree_.ReclaimScopes(own, requests, needed);
     for (const QuotaTree::ReclaimScope& scope : scopes) {
       const QuotaTree::QueueRef ref = quota_tree_.RefOf(scope.cluster_queue);
+      const bool other_queue = scope.cluster_queue != own;
       for (const auto& held : cluster_queues_.at(scope.cluster_queue).reserved) {
         WorkloadEntry& c = *held.second;
         if (!eligible(c)) continue;
         const Variant v = classify(c, scope.advantage);
         if (v == Variant::kNever) continue;
         (v == Variant::kHierarchical ? hierarchy : priority)
-            .push_back(MakeCandidate(&c, &scope.lca, v, ref, own));
+            .push_back(MakeCandidate(&c, &scope.lca, v, ref, other_queue));
       }
     }
   }
@@ -152,7 +158,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     if (a.other_queue != b.other_queue) return a.other_queue;
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.reserved_at != b.reserved_at) return a.reserved_at > b.reserved_at;
-    return a.entry->object.metadata().uid() < b.entry->object.metadata().uid();
+    return a.entry->object().metadata().uid() < b.entry->object().metadata().uid();
   };
   for (auto* list : {&same_queue, &hierarchy, &priority}) {
     std::stable_sort(list->begin(), list->end(), order);
@@ -170,7 +176,6 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   // The pairs asked for, looked up once: the search below checks them after every removal.
   std::vector<std::pair<int, int64_t>> asked;
   for (const auto& [fr, v] : requests) asked.emplace_back(quota_tree_.PairId(fr), v);
-  const absl::InlinedVector<int, 4> needed_ids = quota_tree_.PairIds(needed);
   auto fits = [&](bool allow_borrowing) {
     for (const auto& [id, v] : asked) {
       if (!allow_borrowing &&
@@ -188,7 +193,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     return quota_tree_.StillReclaimable(c.queue, *c.lca, needed_ids);
   };
   auto remove = [&](const Candidate& c, int sign) {
-    quota_tree_.AddUsage(c.queue, c.entry->usage, -sign);
+    quota_tree_.AddUsage(c.queue, c.entry->UsageIds(quota_tree_), -sign);
   };
 
   // The minimal set search (§7.5): which "allow the preemptor to borrow" settings to try.
@@ -240,9 +245,9 @@ OracleAnswer Engine::Impl::SimulatePreemption(const ClusterQueueState& cq,
     answer.borrowing_level = quota_tree_.BorrowingLevel(cq.name(), fr, value);
     return answer;
   }
-  for (const Target& t : targets) quota_tree_.AddUsage(t.entry->cluster_queue, t.entry->usage, -1);
+  for (const Target& t : targets) quota_tree_.AddUsage(t.entry->cluster_queue, t.entry->usage(), -1);
   answer.borrowing_level = quota_tree_.BorrowingLevel(cq.name(), fr, value);
-  for (const Target& t : targets) quota_tree_.AddUsage(t.entry->cluster_queue, t.entry->usage, +1);
+  for (const Target& t : targets) quota_tree_.AddUsage(t.entry->cluster_queue, t.entry->usage(), +1);
   answer.possibility = OracleAnswer::Possibility::kReclaim;
   for (const Target& t : targets) {
     if (t.entry->cluster_queue == cq.name()) answer.possibility = OracleAnswer::Possibility::kPreempt;
@@ -256,17 +261,17 @@ void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor
                       : reason == "InCohortReclaimWhileBorrowing" ? "reclamation within the cohort while borrowing"
                       : reason == "InCohortFairSharing"           ? "Fair Sharing within the cohort"
                                                                   : "reclamation within the cohort";
-  auto job_uid = preemptor.object.metadata().labels().find("kueue.x-k8s.io/job-uid");
-  const std::string uid = preemptor.object.metadata().uid();
+  auto job_uid = preemptor.object().metadata().labels().find("kueue.x-k8s.io/job-uid");
+  const std::string uid = preemptor.object().metadata().uid();
   const std::string message = absl::StrCat(
       "Preempted to accommodate a workload (UID: ", uid.empty() ? "UNKNOWN" : uid, ", JobUID: ",
-      job_uid == preemptor.object.metadata().labels().end() ? "UNKNOWN" : job_uid->second,
+      job_uid == preemptor.object().metadata().labels().end() ? "UNKNOWN" : job_uid->second,
       ") due to ", human, "; preemptor path: ", quota_tree_.Path(preemptor.cluster_queue),
       "; preemptee path: ", quota_tree_.Path(victim.cluster_queue));
   Evict(victim, "Preempted", message, now);
-  SetCondition(&victim.object, kPreempted, true, reason, message, now);
+  SetCondition(&victim.mutable_object(), kPreempted, true, reason, message, now);
   // Effective priority is the priority: admitd has no priority boost.
-  const int32_t p = preemptor.object.spec().priority(), v = victim.object.spec().priority();
+  const int32_t p = preemptor.object().spec().priority(), v = victim.object().spec().priority();
   const std::string priorities =
       absl::StrCat("; preemptor effective priority: ", p, " (base: ", p,
                    ", boost: 0); preemptee effective priority: ", v, " (base: ", v, ", boost: 0)");
@@ -274,7 +279,7 @@ void Engine::Impl::Preempt(WorkloadEntry& victim, const WorkloadEntry& preemptor
               absl::StrCat(message, priorities), now);
   RecordEvent(preemptor, EventType::kNormal, "PreemptedWorkload", "PreemptedWorkload",
               absl::StrCat("Preempted workload ", victim.key(), " (UID: ",
-                           victim.object.metadata().uid(), ") in ClusterQueue ",
+                           victim.object().metadata().uid(), ") in ClusterQueue ",
                            victim.cluster_queue, priorities),
               now);
 }

@@ -459,17 +459,23 @@ void QuotaTree::AddUsage(const std::string& cq, const FlavorResourceQuantities& 
 
 void QuotaTree::AddUsage(QueueRef cq, const FlavorResourceQuantities& usage, int sign) {
   if (cq.node_ == nullptr) return;
-  for (const auto& [fr, v] : usage) {
-    const int id = Intern(fr);
-    Amount delta = sign * Amount(v);
-    for (Node* n = cq.node_; n != nullptr && delta != 0; n = n->parent) {
-      Slot& slot = n->Grow(id);
-      const Amount before = slot.usage;
-      slot.usage += delta;
-      // Only what lies beyond the node's local quota lands in its parent.
-      delta = std::max<Amount>(0, slot.usage - slot.local_quota) -
-              std::max<Amount>(0, before - slot.local_quota);
-    }
+  for (const auto& [fr, v] : usage) AddPairUsage(cq.node_, Intern(fr), sign * Amount(v));
+}
+
+void QuotaTree::AddUsage(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage,
+                         int sign) {
+  if (cq.node_ == nullptr) return;
+  for (const auto& [id, v] : usage) AddPairUsage(cq.node_, id, sign * Amount(v));
+}
+
+void QuotaTree::AddPairUsage(Node* node, int id, Amount delta) {
+  for (Node* n = node; n != nullptr && delta != 0; n = n->parent) {
+    Slot& slot = n->Grow(id);
+    const Amount before = slot.usage;
+    slot.usage += delta;
+    // Only what lies beyond the node's local quota lands in its parent.
+    delta = std::max<Amount>(0, slot.usage - slot.local_quota) -
+            std::max<Amount>(0, before - slot.local_quota);
   }
 }
 

@@ -116,6 +116,8 @@ class QuotaTree {
   };
   QueueRef RefOf(const std::string& cq) const;
   int PairId(const FlavorResource& fr) const { return IdOf(fr); }
+  // The pair's id, given one if no node ever held it.
+  int InternPair(const FlavorResource& fr) { return Intern(fr); }
   absl::InlinedVector<int, 4> PairIds(const std::set<FlavorResource>& frs) const {
     return IdsOf(frs);
   }
@@ -124,6 +126,8 @@ class QuotaTree {
   Amount Usage(QueueRef cq, int pair) const;
   bool StillReclaimable(QueueRef cq, const std::string& lca, absl::Span<const int> needed) const;
   void AddUsage(QueueRef cq, const FlavorResourceQuantities& usage, int sign);
+  // The same for usage given by pair id (PairUsage), as a workload entry keeps it.
+  void AddUsage(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage, int sign);
 
  private:
   // What one node holds for one flavor/resource pair. A pair a node never saw reads as zero
@@ -162,6 +166,8 @@ class QuotaTree {
 
   // The id of a flavor/resource pair, interned on first sight (ids are never reused).
   int Intern(const FlavorResource& fr);
+  // Adds `delta` of pair `id` to `node` and what lands beyond each local quota to its parents.
+  static void AddPairUsage(Node* node, int id, Amount delta);
   // Its id, or -1 when no node ever held it (every figure of it is then zero).
   int IdOf(const FlavorResource& fr) const;
   absl::InlinedVector<int, 4> IdsOf(const std::set<FlavorResource>& frs) const;
