@@ -13,7 +13,7 @@
 //   logLevel: info
 //   eventRetention: 100000
 //   watchBufferBytes: 64Mi  # per Watch stream; one that falls further behind is ended
-//   maxPendingCalls: 1024   # calls waiting for the sequencer; more are refused (0: no bound)
+//   maxPendingCalls: 2048   # calls waiting for the sequencer; more are refused (0: no bound)
 //   grpcMemoryLimit: 256Mi  # gRPC's resource quota: its transport and call memory
 //   maxConcurrentStreams: 2048  # calls open at once on one connection (0: gRPC's default)
 //   syncDelay: 0ms          # injected after every fsync (benchmarks)
@@ -86,8 +86,10 @@ struct Config {
   uint64_t watch_buffer_bytes = uint64_t{64} << 20;
   // Calls waiting for the sequencer (queued, being applied or committed, not yet answered) at
   // most; a call beyond is refused with RESOURCE_EXHAUSTED and a retry delay (server/intake.h).
-  // Reads may exceed it by a quarter. 0: no bound.
-  int64_t max_pending_calls = 1024;
+  // Reads may exceed it by a quarter. 0: no bound. As many as one connection may have open
+  // (max_concurrent_streams), so the calls of one client are held back by its streams, not
+  // refused; the bound sheds the load of many connections at once.
+  int64_t max_pending_calls = 2048;
   // gRPC's resource quota (grpc::ResourceQuota): the memory its transports and calls may take.
   uint64_t grpc_memory_limit = uint64_t{256} << 20;
   // Streams (calls) one client connection may have open at once (HTTP/2

@@ -52,7 +52,7 @@ TEST(ConfigTest, OverloadBounds) {
   bool help;
   absl::StatusOr<Config> config = ParseConfig({}, &help);
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->max_pending_calls, 1024);
+  EXPECT_EQ(config->max_pending_calls, 2048);
   EXPECT_EQ(config->max_concurrent_streams, 2048);
   EXPECT_EQ(config->grpc_memory_limit, uint64_t{256} << 20);
   config = ParseConfig({"--max-pending-calls", "100", "--grpc-memory-limit=64Mi",
