@@ -4,6 +4,7 @@
 #define ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <memory>
@@ -27,6 +28,7 @@ struct WorkloadEntry {
   // it, so a snapshot never changes and a workload nobody else holds is never copied.
   const v1::Workload& object() const { return *object_; }
   v1::Workload& mutable_object() {
+    ++writes_;
     if (object_.use_count() > 1) {
       // References into the shared object taken earlier in this engine call stay valid (they
       // read the state before this write) until ReleasePrevious.
@@ -43,7 +45,23 @@ struct WorkloadEntry {
     }
     return *object_;
   }
-  void set_object(v1::Workload wl) { object_ = std::make_shared<v1::Workload>(std::move(wl)); }
+  void set_object(v1::Workload wl) {
+    ++writes_;
+    object_ = std::make_shared<v1::Workload>(std::move(wl));
+  }
+  // How many times the workload was handed out for writing (mutable_object, set_object): what
+  // caches of its fields compare. (No search runs while a caller holds a reference from
+  // mutable_object, so a write through it never lands after a cache was filled.)
+  uint64_t writes() const { return writes_; }
+  // The preemption search's candidate order keys (§7.4), read off the workload once per write
+  // instead of once per search (see preemption.cc).
+  struct CandidateKeys {
+    uint64_t writes = UINT64_MAX;
+    bool evicted = false;
+    int32_t priority = 0;
+    absl::Time reserved_at;
+  };
+  CandidateKeys candidate_keys;
   // The workload as it stands, as an immutable object for any thread: shared, not copied.
   std::shared_ptr<const v1::Workload> Share() const { return object_; }
   // Drops the state the last write replaced (see mutable_object); once the engine call ends.
@@ -99,6 +117,7 @@ struct WorkloadEntry {
  private:
   std::shared_ptr<v1::Workload> object_ = std::make_shared<v1::Workload>();
   std::shared_ptr<const v1::Workload> previous_;
+  uint64_t writes_ = 0;
   FlavorResourceQuantities usage_;
   std::vector<std::pair<int, int64_t>> usage_ids_;
   bool usage_ids_valid_ = false;

@@ -70,21 +70,28 @@ struct Candidate {
 Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
                         QuotaTree::QueueRef queue, bool other_queue) {
   Candidate c{entry, lca, variant, queue};
-  // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
-  static constexpr absl::string_view kEvictedType = kEvicted;
-  static constexpr absl::string_view kReservedType = kQuotaReserved;
-  const v1::Condition* evicted = nullptr;
-  const v1::Condition* reserved = nullptr;
-  for (const v1::Condition& cond : entry->object().status().conditions()) {
-    const absl::string_view type = cond.type();
-    if (evicted == nullptr && type == kEvictedType) evicted = &cond;
-    if (reserved == nullptr && type == kReservedType) reserved = &cond;
+  WorkloadEntry::CandidateKeys& keys = entry->candidate_keys;
+  if (keys.writes != entry->writes()) {
+    // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
+    static constexpr absl::string_view kEvictedType = kEvicted;
+    static constexpr absl::string_view kReservedType = kQuotaReserved;
+    const v1::Condition* evicted = nullptr;
+    const v1::Condition* reserved = nullptr;
+    for (const v1::Condition& cond : entry->object().status().conditions()) {
+      const absl::string_view type = cond.type();
+      if (evicted == nullptr && type == kEvictedType) evicted = &cond;
+      if (reserved == nullptr && type == kReservedType) reserved = &cond;
+    }
+    keys.evicted = evicted != nullptr && evicted->status() == "True";
+    keys.priority = entry->object().spec().priority();
+    keys.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
+                                           : FromProto(reserved->last_transition_time());
+    keys.writes = entry->writes();
   }
-  c.evicted = evicted != nullptr && evicted->status() == "True";
+  c.evicted = keys.evicted;
   c.other_queue = other_queue;
-  c.priority = entry->object().spec().priority();
-  c.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
-                                      : FromProto(reserved->last_transition_time());
+  c.priority = keys.priority;
+  c.reserved_at = keys.reserved_at;
   return c;
 }
 
