@@ -128,26 +128,26 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
 }
 
 std::vector<Change> Engine::Impl::TakeChanges(bool keep_snapshots) {
-  std::map<std::string, std::shared_ptr<const v1::Workload>> snapshots;
+  // The workloads the batch deleted: their DELETED Change took the snapshot as they went.
+  std::map<std::string, std::shared_ptr<const v1::Workload>> deleted;
   for (const Change& c : changes_) {
-    if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) snapshots[c.key] = c.workload;
+    if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) deleted[c.key] = c.workload;
   }
   for (Change& c : changes_) {
     if (c.kind != v1::OBJECT_KIND_WORKLOAD || c.workload) continue;
-    std::shared_ptr<const v1::Workload>& snapshot = snapshots[c.key];
-    if (!snapshot) {
-      auto it = workloads_.find(c.key);
-      if (it != workloads_.end()) {
-        snapshot = it->second.Share();  // shared: the next write copies it (copy-on-write)
-        it->second.ReleasePrevious();
-      }
+    if (auto d = deleted.find(c.key); d != deleted.end()) {
+      c.workload = d->second;
+    } else if (auto it = workloads_.find(c.key); it != workloads_.end()) {
+      c.workload = it->second.Share();  // shared: the next write copies it (copy-on-write)
+      it->second.ReleasePrevious();
     }
-    c.workload = snapshot;
   }
+  // A live workload's snapshot is shared from its entry (WorkloadSnapshot); only the deleted
+  // ones need keeping.
   if (keep_snapshots) {
-    last_snapshots_.swap(snapshots);
+    deleted_snapshots_.swap(deleted);
   } else {
-    last_snapshots_.clear();
+    deleted_snapshots_.clear();
   }
   std::vector<Change> out;
   out.swap(changes_);

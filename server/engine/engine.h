@@ -194,8 +194,8 @@ class Engine {
   // empty when there is none.
   std::vector<const v1::Workload*> ResizeTargets(const v1::ResizeRequest& request);
   // The workload as it stands, as an immutable object the caller may keep and read from any
-  // thread. When the last TakeChanges(/*keep_snapshots=*/true) included it and it has not
-  // changed since, this is that call's snapshot, shared, not copied; otherwise a new copy. A
+  // thread: the engine's own object, shared, not copied (the engine copies it before its next
+  // write), so it is the snapshot the last TakeChanges handed out if it has not changed since. A
   // workload that call saw deleted is returned as it was deleted. Null for an unknown workload.
   std::shared_ptr<const v1::Workload> WorkloadSnapshot(const std::string& ns,
                                                        const std::string& name) const;
@@ -271,8 +271,9 @@ class Engine {
   // Every Change since the last call, in revision order. The Changes of one workload within a
   // call share one snapshot: the workload as it stands at this call (as it last stood, when the
   // call's changes deleted it), with the resource_version of its latest Change.
-  // With `keep_snapshots`, the engine also keeps the snapshots for WorkloadSnapshot until
-  // ForgetSnapshots or the next TakeChanges; without, it holds none of them afterwards.
+  // With `keep_snapshots`, the engine also keeps the snapshots of the workloads the call saw
+  // deleted, for WorkloadSnapshot, until ForgetSnapshots or the next TakeChanges; without, it
+  // keeps none. (A live workload's snapshot is the workload itself, shared.)
   std::vector<Change> TakeChanges(bool keep_snapshots = false);
   // Drops the snapshots TakeChanges kept (the Changes and whoever was lent one keep theirs).
   void ForgetSnapshots();

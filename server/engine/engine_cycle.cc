@@ -256,6 +256,15 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     }
     return false;
   };
+  // Whether the assignment's usage fits with the `gone` workloads simulated removed.
+  auto fits_without = [&](const ClusterQueueState& cq, const Assignment& a,
+                          const std::vector<WorkloadEntry*>& gone) {
+    simulate_removal(gone, +1);
+    bool ok = true;
+    for (const auto& [fr, v] : a.usage) ok = ok && v <= quota_tree_.Available(cq.name(), fr);
+    simulate_removal(gone, -1);
+    return ok;
+  };
   // §6.5.7: with this cycle's victims and the entry's own targets gone, does its usage fit?
   auto fits_after = [&](const ClusterQueueState& cq, const Assignment& a,
                         const std::vector<Target>& targets, WorkloadEntry* replaced) {
@@ -268,11 +277,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     if (WorkloadEntry* old = replaced; old != nullptr && !preempted.count(old->key())) {
       gone.push_back(old);
     }
-    simulate_removal(gone, +1);
-    bool ok = true;
-    for (const auto& [fr, v] : a.usage) ok = ok && v <= quota_tree_.Available(cq.name(), fr);
-    simulate_removal(gone, -1);
-    return ok;
+    return fits_without(cq, a, gone);
   };
   // An entry admitted now must also fit the quota as it is held now: this cycle's victims keep
   // theirs until they are released, and the preemptors and reservations of the cycle hold
@@ -284,10 +289,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     for (const auto& [cq_name, usage] : cycle_usage) quota_tree_.AddUsage(cq_name, usage, -1);
     std::vector<WorkloadEntry*> gone;
     if (replaced != nullptr && !preempted.count(replaced->key())) gone.push_back(replaced);
-    simulate_removal(gone, +1);
-    bool ok = true;
-    for (const auto& [fr, v] : a.usage) ok = ok && v <= quota_tree_.Available(cq.name(), fr);
-    simulate_removal(gone, -1);
+    const bool ok = fits_without(cq, a, gone);
     for (const auto& [cq_name, usage] : cycle_usage) quota_tree_.AddUsage(cq_name, usage, +1);
     return ok;
   };

@@ -203,7 +203,7 @@ class Engine::Impl {
   bool HasPendingHeads() const { return !cqs_with_heads_.empty(); }
   uint64_t revision() const { return revision_; }
   std::vector<Change> TakeChanges(bool keep_snapshots);
-  void ForgetSnapshots() { last_snapshots_.clear(); }
+  void ForgetSnapshots() { deleted_snapshots_.clear(); }
 
   // ---- engine_multikueue.cc ----
   absl::StatusOr<v1::Workload> NominateClusters(const DispatchTarget& target,
@@ -439,8 +439,8 @@ class Engine::Impl {
   uint64_t revision_ = 0;
   uint64_t cycle_ = 0;  // scheduling cycles run so far
   std::vector<Change> changes_;
-  // The snapshots the last TakeChanges made (or took from deleting changes), by key.
-  std::map<std::string, std::shared_ptr<const v1::Workload>> last_snapshots_;
+  // The workloads the last TakeChanges(keep_snapshots) saw deleted, as they went, by key.
+  std::map<std::string, std::shared_ptr<const v1::Workload>> deleted_snapshots_;
 
   std::map<std::string, v1::QueueObject> flavors_;
   std::map<std::string, v1::QueueObject> cohorts_;

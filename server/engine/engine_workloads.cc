@@ -611,12 +611,9 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
 std::shared_ptr<const v1::Workload> Engine::Impl::WorkloadSnapshot(const std::string& ns,
                                                                    const std::string& name) const {
   const std::string key = absl::StrCat(ns, "/", name);
-  auto snapshot = last_snapshots_.find(key);
-  auto it = workloads_.find(key);
-  if (it == workloads_.end()) {
-    return snapshot != last_snapshots_.end() ? snapshot->second : nullptr;
-  }
-  return it->second.Share();
+  if (auto it = workloads_.find(key); it != workloads_.end()) return it->second.Share();
+  auto deleted = deleted_snapshots_.find(key);
+  return deleted != deleted_snapshots_.end() ? deleted->second : nullptr;
 }
 
 const v1::Workload* Engine::Impl::PeekWorkload(const std::string& ns,
