@@ -13,31 +13,12 @@
 
 #include "absl/time/time.h"
 #include "admitd/v1/queue_service.pb.h"
+#include "server/engine/pending_queue.h"
 #include "server/engine/resources.h"
 
 namespace admitd::engine {
 
 struct WorkloadEntry;
-
-struct WorkloadEntry;
-
-// Where a pending workload sorts in its ClusterQueue.
-struct QueueKey {
-  int32_t priority = 0;
-  absl::Time timestamp;
-  std::string uid;
-  std::string key;  // namespace/name, the tie breaker of last resort
-  // The workload itself (an entry of the engine's workload map, whose nodes never move); not
-  // part of the order.
-  WorkloadEntry* entry = nullptr;
-
-  bool operator<(const QueueKey& o) const {
-    if (priority != o.priority) return priority > o.priority;
-    if (timestamp != o.timestamp) return timestamp < o.timestamp;
-    if (uid != o.uid) return uid < o.uid;
-    return key < o.key;
-  }
-};
 
 struct ResourceGroupQuota {
   std::vector<std::string> resources;  // covered, in spec order
@@ -66,15 +47,14 @@ struct ClusterQueueState {
   // map, whose nodes never move).
   std::map<std::string, WorkloadEntry*> reserved;
 
-  // Pending workloads: the heap gives heads; inadmissible ones wait for a requeue event.
-  std::set<QueueKey> heap;
-  std::set<QueueKey> inadmissible;
+  // Pending workloads: active ones give heads; inadmissible ones wait for a requeue event.
+  PendingQueue pending;
   // BestEffortFIFO: the workload that issued preemptions stays the head until it leaves the
   // queue (§5.2), so workloads skipped meanwhile cannot overtake it.
   std::string sticky;
   // BestEffortFIFO: scheduling hashes whose workloads failed as NoFit or without preemption
-  // candidates, with the reason; equivalent arrivals go straight to the inadmissible set until
-  // the next requeue of the inadmissible workloads (§5.4).
+  // candidates, with the reason; the pending queue sets these shapes aside until the next
+  // requeue of the inadmissible workloads (§5.4).
   std::map<uint64_t, std::string> failed_hashes;
   // Pending workloads waiting out a requeue backoff (namespace/name): outside the heap, but
   // pending here all the same.

@@ -167,22 +167,20 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   for (const std::string& name : cqs_with_heads_) {
     ClusterQueueState& cq = cluster_queues_.at(name);
     visited.push_back(&cq);
-    WorkloadEntry* head = nullptr;
-    while (head == nullptr && !cq.heap.empty()) {
-      auto first = cq.heap.begin();
-      if (!cq.sticky.empty()) {
-        // The sticky preemptor stays first while it waits in the heap (§5.2).
-        auto sticky = workloads_.find(cq.sticky);
-        if (sticky != workloads_.end() && sticky->second.where == WorkloadEntry::Where::kHeap &&
-            sticky->second.cluster_queue == name) {
-          first = cq.heap.find(sticky->second.queue_key);
-        }
+    QueueKey* first = cq.pending.Front();
+    if (!cq.sticky.empty()) {
+      // The sticky preemptor stays first while it waits in the heap (§5.2).
+      auto sticky = workloads_.find(cq.sticky);
+      if (sticky != workloads_.end() && sticky->second.cluster_queue == name &&
+          cq.pending.IsActive(&sticky->second.queue_key)) {
+        first = &sticky->second.queue_key;
       }
-      WorkloadEntry& entry = first->entry != nullptr ? *first->entry : workloads_.at(first->key);
-      if (SetAsideIfEquivalentFailed(cq, entry, now)) continue;
-      cq.heap.erase(first);
-      entry.where = WorkloadEntry::Where::kNone;
-      head = &entry;
+    }
+    WorkloadEntry* head = nullptr;
+    if (first != nullptr) {
+      head = first->entry;
+      cq.pending.Remove(first);
+      head->where = WorkloadEntry::Where::kNone;
     }
     if (head != nullptr) heads.push_back({&cq, head, Assignment(), {}});
   }
@@ -204,8 +202,8 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // A stopped LocalQueue holds its workloads until the stop is lifted (§6.6).
       MarkPendingAfterAttempt(entry, kReasonSuspended,
                               absl::StrCat("LocalQueue ", lq_name, " is inactive"), now);
-      cq.inadmissible.insert(entry.queue_key);
-      entry.where = WorkloadEntry::Where::kInadmissible;
+      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      entry.where = WorkloadEntry::Where::kQueued;
       ++set_aside;
       continue;
     }
@@ -214,8 +212,8 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // workload is not tried (§10).
       MarkPendingAfterAttempt(entry, kReasonPendingEvaluation,
                               "The workload has failed admission checks", now);
-      cq.inadmissible.insert(entry.queue_key);
-      entry.where = WorkloadEntry::Where::kInadmissible;
+      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      entry.where = WorkloadEntry::Where::kQueued;
       ++set_aside;
       continue;
     }
@@ -223,8 +221,8 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
       MarkPendingAfterAttempt(entry, kReasonMisconfigured,
                               "workload namespace doesn't match ClusterQueue selector", now);
-      cq.inadmissible.insert(entry.queue_key);
-      entry.where = WorkloadEntry::Where::kInadmissible;
+      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      entry.where = WorkloadEntry::Where::kQueued;
       ++set_aside;
       continue;
     }
@@ -383,18 +381,17 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
                 (entry.last_assignment.has_value() && entry.last_assignment->PendingFlavors());
       if (requeue == Requeue::kPendingPreemption) cq.sticky = entry.key();
     }
+    entry.where = WorkloadEntry::Where::kQueued;
     if (to_heap) {
-      cq.heap.insert(entry.queue_key);
-      entry.where = WorkloadEntry::Where::kHeap;
+      cq.pending.Add(&entry.queue_key, SchedulingHash(entry));
       if (!cq.strict_fifo && (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates)) {
         ++retry;  // the next attempt resumes at the next flavor
       }
     } else {
-      cq.inadmissible.insert(entry.queue_key);
-      entry.where = WorkloadEntry::Where::kInadmissible;
+      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
       ++set_aside;
       if (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates) {
-        if (!cq.strict_fifo) cq.failed_hashes[SchedulingHash(entry)] = reason;
+        SetAsideShape(cq, entry, reason);  // never in StrictFIFO, which requeues to the heap
       }
     }
   }
@@ -416,14 +413,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
 }
 
 std::optional<v1::PendingPosition> Engine::Impl::PositionOf(const WorkloadEntry& entry) const {
-  const bool active = entry.where == WorkloadEntry::Where::kHeap;
-  if (!active && entry.where != WorkloadEntry::Where::kInadmissible &&
+  if (entry.where != WorkloadEntry::Where::kQueued &&
       entry.where != WorkloadEntry::Where::kBackoff) {
     return std::nullopt;
   }
   auto cq_it = cluster_queues_.find(entry.cluster_queue);
   if (cq_it == cluster_queues_.end()) return std::nullopt;
   const ClusterQueueState& cq = cq_it->second;
+  const bool active = cq.pending.IsActive(&entry.queue_key);
   // Kueue's visibility order over every pending workload of the queue, active or not: the sticky
   // preemptor first, then the heap's order (priority, queue-order time, UID).
   auto before = [&](const QueueKey& other) {
@@ -444,8 +441,7 @@ std::optional<v1::PendingPosition> Engine::Impl::PositionOf(const WorkloadEntry&
       ++in_lq;
     }
   };
-  for (const QueueKey& k : cq.heap) count(k);
-  for (const QueueKey& k : cq.inadmissible) count(k);
+  cq.pending.ForEach(count);
   for (const std::string& key : cq.backing_off) {
     if (auto it = workloads_.find(key); it != workloads_.end()) count(it->second.queue_key);
   }
@@ -460,8 +456,8 @@ std::vector<PendingCount> Engine::Impl::PendingCounts() const {
   std::vector<PendingCount> out;
   out.reserve(cluster_queues_.size());
   for (const auto& [name, cq] : cluster_queues_) {
-    out.push_back({name, static_cast<int>(cq.heap.size()),
-                   static_cast<int>(cq.inadmissible.size() + cq.backing_off.size())});
+    out.push_back({name, static_cast<int>(cq.pending.active()),
+                   static_cast<int>(cq.pending.inadmissible() + cq.backing_off.size())});
   }
   return out;
 }

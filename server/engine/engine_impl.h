@@ -86,8 +86,9 @@ struct WorkloadEntry {
     }
     return usage_ids_;
   }
+  // kQueued: in its ClusterQueue's pending queue, active or inadmissible (the queue knows).
   // kBackoff: pending, but status.requeueState.requeueAt is still ahead (see Impl::timers_).
-  enum class Where { kNone, kHeap, kInadmissible, kOrphan, kBackoff } where = Where::kNone;
+  enum class Where { kNone, kQueued, kOrphan, kBackoff } where = Where::kNone;
   QueueKey queue_key;
   uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
   // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
@@ -233,11 +234,16 @@ class Engine::Impl {
 
   // The entry's scheduling hash, computed on first use.
   uint64_t SchedulingHash(WorkloadEntry& entry) const;
-  // §5.4 (BestEffortFIFO): once a workload failed as NoFit or without preemption candidates
-  // (its hash is in cq.failed_hashes), an equivalent workload in the heap goes to the
-  // inadmissible set without an attempt. Applied when it would become the head, which has the
-  // same effect as moving every equivalent workload at once and costs nothing per cycle.
-  bool SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEntry& entry, absl::Time now);
+  // §5.4 (BestEffortFIFO): a workload failed as NoFit or without preemption candidates; its
+  // shape is set aside with every equivalent workload queued now or later, until the next
+  // requeue, without an attempt.
+  void SetAsideShape(ClusterQueueState& cq, WorkloadEntry& failed, const std::string& reason);
+  // What a workload set aside with an equivalent one that failed (for `reason`) says, when its
+  // pending condition was one the workload controller rewrites (§6.6).
+  void MarkBypassed(WorkloadEntry& entry, const std::string& reason, absl::Time now);
+  // Whether a pending workload is active in its ClusterQueue (false when inadmissible or not
+  // queued).
+  bool ActivePending(const WorkloadEntry& entry) const;
 
   // ---- engine_pods.cc: plain pods and pod groups (§14, §15) ----
   pods::PodOptions PodOptionsNow() const;

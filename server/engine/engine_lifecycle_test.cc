@@ -333,6 +333,35 @@ TEST_F(LifecycleTest, RejectedDeactivates) {
   EXPECT_EQ(StateOf(Get("a")), v1::WORKLOAD_STATE_INACTIVE);
 }
 
+// §5.4/§6.6: a workload whose backoff ends while an equivalent workload's failure has its shape
+// set aside is not attempted; its `PendingEvaluation` condition takes the failure's reason with
+// the bypass message. Workloads already queued when the shape failed keep their condition.
+TEST_F(LifecycleTest, AWorkloadRequeuedBesideAFailedShapeSaysItWasBypassed) {
+  Checked();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
+  ASSERT_EQ(Schedule(), 1);
+  ASSERT_TRUE(SetCheck("a", "prov", "Retry").ok());
+  ASSERT_TRUE(Stopped("a").ok());
+  ASSERT_EQ(Condition("a", kQuotaReserved).reason(), kReasonPendingEvaluation);
+  const absl::Time requeue_at = FromProto(Get("a").status().requeue_state().requeue_at());
+  ASSERT_TRUE(Submit(MakeWorkload("fill-a", 1, "4")).ok());
+  ASSERT_TRUE(Submit(MakeWorkload("fill-b", 1, "4")).ok());
+  ASSERT_EQ(Schedule(), 2);
+  ASSERT_TRUE(Submit(MakeWorkload("b", 1, "1")).ok());
+  ASSERT_TRUE(Submit(MakeWorkload("c", 1, "1")).ok());
+  EXPECT_EQ(Schedule(), 0);
+  const v1::Condition failed = Condition("b", kQuotaReserved);
+  ASSERT_EQ(failed.status(), "False");
+  EXPECT_EQ(Condition("c", kQuotaReserved).reason(), "");  // set aside untouched
+  engine_.TakeChanges();
+  engine_.Tick(requeue_at);
+  EXPECT_EQ(Reasons(engine_.TakeChanges()), (std::vector<std::string>{"Pending", "Requeued"}));
+  ExpectCondition("a", kQuotaReserved, "False", failed.reason(),
+                  "Bypassed scheduling evaluation because an equivalent workload recently failed");
+  EXPECT_EQ(engine_.RunCycle(Now()).heads, 0);
+  EXPECT_EQ(GetClusterQueue("cq").status().pending_inadmissible_workloads(), 3);
+}
+
 // Backoff 10s doubling up to 25s, at most kLimit requeues (negative: unlimited).
 template <int kLimit>
 class BackoffTest : public LifecycleTest {

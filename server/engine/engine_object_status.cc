@@ -42,10 +42,11 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
   AddUsage(status->mutable_flavors_reservation(), cq.usage, cq);
   AddUsage(status->mutable_flavors_usage(), cq.usage, cq);
   status->set_pending_workloads(
-      static_cast<int32_t>(cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size()));
-  status->set_pending_active_workloads(static_cast<int32_t>(cq.heap.size()));
+      static_cast<int32_t>(cq.pending.active() + cq.pending.inadmissible() +
+                           cq.backing_off.size()));
+  status->set_pending_active_workloads(static_cast<int32_t>(cq.pending.active()));
   status->set_pending_inadmissible_workloads(
-      static_cast<int32_t>(cq.inadmissible.size() + cq.backing_off.size()));
+      static_cast<int32_t>(cq.pending.inadmissible() + cq.backing_off.size()));
   status->set_reserving_workloads(cq.reserving);
   status->set_admitted_workloads(cq.admitted);
   v1::Condition* active = status->add_conditions();
@@ -72,8 +73,9 @@ v1::LocalQueue Engine::Impl::WithStatus(const v1::LocalQueue& lq) const {
        ++it) {
     if (it->second.object().spec().queue_name() != lq.metadata().name()) continue;
     switch (it->second.where) {
-      case WorkloadEntry::Where::kHeap: ++active; break;
-      case WorkloadEntry::Where::kInadmissible:
+      case WorkloadEntry::Where::kQueued:
+        ++(ActivePending(it->second) ? active : inadmissible);
+        break;
       case WorkloadEntry::Where::kBackoff: ++inadmissible; break;
       default: break;
     }

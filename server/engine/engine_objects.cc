@@ -504,11 +504,10 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       if (it == cluster_queues_.end()) return NotFound("ClusterQueue", key, "name");
       ADMITD_RETURN_IF_ERROR(check_version(it->second.object));
       ClusterQueueState& cq = it->second;
-      if (cq.reserving > 0 || !cq.heap.empty() || !cq.inadmissible.empty() ||
-          !cq.backing_off.empty()) {
+      if (cq.reserving > 0 || !cq.pending.empty() || !cq.backing_off.empty()) {
         return in_use(absl::StrCat(
             cq.reserving, " workload(s) hold quota and ",
-            cq.heap.size() + cq.inadmissible.size() + cq.backing_off.size(),
+            cq.pending.active() + cq.pending.inadmissible() + cq.backing_off.size(),
             " are pending in it"));
       }
       EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
@@ -582,16 +581,14 @@ void Engine::Impl::RefreshActive(ClusterQueueState& cq, std::optional<absl::Time
     // The queue gives no heads any more, so the scheduler will not tell its pending workloads
     // why they wait: say it once here, as Kueue's workload controller does (§6.6).
     const std::string message = absl::StrCat("ClusterQueue ", cq.name(), " is inactive");
-    for (const std::set<QueueKey>* keys : {&cq.heap, &cq.inadmissible}) {
-      for (const QueueKey& k : *keys) {
-        MarkPending(workloads_.at(k.key), kReasonSuspended, message, *now);
-      }
+    for (QueueKey* key : cq.pending.InOrder()) {
+      MarkPending(*key->entry, kReasonSuspended, message, *now);
     }
   }
 }
 
 void Engine::Impl::RefreshHeads(ClusterQueueState& cq) {
-  if (cq.active() && !cq.heap.empty()) {
+  if (cq.active() && cq.pending.Front() != nullptr) {
     cqs_with_heads_.insert(cq.name());
   } else {
     cqs_with_heads_.erase(cq.name());

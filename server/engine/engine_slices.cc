@@ -217,7 +217,7 @@ void Engine::Impl::UpdateCountsInPlace(WorkloadEntry& entry,
     return;
   }
   RefreshResourceRequests(entry);
-  if (entry.where == WorkloadEntry::Where::kHeap || entry.where == WorkloadEntry::Where::kInadmissible) {
+  if (entry.where == WorkloadEntry::Where::kQueued) {
     Dequeue(entry);
     Enqueue(entry, now, /*emit_reason_change=*/false);
   }

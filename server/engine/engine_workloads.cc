@@ -56,6 +56,7 @@ absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
 
 void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change) {
   const v1::Workload& wl = entry.object();
+  if (entry.queue_key.priority != wl.spec().priority()) entry.scheduling_hash = 0;  // in the shape
   entry.queue_key.priority = wl.spec().priority();
   entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
   // §5.2: a workload evicted by a PodsReady timeout or an admission check queues from the time
@@ -121,25 +122,12 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     return;
   }
   ClusterQueueState& cq = it->second;
-  if (!cq.failed_hashes.empty() && !cq.strict_fifo) {
-    auto failed = cq.failed_hashes.find(SchedulingHash(entry));
-    if (failed != cq.failed_hashes.end()) {
-      // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
-      entry.where = WorkloadEntry::Where::kInadmissible;
-      cq.inadmissible.insert(entry.queue_key);
-      const v1::Condition* c = FindCondition(entry.object(), kQuotaReserved);
-      if (c != nullptr && emit_reason_change &&
-          (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
-           c->reason() == kReasonSuspended || c->reason() == "Pending")) {
-        MarkPending(entry, failed->second,
-                    "Bypassed scheduling evaluation because an equivalent workload recently failed",
-                    now);
-      }
-      return;
-    }
+  entry.where = WorkloadEntry::Where::kQueued;
+  if (!cq.pending.Add(&entry.queue_key, SchedulingHash(entry))) {
+    // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
+    if (emit_reason_change) MarkBypassed(entry, cq.failed_hashes.at(entry.queue_key.shape), now);
+    return;
   }
-  entry.where = WorkloadEntry::Where::kHeap;
-  cq.heap.insert(entry.queue_key);
   RefreshHeads(cq);
   if (!cq.active()) {
     const std::string message = absl::StrCat("ClusterQueue ", cq_name, " is inactive");
@@ -186,34 +174,39 @@ uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
   return entry.scheduling_hash;
 }
 
-bool Engine::Impl::SetAsideIfEquivalentFailed(ClusterQueueState& cq, WorkloadEntry& entry,
-                                              absl::Time now) {
-  if (cq.strict_fifo || cq.failed_hashes.empty()) return false;
-  auto failed = cq.failed_hashes.find(SchedulingHash(entry));
-  if (failed == cq.failed_hashes.end()) return false;
-  // The set's node moves as it is: nothing is allocated or copied.
-  cq.inadmissible.insert(cq.heap.extract(entry.queue_key));
-  entry.where = WorkloadEntry::Where::kInadmissible;
+void Engine::Impl::SetAsideShape(ClusterQueueState& cq, WorkloadEntry& failed,
+                                 const std::string& reason) {
+  const uint64_t shape = SchedulingHash(failed);
+  cq.failed_hashes[shape] = reason;
+  // Kueue moves the equivalent workloads without reconciling them, so a condition they carry
+  // stays as it is until they enter a queue again (Enqueue).
+  cq.pending.SetAside(shape);
+}
+
+void Engine::Impl::MarkBypassed(WorkloadEntry& entry, const std::string& reason, absl::Time now) {
   const v1::Condition* c = FindCondition(entry.object(), kQuotaReserved);
   if (c != nullptr &&
       (c->reason() == kReasonDeactivated || c->reason() == kReasonPendingEvaluation ||
        c->reason() == kReasonSuspended || c->reason() == "Pending")) {
-    MarkPending(entry, failed->second,
+    MarkPending(entry, reason,
                 "Bypassed scheduling evaluation because an equivalent workload recently failed",
                 now);
   }
-  return true;
+}
+
+bool Engine::Impl::ActivePending(const WorkloadEntry& entry) const {
+  if (entry.where != WorkloadEntry::Where::kQueued) return false;
+  auto cq = cluster_queues_.find(entry.cluster_queue);
+  return cq != cluster_queues_.end() && cq->second.pending.IsActive(&entry.queue_key);
 }
 
 void Engine::Impl::Dequeue(WorkloadEntry& entry) {
   switch (entry.where) {
-    case WorkloadEntry::Where::kHeap:
-    case WorkloadEntry::Where::kInadmissible: {
+    case WorkloadEntry::Where::kQueued: {
       auto it = cluster_queues_.find(entry.cluster_queue);
       if (it != cluster_queues_.end()) {
         if (it->second.sticky == entry.key()) it->second.sticky.clear();
-        it->second.heap.erase(entry.queue_key);
-        it->second.inadmissible.erase(entry.queue_key);
+        it->second.pending.Remove(&entry.queue_key);
         RefreshHeads(it->second);
       }
       break;
@@ -269,13 +262,10 @@ void Engine::Impl::RebuildQuotaTree() {
 }
 
 void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
+  const bool shapes_set_aside = !cq.failed_hashes.empty();
   cq.failed_hashes.clear();
-  if (cq.inadmissible.empty()) return;
-  for (const QueueKey& k : cq.inadmissible) {
-    (k.entry != nullptr ? *k.entry : workloads_.at(k.key)).where = WorkloadEntry::Where::kHeap;
-  }
-  cq.heap.merge(cq.inadmissible);  // moves the nodes; a key is never in both sets
-  cq.inadmissible.clear();
+  if (!shapes_set_aside && cq.pending.inadmissible() == 0) return;
+  cq.pending.RequeueAll();
   RefreshHeads(cq);
 }
 
