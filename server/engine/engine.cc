@@ -240,6 +240,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
     }
     if (entry.object().status().has_admission() && IsConditionTrue(entry.object(), kQuotaReserved)) {
       entry.cluster_queue = entry.object().status().admission().cluster_queue();
+      SetQueueKey(entry);  // what the preemption search reads of a candidate
       entry.SetUsage(UsageFromAdmission(entry));
       ChargeUsage(entry, +1);
       // Re-arms the maximum execution time of an admitted workload.

@@ -60,6 +60,9 @@ struct WorkloadEntry {
     bool evicted = false;
     int32_t priority = 0;
     absl::Time reserved_at;
+    // The UID's first 8 bytes, big-endian (zero-padded): UIDs whose prefixes differ compare as
+    // their prefixes do, so the full strings are compared only on a tie.
+    uint64_t uid_prefix = 0;
   };
   CandidateKeys candidate_keys;
   // The workload as it stands, as an immutable object for any thread: shared, not copied.
@@ -232,6 +235,9 @@ class Engine::Impl {
   void EmitObject(v1::ObjectKind kind, const std::string& key, v1::QueueObject* object,
                   v1::WatchEvent::Type type, const std::string& reason);
 
+  // Fills entry.queue_key from the workload (§5.2), as Enqueue does; a workload holding quota
+  // keeps it for the preemption search's keys (its UID, its queue-order time).
+  void SetQueueKey(WorkloadEntry& entry);
   // The entry's scheduling hash, computed on first use.
   uint64_t SchedulingHash(WorkloadEntry& entry) const;
   // §5.4 (BestEffortFIFO): a workload failed as NoFit or without preemption candidates; its

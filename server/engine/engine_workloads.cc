@@ -54,7 +54,7 @@ absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
   return absl::OkStatus();
 }
 
-void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change) {
+void Engine::Impl::SetQueueKey(WorkloadEntry& entry) {
   const v1::Workload& wl = entry.object();
   if (entry.queue_key.priority != wl.spec().priority()) entry.scheduling_hash = 0;  // in the shape
   entry.queue_key.priority = wl.spec().priority();
@@ -69,6 +69,11 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   entry.queue_key.uid = wl.metadata().uid();
   entry.queue_key.key = entry.key();
   entry.queue_key.entry = &entry;
+}
+
+void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reason_change) {
+  SetQueueKey(entry);
+  const v1::Workload& wl = entry.object();
   const std::string cq_name = ClusterQueueOf(wl.metadata().namespace_(), wl.spec().queue_name());
   entry.cluster_queue = cq_name;
   if (wl.spec().has_active() && !wl.spec().active()) {

@@ -37,9 +37,9 @@ Policy PolicyOf(const std::string& policy) {
   return Policy::kNever;
 }
 
-// Whether `policy` lets preemptor P take candidate C's quota (§7.2).
-bool PolicyAllows(Policy policy, const WorkloadEntry& p, const WorkloadEntry& c) {
-  const int32_t pp = p.object().spec().priority(), cp = c.object().spec().priority();
+// Whether `policy` lets preemptor P take candidate C's quota (§7.2); `cp` is C's priority.
+bool PolicyAllows(Policy policy, const WorkloadEntry& p, const WorkloadEntry& c, int32_t cp) {
+  const int32_t pp = p.object().spec().priority();
   switch (policy) {
     case Policy::kAny: return true;
     case Policy::kLowerPriority: return cp < pp;
@@ -65,33 +65,113 @@ struct Candidate {
   bool other_queue = false;
   int32_t priority = 0;
   absl::Time reserved_at;
+  uint64_t uid_prefix = 0;
+  // Kueue concatenates the classes as hierarchy (0), other queues by priority (1), own queue
+  // (2); `index` keeps the order candidates were found in for what the keys leave tied.
+  uint8_t rank = 0;
+  uint32_t index = 0;
+  // The keys above packed for Before: evicted, rank, other queue and priority in one word, and
+  // the reservation time as nanoseconds inverted (later first).
+  uint64_t major = 0;
+  int64_t later_first = 0;
+
+  void Pack() {
+    major = (uint64_t{evicted ? 0u : 1u} << 40) | (uint64_t{rank} << 36) |
+            (uint64_t{other_queue ? 0u : 1u} << 32) |
+            (static_cast<uint32_t>(priority) ^ 0x80000000u);
+    later_first = ~absl::ToUnixNanos(reserved_at);
+  }
 };
 
-Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
-                        QuotaTree::QueueRef queue, bool other_queue) {
-  Candidate c{entry, lca, variant, queue};
-  WorkloadEntry::CandidateKeys& keys = entry->candidate_keys;
-  if (keys.writes != entry->writes()) {
+// The candidate order (§7.4) within each class, and Kueue's concatenation of the classes:
+// evicted candidates of every class first, then the rest, each as hierarchy, other queues, own
+// queue. A strict total order (`index` breaks the last ties).
+bool Before(const Candidate& a, const Candidate& b) {
+  if (a.major != b.major) return a.major < b.major;
+  if (a.later_first != b.later_first) return a.later_first < b.later_first;
+  if (a.uid_prefix != b.uid_prefix) return a.uid_prefix < b.uid_prefix;
+  if (int c = a.entry->queue_key.uid.compare(b.entry->queue_key.uid); c != 0) return c < 0;
+  return a.index < b.index;
+}
+
+// The candidates in Before order, ordered only as far as the search reads them: a search that
+// succeeds usually stops after a few candidates, so the first ones come off a heap; a search that
+// reads past those sorts the rest at once (a failing one reads them all).
+class CandidateOrder {
+ public:
+  explicit CandidateOrder(std::vector<Candidate> candidates) : all_(std::move(candidates)) {
+    heap_.reserve(all_.size());
+    for (const Candidate& c : all_) heap_.push_back(&c);
+    std::make_heap(heap_.begin(), heap_.end(), After);
+    ordered_.reserve(all_.size());
+  }
+  // The i-th candidate, or nullptr past the last.
+  const Candidate* at(size_t i) {
+    while (ordered_.size() <= i && !heap_.empty()) {
+      if (ordered_.size() < kFromHeap) {
+        std::pop_heap(heap_.begin(), heap_.end(), After);
+        ordered_.push_back(heap_.back());
+        heap_.pop_back();
+      } else {
+        std::stable_sort(heap_.begin(), heap_.end(), [](const Candidate* a, const Candidate* b) {
+          return Before(*a, *b);
+        });
+        ordered_.insert(ordered_.end(), heap_.begin(), heap_.end());
+        heap_.clear();
+      }
+    }
+    return i < ordered_.size() ? ordered_[i] : nullptr;
+  }
+
+ private:
+  static constexpr size_t kFromHeap = 16;
+  static bool After(const Candidate* a, const Candidate* b) { return Before(*b, *a); }
+  const std::vector<Candidate> all_;
+  std::vector<const Candidate*> heap_;
+  std::vector<const Candidate*> ordered_;
+};
+
+uint64_t PrefixOf(const std::string& uid) {
+  uint64_t prefix = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    prefix = (prefix << 8) | (i < uid.size() ? static_cast<unsigned char>(uid[i]) : 0u);
+  }
+  return prefix;
+}
+
+// The candidate order keys of a workload, read off it again only after a write.
+const WorkloadEntry::CandidateKeys& KeysOf(WorkloadEntry& entry) {
+  WorkloadEntry::CandidateKeys& keys = entry.candidate_keys;
+  if (keys.writes != entry.writes()) {
     // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
     static constexpr absl::string_view kEvictedType = kEvicted;
     static constexpr absl::string_view kReservedType = kQuotaReserved;
     const v1::Condition* evicted = nullptr;
     const v1::Condition* reserved = nullptr;
-    for (const v1::Condition& cond : entry->object().status().conditions()) {
+    for (const v1::Condition& cond : entry.object().status().conditions()) {
       const absl::string_view type = cond.type();
       if (evicted == nullptr && type == kEvictedType) evicted = &cond;
       if (reserved == nullptr && type == kReservedType) reserved = &cond;
     }
     keys.evicted = evicted != nullptr && evicted->status() == "True";
-    keys.priority = entry->object().spec().priority();
+    keys.priority = entry.object().spec().priority();
     keys.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
                                            : FromProto(reserved->last_transition_time());
-    keys.writes = entry->writes();
+    keys.uid_prefix = PrefixOf(entry.object().metadata().uid());
+    keys.writes = entry.writes();
   }
+  return keys;
+}
+
+Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
+                        QuotaTree::QueueRef queue, bool other_queue) {
+  Candidate c{entry, lca, variant, queue};
+  const WorkloadEntry::CandidateKeys& keys = KeysOf(*entry);
   c.evicted = keys.evicted;
   c.other_queue = other_queue;
   c.priority = keys.priority;
   c.reserved_at = keys.reserved_at;
+  c.uid_prefix = keys.uid_prefix;
   return c;
 }
 
@@ -117,11 +197,12 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   const bool bwc_forbidden = BorrowWithinCohortForbidden(policy);
   const Policy within_queue = PolicyOf(policy.within_cluster_queue());
   const Policy within_cohort = PolicyOf(policy.reclaim_within_cohort());
-  auto classify = [&](const WorkloadEntry& c, bool advantage) {
-    if (!PolicyAllows(within_cohort, preemptor, c)) return Variant::kNever;
+  auto classify = [&](WorkloadEntry& c, bool advantage) {
+    const int32_t cp = KeysOf(c).priority;
+    if (!PolicyAllows(within_cohort, preemptor, c, cp)) return Variant::kNever;
     if (advantage) return Variant::kHierarchical;
     if (bwc_forbidden) return Variant::kReclaimWithoutBorrowing;
-    const int32_t cp = c.object().spec().priority(), pp = preemptor.object().spec().priority();
+    const int32_t pp = preemptor.object().spec().priority();
     const v1::BorrowWithinCohort& bwc = policy.borrow_within_cohort();
     if (cp >= pp || (bwc.has_max_priority_threshold() && cp > bwc.max_priority_threshold())) {
       return Variant::kReclaimWithoutBorrowing;
@@ -130,13 +211,20 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   };
 
   static const std::string kNoLca;
-  std::vector<Candidate> same_queue, hierarchy, priority;
+  std::vector<Candidate> found;
+  size_t hierarchy = 0, priority = 0;  // candidates of those classes
+  auto add = [&](Candidate c, uint8_t rank) {
+    c.rank = rank;
+    c.index = static_cast<uint32_t>(found.size());
+    c.Pack();
+    found.push_back(c);
+  };
   const QuotaTree::QueueRef own_ref = quota_tree_.RefOf(own);
   if (within_queue != Policy::kNever) {
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
-      if (eligible(c) && PolicyAllows(within_queue, preemptor, c)) {
-        same_queue.push_back(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own_ref, false));
+      if (eligible(c) && PolicyAllows(within_queue, preemptor, c, KeysOf(c).priority)) {
+        add(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own_ref, false), 2);
       }
     }
   }
@@ -151,34 +239,14 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
         if (!eligible(c)) continue;
         const Variant v = classify(c, scope.advantage);
         if (v == Variant::kNever) continue;
-        (v == Variant::kHierarchical ? hierarchy : priority)
-            .push_back(MakeCandidate(&c, &scope.lca, v, ref, other_queue));
+        const bool in_hierarchy = v == Variant::kHierarchical;
+        ++(in_hierarchy ? hierarchy : priority);
+        add(MakeCandidate(&c, &scope.lca, v, ref, other_queue), in_hierarchy ? 0 : 1);
       }
     }
   }
-  if (same_queue.empty() && hierarchy.empty() && priority.empty()) return {};
-
-  // Candidate order (§7.4) within each class, then Kueue's concatenation: evicted ones of every
-  // class first, then the rest, each as hierarchy, other queues, own queue.
-  auto order = [](const Candidate& a, const Candidate& b) {
-    if (a.evicted != b.evicted) return a.evicted;
-    if (a.other_queue != b.other_queue) return a.other_queue;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.reserved_at != b.reserved_at) return a.reserved_at > b.reserved_at;
-    return a.entry->object().metadata().uid() < b.entry->object().metadata().uid();
-  };
-  for (auto* list : {&same_queue, &hierarchy, &priority}) {
-    std::stable_sort(list->begin(), list->end(), order);
-  }
-  std::vector<Candidate> candidates;
-  candidates.reserve(same_queue.size() + hierarchy.size() + priority.size());
-  for (bool evicted : {true, false}) {
-    for (auto* list : {&hierarchy, &priority, &same_queue}) {
-      for (const Candidate& c : *list) {
-        if (c.evicted == evicted) candidates.push_back(c);
-      }
-    }
-  }
+  if (found.empty()) return {};
+  CandidateOrder candidates(std::move(found));
 
   // The pairs asked for, looked up once: the search below checks them after every removal.
   std::vector<std::pair<int, int64_t>> asked;
@@ -205,17 +273,18 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
   // The minimal set search (§7.5): which "allow the preemptor to borrow" settings to try.
   std::vector<bool> attempts;
-  if ((hierarchy.empty() && priority.empty()) ||
+  if ((hierarchy == 0 && priority == 0) ||
       (bwc_forbidden && !quota_tree_.UnderNominal(own, needed))) {
     attempts = {true};
-  } else if (bwc_forbidden && hierarchy.empty()) {
+  } else if (bwc_forbidden && hierarchy == 0) {
     attempts = {false, true};
   } else {
     attempts = {true, false};
   }
   for (bool allow_borrowing : attempts) {
     std::vector<const Candidate*> removed;
-    for (const Candidate& c : candidates) {
+    for (size_t i = 0; const Candidate* next = candidates.at(i); ++i) {
+      const Candidate& c = *next;
       if (!valid(c, allow_borrowing)) continue;
       remove(c, +1);
       removed.push_back(&c);

@@ -284,5 +284,21 @@ TEST_F(PreemptionTest, EquivalentWorkloadsAreSetAsideTogether) {
   EXPECT_EQ(Condition("big-3", kQuotaReserved).reason(), "");
 }
 
+// §7.4/§7.5 with more candidates than the search takes off its heap: the preemptor needs 20 of
+// 30 one-cpu workloads, and the search takes them lowest priority first, so exactly those with
+// the 20 lowest priorities are preempted, whatever order they were admitted in.
+TEST_F(PreemptionTest, ALongSearchTakesCandidatesLowestPriorityFirst) {
+  Queue({"cq", "", "30", "LowerPriority"});
+  for (int i = 0; i < 30; ++i) Submit("w-" + std::to_string(i), "cq", 1, (i * 7) % 30);
+  Drain();
+  Submit("high", "cq", 20, 100);
+  Drain();
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = "w-" + std::to_string(i);
+    const bool low = (i * 7) % 30 < 20;
+    EXPECT_EQ(Condition(name, kPreempted).status(), low ? "True" : "") << name;
+  }
+}
+
 }  // namespace
 }  // namespace admitd::engine
