@@ -232,8 +232,8 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   if (within_cohort != Policy::kNever) {
     scopes = quota_tree_.ReclaimScopes(own, requests, needed);
     for (const QuotaTree::ReclaimScope& scope : scopes) {
-      const QuotaTree::QueueRef ref = quota_tree_.RefOf(scope.cluster_queue);
-      const bool other_queue = scope.cluster_queue != own;
+      const QuotaTree::QueueRef ref = scope.queue;
+      const bool other_queue = ref != own_ref;
       for (const auto& held : cluster_queues_.at(scope.cluster_queue).reserved) {
         WorkloadEntry& c = *held.second;
         if (!eligible(c)) continue;

@@ -344,7 +344,9 @@ void QuotaTree::CollectReclaimable(const Node& at, const Node* skip, const Node&
   }
   for (const Node* child : at.children) {
     if (!child->is_cluster_queue || child == &self) continue;
-    if (!WithinNominal(*child, needed)) out->push_back({child->name, lca, advantage});
+    if (!WithinNominal(*child, needed)) {
+      out->push_back({child->name, lca, advantage, QueueRef(const_cast<Node*>(child))});
+    }
   }
 }
 

@@ -65,6 +65,23 @@ class QuotaTree {
   // The ClusterQueue's borrowing limit for `fr`, when it has one.
   std::optional<int64_t> BorrowingLimit(const std::string& cq, const FlavorResource& fr) const;
 
+  // For a caller that asks about the same ClusterQueue and pairs many times (the preemption
+  // search): the queue and the pairs looked up once. A QueueRef stays valid until the tree's
+  // shape changes (Rebuild, SetClusterQueue); an unknown queue gives a null one, and a pair no
+  // node ever held the id -1, which read as they would by name.
+  class QueueRef {
+   public:
+    QueueRef() = default;
+    explicit operator bool() const { return node_ != nullptr; }
+    bool operator==(const QueueRef& o) const { return node_ == o.node_; }
+    bool operator!=(const QueueRef& o) const { return node_ != o.node_; }
+
+   private:
+    friend class QuotaTree;
+    explicit QueueRef(Node* node) : node_(node) {}
+    Node* node_ = nullptr;
+  };
+
   // Other ClusterQueues whose workloads a preemptor in `cq` may reclaim quota from (§7.3): the
   // queues over their nominal quota in a pair of `needed`, found walking the ancestors of `cq`
   // and skipping sub-cohorts within their quota. `advantage` says whether `cq` has the
@@ -73,6 +90,7 @@ class QuotaTree {
     std::string cluster_queue;
     std::string lca;
     bool advantage = false;
+    QueueRef queue;  // cluster_queue's
   };
   std::vector<ReclaimScope> ReclaimScopes(const std::string& cq,
                                           const FlavorResourceQuantities& requests,
@@ -100,20 +118,6 @@ class QuotaTree {
   // it that lands in each ancestor.
   void AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign);
 
-  // For a caller that asks about the same ClusterQueue and pairs many times (the preemption
-  // search): the queue and the pairs looked up once. A QueueRef stays valid until the tree's
-  // shape changes (Rebuild, SetClusterQueue); an unknown queue gives a null one, and a pair no
-  // node ever held the id -1, which read as they would by name.
-  class QueueRef {
-   public:
-    QueueRef() = default;
-    explicit operator bool() const { return node_ != nullptr; }
-
-   private:
-    friend class QuotaTree;
-    explicit QueueRef(Node* node) : node_(node) {}
-    Node* node_ = nullptr;
-  };
   QueueRef RefOf(const std::string& cq) const;
   int PairId(const FlavorResource& fr) const { return IdOf(fr); }
   // The pair's id, given one if no node ever held it.
