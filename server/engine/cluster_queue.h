@@ -52,10 +52,6 @@ struct ClusterQueueState {
   // BestEffortFIFO: the workload that issued preemptions stays the head until it leaves the
   // queue (§5.2), so workloads skipped meanwhile cannot overtake it.
   std::string sticky;
-  // BestEffortFIFO: scheduling hashes whose workloads failed as NoFit or without preemption
-  // candidates, with the reason; the pending queue sets these shapes aside until the next
-  // requeue of the inadmissible workloads (§5.4).
-  std::map<uint64_t, std::string> failed_hashes;
   // Pending workloads waiting out a requeue backoff (namespace/name): outside the heap, but
   // pending here all the same.
   std::set<std::string> backing_off;

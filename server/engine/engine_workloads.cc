@@ -130,7 +130,9 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   entry.where = WorkloadEntry::Where::kQueued;
   if (!cq.pending.Add(&entry.queue_key, SchedulingHash(entry))) {
     // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
-    if (emit_reason_change) MarkBypassed(entry, cq.failed_hashes.at(entry.queue_key.shape), now);
+    if (emit_reason_change) {
+      MarkBypassed(entry, *cq.pending.SetAsideReason(entry.queue_key.shape), now);
+    }
     return;
   }
   RefreshHeads(cq);
@@ -181,11 +183,9 @@ uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
 
 void Engine::Impl::SetAsideShape(ClusterQueueState& cq, WorkloadEntry& failed,
                                  const std::string& reason) {
-  const uint64_t shape = SchedulingHash(failed);
-  cq.failed_hashes[shape] = reason;
   // Kueue moves the equivalent workloads without reconciling them, so a condition they carry
   // stays as it is until they enter a queue again (Enqueue).
-  cq.pending.SetAside(shape);
+  cq.pending.SetAside(SchedulingHash(failed), reason);
 }
 
 void Engine::Impl::MarkBypassed(WorkloadEntry& entry, const std::string& reason, absl::Time now) {
@@ -267,9 +267,7 @@ void Engine::Impl::RebuildQuotaTree() {
 }
 
 void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
-  const bool shapes_set_aside = !cq.failed_hashes.empty();
-  cq.failed_hashes.clear();
-  if (!shapes_set_aside && cq.pending.inadmissible() == 0) return;
+  if (!cq.pending.AnySetAside() && cq.pending.inadmissible() == 0) return;
   cq.pending.RequeueAll();
   RefreshHeads(cq);
 }

@@ -67,10 +67,11 @@ bool PendingQueue::IsActive(const QueueKey* key) const {
   return group != groups_.end() && !group->second.set_aside;
 }
 
-size_t PendingQueue::SetAside(uint64_t shape) {
+size_t PendingQueue::SetAside(uint64_t shape, std::string reason) {
   Group& group = groups_[shape];
   if (group.set_aside) return 0;
   group.set_aside = true;
+  group.reason = std::move(reason);
   set_aside_.push_back(shape);
   if (group.members.empty()) return 0;
   fronts_.erase(*group.members.begin());
@@ -79,15 +80,18 @@ size_t PendingQueue::SetAside(uint64_t shape) {
   return group.members.size();
 }
 
-bool PendingQueue::IsSetAside(uint64_t shape) const {
+bool PendingQueue::IsSetAside(uint64_t shape) const { return SetAsideReason(shape) != nullptr; }
+
+const std::string* PendingQueue::SetAsideReason(uint64_t shape) const {
   auto group = groups_.find(shape);
-  return group != groups_.end() && group->second.set_aside;
+  return group != groups_.end() && group->second.set_aside ? &group->second.reason : nullptr;
 }
 
 void PendingQueue::RequeueAll() {
   for (uint64_t shape : set_aside_) {
     auto group = groups_.find(shape);
     group->second.set_aside = false;
+    group->second.reason.clear();
     if (group->second.members.empty()) {
       groups_.erase(group);
       continue;

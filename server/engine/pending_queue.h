@@ -65,9 +65,13 @@ class PendingQueue {
   bool IsActive(const QueueKey* key) const;
 
   // Sets every workload of this shape aside, those queued now and those queued later, until
-  // RequeueAll, without visiting them. Returns how many were active.
-  size_t SetAside(uint64_t shape);
+  // RequeueAll, without visiting them; `reason` says why (the failure's). Returns how many were
+  // active. A shape already set aside keeps its first reason.
+  size_t SetAside(uint64_t shape, std::string reason);
   bool IsSetAside(uint64_t shape) const;
+  // Why the shape is set aside, or nullptr when it is not.
+  const std::string* SetAsideReason(uint64_t shape) const;
+  bool AnySetAside() const { return !set_aside_.empty(); }
   // Every inadmissible workload becomes active again, and no shape is set aside.
   void RequeueAll();
 
@@ -94,6 +98,7 @@ class PendingQueue {
   struct Group {
     Ordered members;
     bool set_aside = false;
+    std::string reason;  // while set aside
   };
 
   // Every shape with queued workloads, and every shape set aside (possibly with none).

@@ -65,7 +65,7 @@ TEST_F(PendingQueueTest, SetAsideTakesTheWholeShapeAndLaterArrivals) {
   queue_.Add(a3, 7);
   queue_.Remove(a1);  // the head, tried and failed
   queue_.AddAlone(a1, 7);
-  EXPECT_EQ(queue_.SetAside(7), 2u);  // a2 and a3
+  EXPECT_EQ(queue_.SetAside(7, "NoFit"), 2u);  // a2 and a3
   EXPECT_TRUE(queue_.IsSetAside(7));
   EXPECT_FALSE(queue_.IsSetAside(8));
   EXPECT_EQ(queue_.active(), 1u);
@@ -92,12 +92,12 @@ TEST_F(PendingQueueTest, SetAsideTakesTheWholeShapeAndLaterArrivals) {
 }
 
 TEST_F(PendingQueueTest, AShapeSetAsideWithNoneQueuedStillHoldsArrivals) {
-  EXPECT_EQ(queue_.SetAside(4), 0u);
+  EXPECT_EQ(queue_.SetAside(4, "NoFit"), 0u);
   QueueKey* a = Key(0, 1);
   EXPECT_FALSE(queue_.Add(a, 4));
   EXPECT_EQ(queue_.Front(), nullptr);
   // Set aside twice: the second time moves nothing more.
-  EXPECT_EQ(queue_.SetAside(4), 0u);
+  EXPECT_EQ(queue_.SetAside(4, "NoFit"), 0u);
   queue_.Remove(a);
   EXPECT_TRUE(queue_.empty());
   QueueKey* b = Key(0, 2);
@@ -167,7 +167,7 @@ TEST_F(PendingQueueTest, MatchesAPlainModelUnderRandomOperations) {
           if (k->shape == shape) expected.push_back(k);
         }
       }
-      ASSERT_EQ(queue_.SetAside(shape), expected.size());
+      ASSERT_EQ(queue_.SetAside(shape, "NoFit"), expected.size());
       for (QueueKey* k : expected) {
         active.erase(k);
         inadmissible.insert(k);

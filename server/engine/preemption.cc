@@ -60,27 +60,16 @@ struct Candidate {
   const std::string* lca;  // for candidates of other queues: where the tree walk found them
   Variant variant;
   QuotaTree::QueueRef queue;  // its ClusterQueue in the quota tree
-  // The candidate order's keys (§7.4), read once instead of on every comparison.
-  bool evicted = false;
   bool other_queue = false;
-  int32_t priority = 0;
-  absl::Time reserved_at;
-  uint64_t uid_prefix = 0;
-  // Kueue concatenates the classes as hierarchy (0), other queues by priority (1), own queue
-  // (2); `index` keeps the order candidates were found in for what the keys leave tied.
-  uint8_t rank = 0;
-  uint32_t index = 0;
-  // The keys above packed for Before: evicted, rank, other queue and priority in one word, and
-  // the reservation time as nanoseconds inverted (later first).
+  // The candidate order's keys (§7.4), packed once instead of read on every comparison: evicted,
+  // class rank (Kueue concatenates the classes as hierarchy 0, other queues by priority 1, own
+  // queue 2), other queue and priority in one word; the reservation time as nanoseconds
+  // inverted (later first); the UID's first bytes; and `index`, the order candidates were found
+  // in, for what the keys leave tied.
   uint64_t major = 0;
   int64_t later_first = 0;
-
-  void Pack() {
-    major = (uint64_t{evicted ? 0u : 1u} << 40) | (uint64_t{rank} << 36) |
-            (uint64_t{other_queue ? 0u : 1u} << 32) |
-            (static_cast<uint32_t>(priority) ^ 0x80000000u);
-    later_first = ~absl::ToUnixNanos(reserved_at);
-  }
+  uint64_t uid_prefix = 0;
+  uint32_t index = 0;
 };
 
 // The candidate order (§7.4) within each class, and Kueue's concatenation of the classes:
@@ -164,14 +153,16 @@ const WorkloadEntry::CandidateKeys& KeysOf(WorkloadEntry& entry) {
 }
 
 Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
-                        QuotaTree::QueueRef queue, bool other_queue) {
-  Candidate c{entry, lca, variant, queue};
+                        QuotaTree::QueueRef queue, bool other_queue, uint8_t rank,
+                        uint32_t index) {
+  Candidate c{entry, lca, variant, queue, other_queue};
   const WorkloadEntry::CandidateKeys& keys = KeysOf(*entry);
-  c.evicted = keys.evicted;
-  c.other_queue = other_queue;
-  c.priority = keys.priority;
-  c.reserved_at = keys.reserved_at;
+  c.major = (uint64_t{keys.evicted ? 0u : 1u} << 40) | (uint64_t{rank} << 36) |
+            (uint64_t{other_queue ? 0u : 1u} << 32) |
+            (static_cast<uint32_t>(keys.priority) ^ 0x80000000u);
+  c.later_first = ~absl::ToUnixNanos(keys.reserved_at);
   c.uid_prefix = keys.uid_prefix;
+  c.index = index;
   return c;
 }
 
@@ -213,18 +204,17 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   static const std::string kNoLca;
   std::vector<Candidate> found;
   size_t hierarchy = 0, priority = 0;  // candidates of those classes
-  auto add = [&](Candidate c, uint8_t rank) {
-    c.rank = rank;
-    c.index = static_cast<uint32_t>(found.size());
-    c.Pack();
-    found.push_back(c);
+  auto add = [&](WorkloadEntry& c, const std::string* lca, Variant v, QuotaTree::QueueRef ref,
+                 bool other_queue, uint8_t rank) {
+    found.push_back(MakeCandidate(&c, lca, v, ref, other_queue, rank,
+                                  static_cast<uint32_t>(found.size())));
   };
   const QuotaTree::QueueRef own_ref = quota_tree_.RefOf(own);
   if (within_queue != Policy::kNever) {
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
       if (eligible(c) && PolicyAllows(within_queue, preemptor, c, KeysOf(c).priority)) {
-        add(MakeCandidate(&c, &kNoLca, Variant::kWithinQueue, own_ref, false), 2);
+        add(c, &kNoLca, Variant::kWithinQueue, own_ref, false, 2);
       }
     }
   }
@@ -241,7 +231,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
         if (v == Variant::kNever) continue;
         const bool in_hierarchy = v == Variant::kHierarchical;
         ++(in_hierarchy ? hierarchy : priority);
-        add(MakeCandidate(&c, &scope.lca, v, ref, other_queue), in_hierarchy ? 0 : 1);
+        add(c, &scope.lca, v, ref, other_queue, in_hierarchy ? 0 : 1);
       }
     }
   }
