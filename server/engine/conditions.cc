@@ -30,17 +30,25 @@ bool IsConditionTrue(const v1::Workload& wl, absl::string_view type) {
   return c != nullptr && c->status() == "True";
 }
 
+bool ConditionIs(const v1::Workload& wl, absl::string_view type, bool status,
+                 absl::string_view reason, absl::string_view message) {
+  const v1::Condition* found = nullptr;
+  for (const v1::Condition& c : wl.status().conditions()) {
+    if (c.type() == type) found = &c;  // the last of the type, as SetCondition
+  }
+  return found != nullptr && found->status() == (status ? "True" : "False") &&
+         found->reason() == reason && found->message() == message.substr(0, kMaxMessage) &&
+         found->observed_generation() == wl.metadata().generation();
+}
+
 bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,
                   absl::string_view message, absl::Time now) {
+  if (ConditionIs(*wl, type, status, reason, message)) return false;
   const std::string status_text = status ? "True" : "False";
   const absl::string_view msg = message.substr(0, kMaxMessage);
   v1::Condition* found = nullptr;
   for (v1::Condition& c : *wl->mutable_status()->mutable_conditions()) {
     if (c.type() == type) found = &c;
-  }
-  if (found != nullptr && found->status() == status_text && found->reason() == reason &&
-      found->message() == msg && found->observed_generation() == wl->metadata().generation()) {
-    return false;
   }
   if (found == nullptr) {
     found = wl->mutable_status()->add_conditions();

@@ -62,6 +62,11 @@ inline constexpr char kCheckRejected[] = "Rejected";
 const v1::Condition* FindCondition(const v1::Workload& wl, absl::string_view type);
 bool IsConditionTrue(const v1::Workload& wl, absl::string_view type);
 
+// Whether SetCondition with these arguments would leave `wl` as it is: what a caller checks
+// before taking the workload for writing.
+bool ConditionIs(const v1::Workload& wl, absl::string_view type, bool status,
+                 absl::string_view reason, absl::string_view message);
+
 // Sets a condition. The transition time moves only when the status changes. Returns whether
 // anything changed.
 bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,

@@ -205,25 +205,28 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
 
 namespace {
 
-// The entry of a restored workload, taking `workload` over. The store yields workloads with keys
-// ascending, so each normally goes at the end of the map, in constant time.
-WorkloadEntry& RestoreEntry(std::map<std::string, WorkloadEntry>* workloads,
-                            v1::Workload&& workload) {
-  std::string key = absl::StrCat(workload.metadata().namespace_(), "/", workload.metadata().name());
-  auto it = workloads->end();
+// The entry of the restored workload `key` (namespace/name). The store yields workloads with
+// keys ascending, so each normally goes at the end of the map, in constant time.
+WorkloadEntry& RestoreEntry(std::map<std::string, WorkloadEntry>* workloads, std::string key) {
   if (workloads->empty() || workloads->rbegin()->first < key) {
-    it = workloads->emplace_hint(it, std::move(key), WorkloadEntry());
-  } else {
-    it = workloads->try_emplace(std::move(key)).first;
+    return workloads->emplace_hint(workloads->end(), std::move(key), WorkloadEntry())->second;
   }
-  it->second.set_object(std::move(workload));
-  return it->second;
+  return workloads->try_emplace(std::move(key)).first->second;
 }
 
 }  // namespace
 
 absl::Status Engine::Impl::Restore(v1::Workload&& workload) {
-  return ParsePodSets(&RestoreEntry(&workloads_, std::move(workload)));
+  WorkloadEntry& entry = RestoreEntry(
+      &workloads_,
+      absl::StrCat(workload.metadata().namespace_(), "/", workload.metadata().name()));
+  entry.set_object(std::move(workload));
+  return ParsePodSets(&entry);
+}
+
+absl::Status Engine::Impl::RestoreEncoded(absl::string_view key, absl::string_view encoded) {
+  RestoreEntry(&workloads_, std::string(key)).SetEncoded(std::string(encoded));
+  return absl::OkStatus();
 }
 
 absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
@@ -232,27 +235,47 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   RebuildQuotaTree();
   FinishRestorePods();
   for (auto& [key, entry] : workloads_) {
-    IndexChain(entry, /*add=*/true);
-    const v1::WorkloadState state = StateOf(entry.object());
-    if (state == v1::WORKLOAD_STATE_FINISHED) {
-      entry.cluster_queue = entry.object().status().admission().cluster_queue();
-      continue;
+    // A workload restored in its encoded form is decoded for the indexes and queues, then
+    // frozen again: the engine keeps the decoded form of the workloads it reads after start-up.
+    const bool frozen = entry.frozen();
+    if (frozen) {
+      if (!entry.Decode().ok()) {
+        return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
+      }
+      if (entry.key() != key) {
+        return absl::DataLossError(absl::StrCat("stored workload ", key, " holds workload ",
+                                                entry.key()));
+      }
     }
-    if (entry.object().status().has_admission() && IsConditionTrue(entry.object(), kQuotaReserved)) {
-      entry.cluster_queue = entry.object().status().admission().cluster_queue();
-      SetQueueKey(entry);  // what the preemption search reads of a candidate
-      entry.SetUsage(UsageFromAdmission(entry));
-      ChargeUsage(entry, +1);
-      // Re-arms the maximum execution time of an admitted workload.
-      SyncAdmitted(entry, absl::UnixEpoch());
-      continue;
+    RestoreWorkload(entry);
+    if (frozen) {
+      entry.candidate_keys();  // what a preemption search reads of a candidate, filled now
+      entry.Freeze();
     }
-    // Pending: back in its queue. Whether it was inadmissible is not stored; it gets a fresh
-    // attempt, which writes nothing unless its pending reason changed.
-    Enqueue(entry, absl::UnixEpoch(), /*emit_reason_change=*/false);
   }
   changes_.clear();
   return absl::OkStatus();
+}
+
+void Engine::Impl::RestoreWorkload(WorkloadEntry& entry) {
+  IndexChain(entry, /*add=*/true);
+  const v1::WorkloadState state = StateOf(entry.object());
+  if (state == v1::WORKLOAD_STATE_FINISHED) {
+    entry.cluster_queue = entry.object().status().admission().cluster_queue();
+    return;
+  }
+  if (entry.object().status().has_admission() && IsConditionTrue(entry.object(), kQuotaReserved)) {
+    entry.cluster_queue = entry.object().status().admission().cluster_queue();
+    SetQueueKey(entry);  // what the preemption search reads of a candidate
+    entry.SetUsage(UsageFromAdmission(entry));
+    ChargeUsage(entry, +1);
+    // Re-arms the maximum execution time of an admitted workload.
+    SyncAdmitted(entry, absl::UnixEpoch());
+    return;
+  }
+  // Pending: back in its queue. Whether it was inadmissible is not stored; it gets a fresh
+  // attempt, which writes nothing unless its pending reason changed.
+  Enqueue(entry, absl::UnixEpoch(), /*emit_reason_change=*/false);
 }
 
 // ---- Engine: forwarding ---------------------------------------------------------------------
@@ -267,6 +290,9 @@ absl::Status Engine::Restore(const v1::Workload& workload) {
   return impl_->Restore(v1::Workload(workload));
 }
 absl::Status Engine::Restore(v1::Workload&& workload) { return impl_->Restore(std::move(workload)); }
+absl::Status Engine::RestoreEncoded(absl::string_view key, absl::string_view encoded) {
+  return impl_->RestoreEncoded(key, encoded);
+}
 absl::Status Engine::Restore(const v1::PodObservation& pod) { return impl_->Restore(pod); }
 absl::StatusOr<v1::ReportPodsResponse> Engine::ReportPods(const v1::ReportPodsRequest& request,
                                                           absl::Time now) {

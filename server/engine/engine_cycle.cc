@@ -20,9 +20,9 @@ v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState
                              const Assignment& assignment) {
   v1::Admission admission;
   admission.set_cluster_queue(cq.name());
-  for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
+  for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
     v1::PodSetAssignment* psa = admission.add_pod_set_assignments();
-    psa->set_name(entry.pod_sets[i].name);
+    psa->set_name(entry.pod_sets()[i].name);
     ResourceList usage;
     for (const auto& [resource, flavor] : assignment.flavors[i]) {
       (*psa->mutable_flavors())[resource] = flavor;
@@ -77,7 +77,7 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
   const ScanProgress* resume =
       entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
   auto assign = [&](int64_t i) {
-    std::vector<PodSetRequest> reduced = entry.pod_sets;
+    std::vector<PodSetRequest> reduced = entry.pod_sets();
     for (size_t j = 0; j < reduced.size(); ++j) {
       const v1::PodSet& ps = entry.object().spec().pod_sets(static_cast<int>(j));
       const int64_t delta = ps.has_min_count() ? ps.count() - ps.min_count() : 0;
@@ -124,7 +124,7 @@ Assignment Engine::Impl::AssignWithTargets(
       entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
   std::optional<SliceBase> base;
   if (WorkloadEntry* old = ReplacedSlice(entry, cq)) base = SliceBaseOf(*old);
-  Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets, &oracle, resume,
+  Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets(), &oracle, resume,
                                         /*explain=*/false, base ? &*base : nullptr);
   targets->clear();
   if (assignment.preempt) {
@@ -533,7 +533,7 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   std::optional<SliceBase> base;
   if (WorkloadEntry* old = self->ReplacedSlice(*entry, cq)) base = SliceBaseOf(*old);
   Assignment assignment =
-      AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets, &oracle, resume,
+      AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets(), &oracle, resume,
                     /*explain=*/true, base ? &*base : nullptr);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();

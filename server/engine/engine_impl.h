@@ -18,114 +18,10 @@
 #include "server/engine/flavor_assigner.h"
 #include "server/engine/quota_tree.h"
 #include "server/engine/resources.h"
+#include "server/engine/workload_entry.h"
 #include "server/pods/pod_group.h"
 
 namespace admitd::engine {
-
-struct WorkloadEntry {
-  // The workload, shared copy-on-write with the snapshots handed out (Change::workload,
-  // WorkloadSnapshot): reading is free, and the first write after a snapshot was taken copies
-  // it, so a snapshot never changes and a workload nobody else holds is never copied.
-  const v1::Workload& object() const { return *object_; }
-  v1::Workload& mutable_object() {
-    ++writes_;
-    if (object_.use_count() > 1) {
-      // References into the shared object taken earlier in this engine call stay valid (they
-      // read the state before this write) until ReleasePrevious.
-      previous_ = std::move(object_);
-      object_ = std::make_shared<v1::Workload>(*previous_);
-      for (size_t i = 0; i < pod_sets.size(); ++i) {
-        pod_sets[i].pod = static_cast<int>(i) < object_->spec().pod_sets_size()
-                              ? &object_->spec().pod_sets(static_cast<int>(i)).template_().spec()
-                              : nullptr;
-      }
-    } else {
-      // The last other holder let go (on any thread): see what it did before it did.
-      std::atomic_thread_fence(std::memory_order_acquire);
-    }
-    return *object_;
-  }
-  void set_object(v1::Workload wl) {
-    ++writes_;
-    object_ = std::make_shared<v1::Workload>(std::move(wl));
-  }
-  // How many times the workload was handed out for writing (mutable_object, set_object): what
-  // caches of its fields compare. (No search runs while a caller holds a reference from
-  // mutable_object, so a write through it never lands after a cache was filled.)
-  uint64_t writes() const { return writes_; }
-  // The preemption search's candidate order keys (§7.4), read off the workload once per write
-  // instead of once per search (see preemption.cc).
-  struct CandidateKeys {
-    uint64_t writes = UINT64_MAX;
-    bool evicted = false;
-    int32_t priority = 0;
-    absl::Time reserved_at;
-    // The UID's first 8 bytes, big-endian (zero-padded): UIDs whose prefixes differ compare as
-    // their prefixes do, so the full strings are compared only on a tie.
-    uint64_t uid_prefix = 0;
-  };
-  CandidateKeys candidate_keys;
-  // The workload as it stands, as an immutable object for any thread: shared, not copied.
-  std::shared_ptr<const v1::Workload> Share() const { return object_; }
-  // Drops the state the last write replaced (see mutable_object); once the engine call ends.
-  void ReleasePrevious() { previous_.reset(); }
-
-  std::vector<PodSetRequest> pod_sets;  // per-pod requests, parsed once
-  std::string cluster_queue;            // where it queues or holds its reservation
-  // What it holds while it holds a reservation (empty otherwise).
-  const FlavorResourceQuantities& usage() const { return usage_; }
-  void SetUsage(FlavorResourceQuantities usage) {
-    usage_ = std::move(usage);
-    usage_ids_valid_ = false;
-  }
-  void ClearUsage() { SetUsage({}); }
-  // The usage by the quota tree's pair ids, for the preemption search's trial removals: looked
-  // up once per usage.
-  const std::vector<std::pair<int, int64_t>>& UsageIds(QuotaTree& tree) {
-    if (!usage_ids_valid_) {
-      usage_ids_.clear();
-      for (const auto& [fr, v] : usage_) usage_ids_.emplace_back(tree.InternPair(fr), v);
-      usage_ids_valid_ = true;
-    }
-    return usage_ids_;
-  }
-  // kQueued: in its ClusterQueue's pending queue, active or inadmissible (the queue knows).
-  // kBackoff: pending, but status.requeueState.requeueAt is still ahead (see Impl::timers_).
-  enum class Where { kNone, kQueued, kOrphan, kBackoff } where = Where::kNone;
-  QueueKey queue_key;
-  uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
-  // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
-  // the pod fields flavor assignment reads. 0 until computed; reset when the spec changes.
-  uint64_t scheduling_hash = 0;
-
-  // Flavor scan progress from the last attempt (§4.7), and what it was computed against.
-  struct LastAssignment {
-    ScanProgress progress;
-    uint64_t generation = 0;  // the quota tree's generation
-    uint64_t cycle = 0;
-    bool PendingFlavors() const {
-      for (const auto& per_resource : progress) {
-        for (const auto& [resource, idx] : per_resource) {
-          if (idx != -1) return true;
-        }
-      }
-      return false;
-    }
-  };
-  std::optional<LastAssignment> last_assignment;
-
-  std::string key() const {
-    return object_->metadata().namespace_() + "/" + object_->metadata().name();
-  }
-
- private:
-  std::shared_ptr<v1::Workload> object_ = std::make_shared<v1::Workload>();
-  std::shared_ptr<const v1::Workload> previous_;
-  uint64_t writes_ = 0;
-  FlavorResourceQuantities usage_;
-  std::vector<std::pair<int, int64_t>> usage_ids_;
-  bool usage_ids_valid_ = false;
-};
 
 inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
 // On a Workload made of reported pods: the cluster the pods run in.
@@ -185,6 +81,7 @@ class Engine::Impl {
   bool TickPodTimer(const std::string& timer_key, absl::Time now);
   absl::Status Restore(const v1::QueueObject& object);
   absl::Status Restore(v1::Workload&& workload);
+  absl::Status RestoreEncoded(absl::string_view key, absl::string_view encoded);
   absl::Status Restore(const v1::PodObservation& pod);
   absl::Status FinishRestore(uint64_t revision);
 
@@ -262,6 +159,8 @@ class Engine::Impl {
                const char* reason = "PodReported");
   std::vector<v1::PodObservation> PodsOf(const std::string& workload_key) const;
   void FinishRestorePods();
+  // Indexes a restored workload and puts it back in its queue or its quota (FinishRestore).
+  void RestoreWorkload(WorkloadEntry& entry);
   // Creates, finishes, gives reclaimable pods to, or releases after an eviction the Workload of
   // these pods, and moves a pending one to the queue its pods name. Returns the problems to
   // report (Kueue's messages); appends the events Kueue would record to `events` when given.

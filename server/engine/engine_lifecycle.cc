@@ -65,21 +65,25 @@ bool HasFailedChecks(const v1::Workload& wl) {
 }
 
 bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
-  v1::Workload& wl = entry.mutable_object();
-  if (!HoldsReservation(wl)) return false;  // SetPending says NoReservation
-  const bool was = IsConditionTrue(wl, kAdmitted);
-  const bool ready = AllChecksReady(wl);
-  if (was && !ready) {
-    // Execution stops counting when admission is withdrawn (Kueue's SyncAdmittedCondition).
-    const v1::Condition* c = FindCondition(wl, kAdmitted);
-    wl.mutable_status()->set_accumulated_past_execution_time_seconds(
-        wl.status().accumulated_past_execution_time_seconds() +
-        absl::ToInt64Seconds(now - FromProto(c->last_transition_time())));
+  if (!HoldsReservation(entry.object())) return false;  // SetPending says NoReservation
+  const bool was = IsConditionTrue(entry.object(), kAdmitted);
+  const bool ready = AllChecksReady(entry.object());
+  const absl::string_view reason = ready ? kReasonAdmitted : kReasonUnsatisfiedAdmissionChecks;
+  const absl::string_view message = ready ? kMessageAdmitted : kMessageUnsatisfiedChecks;
+  // Taken for writing only when something changes (a restored workload stays frozen).
+  bool changed = false;
+  if (!ConditionIs(entry.object(), kAdmitted, ready, reason, message)) {
+    v1::Workload& wl = entry.mutable_object();
+    if (was && !ready) {
+      // Execution stops counting when admission is withdrawn (Kueue's SyncAdmittedCondition).
+      const v1::Condition* c = FindCondition(wl, kAdmitted);
+      wl.mutable_status()->set_accumulated_past_execution_time_seconds(
+          wl.status().accumulated_past_execution_time_seconds() +
+          absl::ToInt64Seconds(now - FromProto(c->last_transition_time())));
+    }
+    changed = SetCondition(&wl, kAdmitted, ready, reason, message, now);
   }
-  const bool changed =
-      ready ? SetCondition(&wl, kAdmitted, true, kReasonAdmitted, kMessageAdmitted, now)
-            : SetCondition(&wl, kAdmitted, false, kReasonUnsatisfiedAdmissionChecks,
-                           kMessageUnsatisfiedChecks, now);
+  const v1::Workload& wl = entry.object();
   if (was != ready) {
     auto cq = cluster_queues_.find(entry.cluster_queue);
     if (cq != cluster_queues_.end() && cq->second.reserved.count(entry.key()) > 0) {

@@ -230,7 +230,7 @@ void Engine::Impl::RefreshResourceRequests(WorkloadEntry& entry) {
       ClusterQueueOf(entry.object().metadata().namespace_(), entry.object().spec().queue_name());
   auto it = cluster_queues_.find(cq_name);
   if (it == cluster_queues_.end()) return;
-  for (const PodSetRequest& ps : entry.pod_sets) {
+  for (const PodSetRequest& ps : entry.pod_sets()) {
     v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
     rr->set_name(ps.name);
     RenderResourceList(PodSetTotal(it->second, ps), rr->mutable_resources());

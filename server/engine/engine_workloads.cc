@@ -42,15 +42,7 @@ const WorkloadEntry* Engine::Impl::FindWorkload(const std::string& ns,
 }
 
 absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
-  entry->pod_sets.clear();
-  for (const v1::PodSet& ps : entry->object().spec().pod_sets()) {
-    PodSetRequest req;
-    req.name = ps.name();
-    req.count = ps.count();
-    req.per_pod = PodRequests(ps.template_().spec());
-    req.pod = &ps.template_().spec();
-    entry->pod_sets.push_back(std::move(req));
-  }
+  entry->ParsePodSets();
   return absl::OkStatus();
 }
 
@@ -149,8 +141,8 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
 uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
   if (entry.scheduling_hash != 0) return entry.scheduling_hash;
   std::string shape = absl::StrCat(entry.queue_key.priority, "|");
-  for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
-    const PodSetRequest& ps = entry.pod_sets[i];
+  for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
+    const PodSetRequest& ps = entry.pod_sets()[i];
     absl::StrAppend(&shape, ps.name, ":", ps.count, ":");
     const v1::PodSet& spec = entry.object().spec().pod_sets(static_cast<int>(i));
     if (spec.has_min_count()) absl::StrAppend(&shape, "min", spec.min_count());
@@ -406,10 +398,10 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   ParsePodSets(&entry).IgnoreError();
   const std::string cq_name = ClusterQueueOf(ns, entry.object().spec().queue_name());
   if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
-    for (size_t i = 0; i < entry.pod_sets.size(); ++i) {
+    for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
       v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
-      rr->set_name(entry.pod_sets[i].name);
-      RenderResourceList(PodSetTotal(it->second, entry.pod_sets[i]), rr->mutable_resources());
+      rr->set_name(entry.pod_sets()[i].name);
+      RenderResourceList(PodSetTotal(it->second, entry.pod_sets()[i]), rr->mutable_resources());
     }
   }
   IndexChain(entry, /*add=*/true);
@@ -594,7 +586,7 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
   if (entry == nullptr) {
     return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
   }
-  v1::Workload out = entry->object();
+  v1::Workload out = *entry->Share();  // a frozen workload stays frozen
   if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
     *out.mutable_status()->mutable_pending_position() = *std::move(position);
   }
@@ -647,7 +639,9 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
     }
   }
   for (; it != workloads_.end(); ++it) {
-    const v1::Workload& wl = it->second.object();
+    // Read through a share: listing every workload leaves frozen ones frozen.
+    const std::shared_ptr<const v1::Workload> shared = it->second.Share();
+    const v1::Workload& wl = *shared;
     if (!request.namespace_().empty() && wl.metadata().namespace_() != request.namespace_()) break;
     if (!request.queue_name().empty() && wl.spec().queue_name() != request.queue_name()) continue;
     if (!request.cluster_queue().empty() && it->second.cluster_queue != request.cluster_queue()) {

@@ -120,43 +120,11 @@ class CandidateOrder {
   std::vector<const Candidate*> ordered_;
 };
 
-uint64_t PrefixOf(const std::string& uid) {
-  uint64_t prefix = 0;
-  for (size_t i = 0; i < 8; ++i) {
-    prefix = (prefix << 8) | (i < uid.size() ? static_cast<unsigned char>(uid[i]) : 0u);
-  }
-  return prefix;
-}
-
-// The candidate order keys of a workload, read off it again only after a write.
-const WorkloadEntry::CandidateKeys& KeysOf(WorkloadEntry& entry) {
-  WorkloadEntry::CandidateKeys& keys = entry.candidate_keys;
-  if (keys.writes != entry.writes()) {
-    // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
-    static constexpr absl::string_view kEvictedType = kEvicted;
-    static constexpr absl::string_view kReservedType = kQuotaReserved;
-    const v1::Condition* evicted = nullptr;
-    const v1::Condition* reserved = nullptr;
-    for (const v1::Condition& cond : entry.object().status().conditions()) {
-      const absl::string_view type = cond.type();
-      if (evicted == nullptr && type == kEvictedType) evicted = &cond;
-      if (reserved == nullptr && type == kReservedType) reserved = &cond;
-    }
-    keys.evicted = evicted != nullptr && evicted->status() == "True";
-    keys.priority = entry.object().spec().priority();
-    keys.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
-                                           : FromProto(reserved->last_transition_time());
-    keys.uid_prefix = PrefixOf(entry.object().metadata().uid());
-    keys.writes = entry.writes();
-  }
-  return keys;
-}
-
 Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
                         QuotaTree::QueueRef queue, bool other_queue, uint8_t rank,
                         uint32_t index) {
   Candidate c{entry, lca, variant, queue, other_queue};
-  const WorkloadEntry::CandidateKeys& keys = KeysOf(*entry);
+  const WorkloadEntry::CandidateKeys& keys = entry->candidate_keys();
   c.major = (uint64_t{keys.evicted ? 0u : 1u} << 40) | (uint64_t{rank} << 36) |
             (uint64_t{other_queue ? 0u : 1u} << 32) |
             (static_cast<uint32_t>(keys.priority) ^ 0x80000000u);
@@ -189,7 +157,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   const Policy within_queue = PolicyOf(policy.within_cluster_queue());
   const Policy within_cohort = PolicyOf(policy.reclaim_within_cohort());
   auto classify = [&](WorkloadEntry& c, bool advantage) {
-    const int32_t cp = KeysOf(c).priority;
+    const int32_t cp = c.candidate_keys().priority;
     if (!PolicyAllows(within_cohort, preemptor, c, cp)) return Variant::kNever;
     if (advantage) return Variant::kHierarchical;
     if (bwc_forbidden) return Variant::kReclaimWithoutBorrowing;
@@ -213,7 +181,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   if (within_queue != Policy::kNever) {
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
-      if (eligible(c) && PolicyAllows(within_queue, preemptor, c, KeysOf(c).priority)) {
+      if (eligible(c) && PolicyAllows(within_queue, preemptor, c, c.candidate_keys().priority)) {
         add(c, &kNoLca, Variant::kWithinQueue, own_ref, false, 2);
       }
     }

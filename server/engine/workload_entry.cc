@@ -1,0 +1,137 @@
+#include "server/engine/workload_entry.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/string_view.h"
+#include "server/engine/conditions.h"
+#include "server/engine/engine_impl.h"
+
+namespace admitd::engine {
+namespace {
+
+// An invariant no caller can recover from: the encoding checked by Decode at start-up changed.
+[[noreturn]] void Broken(const char* what) {
+  std::fprintf(stderr, "admitd: %s\n", what);
+  std::abort();
+}
+
+}  // namespace
+
+v1::Workload& WorkloadEntry::mutable_object() {
+  if (object_ == nullptr) Thaw();
+  ++writes_;
+  if (!encoded_.empty()) std::string().swap(encoded_);  // no longer the workload's encoding
+  if (object_.use_count() > 1) {
+    // References into the shared object taken earlier in this engine call stay valid (they
+    // read the state before this write) until ReleasePrevious.
+    previous_ = std::move(object_);
+    object_ = std::make_shared<v1::Workload>(*previous_);
+    PointPodSets();
+  } else {
+    // The last other holder let go (on any thread): see what it did before it did.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  return *object_;
+}
+
+void WorkloadEntry::set_object(v1::Workload wl) {
+  ++writes_;
+  if (!encoded_.empty()) std::string().swap(encoded_);
+  object_ = std::make_shared<v1::Workload>(std::move(wl));
+}
+
+std::shared_ptr<const v1::Workload> WorkloadEntry::Share() const {
+  if (object_ != nullptr) return object_;
+  auto copy = std::make_shared<v1::Workload>();
+  if (!copy->ParseFromString(encoded_)) Broken("a frozen workload no longer parses");
+  return copy;
+}
+
+void WorkloadEntry::SetEncoded(std::string encoded) {
+  object_.reset();
+  pod_sets_.clear();
+  encoded_ = std::move(encoded);
+}
+
+absl::Status WorkloadEntry::Decode() const {
+  if (object_ != nullptr) return absl::OkStatus();
+  auto decoded = std::make_shared<v1::Workload>();
+  if (!decoded->ParseFromString(encoded_)) {
+    return absl::DataLossError("a stored workload cannot be parsed");
+  }
+  object_ = std::move(decoded);
+  FillPodSets();
+  return absl::OkStatus();
+}
+
+void WorkloadEntry::Thaw() const {
+  if (!Decode().ok()) Broken("a frozen workload no longer parses");
+}
+
+void WorkloadEntry::Freeze() {
+  if (object_ == nullptr || encoded_.empty()) return;
+  object_.reset();
+  previous_.reset();
+  std::vector<PodSetRequest>().swap(pod_sets_);
+}
+
+void WorkloadEntry::FillPodSets() const {
+  const v1::Workload& wl = object();
+  pod_sets_.clear();
+  pod_sets_.reserve(wl.spec().pod_sets_size());
+  for (const v1::PodSet& ps : wl.spec().pod_sets()) {
+    PodSetRequest req;
+    req.name = ps.name();
+    req.count = ps.count();
+    req.per_pod = PodRequests(ps.template_().spec());
+    req.pod = &ps.template_().spec();
+    pod_sets_.push_back(std::move(req));
+  }
+}
+
+void WorkloadEntry::PointPodSets() const {
+  for (size_t i = 0; i < pod_sets_.size(); ++i) {
+    pod_sets_[i].pod = static_cast<int>(i) < object_->spec().pod_sets_size()
+                           ? &object_->spec().pod_sets(static_cast<int>(i)).template_().spec()
+                           : nullptr;
+  }
+}
+
+namespace {
+
+uint64_t PrefixOf(const std::string& uid) {
+  uint64_t prefix = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    prefix = (prefix << 8) | (i < uid.size() ? static_cast<unsigned char>(uid[i]) : 0u);
+  }
+  return prefix;
+}
+
+}  // namespace
+
+const WorkloadEntry::CandidateKeys& WorkloadEntry::candidate_keys() {
+  CandidateKeys& keys = candidate_keys_;
+  if (keys.writes != writes_) {
+    const v1::Workload& wl = object();
+    // Evicted and QuotaReserved in one pass over the conditions (the first of each type counts).
+    static constexpr absl::string_view kEvictedType = kEvicted;
+    static constexpr absl::string_view kReservedType = kQuotaReserved;
+    const v1::Condition* evicted = nullptr;
+    const v1::Condition* reserved = nullptr;
+    for (const v1::Condition& cond : wl.status().conditions()) {
+      const absl::string_view type = cond.type();
+      if (evicted == nullptr && type == kEvictedType) evicted = &cond;
+      if (reserved == nullptr && type == kReservedType) reserved = &cond;
+    }
+    keys.evicted = evicted != nullptr && evicted->status() == "True";
+    keys.priority = wl.spec().priority();
+    keys.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
+                                           : FromProto(reserved->last_transition_time());
+    keys.uid_prefix = PrefixOf(wl.metadata().uid());
+    keys.writes = writes_;
+  }
+  return keys;
+}
+
+}  // namespace admitd::engine

@@ -1,0 +1,150 @@
+// WorkloadEntry: what the engine holds of one workload — the Workload itself (shared
+// copy-on-write with the snapshots handed out, or only its encoded form while nothing reads it)
+// and the fields scheduling reads off it, parsed once. Internal to server/engine.
+#ifndef ADMITD_SERVER_ENGINE_WORKLOAD_ENTRY_H_
+#define ADMITD_SERVER_ENGINE_WORKLOAD_ENTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "admitd/v1/objects.pb.h"
+#include "server/engine/flavor_assigner.h"
+#include "server/engine/pending_queue.h"
+#include "server/engine/quota_tree.h"
+#include "server/engine/resources.h"
+
+namespace admitd::engine {
+
+struct WorkloadEntry {
+  // The workload, shared copy-on-write with the snapshots handed out (Change::workload,
+  // WorkloadSnapshot): reading is free, and the first write after a snapshot was taken copies
+  // it, so a snapshot never changes and a workload nobody else holds is never copied.
+  //
+  // A frozen entry (Freeze) holds only the workload's encoding, a tenth of the decoded
+  // message's memory: the first read decodes it again and keeps it decoded.
+  const v1::Workload& object() const {
+    if (object_ == nullptr) Thaw();
+    return *object_;
+  }
+  v1::Workload& mutable_object();
+  void set_object(v1::Workload wl);
+  // How many times the workload was handed out for writing (mutable_object, set_object): what
+  // caches of its fields compare. (No search runs while a caller holds a reference from
+  // mutable_object, so a write through it never lands after a cache was filled.)
+  uint64_t writes() const { return writes_; }
+  // The workload as it stands, as an immutable object for any thread: shared, not copied (a
+  // frozen entry decodes a copy for the caller and stays frozen).
+  std::shared_ptr<const v1::Workload> Share() const;
+  // Drops the state the last write replaced (see mutable_object); once the engine call ends.
+  void ReleasePrevious() { previous_.reset(); }
+
+  // Holds `encoded` (the workload's wire form, as stored) instead of the decoded workload,
+  // until it is first read. The entry's other fields are not set: Restore's first step.
+  void SetEncoded(std::string encoded);
+  // Decodes the held encoding now; DATA_LOSS when it does not parse.
+  absl::Status Decode() const;
+  // Drops the decoded workload and the pod sets parsed off it when the encoding it was decoded
+  // from still matches it (no write since), keeping the encoding; a no-op otherwise. The caller
+  // holds no reference into the workload. The candidate keys stay as they are: fill them first.
+  void Freeze();
+  bool frozen() const { return object_ == nullptr; }
+
+  // The per-pod requests of each pod set, parsed once per spec (ParsePodSets).
+  const std::vector<PodSetRequest>& pod_sets() const {
+    if (object_ == nullptr) Thaw();
+    return pod_sets_;
+  }
+  // Parses pod_sets() off the workload's spec again, after the spec changed.
+  void ParsePodSets() { FillPodSets(); }
+
+  // The preemption search's candidate order keys (§7.4), read off the workload once per write
+  // instead of once per search.
+  struct CandidateKeys {
+    uint64_t writes = UINT64_MAX;
+    bool evicted = false;
+    int32_t priority = 0;
+    absl::Time reserved_at;
+    // The UID's first 8 bytes, big-endian (zero-padded): UIDs whose prefixes differ compare as
+    // their prefixes do, so the full strings are compared only on a tie.
+    uint64_t uid_prefix = 0;
+  };
+  const CandidateKeys& candidate_keys();
+
+  std::string cluster_queue;  // where it queues or holds its reservation
+  // What it holds while it holds a reservation (empty otherwise).
+  const FlavorResourceQuantities& usage() const { return usage_; }
+  void SetUsage(FlavorResourceQuantities usage) {
+    usage_ = std::move(usage);
+    usage_ids_valid_ = false;
+  }
+  void ClearUsage() { SetUsage({}); }
+  // The usage by the quota tree's pair ids, for the preemption search's trial removals: looked
+  // up once per usage.
+  const std::vector<std::pair<int, int64_t>>& UsageIds(QuotaTree& tree) {
+    if (!usage_ids_valid_) {
+      usage_ids_.clear();
+      for (const auto& [fr, v] : usage_) usage_ids_.emplace_back(tree.InternPair(fr), v);
+      usage_ids_valid_ = true;
+    }
+    return usage_ids_;
+  }
+  // kQueued: in its ClusterQueue's pending queue, active or inadmissible (the queue knows).
+  // kBackoff: pending, but status.requeueState.requeueAt is still ahead (see Impl::timers_).
+  enum class Where { kNone, kQueued, kOrphan, kBackoff } where = Where::kNone;
+  QueueKey queue_key;
+  uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
+  // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
+  // the pod fields flavor assignment reads. 0 until computed; reset when the spec changes.
+  uint64_t scheduling_hash = 0;
+
+  // Flavor scan progress from the last attempt (§4.7), and what it was computed against.
+  struct LastAssignment {
+    ScanProgress progress;
+    uint64_t generation = 0;  // the quota tree's generation
+    uint64_t cycle = 0;
+    bool PendingFlavors() const {
+      for (const auto& per_resource : progress) {
+        for (const auto& [resource, idx] : per_resource) {
+          if (idx != -1) return true;
+        }
+      }
+      return false;
+    }
+  };
+  std::optional<LastAssignment> last_assignment;
+
+  std::string key() const {
+    return object().metadata().namespace_() + "/" + object().metadata().name();
+  }
+
+ private:
+  // Decodes encoded_ into object_ (and parses pod_sets_); the engine checked at start-up that it
+  // parses (Decode), so a failure here is a broken invariant.
+  void Thaw() const;
+  void FillPodSets() const;
+  // Points each pod set's `pod` at its template in object_.
+  void PointPodSets() const;
+
+  // Null while frozen. Mutable: a read of a frozen entry decodes it (engine calls are serial).
+  mutable std::shared_ptr<v1::Workload> object_;
+  std::shared_ptr<const v1::Workload> previous_;
+  // The workload's encoding while it matches object_ (empty otherwise): set by SetEncoded,
+  // dropped by the first write.
+  std::string encoded_;
+  uint64_t writes_ = 0;
+  mutable std::vector<PodSetRequest> pod_sets_;
+  CandidateKeys candidate_keys_;
+  FlavorResourceQuantities usage_;
+  std::vector<std::pair<int, int64_t>> usage_ids_;
+  bool usage_ids_valid_ = false;
+};
+
+}  // namespace admitd::engine
+
+#endif  // ADMITD_SERVER_ENGINE_WORKLOAD_ENTRY_H_
