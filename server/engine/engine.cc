@@ -234,12 +234,13 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
   RebuildQuotaTree();
   FinishRestorePods();
+  std::shared_ptr<v1::Workload> spare;  // one message decoded into again and again
   for (auto& [key, entry] : workloads_) {
     // A workload restored in its encoded form is decoded for the indexes and queues, then
     // frozen again: the engine keeps the decoded form of the workloads it reads after start-up.
     const bool frozen = entry.frozen();
     if (frozen) {
-      if (!entry.Decode().ok()) {
+      if (!entry.Decode(std::move(spare)).ok()) {
         return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
       }
       if (entry.key() != key) {
@@ -250,7 +251,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
     RestoreWorkload(entry);
     if (frozen) {
       entry.candidate_keys();  // what a preemption search reads of a candidate, filled now
-      entry.Freeze();
+      spare = entry.Freeze();
     }
   }
   changes_.clear();

@@ -159,6 +159,43 @@ TEST_P(EngineRestoreTest, RestoredEngineEqualsTheOriginal) {
   ExpectSameChanges(changes, restored.TakeChanges());
 }
 
+// Every page of `request`'s listing, as bytes.
+std::vector<std::string> Pages(const Engine& engine, v1::ListWorkloadsRequest request) {
+  std::vector<std::string> pages;
+  do {
+    absl::StatusOr<v1::ListWorkloadsResponse> page = engine.ListWorkloads(request);
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (!page.ok()) break;
+    pages.push_back(page->SerializeAsString());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  return pages;
+}
+
+TEST_P(EngineRestoreTest, ARestoredEngineListsTheSamePages) {
+  Engine original;
+  ASSERT_TRUE(original.FinishRestore(0).ok());
+  Script(original);
+  Engine restored;
+  RestoreInto(original, GetParam(), &restored);
+  v1::ListWorkloadsRequest by_three;
+  by_three.set_page_size(3);
+  v1::ListWorkloadsRequest admitted = by_three;
+  admitted.set_state(v1::WORKLOAD_STATE_ADMITTED);
+  v1::ListWorkloadsRequest pending = by_three;
+  pending.set_state(v1::WORKLOAD_STATE_PENDING);
+  pending.set_namespace_("ns");
+  pending.set_queue_name("lq");
+  v1::ListWorkloadsRequest other_namespace;
+  other_namespace.set_namespace_("other");
+  for (const v1::ListWorkloadsRequest& request : {by_three, admitted, pending, other_namespace}) {
+    const std::vector<std::string> pages = Pages(original, request);
+    EXPECT_EQ(Pages(restored, request), pages) << request.ShortDebugString();
+  }
+  EXPECT_EQ(Pages(original, by_three).size(), 3u);  // 8 workloads
+  EXPECT_EQ(Pages(original, admitted).size(), 2u);  // 5 of them admitted
+}
+
 TEST_P(EngineRestoreTest, ARestoredEnginePreemptsTheSameWorkloads) {
   Engine original;
   ASSERT_TRUE(original.FinishRestore(0).ok());

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
@@ -586,7 +587,8 @@ absl::StatusOr<v1::Workload> Engine::Impl::GetWorkload(
   if (entry == nullptr) {
     return NotFound("Workload", absl::StrCat(request.namespace_(), "/", request.name()), "name");
   }
-  v1::Workload out = *entry->Share();  // a frozen workload stays frozen
+  v1::Workload out;
+  entry->CopyTo(&out);  // a frozen workload stays frozen
   if (std::optional<v1::PendingPosition> position = PositionOf(*entry)) {
     *out.mutable_status()->mutable_pending_position() = *std::move(position);
   }
@@ -638,30 +640,44 @@ absl::StatusOr<v1::ListWorkloadsResponse> Engine::Impl::ListWorkloads(
       it = after;
     }
   }
+  const std::string ns_prefix = request.namespace_().empty() ? "" : request.namespace_() + "/";
   for (; it != workloads_.end(); ++it) {
-    // Read through a share: listing every workload leaves frozen ones frozen.
-    const std::shared_ptr<const v1::Workload> shared = it->second.Share();
-    const v1::Workload& wl = *shared;
-    if (!request.namespace_().empty() && wl.metadata().namespace_() != request.namespace_()) break;
-    if (!request.queue_name().empty() && wl.spec().queue_name() != request.queue_name()) continue;
-    if (!request.cluster_queue().empty() && it->second.cluster_queue != request.cluster_queue()) {
+    if (!absl::StartsWith(it->first, ns_prefix)) break;
+    const WorkloadEntry& entry = it->second;
+    if (!request.cluster_queue().empty() && entry.cluster_queue != request.cluster_queue()) {
       continue;
     }
-    if (request.state() != v1::WORKLOAD_STATE_UNSPECIFIED && StateOf(wl) != request.state()) {
-      continue;
+    // A frozen workload is decoded straight into the page (it stays frozen) and taken back out
+    // if it does not pass; a decoded one is copied only once it passes.
+    const bool frozen = entry.frozen();
+    const v1::Workload* wl = nullptr;
+    if (frozen) {
+      v1::Workload* decoded = out.add_workloads();
+      entry.CopyTo(decoded);
+      wl = decoded;
+    } else {
+      wl = &entry.object();
     }
     // A page ends at `limit` items or before the item that would take it past
     // max_list_page_bytes, whichever comes first; it always holds at least one item.
-    const size_t bytes = wl.ByteSizeLong();
-    if (out.workloads_size() == limit ||
-        (out.workloads_size() > 0 && options_.max_list_page_bytes != 0 &&
-         page_bytes + bytes > options_.max_list_page_bytes)) {
-      const v1::ObjectMeta& last = out.workloads(out.workloads_size() - 1).metadata();
+    const bool passes =
+        (request.queue_name().empty() || wl->spec().queue_name() == request.queue_name()) &&
+        (request.state() == v1::WORKLOAD_STATE_UNSPECIFIED || StateOf(*wl) == request.state());
+    const int held = out.workloads_size() - (frozen ? 1 : 0);
+    const size_t bytes = passes ? wl->ByteSizeLong() : 0;
+    const bool page_full =
+        passes && (held == limit || (held > 0 && options_.max_list_page_bytes != 0 &&
+                                     page_bytes + bytes > options_.max_list_page_bytes));
+    if (frozen && !passes) out.mutable_workloads()->RemoveLast();
+    if (!passes) continue;
+    if (page_full) {
+      if (frozen) out.mutable_workloads()->RemoveLast();
+      const v1::ObjectMeta& last = out.workloads(held - 1).metadata();
       out.set_next_page_token(last.namespace_() + "/" + last.name());
       break;
     }
     page_bytes += bytes;
-    *out.add_workloads() = wl;
+    if (!frozen) *out.add_workloads() = *wl;
   }
   return out;
 }

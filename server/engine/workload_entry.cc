@@ -54,9 +54,10 @@ void WorkloadEntry::SetEncoded(std::string encoded) {
   encoded_ = std::move(encoded);
 }
 
-absl::Status WorkloadEntry::Decode() const {
+absl::Status WorkloadEntry::Decode(std::shared_ptr<v1::Workload> reuse) const {
   if (object_ != nullptr) return absl::OkStatus();
-  auto decoded = std::make_shared<v1::Workload>();
+  std::shared_ptr<v1::Workload> decoded =
+      reuse != nullptr ? std::move(reuse) : std::make_shared<v1::Workload>();
   if (!decoded->ParseFromString(encoded_)) {
     return absl::DataLossError("a stored workload cannot be parsed");
   }
@@ -69,11 +70,22 @@ void WorkloadEntry::Thaw() const {
   if (!Decode().ok()) Broken("a frozen workload no longer parses");
 }
 
-void WorkloadEntry::Freeze() {
-  if (object_ == nullptr || encoded_.empty()) return;
-  object_.reset();
+std::shared_ptr<v1::Workload> WorkloadEntry::Freeze() {
+  if (object_ == nullptr || encoded_.empty()) return nullptr;
+  std::shared_ptr<v1::Workload> dropped = std::move(object_);
   previous_.reset();
   std::vector<PodSetRequest>().swap(pod_sets_);
+  if (dropped.use_count() > 1) return nullptr;
+  std::atomic_thread_fence(std::memory_order_acquire);  // see mutable_object
+  return dropped;
+}
+
+void WorkloadEntry::CopyTo(v1::Workload* out) const {
+  if (object_ != nullptr) {
+    *out = *object_;
+  } else if (!out->ParseFromString(encoded_)) {
+    Broken("a frozen workload no longer parses");
+  }
 }
 
 void WorkloadEntry::FillPodSets() const {

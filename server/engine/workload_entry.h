@@ -47,12 +47,17 @@ struct WorkloadEntry {
   // Holds `encoded` (the workload's wire form, as stored) instead of the decoded workload,
   // until it is first read. The entry's other fields are not set: Restore's first step.
   void SetEncoded(std::string encoded);
-  // Decodes the held encoding now; DATA_LOSS when it does not parse.
-  absl::Status Decode() const;
+  // Decodes the held encoding now, into `reuse` when given (a message Freeze handed back:
+  // decoding into it keeps its allocations); DATA_LOSS when it does not parse.
+  absl::Status Decode(std::shared_ptr<v1::Workload> reuse = nullptr) const;
   // Drops the decoded workload and the pod sets parsed off it when the encoding it was decoded
   // from still matches it (no write since), keeping the encoding; a no-op otherwise. The caller
   // holds no reference into the workload. The candidate keys stay as they are: fill them first.
-  void Freeze();
+  // Returns the dropped message when nothing else holds it, for the next Decode to reuse.
+  std::shared_ptr<v1::Workload> Freeze();
+  // Copies the workload into `out`: decoded straight from the encoding when frozen (the entry
+  // stays frozen).
+  void CopyTo(v1::Workload* out) const;
   bool frozen() const { return object_ == nullptr; }
 
   // The per-pod requests of each pod set, parsed once per spec (ParsePodSets).
