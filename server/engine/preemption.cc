@@ -65,7 +65,8 @@ struct Candidate {
   // class rank (Kueue concatenates the classes as hierarchy 0, other queues by priority 1, own
   // queue 2), other queue and priority in one word; the reservation time as nanoseconds
   // inverted (later first); the UID's first bytes; and `index`, the order candidates were found
-  // in, for what the keys leave tied.
+  // in, for what the keys leave tied. The UID bytes are those after the prefix every candidate's
+  // UID shares (UIDs admitd makes differ only in their last 12 characters).
   uint64_t major = 0;
   int64_t later_first = 0;
   uint64_t uid_prefix = 0;
@@ -129,9 +130,32 @@ Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant va
             (uint64_t{other_queue ? 0u : 1u} << 32) |
             (static_cast<uint32_t>(keys.priority) ^ 0x80000000u);
   c.later_first = ~absl::ToUnixNanos(keys.reserved_at);
-  c.uid_prefix = keys.uid_prefix;
   c.index = index;
   return c;
+}
+
+// Fills each candidate's uid_prefix: the 8 bytes of its UID (big-endian, zero-padded) after
+// the prefix all the candidates' UIDs share. Comparing those compares the UIDs as strings as far
+// as they go, and they tell apart what the other keys leave tied without reading the strings.
+void SetUidKeys(std::vector<Candidate>* candidates) {
+  const std::string& first = candidates->front().entry->queue_key.uid;
+  size_t shared = first.size();
+  for (const Candidate& c : *candidates) {
+    const std::string& uid = c.entry->queue_key.uid;
+    const size_t n = std::min(shared, uid.size());
+    size_t k = 0;
+    while (k < n && uid[k] == first[k]) ++k;
+    shared = k;
+    if (shared == 0) break;
+  }
+  for (Candidate& c : *candidates) {
+    const std::string& uid = c.entry->queue_key.uid;
+    uint64_t prefix = 0;
+    for (size_t i = shared; i < shared + 8; ++i) {
+      prefix = (prefix << 8) | (i < uid.size() ? static_cast<unsigned char>(uid[i]) : 0u);
+    }
+    c.uid_prefix = prefix;
+  }
 }
 
 }  // namespace
@@ -204,6 +228,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     }
   }
   if (found.empty()) return {};
+  SetUidKeys(&found);
   CandidateOrder candidates(std::move(found));
 
   // The pairs asked for, looked up once: the search below checks them after every removal.

@@ -110,18 +110,6 @@ void WorkloadEntry::PointPodSets() const {
   }
 }
 
-namespace {
-
-uint64_t PrefixOf(const std::string& uid) {
-  uint64_t prefix = 0;
-  for (size_t i = 0; i < 8; ++i) {
-    prefix = (prefix << 8) | (i < uid.size() ? static_cast<unsigned char>(uid[i]) : 0u);
-  }
-  return prefix;
-}
-
-}  // namespace
-
 const WorkloadEntry::CandidateKeys& WorkloadEntry::candidate_keys() {
   CandidateKeys& keys = candidate_keys_;
   if (keys.writes != writes_) {
@@ -140,7 +128,6 @@ const WorkloadEntry::CandidateKeys& WorkloadEntry::candidate_keys() {
     keys.priority = wl.spec().priority();
     keys.reserved_at = reserved == nullptr ? absl::InfiniteFuture()
                                            : FromProto(reserved->last_transition_time());
-    keys.uid_prefix = PrefixOf(wl.metadata().uid());
     keys.writes = writes_;
   }
   return keys;

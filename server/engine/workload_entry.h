@@ -75,9 +75,6 @@ struct WorkloadEntry {
     bool evicted = false;
     int32_t priority = 0;
     absl::Time reserved_at;
-    // The UID's first 8 bytes, big-endian (zero-padded): UIDs whose prefixes differ compare as
-    // their prefixes do, so the full strings are compared only on a tie.
-    uint64_t uid_prefix = 0;
   };
   const CandidateKeys& candidate_keys();
 
