@@ -100,8 +100,10 @@ void CheckAnnotations(Violations* out, const std::string& field, const StringMap
 }
 
 void CheckObjectMeta(Violations* out, const std::string& field, const v1::ObjectMeta& meta) {
-  CheckLabels(out, field + ".labels", meta.labels());
-  CheckAnnotations(out, field + ".annotations", meta.annotations());
+  if (!meta.labels().empty()) CheckLabels(out, field + ".labels", meta.labels());
+  if (!meta.annotations().empty()) {
+    CheckAnnotations(out, field + ".annotations", meta.annotations());
+  }
 }
 
 void CheckMessage(Violations* out, const std::string& field, const std::string& message) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -84,11 +85,22 @@ void CheckQuantity(Violations* out, const std::string& field, const std::string&
   }
 }
 
-void CheckResourceList(Violations* out, const std::string& field,
+// `field` names the list; it is called only when there is something to report.
+void CheckResourceList(Violations* out, absl::FunctionRef<std::string()> field,
                        const google::protobuf::Map<std::string, std::string>& list) {
+  bool valid = true;
+  for (const auto& [name, text] : list) {
+    const absl::StatusOr<int64_t> v = ParseQuantity(name, text);
+    if (!v.ok() || *v < 0) {
+      valid = false;
+      break;
+    }
+  }
+  if (valid) return;  // the common case: no names built, nothing sorted
+  const std::string base = field();
   std::map<std::string, std::string> sorted(list.begin(), list.end());
   for (const auto& [name, text] : sorted) {
-    CheckQuantity(out, absl::StrCat(field, "[", name, "]"), name, text);
+    CheckQuantity(out, absl::StrCat(base, "[", name, "]"), name, text);
   }
 }
 
@@ -461,13 +473,17 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
       }
     }
     const v1::PodSpec& pod = ps.template_().spec();
-    auto check_container = [&](const std::string& cf, const v1::Container& c) {
-      CheckResourceList(&out, cf + ".resources.requests", c.resources().requests());
-      CheckResourceList(&out, cf + ".resources.limits", c.resources().limits());
+    // Field names are built only for what there is to report.
+    auto check_container = [&](absl::string_view list, int index, const v1::Container& c) {
+      auto cf = [&] { return absl::StrCat(f, ".template.spec.", list, "[", index, "]"); };
+      CheckResourceList(&out, [&] { return cf() + ".resources.requests"; },
+                        c.resources().requests());
+      CheckResourceList(&out, [&] { return cf() + ".resources.limits"; }, c.resources().limits());
       if (c.resources().requests().count("pods") || c.resources().limits().count("pods")) {
-        out.push_back({cf + ".resources[pods]",
+        out.push_back({cf() + ".resources[pods]",
                        "Invalid value: \"pods\": the key is reserved for internal kueue use"});
       }
+      if (c.resources().limits().empty()) return;
       // Sorted, so the violations come out in the same order every time (protobuf maps are not).
       const std::map<std::string, std::string> requests(c.resources().requests().begin(),
                                                         c.resources().requests().end());
@@ -477,7 +493,7 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
         auto req = ParseQuantity(res, text);
         auto lim = ParseQuantity(res, it->second);
         if (req.ok() && lim.ok() && *req > *lim) {
-          out.push_back({absl::StrCat(cf, ".resources.requests[", res, "]"),
+          out.push_back({absl::StrCat(cf(), ".resources.requests[", res, "]"),
                          absl::StrCat("Invalid value: ", Quote(text),
                                       ": must be less than or equal to ", res, " limit of ",
                                       it->second)});
@@ -485,19 +501,26 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
       }
     };
     for (int c = 0; c < pod.containers_size(); ++c) {
-      check_container(absl::StrCat(f, ".template.spec.containers[", c, "]"), pod.containers(c));
+      check_container("containers", c, pod.containers(c));
     }
     for (int c = 0; c < pod.init_containers_size(); ++c) {
-      check_container(absl::StrCat(f, ".template.spec.initContainers[", c, "]"),
-                      pod.init_containers(c));
+      check_container("initContainers", c, pod.init_containers(c));
     }
-    CheckResourceList(&out, f + ".template.spec.overhead", pod.overhead());
-    CheckResourceList(&out, f + ".template.spec.resources.requests", pod.resources().requests());
-    CheckResourceList(&out, f + ".template.spec.resources.limits", pod.resources().limits());
-    CheckTolerations(&out, f + ".template.spec.tolerations", pod.tolerations());
+    CheckResourceList(&out, [&] { return f + ".template.spec.overhead"; }, pod.overhead());
+    CheckResourceList(&out, [&] { return f + ".template.spec.resources.requests"; },
+                      pod.resources().requests());
+    CheckResourceList(&out, [&] { return f + ".template.spec.resources.limits"; },
+                      pod.resources().limits());
+    if (!pod.tolerations().empty()) {
+      CheckTolerations(&out, f + ".template.spec.tolerations", pod.tolerations());
+    }
     if (pod.has_priority()) CheckPriority(&out, f + ".template.spec.priority", pod.priority());
-    CheckLabels(&out, f + ".template.labels", ps.template_().labels());
-    CheckAnnotations(&out, f + ".template.annotations", ps.template_().annotations());
+    if (!ps.template_().labels().empty()) {
+      CheckLabels(&out, f + ".template.labels", ps.template_().labels());
+    }
+    if (!ps.template_().annotations().empty()) {
+      CheckAnnotations(&out, f + ".template.annotations", ps.template_().annotations());
+    }
   }
   if (min_counts > 1) out.push_back({"spec.podSets", "at most one podSet can use minCount"});
   CheckRemoteJobDocument(&out, "remoteJob.manifest", workload.remote_job().manifest());
