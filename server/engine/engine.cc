@@ -208,10 +208,11 @@ namespace {
 // The entry of the restored workload `key` (namespace/name). The store yields workloads with
 // keys ascending, so each normally goes at the end of the map, in constant time.
 WorkloadEntry& RestoreEntry(std::map<std::string, WorkloadEntry>* workloads, std::string key) {
-  if (workloads->empty() || workloads->rbegin()->first < key) {
-    return workloads->emplace_hint(workloads->end(), std::move(key), WorkloadEntry())->second;
-  }
-  return workloads->try_emplace(std::move(key)).first->second;
+  auto it = workloads->empty() || workloads->rbegin()->first < key
+                ? workloads->emplace_hint(workloads->end(), std::move(key), WorkloadEntry())
+                : workloads->try_emplace(std::move(key)).first;
+  it->second.set_key(&it->first);
+  return it->second;
 }
 
 }  // namespace
@@ -229,6 +230,12 @@ absl::Status Engine::Impl::RestoreEncoded(absl::string_view key, absl::string_vi
   return absl::OkStatus();
 }
 
+WorkloadEntry& Engine::Impl::EntryFor(const std::string& key) {
+  auto it = workloads_.try_emplace(key).first;
+  it->second.set_key(&it->first);
+  return it->second;
+}
+
 absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
   revision_ = revision;
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
@@ -243,9 +250,11 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
       if (!entry.Decode(std::move(spare)).ok()) {
         return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
       }
-      if (entry.key() != key) {
-        return absl::DataLossError(absl::StrCat("stored workload ", key, " holds workload ",
-                                                entry.key()));
+      const v1::ObjectMeta& meta = entry.object().metadata();
+      if (const std::string named = absl::StrCat(meta.namespace_(), "/", meta.name());
+          named != key) {
+        return absl::DataLossError(
+            absl::StrCat("stored workload ", key, " holds workload ", named));
       }
     }
     RestoreWorkload(entry);

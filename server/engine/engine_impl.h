@@ -159,6 +159,8 @@ class Engine::Impl {
                const char* reason = "PodReported");
   std::vector<v1::PodObservation> PodsOf(const std::string& workload_key) const;
   void FinishRestorePods();
+  // The entry of workload `key` (namespace/name), made if there is none.
+  WorkloadEntry& EntryFor(const std::string& key);
   // Indexes a restored workload and puts it back in its queue or its quota (FinishRestore).
   void RestoreWorkload(WorkloadEntry& entry);
   // Creates, finishes, gives reclaimable pods to, or releases after an eviction the Workload of

@@ -487,7 +487,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   *slice.mutable_spec() = base.spec();
   *slice.mutable_remote_job() = base.remote_job();  // a MultiKueue job goes on with its slices
   for (v1::PodSet& ps : *slice.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
-  WorkloadEntry& entry = workloads_[key];
+  WorkloadEntry& entry = EntryFor(key);
   entry.set_object(std::move(slice));
   ParsePodSets(&entry).IgnoreError();
   RefreshResourceRequests(entry);

@@ -394,7 +394,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   meta->set_generation(1);
   wl.clear_status();  // server-owned
 
-  WorkloadEntry& entry = workloads_[key];
+  WorkloadEntry& entry = EntryFor(key);
   entry.set_object(std::move(wl));
   ParsePodSets(&entry).IgnoreError();
   const std::string cq_name = ClusterQueueOf(ns, entry.object().spec().queue_name());

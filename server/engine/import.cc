@@ -117,7 +117,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
       *response.add_workloads() = it->second.object();
       continue;
     }
-    WorkloadEntry& entry = workloads_[key];
+    WorkloadEntry& entry = EntryFor(key);
     entry.set_object(in);
     v1::Workload& wl = entry.mutable_object();
     for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) {

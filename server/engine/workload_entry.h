@@ -121,9 +121,13 @@ struct WorkloadEntry {
   };
   std::optional<LastAssignment> last_assignment;
 
+  // namespace/name: the key of the engine's workload map, which set_key points the entry at
+  // (read without decoding a frozen workload).
   std::string key() const {
+    if (key_ != nullptr) return *key_;
     return object().metadata().namespace_() + "/" + object().metadata().name();
   }
+  void set_key(const std::string* key) { key_ = key; }
 
  private:
   // Decodes encoded_ into object_ (and parses pod_sets_); the engine checked at start-up that it
@@ -133,6 +137,7 @@ struct WorkloadEntry {
   // Points each pod set's `pod` at its template in object_.
   void PointPodSets() const;
 
+  const std::string* key_ = nullptr;  // the map's key (map nodes never move)
   // Null while frozen. Mutable: a read of a frozen entry decodes it (engine calls are serial).
   mutable std::shared_ptr<v1::Workload> object_;
   std::shared_ptr<const v1::Workload> previous_;
