@@ -113,16 +113,21 @@ void ExpectSameChanges(const std::vector<Change>& a, const std::vector<Change>& 
   }
 }
 
-class EngineRestoreTest : public ::testing::TestWithParam<bool> {};
+// An engine taken through Script, and one restored from what it would have stored.
+class EngineRestoreTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(original.FinishRestore(0).ok());
+    Script(original);
+    RestoreInto(original, GetParam(), &restored);
+  }
+  Engine original;
+  Engine restored;
+};
 INSTANTIATE_TEST_SUITE_P(DecodedOrEncoded, EngineRestoreTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Encoded" : "Decoded"; });
 
 TEST_P(EngineRestoreTest, RestoredEngineEqualsTheOriginal) {
-  Engine original;
-  ASSERT_TRUE(original.FinishRestore(0).ok());
-  Script(original);
-  Engine restored;
-  RestoreInto(original, GetParam(), &restored);
   const v1::ListWorkloadsRequest all;
   // Reads of workloads nothing touched since the restore (encoded: still frozen).
   EXPECT_EQ(restored.WorkloadSnapshot("ns", "w7")->SerializeAsString(),
@@ -173,11 +178,6 @@ std::vector<std::string> Pages(const Engine& engine, v1::ListWorkloadsRequest re
 }
 
 TEST_P(EngineRestoreTest, ARestoredEngineListsTheSamePages) {
-  Engine original;
-  ASSERT_TRUE(original.FinishRestore(0).ok());
-  Script(original);
-  Engine restored;
-  RestoreInto(original, GetParam(), &restored);
   v1::ListWorkloadsRequest by_three;
   by_three.set_page_size(3);
   v1::ListWorkloadsRequest admitted = by_three;
@@ -197,12 +197,6 @@ TEST_P(EngineRestoreTest, ARestoredEngineListsTheSamePages) {
 }
 
 TEST_P(EngineRestoreTest, ARestoredEnginePreemptsTheSameWorkloads) {
-  Engine original;
-  ASSERT_TRUE(original.FinishRestore(0).ok());
-  Script(original);
-  original.TakeChanges();
-  Engine restored;
-  RestoreInto(original, GetParam(), &restored);
   // Within-queue preemption over the restored reservations, all candidates (frozen when
   // restored encoded), then a workload of the highest priority that needs two of them to go.
   v1::GetObjectRequest get;
