@@ -222,7 +222,8 @@ absl::Status Engine::Impl::Restore(v1::Workload&& workload) {
       &workloads_,
       absl::StrCat(workload.metadata().namespace_(), "/", workload.metadata().name()));
   entry.set_object(std::move(workload));
-  return ParsePodSets(&entry);
+  entry.ParsePodSets();
+  return absl::OkStatus();
 }
 
 absl::Status Engine::Impl::RestoreEncoded(absl::string_view key, absl::string_view encoded) {
@@ -258,10 +259,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
       }
     }
     RestoreWorkload(entry);
-    if (frozen) {
-      entry.candidate_keys();  // what a preemption search reads of a candidate, filled now
-      spare = entry.Freeze();
-    }
+    if (frozen) spare = entry.Freeze();
   }
   changes_.clear();
   return absl::OkStatus();
@@ -276,7 +274,9 @@ void Engine::Impl::RestoreWorkload(WorkloadEntry& entry) {
   }
   if (entry.object().status().has_admission() && IsConditionTrue(entry.object(), kQuotaReserved)) {
     entry.cluster_queue = entry.object().status().admission().cluster_queue();
-    SetQueueKey(entry);  // what the preemption search reads of a candidate
+    // What the preemption search reads of a candidate, filled while the workload is decoded.
+    SetQueueKey(entry);
+    entry.candidate_keys();
     entry.SetUsage(UsageFromAdmission(entry));
     ChargeUsage(entry, +1);
     // Re-arms the maximum execution time of an admitted workload.

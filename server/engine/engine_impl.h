@@ -3,7 +3,6 @@
 #ifndef ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
 #define ADMITD_SERVER_ENGINE_ENGINE_IMPL_H_
 
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -346,7 +345,6 @@ class Engine::Impl {
   const WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name) const;
   v1::ClusterQueue WithStatus(const ClusterQueueState& cq) const;
   v1::LocalQueue WithStatus(const v1::LocalQueue& lq) const;
-  absl::Status ParsePodSets(WorkloadEntry* entry) const;
 
   const EngineOptions options_;
   uint64_t revision_ = 0;

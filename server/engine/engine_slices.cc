@@ -201,7 +201,7 @@ void Engine::Impl::UpdateCountsInPlace(WorkloadEntry& entry,
   v1::Workload& wl = entry.mutable_object();
   for (v1::PodSet& ps : *wl.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
   wl.mutable_metadata()->set_generation(wl.metadata().generation() + 1);
-  ParsePodSets(&entry).IgnoreError();
+  entry.ParsePodSets();
   entry.scheduling_hash = 0;
   entry.last_assignment.reset();
   std::string message = absl::StrCat("pod counts: ", absl::StrJoin(counts, ", ", absl::PairFormatter("=")));
@@ -369,7 +369,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
     wl.mutable_metadata()->set_uid(NewUid());
     *wl.mutable_metadata()->mutable_creation_timestamp() = ToProtoTime(now);
     wl.clear_status();
-    ParsePodSets(&w).IgnoreError();
+    w.ParsePodSets();
     w.scheduling_hash = 0;
     w.last_assignment.reset();
     RefreshResourceRequests(w);
@@ -489,7 +489,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
   for (v1::PodSet& ps : *slice.mutable_spec()->mutable_pod_sets()) ps.set_count(counts.at(ps.name()));
   WorkloadEntry& entry = EntryFor(key);
   entry.set_object(std::move(slice));
-  ParsePodSets(&entry).IgnoreError();
+  entry.ParsePodSets();
   RefreshResourceRequests(entry);
   IndexChain(entry, /*add=*/true);
   Enqueue(entry, now, /*emit_reason_change=*/false);

@@ -42,11 +42,6 @@ const WorkloadEntry* Engine::Impl::FindWorkload(const std::string& ns,
   return it == workloads_.end() ? nullptr : &it->second;
 }
 
-absl::Status Engine::Impl::ParsePodSets(WorkloadEntry* entry) const {
-  entry->ParsePodSets();
-  return absl::OkStatus();
-}
-
 void Engine::Impl::SetQueueKey(WorkloadEntry& entry) {
   const v1::Workload& wl = entry.object();
   if (entry.queue_key.priority != wl.spec().priority()) entry.scheduling_hash = 0;  // in the shape
@@ -396,7 +391,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
 
   WorkloadEntry& entry = EntryFor(key);
   entry.set_object(std::move(wl));
-  ParsePodSets(&entry).IgnoreError();
+  entry.ParsePodSets();
   const std::string cq_name = ClusterQueueOf(ns, entry.object().spec().queue_name());
   if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
     for (size_t i = 0; i < entry.pod_sets().size(); ++i) {

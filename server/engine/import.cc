@@ -145,7 +145,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
       SetCondition(&wl, kAdmitted, true, "Admitted", "The workload is admitted", reserved_at);
     }
     if (IsPodOwned(wl)) (*wl.mutable_metadata()->mutable_labels())[kPodClusterLabel] = request.cluster();
-    ParsePodSets(&entry).IgnoreError();
+    entry.ParsePodSets();
     IndexChain(entry, /*add=*/true);
     entry.cluster_queue = cq;
     entry.queue_key.priority = wl.spec().priority();
