@@ -232,11 +232,10 @@ absl::Status AdmitdLink::WatchOnce() {
   uint64_t early_commit = 0;
   v1::WatchEvent ev;
   while (reader->Read(&ev)) {
+    // Whatever the stream delivers (a replayed event may come before SYNCED), admitd answers.
+    if (!reachable_.load()) ReportCall(grpc::Status::OK);
     if (early_commit != 0 && ev.commit_revision() != early_commit) early.clear();
-    if (ev.type() == v1::WatchEvent::SYNCED) {
-      ReportCall(grpc::Status::OK);
-      continue;
-    }
+    if (ev.type() == v1::WatchEvent::SYNCED) continue;
     if (ev.has_workload()) {
       ApplyWorkload(ev.workload(), ev.type() == v1::WatchEvent::DELETED);
       if (auto it = early.find(Key(ev.workload())); it != early.end()) {
