@@ -1,6 +1,7 @@
 // The shim's AdmitdLink against a real admitd in this process: the cache of a cluster's Job and
-// RayCluster Workloads and flavors filled by the list and kept by the watch, Workload events passed on, and
-// admitd going away (unreachable, then the watch resumed once it is back).
+// RayCluster Workloads and flavors filled by the list and kept by the watch, Workload events
+// passed on, write answers applied without bringing deleted Workloads back, and admitd going
+// away (unreachable, then the watch resumed once it is back).
 #include "clients/shim/admitd_link.h"
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "clients/shim/job_multikueue.h"
 #include "gtest/gtest.h"
 #include "integration/in_process.h"
 
@@ -156,6 +158,66 @@ TEST_F(AdmitdLinkTest, SaysAdmitdIsUnreachableAndResumesOnceItIsBack) {
   EXPECT_TRUE(link_->Reachable());
   // Resumed from the last revision seen: no second list was needed.
   EXPECT_EQ(link_->lists(), lists);
+}
+
+// A copy adopted by a Job, deleted, then made again under the same name (a re-dispatch): the
+// answer of the adoption, applied late, does not bring the deleted copy back, and the new copy
+// is nobody's until adopted.
+TEST_F(AdmitdLinkTest, ALateWriteAnswerDoesNotBringADeletedWorkloadBack) {
+  auto copy = [] {
+    v1::Workload wl = testing::Workload("ns", "copy", "lq", 1, {{"cpu", "1"}});
+    (*wl.mutable_metadata()->mutable_labels())[kJobClusterLabel] = "c1";
+    (*wl.mutable_metadata()->mutable_labels())[shim::kMultiKueueOriginLabel] = "mgr";
+    return wl;
+  };
+  auto cached_uid = [&] {
+    std::optional<v1::Workload> wl = link_->Workload("ns", "copy");
+    return wl ? wl->metadata().uid() : "";
+  };
+  Submit(copy());
+  StartLink();
+  ASSERT_TRUE(WaitFor([&] { return !cached_uid().empty(); }));
+  const std::string first = cached_uid();
+
+  v1::UpdateRemoteJobRequest adopt;
+  adopt.set_namespace_("ns");
+  adopt.set_name("copy");
+  adopt.set_uid(first);
+  adopt.mutable_adopt()->set_api_version("batch/v1");
+  adopt.mutable_adopt()->set_kind("Job");
+  adopt.mutable_adopt()->set_name("train");
+  adopt.mutable_adopt()->set_uid("job-uid-1");
+  v1::UpdateRemoteJobResponse adopted;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(client_->admission->UpdateRemoteJob(&ctx, adopt, &adopted).ok());
+  }
+  link_->Remember(adopted.workload());
+  EXPECT_EQ(Names("train"), (std::set<std::string>{"copy"}));
+
+  v1::DeleteWorkloadRequest del;
+  del.set_namespace_("ns");
+  del.set_name("copy");
+  v1::DeleteWorkloadResponse deleted;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(client_->admission->Delete(&ctx, del, &deleted).ok());
+  }
+  ASSERT_TRUE(WaitFor([&] { return cached_uid().empty(); }));
+  link_->Remember(adopted.workload());  // the answer, applied after the watch saw the delete
+  EXPECT_EQ(cached_uid(), "");
+  EXPECT_TRUE(Names("train").empty());
+
+  Submit(copy());
+  ASSERT_TRUE(WaitFor([&] { return !cached_uid().empty(); }));
+  const std::string second = cached_uid();
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(Names("train").empty());
+  link_->Forget("ns", "copy", first);  // the earlier copy's: this one stays
+  EXPECT_EQ(cached_uid(), second);
+  link_->Forget("ns", "copy", second);
+  EXPECT_EQ(cached_uid(), "");
+  EXPECT_TRUE(link_->OwnerKeys("Job").empty());
 }
 
 }  // namespace

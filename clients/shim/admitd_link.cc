@@ -174,29 +174,36 @@ absl::Status AdmitdLink::List() {
   return absl::OkStatus();
 }
 
-void AdmitdLink::ApplyWorkload(const v1::Workload& wl, bool deleted) {
+void AdmitdLink::ApplyWorkload(const v1::Workload& wl, bool deleted, bool answered) {
   if (!Cached(wl)) return;
   {
     absl::MutexLock lock(&mu_);
+    auto it = workloads_.find(Key(wl));
+    // The owner index follows the cached version: whatever that one indexed goes first.
     if (deleted) {
-      workloads_.erase(Key(wl));
-      IndexLocked(wl, false);
+      // A Workload of the same name made since (and answered to this shim first) stays.
+      if (it != workloads_.end() && it->second.metadata().uid() == wl.metadata().uid()) {
+        IndexLocked(it->second, false);
+        workloads_.erase(it);
+      }
+    } else if (it == workloads_.end()) {
+      if (answered && revision_ >= wl.metadata().resource_version()) return;  // deleted since
+      IndexLocked(workloads_[Key(wl)] = wl, true);
     } else {
-      v1::Workload& slot = workloads_[Key(wl)];
-      if (slot.metadata().resource_version() > wl.metadata().resource_version()) return;
-      slot = wl;
-      IndexLocked(wl, true);
+      if (it->second.metadata().resource_version() > wl.metadata().resource_version()) return;
+      IndexLocked(it->second, false);
+      IndexLocked(it->second = wl, true);
     }
   }
   if (on_workload_) on_workload_(wl, deleted);
 }
 
-void AdmitdLink::Remember(const v1::Workload& wl) { ApplyWorkload(wl, false); }
+void AdmitdLink::Remember(const v1::Workload& wl) { ApplyWorkload(wl, false, /*answered=*/true); }
 
-void AdmitdLink::Forget(const std::string& ns, const std::string& name) {
+void AdmitdLink::Forget(const std::string& ns, const std::string& name, const std::string& uid) {
   absl::MutexLock lock(&mu_);
   auto it = workloads_.find(Key(ns, name));
-  if (it == workloads_.end()) return;
+  if (it == workloads_.end() || it->second.metadata().uid() != uid) return;
   IndexLocked(it->second, false);
   workloads_.erase(it);
 }
@@ -237,7 +244,7 @@ absl::Status AdmitdLink::WatchOnce() {
     if (early_commit != 0 && ev.commit_revision() != early_commit) early.clear();
     if (ev.type() == v1::WatchEvent::SYNCED) continue;
     if (ev.has_workload()) {
-      ApplyWorkload(ev.workload(), ev.type() == v1::WatchEvent::DELETED);
+      ApplyWorkload(ev.workload(), ev.type() == v1::WatchEvent::DELETED, /*answered=*/false);
       if (auto it = early.find(Key(ev.workload())); it != early.end()) {
         if (Cached(ev.workload()) && on_event_) {
           for (const v1::Event& e : it->second) on_event_(e);

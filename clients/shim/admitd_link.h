@@ -101,10 +101,13 @@ class AdmitdLink {
   // cached with or without an owner).
   std::vector<std::string> CopyKeys() const;
   std::map<std::string, v1::ResourceFlavor> Flavors() const;
-  // Applies the Workload a write answered, unless the cache already has a newer version (read
-  // your writes before the watch delivers it).
+  // Applies the Workload a write answered, unless the cache already has a newer version or the
+  // watch has gone past it and it is not cached (deleted since): read your writes before the
+  // watch delivers them, never bring a deleted Workload back.
   void Remember(const v1::Workload& workload);
-  void Forget(const std::string& ns, const std::string& name);
+  // Drops the cached Workload ns/name if it is the one with `uid` (a Workload of the same name
+  // made since stays).
+  void Forget(const std::string& ns, const std::string& name, const std::string& uid);
 
   uint64_t revision() const;
   int lists() const { return lists_.load(); }
@@ -114,7 +117,8 @@ class AdmitdLink {
   // One watch from the last revision until it breaks (OUT_OF_RANGE: list again).
   absl::Status WatchOnce();
   bool Cached(const v1::Workload& workload) const;  // of this cluster's Jobs and RayClusters
-  void ApplyWorkload(const v1::Workload& workload, bool deleted);
+  // A watch event, or with `answered` a write's answer (Remember).
+  void ApplyWorkload(const v1::Workload& workload, bool deleted, bool answered);
   void IndexLocked(const v1::Workload& workload, bool add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AdmitdLinkOptions options_;

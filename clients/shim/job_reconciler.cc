@@ -187,6 +187,16 @@ absl::Status JobReconciler::ReconcilePrebuilt(const nlohmann::json& job,
   }
   const v1::OwnerReference* owner = ControllerOwner(*wl);
   if (owner != nullptr && owner->uid() != uid) return absl::OkStatus();  // another Job's
+  if (owner == nullptr) {
+    // Adoption binds the Workload to this Job's uid for good, so the Job must be the one the
+    // API server holds now: after a re-dispatch to this cluster the informer may still hold the
+    // Job deleted a moment ago, with the same name as the one made for the new copy.
+    if (absl::StatusOr<bool> current = IsCurrent(ns, name, uid); !current.ok()) {
+      return current.status();
+    } else if (!*current) {
+      return absl::OkStatus();  // the informer's next event of this name reconciles again
+    }
+  }
   v1::UpdateRemoteJobRequest req;
   req.set_namespace_(ns);
   req.set_name(prebuilt);
@@ -214,6 +224,10 @@ absl::Status JobReconciler::ReconcilePrebuilt(const nlohmann::json& job,
     if (!s.ok()) return FromGrpc("update remote job", s);
     admitd_.Remember(resp.workload());
     if (req.has_status()) ++counters_.reported;
+    if (req.has_adopt()) {
+      ADMITD_LOG(kInfo, "prebuilt workload adopted",
+                 {{"job", ns + "/" + name}, {"uid", uid}, {"workload", ns + "/" + prebuilt}});
+    }
     wl = resp.workload();
   }
   absl::StatusOr<v1::Workload> built = Build(ns + "/" + name, job);
@@ -254,6 +268,16 @@ bool JobReconciler::HasReplacement(const std::string& ns, const std::string& nam
     if (it != c->metadata().annotations().end() && it->second == key) return true;
   }
   return false;
+}
+
+absl::StatusOr<bool> JobReconciler::IsCurrent(const std::string& ns, const std::string& name,
+                                              const std::string& uid) const {
+  absl::StatusOr<nlohmann::json> live = kube_.Get(JobPath(ns, name));
+  if (!live.ok()) {
+    if (live.status().code() == absl::StatusCode::kNotFound) return false;
+    return live.status();
+  }
+  return Str(Meta(*live), "uid") == uid && Live(std::optional<nlohmann::json>(*live));
 }
 
 absl::StatusOr<v1::Workload> JobReconciler::Build(const std::string& key,

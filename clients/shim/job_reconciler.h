@@ -76,6 +76,10 @@ class JobReconciler {
   absl::Status ReconcilePrebuilt(const nlohmann::json& job, const std::string& prebuilt);
   // Whether a cached, unfinished MultiKueue copy replaces ns/name (an elastic scale-up slice).
   bool HasReplacement(const std::string& ns, const std::string& name) const;
+  // Whether the API server holds Job ns/name with `uid` now and is not deleting it: a live read,
+  // not the informer's cache.
+  absl::StatusOr<bool> IsCurrent(const std::string& ns, const std::string& name,
+                                 const std::string& uid) const;
   absl::Status ReconcileElastic(const nlohmann::json& job, const v1::Workload& built,
                                 std::vector<v1::Workload> owned);
   absl::Status ReconcileWith(const nlohmann::json& job, const v1::Workload& built,

@@ -99,7 +99,7 @@ absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& wl) {
       s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
     return FromGrpc("delete workload", s);
   }
-  admitd.Forget(wl.metadata().namespace_(), wl.metadata().name());
+  admitd.Forget(wl.metadata().namespace_(), wl.metadata().name(), wl.metadata().uid());
   return absl::OkStatus();
 }
 
