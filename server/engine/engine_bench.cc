@@ -11,6 +11,8 @@
 // the rest of its queue aside (§5.4), so later cycles have nothing to try;
 // BM_FirstCycleWithEquivalentPending times that first cycle alone.
 // BM_ApplyClusterQueue / BM_CreateClusterQueues: queue objects among N others.
+// BM_WaitingPreemptorCycle: a cycle whose one head is a preemptor waiting for its victims,
+// searching again over N candidates in its cohort.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -192,6 +194,60 @@ void BM_CreateClusterQueues(benchmark::State& state) {
       static_cast<double>(queues), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_CreateClusterQueues)->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMillisecond);
+
+// A preemptor waiting for its victims, tried again in a cycle: one cohort of 100 ClusterQueues;
+// cq-0 lends its whole nominal quota to the 99 others, whose N one-cpu workloads fill the
+// cohort, then asks for it back. The first cycle evicts the victims it chose; each timed cycle
+// searches again over the N candidates while the victims still hold their quota (in a server,
+// every batch until they are released).
+void BM_WaitingPreemptorCycle(benchmark::State& state) {
+  constexpr int kQueues = 100;
+  const int64_t n = state.range(0);
+  const int64_t nominal = n / kQueues;
+  Engine engine;
+  (void)engine.FinishRestore(0);
+  SetUpQueues(engine, kQueues, absl::StrCat(nominal), /*cohorts=*/1);
+  v1::ApplyRequest reclaiming;
+  auto* c = reclaiming.mutable_object()->mutable_cluster_queue();
+  c->mutable_metadata()->set_name("cq-0");
+  c->mutable_spec()->set_cohort_name("cohort-0");
+  c->mutable_spec()->mutable_namespace_selector();
+  c->mutable_spec()->mutable_preemption()->set_reclaim_within_cohort("Any");
+  auto* g = c->mutable_spec()->add_resource_groups();
+  g->add_covered_resources("cpu");
+  auto* fq = g->add_flavors();
+  fq->set_name("default");
+  fq->add_resources()->set_name("cpu");
+  fq->mutable_resources(0)->set_nominal_quota(absl::StrCat(nominal));
+  (void)engine.Apply(reclaiming, kT0);
+  for (int64_t i = 0; i < n; ++i) {
+    v1::SubmitRequest req = MakeSubmit(i, kQueues - 1);
+    req.mutable_workload()->mutable_spec()->set_queue_name(absl::StrCat("lq-", 1 + i % (kQueues - 1)));
+    (void)engine.Submit(req, kT0);
+  }
+  while (engine.RunCycle(kT0).more) {
+  }
+  v1::SubmitRequest preemptor = MakeSubmit(n, kQueues);
+  preemptor.mutable_workload()->mutable_spec()->set_queue_name("lq-0");
+  (*preemptor.mutable_workload()->mutable_spec()->mutable_pod_sets(0)->mutable_template_()
+        ->mutable_spec()->mutable_containers(0)->mutable_resources()->mutable_requests())["cpu"] =
+      absl::StrCat(nominal);
+  (void)engine.Submit(preemptor, kT0);
+  engine.RunCycle(kT0);  // evicts the victims
+  engine.TakeChanges();
+  int64_t heads = 0;
+  for (auto _ : state) {
+    heads += engine.RunCycle(kT0).heads;
+    state.PauseTiming();
+    engine.TakeChanges();
+    state.ResumeTiming();
+  }
+  if (heads != static_cast<int64_t>(state.iterations())) {
+    state.SkipWithError("the preemptor should be tried in every cycle");
+  }
+  state.counters["candidates"] = static_cast<double>(n);
+}
+BENCHMARK(BM_WaitingPreemptorCycle)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace admitd::engine

@@ -221,8 +221,9 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   if (kind == v1::OBJECT_KIND_COHORT) {
     RebuildQuotaTree();
   } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
-    const ClusterQueueState& cq = cluster_queues_.at(key);
+    ClusterQueueState& cq = cluster_queues_.at(key);
     quota_tree_.SetClusterQueue(key, &cq.spec_object().spec(), cq.usage);
+    quota_tree_.Attach(key, &cq);
     cohort_members_.clear();
   }
   if (kind == v1::OBJECT_KIND_COHORT) {

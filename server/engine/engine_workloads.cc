@@ -251,6 +251,7 @@ void Engine::Impl::RebuildQuotaTree() {
   std::map<std::string, const v1::CohortSpec*> cohorts;
   for (const auto& [name, object] : cohorts_) cohorts[name] = &object.cohort().spec();
   quota_tree_.Rebuild(cqs, cohorts, usage);
+  for (auto& [name, cq] : cluster_queues_) quota_tree_.Attach(name, &cq);
   cohort_members_.clear();
 }
 

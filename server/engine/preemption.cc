@@ -2,6 +2,7 @@
 // walking the cohort tree, in queues that use more than their nominal quota; Kueue's candidate
 // order; the minimal-set search; and the conditions a victim gets.
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -57,7 +58,7 @@ bool BorrowWithinCohortForbidden(const v1::ClusterQueuePreemption& policy) {
 
 struct Candidate {
   WorkloadEntry* entry;
-  const std::string* lca;  // for candidates of other queues: where the tree walk found them
+  QuotaTree::QueueRef lca;  // for candidates of other queues: where the tree walk found them
   Variant variant;
   QuotaTree::QueueRef queue;  // its ClusterQueue in the quota tree
   bool other_queue = false;
@@ -85,43 +86,38 @@ bool Before(const Candidate& a, const Candidate& b) {
 }
 
 // The candidates in Before order, ordered only as far as the search reads them: a search that
-// succeeds usually stops after a few candidates, so the first ones come off a heap; a search that
-// reads past those sorts the rest at once (a failing one reads them all).
+// succeeds usually stops after a few candidates, so the order is settled a chunk at a time, each
+// chunk the smallest of what is left (nth_element) sorted on its own, chunks doubling in size;
+// reading k of n candidates costs about n log k instead of the n log n of sorting them all (a
+// search that fails reads them all).
 class CandidateOrder {
  public:
   explicit CandidateOrder(std::vector<Candidate> candidates) : all_(std::move(candidates)) {
-    heap_.reserve(all_.size());
-    for (const Candidate& c : all_) heap_.push_back(&c);
-    std::make_heap(heap_.begin(), heap_.end(), After);
-    ordered_.reserve(all_.size());
+    order_.reserve(all_.size());
+    for (const Candidate& c : all_) order_.push_back(&c);
   }
   // The i-th candidate, or nullptr past the last.
   const Candidate* at(size_t i) {
-    while (ordered_.size() <= i && !heap_.empty()) {
-      if (ordered_.size() < kFromHeap) {
-        std::pop_heap(heap_.begin(), heap_.end(), After);
-        ordered_.push_back(heap_.back());
-        heap_.pop_back();
-      } else {
-        std::stable_sort(heap_.begin(), heap_.end(), [](const Candidate* a, const Candidate* b) {
-          return Before(*a, *b);
-        });
-        ordered_.insert(ordered_.end(), heap_.begin(), heap_.end());
-        heap_.clear();
-      }
+    while (sorted_ <= i && sorted_ < order_.size()) {
+      const size_t chunk = std::min(order_.size() - sorted_, std::max(kFirstChunk, sorted_));
+      const auto from = order_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+      const auto to = from + static_cast<std::ptrdiff_t>(chunk);
+      if (to != order_.end()) std::nth_element(from, to, order_.end(), Less);
+      std::sort(from, to, Less);
+      sorted_ += chunk;
     }
-    return i < ordered_.size() ? ordered_[i] : nullptr;
+    return i < sorted_ ? order_[i] : nullptr;
   }
 
  private:
-  static constexpr size_t kFromHeap = 16;
-  static bool After(const Candidate* a, const Candidate* b) { return Before(*b, *a); }
+  static constexpr size_t kFirstChunk = 16;
+  static bool Less(const Candidate* a, const Candidate* b) { return Before(*a, *b); }
   const std::vector<Candidate> all_;
-  std::vector<const Candidate*> heap_;
-  std::vector<const Candidate*> ordered_;
+  std::vector<const Candidate*> order_;  // [0, sorted_) in Before order, the rest after them
+  size_t sorted_ = 0;
 };
 
-Candidate MakeCandidate(WorkloadEntry* entry, const std::string* lca, Variant variant,
+Candidate MakeCandidate(WorkloadEntry* entry, QuotaTree::QueueRef lca, Variant variant,
                         QuotaTree::QueueRef queue, bool other_queue, uint8_t rank,
                         uint32_t index) {
   Candidate c{entry, lca, variant, queue, other_queue};
@@ -142,6 +138,8 @@ void SetUidKeys(std::vector<Candidate>* candidates) {
   size_t shared = first.size();
   for (const Candidate& c : *candidates) {
     const std::string& uid = c.entry->queue_key.uid;
+    // Usually the whole prefix is shared: one memcmp says so.
+    if (uid.size() >= shared && std::memcmp(uid.data(), first.data(), shared) == 0) continue;
     const size_t n = std::min(shared, uid.size());
     size_t k = 0;
     while (k < n && uid[k] == first[k]) ++k;
@@ -193,10 +191,9 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     return Variant::kReclaimWhileBorrowing;
   };
 
-  static const std::string kNoLca;
   std::vector<Candidate> found;
   size_t hierarchy = 0, priority = 0;  // candidates of those classes
-  auto add = [&](WorkloadEntry& c, const std::string* lca, Variant v, QuotaTree::QueueRef ref,
+  auto add = [&](WorkloadEntry& c, QuotaTree::QueueRef lca, Variant v, QuotaTree::QueueRef ref,
                  bool other_queue, uint8_t rank) {
     found.push_back(MakeCandidate(&c, lca, v, ref, other_queue, rank,
                                   static_cast<uint32_t>(found.size())));
@@ -206,7 +203,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
       if (eligible(c) && PolicyAllows(within_queue, preemptor, c, c.candidate_keys().priority)) {
-        add(c, &kNoLca, Variant::kWithinQueue, own_ref, false, 2);
+        add(c, QuotaTree::QueueRef(), Variant::kWithinQueue, own_ref, false, 2);
       }
     }
   }
@@ -216,14 +213,16 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     for (const QuotaTree::ReclaimScope& scope : scopes) {
       const QuotaTree::QueueRef ref = scope.queue;
       const bool other_queue = ref != own_ref;
-      for (const auto& held : cluster_queues_.at(scope.cluster_queue).reserved) {
+      const ClusterQueueState* held_in = quota_tree_.Attached(ref);
+      if (held_in == nullptr) held_in = &cluster_queues_.at(quota_tree_.NameOf(ref));
+      for (const auto& held : held_in->reserved) {
         WorkloadEntry& c = *held.second;
         if (!eligible(c)) continue;
         const Variant v = classify(c, scope.advantage);
         if (v == Variant::kNever) continue;
         const bool in_hierarchy = v == Variant::kHierarchical;
         ++(in_hierarchy ? hierarchy : priority);
-        add(c, &scope.lca, v, ref, other_queue, in_hierarchy ? 0 : 1);
+        add(c, scope.lca, v, ref, other_queue, in_hierarchy ? 0 : 1);
       }
     }
   }
@@ -248,7 +247,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     if (!c.other_queue) return true;
     if (allow_borrowing && c.variant == Variant::kReclaimWithoutBorrowing) return false;
     // Earlier removals may have brought its queue (or a cohort on the way) back within quota.
-    return quota_tree_.StillReclaimable(c.queue, *c.lca, needed_ids);
+    return quota_tree_.StillReclaimable(c.queue, c.lca, needed_ids);
   };
   auto remove = [&](const Candidate& c, int sign) {
     quota_tree_.AddUsage(c.queue, c.entry->UsageIds(quota_tree_), -sign);

@@ -301,6 +301,20 @@ TEST_F(PreemptionTest, ALongSearchTakesCandidatesLowestPriorityFirst) {
   }
 }
 
+// Past several of the chunks the candidate order is settled in (16, 16, 32, 64, ...): 70 of
+// 200 candidates, in lowest-priority-first order whatever order they were admitted in.
+TEST_F(PreemptionTest, AVeryLongSearchTakesCandidatesLowestPriorityFirst) {
+  Queue({"cq", "", "200", "LowerPriority"});
+  for (int i = 0; i < 200; ++i) Submit("w-" + std::to_string(i), "cq", 1, (i * 7) % 200);
+  Drain();
+  Submit("high", "cq", 70, 1000);
+  Drain();
+  for (int i = 0; i < 200; ++i) {
+    const std::string name = "w-" + std::to_string(i);
+    EXPECT_EQ(Condition(name, kPreempted).status(), (i * 7) % 200 < 70 ? "True" : "") << name;
+  }
+}
+
 // §7.4's last key on a tie of everything else (same priority, quota reserved at the same time):
 // the UID, compared as a string. The UIDs share a long prefix and differ only at the end, as
 // the ones admitd makes do, and were given in an order unlike theirs.

@@ -333,8 +333,7 @@ bool QuotaTree::UnderNominal(const std::string& cq, const std::set<FlavorResourc
 }
 
 void QuotaTree::CollectReclaimable(const Node& at, const Node* skip, const Node& self,
-                                   const std::string& lca, bool advantage,
-                                   absl::Span<const int> needed,
+                                   const Node& lca, bool advantage, absl::Span<const int> needed,
                                    std::vector<ReclaimScope>* out) const {
   for (const Node* child : at.children) {
     if (child->is_cluster_queue || child == skip) continue;
@@ -345,7 +344,8 @@ void QuotaTree::CollectReclaimable(const Node& at, const Node* skip, const Node&
   for (const Node* child : at.children) {
     if (!child->is_cluster_queue || child == &self) continue;
     if (!WithinNominal(*child, needed)) {
-      out->push_back({child->name, lca, advantage, QueueRef(const_cast<Node*>(child))});
+      out->push_back({QueueRef(const_cast<Node*>(child)), QueueRef(const_cast<Node*>(&lca)),
+                      advantage});
     }
   }
 }
@@ -373,7 +373,7 @@ std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
   const absl::InlinedVector<int, 4> needed_ids = IdsOf(needed);
   const Node* previous = nullptr;
   for (const Node* a = self->parent; a != nullptr; a = a->parent) {
-    CollectReclaimable(*a, previous, *self, a->name, advantage, needed_ids, &out);
+    CollectReclaimable(*a, previous, *self, *a, advantage, needed_ids, &out);
     const FlavorResourceAmounts want = remaining;
     advantage = fits_in(*a, want) || advantage;
     previous = a;
@@ -381,19 +381,17 @@ std::vector<QuotaTree::ReclaimScope> QuotaTree::ReclaimScopes(
   return out;
 }
 
-bool QuotaTree::StillReclaimable(const std::string& cq, const std::string& lca,
-                                 const std::set<FlavorResource>& needed) const {
-  return StillReclaimable(RefOf(cq), lca, IdsOf(needed));
-}
-
-bool QuotaTree::StillReclaimable(QueueRef cq, const std::string& lca,
-                                 absl::Span<const int> needed) const {
+bool QuotaTree::StillReclaimable(QueueRef cq, QueueRef lca, absl::Span<const int> needed) const {
   const Node* n = cq.node_;
   if (n == nullptr || WithinNominal(*n, needed)) return false;
-  for (const Node* a = n->parent; a != nullptr && a->name != lca; a = a->parent) {
+  for (const Node* a = n->parent; a != nullptr && a != lca.node_; a = a->parent) {
     if (WithinNominal(*a, needed)) return false;
   }
   return true;
+}
+
+void QuotaTree::Attach(const std::string& cq, ClusterQueueState* state) {
+  if (auto it = cluster_queues_.find(cq); it != cluster_queues_.end()) it->second->state = state;
 }
 
 QuotaTree::QueueRef QuotaTree::RefOf(const std::string& cq) const {

@@ -32,6 +32,8 @@
 
 namespace admitd::engine {
 
+struct ClusterQueueState;
+
 class QuotaTree {
   struct Node;
 
@@ -87,18 +89,13 @@ class QuotaTree {
   // and skipping sub-cohorts within their quota. `advantage` says whether `cq` has the
   // hierarchical advantage over that queue's workloads; `lca` is the ancestor the walk was at.
   struct ReclaimScope {
-    std::string cluster_queue;
-    std::string lca;
+    QueueRef queue;
+    QueueRef lca;  // the ancestor (a cohort) the walk was at
     bool advantage = false;
-    QueueRef queue;  // cluster_queue's
   };
   std::vector<ReclaimScope> ReclaimScopes(const std::string& cq,
                                           const FlavorResourceQuantities& requests,
                                           const std::set<FlavorResource>& needed) const;
-  // Whether a workload of `cq` is still a reclaim target: `cq` and every ancestor below `lca`
-  // are above their quota in some pair of `needed`.
-  bool StillReclaimable(const std::string& cq, const std::string& lca,
-                        const std::set<FlavorResource>& needed) const;
   // Whether `cq` uses less than its nominal quota in every pair of `needed`.
   bool UnderNominal(const std::string& cq, const std::set<FlavorResource>& needed) const;
 
@@ -128,7 +125,16 @@ class QuotaTree {
   Amount Available(QueueRef cq, int pair) const;
   int64_t Nominal(QueueRef cq, int pair) const;
   Amount Usage(QueueRef cq, int pair) const;
-  bool StillReclaimable(QueueRef cq, const std::string& lca, absl::Span<const int> needed) const;
+  // Whether a workload of `cq` is still a reclaim target: `cq` and every ancestor below `lca`
+  // are above their quota in some pair of `needed`.
+  bool StillReclaimable(QueueRef cq, QueueRef lca, absl::Span<const int> needed) const;
+  // The engine's state of a ClusterQueue, attached to its node so that a walk of the tree reaches
+  // it without a lookup by name. Attachments go with the node: Rebuild drops them all.
+  void Attach(const std::string& cq, ClusterQueueState* state);
+  ClusterQueueState* Attached(QueueRef cq) const {
+    return cq.node_ == nullptr ? nullptr : cq.node_->state;
+  }
+  const std::string& NameOf(QueueRef cq) const { return cq.node_->name; }  // cq not null
   void AddUsage(QueueRef cq, const FlavorResourceQuantities& usage, int sign);
   // The same for usage given by pair id (PairUsage), as a workload entry keeps it.
   void AddUsage(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage, int sign);
@@ -156,6 +162,7 @@ class QuotaTree {
     // pairs of names up in maps at every node.
     std::vector<Slot> slots;
     uint64_t generation = 0;  // on roots only
+    ClusterQueueState* state = nullptr;  // ClusterQueues: what the engine attached
     bool is_object = false;   // a cohort with a Cohort object (not only named by its members)
 
     const Slot& At(int id) const {
@@ -180,9 +187,9 @@ class QuotaTree {
   void SetUsage(Node* n, const FlavorResourceAmounts& usage);
 
   bool WithinNominal(const Node& n, absl::Span<const int> ids) const;
-  void CollectReclaimable(const Node& at, const Node* skip, const Node& self,
-                          const std::string& lca, bool advantage,
-                          absl::Span<const int> needed, std::vector<ReclaimScope>* out) const;
+  void CollectReclaimable(const Node& at, const Node* skip, const Node& self, const Node& lca,
+                          bool advantage, absl::Span<const int> needed,
+                          std::vector<ReclaimScope>* out) const;
 
   static Amount LocalAvailable(const Node& n, int id);
   static Amount AvailableAt(const Node& n, int id);
