@@ -240,13 +240,23 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   // Victims of this cycle's preemptions, and usage added to the tree for this cycle only
   // (preemptors and reservations; admissions are charged for good).
   std::map<std::string, WorkloadEntry*> preempted;
-  std::vector<std::pair<std::string, FlavorResourceQuantities>> cycle_usage;
+  // (Both are added and taken back once per head that is checked: their queues and pairs are
+  // looked up once, and a victim's usage by pair id is the one its entry keeps.)
+  struct CycleUsage {
+    QuotaTree::QueueRef queue;
+    std::vector<std::pair<int, int64_t>> usage;  // by pair id
+  };
+  std::vector<CycleUsage> cycle_usage;
   auto add_cycle_usage = [&](const std::string& cq_name, const FlavorResourceQuantities& usage) {
-    quota_tree_.AddUsage(cq_name, usage, +1);
-    cycle_usage.emplace_back(cq_name, usage);
+    CycleUsage& added = cycle_usage.emplace_back();
+    added.queue = quota_tree_.RefOf(cq_name);
+    for (const auto& [fr, v] : usage) added.usage.emplace_back(quota_tree_.InternPair(fr), v);
+    quota_tree_.AddUsage(added.queue, added.usage, +1);
   };
   auto simulate_removal = [&](const std::vector<WorkloadEntry*>& victims, int sign) {
-    for (WorkloadEntry* v : victims) quota_tree_.AddUsage(v->cluster_queue, v->usage(), -sign);
+    for (WorkloadEntry* v : victims) {
+      quota_tree_.AddUsage(quota_tree_.RefOf(v->cluster_queue), v->UsageIds(quota_tree_), -sign);
+    }
   };
   auto overlaps = [&](const std::vector<Target>& targets) {
     for (const Target& t : targets) {
@@ -284,11 +294,11 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   // quota; see docs/semantics.md.) Without victims this cycle, the check above implies this one.
   auto fits_now = [&](const ClusterQueueState& cq, const Assignment& a, WorkloadEntry* replaced) {
     if (preempted.empty()) return true;
-    for (const auto& [cq_name, usage] : cycle_usage) quota_tree_.AddUsage(cq_name, usage, -1);
+    for (const CycleUsage& u : cycle_usage) quota_tree_.AddUsage(u.queue, u.usage, -1);
     std::vector<WorkloadEntry*> gone;
     if (replaced != nullptr && !preempted.count(replaced->key())) gone.push_back(replaced);
     const bool ok = fits_without(cq, a, gone);
-    for (const auto& [cq_name, usage] : cycle_usage) quota_tree_.AddUsage(cq_name, usage, +1);
+    for (const CycleUsage& u : cycle_usage) quota_tree_.AddUsage(u.queue, u.usage, +1);
     return ok;
   };
 
@@ -396,7 +406,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     }
   }
   for (auto it = cycle_usage.rbegin(); it != cycle_usage.rend(); ++it) {
-    quota_tree_.AddUsage(it->first, it->second, -1);
+    quota_tree_.AddUsage(it->queue, it->usage, -1);
   }
   for (ClusterQueueState* cq : visited) RefreshHeads(*cq);
   // Another cycle can only help where a queue has a head it has not tried yet: after an
