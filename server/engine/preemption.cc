@@ -227,8 +227,6 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     }
   }
   if (found.empty()) return {};
-  SetUidKeys(&found);
-  CandidateOrder candidates(std::move(found));
 
   // The pairs asked for, looked up once: the search below checks them after every removal.
   std::vector<std::pair<int, int64_t>> asked;
@@ -252,6 +250,16 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
   auto remove = [&](const Candidate& c, int sign) {
     quota_tree_.AddUsage(c.queue, c.entry->UsageIds(quota_tree_), -sign);
   };
+
+  // No attempt below can free more than every candidate at once, and less usage never leaves
+  // less room: when the request does not fit with all of them gone, no set of them makes it fit,
+  // and they need no ordering. (A search that finds nothing is the common case of the oracle.)
+  for (const Candidate& c : found) remove(c, +1);
+  const bool possible = fits(/*allow_borrowing=*/true);
+  for (const Candidate& c : found) remove(c, -1);
+  if (!possible) return {};
+  SetUidKeys(&found);
+  CandidateOrder candidates(std::move(found));
 
   // The minimal set search (§7.5): which "allow the preemptor to borrow" settings to try.
   std::vector<bool> attempts;
