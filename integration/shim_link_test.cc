@@ -21,15 +21,7 @@ namespace {
 
 using shim::AdmitdLink;
 using shim::kJobClusterLabel;
-
-template <typename F>
-bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
-  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
+using testing::WaitFor;
 
 // A Workload of Job `job` in cluster `cluster` (as the shim submits them); of a RayCluster of
 // that name with `ray`.

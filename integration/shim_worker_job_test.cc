@@ -24,18 +24,10 @@ namespace {
 using shim::AdmitdLink;
 using shim::Informer;
 using shim::KubeClient;
+using testing::WaitFor;
 
 constexpr char kJobs[] = "/apis/batch/v1/namespaces/ns/jobs";
 constexpr char kCopy[] = "job-train-abcde";
-
-template <typename F>
-bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
-  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
 
 // The Job a user created in the manager cluster.
 nlohmann::json ManagerJob() {
@@ -99,13 +91,8 @@ class WorkerJobTest : public testing::InProcessTest {
   }
   // The uid of the copy's controller owner in admitd ("" when it has none).
   std::string CopyOwner() {
-    v1::GetWorkloadRequest req;
-    req.set_namespace_("ns");
-    req.set_name(kCopy);
-    v1::Workload wl;
-    grpc::ClientContext ctx;
-    EXPECT_TRUE(client_->admission->Get(&ctx, req, &wl).ok());
-    const v1::OwnerReference* owner = shim::ControllerOwner(wl);
+    const v1::Workload copy = Get(kCopy);
+    const v1::OwnerReference* owner = shim::ControllerOwner(copy);
     return owner == nullptr ? "" : owner->uid();
   }
 

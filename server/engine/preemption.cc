@@ -253,7 +253,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
   // No attempt below can free more than every candidate at once, and less usage never leaves
   // less room: when the request does not fit with all of them gone, no set of them makes it fit,
-  // and they need no ordering. (A search that finds nothing is the common case of the oracle.)
+  // and they need no ordering.
   for (const Candidate& c : found) remove(c, +1);
   const bool possible = fits(/*allow_borrowing=*/true);
   for (const Candidate& c : found) remove(c, -1);
