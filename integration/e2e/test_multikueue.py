@@ -146,7 +146,33 @@ class MultiKueueE2E(unittest.TestCase):
             w.stop()
 
     def wait_until(self, fn, what, timeout=T):
-        return wait_with_logs(self.s, fn, what, timeout)
+        try:
+            return wait_with_logs(self.s, fn, what, timeout)
+        except AssertionError as e:
+            raise AssertionError("%s\n%s" % (e, self.workers_state())) from None
+
+    def workers_state(self):
+        """Each worker's copies (owner, conditions) and Jobs (uid, suspend, status), for a failing
+        test's message: what the process logs do not say."""
+        out = []
+        for w in self.workers.values():
+            try:
+                for wl in w.workloads():
+                    owners = [(o.get("name"), o.get("uid"))
+                              for o in wl["metadata"].get("ownerReferences", [])]
+                    conds = [(c["type"], c["status"], c.get("reason"))
+                             for c in wl.get("status", {}).get("conditions", [])]
+                    out.append("%s copy %s uid=%s owners=%s conditions=%s" % (
+                        w.name, wl["metadata"]["name"], wl["metadata"].get("uid"), owners, conds))
+                code, body = self.s.kube("GET", "/apis/batch/v1/namespaces/%s/jobs" % NS,
+                                         api=w.api)
+                for j in (body.get("items", []) if code == 200 else []):
+                    out.append("%s job %s uid=%s suspend=%s status=%s" % (
+                        w.name, j["metadata"]["name"], j["metadata"].get("uid"),
+                        j.get("spec", {}).get("suspend"), json.dumps(j.get("status", {}))))
+            except Exception as e:  # the state is a diagnostic: never hide the failure itself
+                out.append("%s: state not read: %s" % (w.name, e))
+        return "--- workers ---\n" + "\n".join(out)
 
     def check_active(self):
         out = self.s.admitctl("get", "admissioncheck", "multikueue", "-o", "json", check=False)
