@@ -190,6 +190,23 @@ void AppendGoJsonString(absl::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+std::string ToValidUtf8(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t rune = 0;
+    const size_t n = DecodeRune(s, i, &rune);
+    if (n == 0) {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+      ++i;
+      continue;
+    }
+    out.append(s.data() + i, n);
+    i += n;
+  }
+  return out;
+}
+
 std::string GoJsonString(absl::string_view s) {
   std::string out;
   AppendGoJsonString(s, &out);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/manifest/manifest.h"
+#include "server/pods/go_json.h"
 #include "server/pods/pod_group.h"
 #include "server/pods/pod_internal.h"
 #include "server/pods/role_hash.h"
@@ -48,7 +49,10 @@ int64_t DeclaredSets::Total() const {
 
 bool DeclaresSets(const PodObservation& pod) { return HasAnnotation(pod, kGroupSetsAnnotation); }
 
-absl::StatusOr<DeclaredSets> ParseDeclaredSets(const PodObservation& pod, const PodOptions& options) {
+namespace {
+
+absl::StatusOr<DeclaredSets> ParseDeclaredSetsQuoting(const PodObservation& pod,
+                                                      const PodOptions& options) {
   absl::StatusOr<std::vector<v1::PodSet>> parsed =
       manifest::ParsePodSets(Annotation(pod, kGroupSetsAnnotation));
   if (!parsed.ok()) return parsed.status();
@@ -115,6 +119,18 @@ absl::StatusOr<DeclaredSets> ParseDeclaredSets(const PodObservation& pod, const 
     }
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<DeclaredSets> ParseDeclaredSets(const PodObservation& pod, const PodOptions& options) {
+  absl::StatusOr<DeclaredSets> parsed = ParseDeclaredSetsQuoting(pod, options);
+  // Its errors quote the annotation (and the YAML parser's view of it), which may not be UTF-8;
+  // they end up in protobuf strings (report errors, events, conditions).
+  if (!parsed.ok()) {
+    return absl::Status(parsed.status().code(), ToValidUtf8(parsed.status().message()));
+  }
+  return parsed;
 }
 
 RoleResolver::RoleResolver(const std::vector<v1::PodSet>& sets, const std::string& untemplated)

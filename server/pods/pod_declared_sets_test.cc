@@ -101,6 +101,14 @@ TEST(DeclaredSetsTest, RefusesBadDeclarations) {
     EXPECT_FALSE(got.ok()) << c.name;
     EXPECT_THAT(std::string(got.status().message()), HasSubstr(c.want)) << c.name;
   }
+  // The YAML parser's error quotes a byte that is not UTF-8 (an escape of byte 0xF0): the message
+  // carries U+FFFD instead, so that it fits a protobuf string.
+  absl::StatusOr<DeclaredSets> bad_byte = ParseDeclaredSets(Driver("d", "[\"\\\xf0\"]"), two_roles);
+  ASSERT_FALSE(bad_byte.ok());
+  const std::string message(bad_byte.status().message());
+  EXPECT_THAT(message, HasSubstr("not YAML or JSON"));
+  EXPECT_EQ(message.find('\xf0'), std::string::npos) << message;
+  EXPECT_THAT(message, HasSubstr("\xef\xbf\xbd"));
   // The same total is fine.
   EXPECT_TRUE(ParseDeclaredSets(Driver().Annotation(kGroupTotalCountAnnotation, "4"), PodOptions{}).ok());
 }
