@@ -11,6 +11,7 @@
 #include "clients/shim/pod_webhook_tas.h"
 #include "clients/shim/webhook_json.h"
 #include "common/manifest/manifest.h"
+#include "common/utf8.h"
 
 namespace admitd::shim {
 namespace {
@@ -223,7 +224,9 @@ void CheckGroupMetadata(const PodView& pod, const PodWebhookOptions& options,
     return;
   }
   if (declares) {
-    if (std::string e = DeclaredSetsError(pod, options); !e.empty()) {
+    // The error may quote what the YAML parser stopped at, half a UTF-8 character at times: the
+    // reply is JSON, which needs valid UTF-8.
+    if (std::string e = ToValidUtf8(DeclaredSetsError(pod, options)); !e.empty()) {
       errs->push_back(FieldError::Invalid(AnnotationPath(kGroupSets), "", e));
     }
   }

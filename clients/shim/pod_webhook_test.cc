@@ -17,6 +17,7 @@ namespace admitd::shim {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 constexpr char kDns1123[] =
@@ -459,6 +460,15 @@ TEST_F(PodWebhookTest, DeclaredPodSets) {
         << sets;
   };
   bad("[]", "at least one pod set is required");
+  // The parser's error quotes the byte after a backslash, half of "ð" here: the denial carries
+  // U+FFFD, and the reply can be written as JSON.
+  {
+    const std::vector<std::string> errors = Create(driver("[\"\\\xc3\xb0\"]"));
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_THAT(errors[0], HasSubstr("not YAML or JSON"));
+    EXPECT_THAT(errors[0], HasSubstr("\xef\xbf\xbd"));
+    EXPECT_NO_THROW(nlohmann::json(errors).dump());
+  }
   bad(R"([{"name": "a", "minCount": 1}])",
       "[0].minCount: Forbidden: pod groups are not "
       "partially admitted");

@@ -51,10 +51,6 @@ class GoJsonValue {
 // Appends `s` as a quoted JSON string escaped exactly as Go's encoding/json does.
 void AppendGoJsonString(absl::string_view s, std::string* out);
 std::string GoJsonString(absl::string_view s);
-// `s` with every byte that does not start a valid UTF-8 sequence replaced by U+FFFD, as the
-// JSON that carries a Kubernetes message would have it: text quoted from user input (a parser's
-// error, say) can then go into a protobuf string field.
-std::string ToValidUtf8(absl::string_view s);
 
 }  // namespace admitd::pods
 

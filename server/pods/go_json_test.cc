@@ -25,16 +25,6 @@ TEST(GoJsonTest, EscapesStringsLikeGo) {
   for (const auto& c : cases) EXPECT_EQ(GoJsonString(c.in), c.want) << c.in;
 }
 
-TEST(GoJsonTest, ToValidUtf8ReplacesEachInvalidByte) {
-  EXPECT_EQ(ToValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
-            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");  // valid: unchanged
-  EXPECT_EQ(ToValidUtf8("a\360b"), "a\xef\xbf\xbd" "b");             // a lone lead byte
-  EXPECT_EQ(ToValidUtf8("\xc3"), "\xef\xbf\xbd");                    // cut short
-  EXPECT_EQ(ToValidUtf8("\xc0\x80"), "\xef\xbf\xbd\xef\xbf\xbd");    // overlong
-  EXPECT_EQ(ToValidUtf8("\xed\xa0\x80"),                             // a surrogate
-            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-}
-
 TEST(GoJsonTest, MapsSortKeysStructsKeepOrder) {
   GoJsonValue m = GoJsonValue::Map();
   m.Set("zeta", GoJsonValue::Int(-3));

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/manifest/manifest.h"
-#include "server/pods/go_json.h"
+#include "common/utf8.h"
 #include "server/pods/pod_group.h"
 #include "server/pods/pod_internal.h"
 #include "server/pods/role_hash.h"
