@@ -10,8 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
+#include "common/testing/wait_for.h"
 #include "gtest/gtest.h"
 #include "integration/fixtures.h"
 #include "server/config.h"
@@ -44,16 +43,6 @@ class InProcessTest : public ::testing::Test {
   std::unique_ptr<AdmitdServer> server_;
   std::unique_ptr<Client> client_;
 };
-
-// Polls `done` every 20 ms until it holds or `limit` has passed; returns its last answer.
-template <typename F>
-bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
-  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
 
 }  // namespace admitd::testing
 

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "clients/shim/test_cluster.h"
+#include "common/testing/wait_for.h"
 
 namespace admitd::shim {
 namespace {
@@ -25,14 +26,7 @@ nlohmann::json Pod(const std::string& name) {
 
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
 
-template <typename F>
-bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
-  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
+using ::admitd::testing::WaitFor;
 
 class InformerTest : public ::testing::Test {
  protected:

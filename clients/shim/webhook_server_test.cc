@@ -26,6 +26,7 @@
 #include "clients/shim/kube_client.h"
 #include "clients/shim/pod_webhook_role_hash.h"
 #include "clients/shim/test_cluster.h"
+#include "common/testing/wait_for.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -36,14 +37,7 @@ constexpr char kJobs[] = "/apis/batch/v1/namespaces/default/jobs";
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
 constexpr char kAdmissionApi[] = "/apis/admissionregistration.k8s.io/v1/";
 
-template <typename F>
-bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
-  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
+using ::admitd::testing::WaitFor;
 
 // A self-signed certificate for 127.0.0.1 and localhost, PEM encoded, with its key.
 struct TestCertificate {

@@ -3,20 +3,14 @@
 
 #include "absl/time/clock.h"
 #include "clients/shim/test_cluster.h"
+#include "common/testing/wait_for.h"
 #include "clients/shim/workload_mirror.h"
 #include "gtest/gtest.h"
 
 namespace admitd::shim {
 namespace {
 
-template <typename F>
-bool WaitFor(F done, absl::Duration limit = absl::Seconds(10)) {
-  for (absl::Time until = absl::Now() + limit; absl::Now() < until;) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
+using ::admitd::testing::WaitFor;
 
 constexpr char kPath[] = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/job-a-1";
 
