@@ -139,7 +139,22 @@ void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {
                     absl::ToDoubleSeconds(duration));
 }
 
+Metrics::QueueSeries& Metrics::SeriesOf(const std::string& cluster_queue) {
+  return queue_series_[cluster_queue];
+}
+
+prometheus::Counter& Metrics::ChangeCounter(const std::string& reason) {
+  prometheus::Counter*& counter = change_counters_[reason];
+  if (counter == nullptr) {
+    counter = &registry_.Counter("admitd_workload_changes_total",
+                                 "Workload changes committed, by what happened.",
+                                 {{"reason", reason}});
+  }
+  return *counter;
+}
+
 void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
+  absl::MutexLock lock(&counts_mu_);
   std::set<std::string> reservations_counted;
   for (const engine::Change& c : changes) {
     if (c.kind == v1::OBJECT_KIND_POD && c.pod) {
@@ -155,8 +170,18 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
     if (c.kind != v1::OBJECT_KIND_WORKLOAD || !c.workload) continue;
     const v1::Workload& wl = *c.workload;
     const std::string cq = ClusterQueueOf(wl);
-    registry_.Add("admitd_workload_changes_total", "Workload changes committed, by what happened.",
-                  {{"reason", c.reason}});
+    ChangeCounter(c.reason).Increment();
+    QueueSeries& series = SeriesOf(cq);
+    auto counter = [&](prometheus::Counter*& slot, const char* name, const char* help) {
+      if (slot == nullptr) slot = &registry_.Counter(name, help, {{"cluster_queue", cq}});
+      return slot;
+    };
+    auto histogram = [&](prometheus::Histogram*& slot, const char* name, const char* help) {
+      if (slot == nullptr) {
+        slot = &registry_.Histogram(name, help, {{"cluster_queue", cq}}, kWaitTimeBuckets);
+      }
+      return slot;
+    };
     if (c.reason == "QuotaReserved" || c.reason == "Admitted") {
       // A workload admitted without admission checks reserves and is admitted in one change
       // (both conditions then moved at the same time); one whose check turned Ready in the
@@ -166,32 +191,30 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
       const bool reserved_now =
           reserved && (c.reason == "QuotaReserved" || (admitted && *admitted == *reserved));
       if (reserved_now && reservations_counted.insert(c.key).second) {
-        registry_.Add("kueue_quota_reserved_workloads_total",
-                      "Workloads that got a quota reservation, per ClusterQueue.",
-                      {{"cluster_queue", cq}});
-        registry_.Observe("kueue_quota_reserved_wait_time_seconds",
-                          "Time from a workload's creation or last requeue to its quota "
-                          "reservation, per ClusterQueue.",
-                          {{"cluster_queue", cq}}, kWaitTimeBuckets,
-                          Seconds(QueuedSince(wl), *reserved));
+        counter(series.reserved, "kueue_quota_reserved_workloads_total",
+                "Workloads that got a quota reservation, per ClusterQueue.")
+            ->Increment();
+        histogram(series.reserved_wait, "kueue_quota_reserved_wait_time_seconds",
+                  "Time from a workload's creation or last requeue to its quota reservation, "
+                  "per ClusterQueue.")
+            ->Observe(Seconds(QueuedSince(wl), *reserved));
       }
     }
     if (c.reason == "Admitted") {
-      registry_.Add("kueue_admitted_workloads_total", "Workloads admitted, per ClusterQueue.",
-                    {{"cluster_queue", cq}});
+      counter(series.admitted, "kueue_admitted_workloads_total",
+              "Workloads admitted, per ClusterQueue.")
+          ->Increment();
       if (const std::optional<absl::Time> admitted = TransitionTime(wl, engine::kAdmitted)) {
-        registry_.Observe("kueue_admission_wait_time_seconds",
-                          "Time from a workload's creation or last requeue to its admission, "
-                          "per ClusterQueue.",
-                          {{"cluster_queue", cq}}, kWaitTimeBuckets,
-                          Seconds(QueuedSince(wl), *admitted));
+        histogram(series.admission_wait, "kueue_admission_wait_time_seconds",
+                  "Time from a workload's creation or last requeue to its admission, per "
+                  "ClusterQueue.")
+            ->Observe(Seconds(QueuedSince(wl), *admitted));
         if (const std::optional<absl::Time> reserved =
                 TransitionTime(wl, engine::kQuotaReserved)) {
-          registry_.Observe("kueue_admission_checks_wait_time_seconds",
-                            "Time from a workload's quota reservation to its admission, per "
-                            "ClusterQueue.",
-                            {{"cluster_queue", cq}}, kWaitTimeBuckets,
-                            Seconds(*reserved, *admitted));
+          histogram(series.checks_wait, "kueue_admission_checks_wait_time_seconds",
+                    "Time from a workload's quota reservation to its admission, per "
+                    "ClusterQueue.")
+              ->Observe(Seconds(*reserved, *admitted));
         }
       }
     } else if (c.reason == "Evicted") {
@@ -211,8 +234,9 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
                        {"reason", preempted}});
       }
     } else if (c.reason == "Finished") {
-      registry_.Add("kueue_finished_workloads_total", "Workloads finished, per ClusterQueue.",
-                    {{"cluster_queue", cq}});
+      counter(series.finished, "kueue_finished_workloads_total",
+              "Workloads finished, per ClusterQueue.")
+          ->Increment();
     } else if (c.reason == "SliceCreated") {
       registry_.Add(
           "admitd_workload_slices_created_total", "Workload slices created by a scale-up (KEP-77).",

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -93,6 +94,20 @@ class Metrics {
   std::string BoundedClusterLabel(const std::string& cluster);
   std::vector<prometheus::MetricFamily> CollectEngineState();
 
+  // The series CountChanges adds to for one ClusterQueue, each looked up in the registry on its
+  // first use only (a lookup builds the name, help and labels: most of a commit's metrics cost).
+  struct QueueSeries {
+    prometheus::Counter* reserved = nullptr;
+    prometheus::Histogram* reserved_wait = nullptr;
+    prometheus::Counter* admitted = nullptr;
+    prometheus::Histogram* admission_wait = nullptr;
+    prometheus::Histogram* checks_wait = nullptr;
+    prometheus::Counter* finished = nullptr;
+  };
+  QueueSeries& SeriesOf(const std::string& cluster_queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);
+  prometheus::Counter& ChangeCounter(const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);
+
   MetricsRegistry registry_;
 
   absl::Mutex mu_;
@@ -101,6 +116,12 @@ class Metrics {
   EngineSource engine_source_ ABSL_GUARDED_BY(mu_);
   // What the source last answered.
   EngineState engine_state_ ABSL_GUARDED_BY(mu_);
+
+  // One CountChanges at a time; the series it looked up (the registry never drops a series).
+  absl::Mutex counts_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  absl::flat_hash_map<std::string, QueueSeries> queue_series_ ABSL_GUARDED_BY(counts_mu_);
+  absl::flat_hash_map<std::string, prometheus::Counter*> change_counters_
+      ABSL_GUARDED_BY(counts_mu_);
 };
 
 // Serves `metrics` on `address` ("host:port"; port 0 picks one): GET /metrics (Render()),
