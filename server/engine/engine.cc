@@ -3,7 +3,6 @@
 #include "server/engine/engine.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -171,10 +170,13 @@ void Engine::Impl::EmitObject(v1::ObjectKind kind, const std::string& key, v1::Q
 
 std::string Engine::Impl::NewUid() {
   // Deterministic: derived from the revision the object is created at.
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "00000000-0000-4000-8000-%012llx",
-                static_cast<unsigned long long>(revision_ + 1));
-  return buf;
+  // "00000000-0000-4000-8000-" and the revision in 12 lowercase hex digits.
+  std::string uid = "00000000-0000-4000-8000-000000000000";
+  uint64_t v = revision_ + 1;
+  for (size_t i = uid.size(); i > uid.size() - 12 && v != 0; --i, v >>= 4) {
+    uid[i - 1] = "0123456789abcdef"[v & 0xf];
+  }
+  return uid;
 }
 
 // ---- Recovery -------------------------------------------------------------------------------

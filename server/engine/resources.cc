@@ -1,6 +1,7 @@
 #include "server/engine/resources.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/engine/quantity.h"
@@ -69,10 +70,15 @@ ResourceAmounts PodRequestsExact(const v1::PodSpec& spec) {
         MaxList(&init_peak, with_sidecars);
       }
     }
-    ResourceAmounts main = sidecars;
-    for (const v1::Container& c : spec.containers()) AddList(&main, ContainerRequests(c.resources()));
-    total = main;
-    MaxList(&total, init_peak);
+    total = std::move(sidecars);
+    for (const v1::Container& c : spec.containers()) {
+      if (total.empty()) {
+        total = ContainerRequests(c.resources());  // the common case: no sidecars, one container
+      } else {
+        AddList(&total, ContainerRequests(c.resources()));
+      }
+    }
+    if (!init_peak.empty()) MaxList(&total, init_peak);
   }
   for (const auto& [name, text] : spec.overhead()) {
     if (auto v = ParseQuantity(name, text); v.ok()) total[name] += *v;

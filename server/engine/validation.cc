@@ -549,14 +549,15 @@ void CheckRemoteJobDocument(Violations* out, const std::string& field, const std
 
 Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {
   Violations out;
-  const std::string largest = "the largest quantity is 2^63-1 (9223372036854775807) units";
+  static constexpr absl::string_view largest =
+      "the largest quantity is 2^63-1 (9223372036854775807) units";
   ResourceAmounts workload;
   for (int i = 0; i < spec.pod_sets_size(); ++i) {
     const v1::PodSet& ps = spec.pod_sets(i);
-    const std::string f = absl::StrCat("spec.podSets[", i, "]");
+    auto f = [i] { return absl::StrCat("spec.podSets[", i, "]"); };  // only for a violation
     for (const auto& [resource, per_pod] : PodRequestsExact(ps.template_().spec())) {
       if (!IsQuantity(per_pod)) {
-        out.push_back({f + ".template.spec",
+        out.push_back({f() + ".template.spec",
                        absl::StrCat("Invalid value: the request of one pod for ", resource,
                                     " (", FormatQuantity(resource, per_pod), ") is too large: ",
                                     largest)});
@@ -564,7 +565,7 @@ Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {
       }
       const Amount total = per_pod * ps.count();
       if (!IsQuantity(total)) {
-        out.push_back({f + ".count",
+        out.push_back({f() + ".count",
                        absl::StrCat("Invalid value: ", ps.count(), ": ", ps.count(), " pods of ",
                                     FormatQuantity(resource, per_pod), " ", resource, " request ",
                                     FormatQuantity(resource, total), ": ", largest)});
