@@ -33,6 +33,7 @@ std::string GroupOf(const std::string& api_version) {
 }
 
 std::string Annotation(const v1::Workload& wl, const char* key) {
+  if (wl.metadata().annotations().empty()) return "";  // most workloads: no hashing
   auto it = wl.metadata().annotations().find(key);
   return it == wl.metadata().annotations().end() ? "" : it->second;
 }

@@ -104,11 +104,12 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_v
   }
   if (resource == "cpu") exp10 += 3;  // millicores
   int128 value = negative ? -mantissa : mantissa;
-  const absl::Status too_large = absl::InvalidArgumentError(
-      absl::StrCat("quantity ", text, " is too large"));
-  if (!Scale(&value, 2, exp2)) return too_large;
+  auto too_large = [text] {
+    return absl::InvalidArgumentError(absl::StrCat("quantity ", text, " is too large"));
+  };
+  if (!Scale(&value, 2, exp2)) return too_large();
   if (exp10 >= 0) {
-    if (!Scale(&value, 10, exp10)) return too_large;
+    if (!Scale(&value, 10, exp10)) return too_large();
   } else if (-exp10 > kMaxInt128Exp10) {
     // |value| < 10^30 is smaller than any such divisor: what is left is the rounding up.
     value = value > 0 ? 1 : 0;
@@ -117,7 +118,7 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_v
     for (int k = 0; k < -exp10; ++k) divisor *= 10;
     value = DivCeil(value, divisor);
   }
-  if (value > kInt64Max || value < -kInt64Max) return too_large;
+  if (value > kInt64Max || value < -kInt64Max) return too_large();
   return static_cast<int64_t>(value);
 }
 
