@@ -120,9 +120,10 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
     // The object is serialized once: it is the stored value and, appended to the event's other
     // fields, the logged event (concatenated protobuf encodings merge). A Kubernetes Event is
     // logged only.
-    std::string object = change.workload ? change.workload->SerializeAsString()
-                         : change.event  ? change.event->SerializeAsString()
-                                         : change.queue_object->SerializeAsString();
+    std::string object = change.encoded ? *change.encoded  // the engine's, for a finished one
+                         : change.workload ? change.workload->SerializeAsString()
+                         : change.event    ? change.event->SerializeAsString()
+                                           : change.queue_object->SerializeAsString();
     v1::WatchEvent header;
     header.set_revision(change.revision);
     header.set_commit_revision(batch.revision);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -132,13 +133,27 @@ std::vector<Change> Engine::Impl::TakeChanges(bool keep_snapshots) {
   for (const Change& c : changes_) {
     if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload) deleted[c.key] = c.workload;
   }
+  // The encodings of the finished workloads frozen below, by snapshot.
+  absl::flat_hash_map<const v1::Workload*, std::shared_ptr<const std::string>> encodings;
   for (Change& c : changes_) {
     if (c.kind != v1::OBJECT_KIND_WORKLOAD || c.workload) continue;
     if (auto d = deleted.find(c.key); d != deleted.end()) {
       c.workload = d->second;
     } else if (auto it = workloads_.find(c.key); it != workloads_.end()) {
-      c.workload = it->second.Share();  // shared: the next write copies it (copy-on-write)
-      it->second.ReleasePrevious();
+      WorkloadEntry& entry = it->second;
+      const bool was_frozen = entry.frozen();
+      c.workload = entry.Share();  // shared: the next write copies it (copy-on-write)
+      entry.ReleasePrevious();
+      if (!was_frozen && IsConditionTrue(*c.workload, kFinished)) {
+        // Nothing schedules a finished workload again: it costs its encoding (a tenth of the
+        // decoded message) until something reads it, and the commit stores this encoding.
+        auto encoded = std::make_shared<const std::string>(c.workload->SerializeAsString());
+        entry.FreezeAs(*encoded);
+        encodings.emplace(c.workload.get(), std::move(encoded));
+      }
+    }
+    if (!encodings.empty()) {
+      if (auto e = encodings.find(c.workload.get()); e != encodings.end()) c.encoded = e->second;
     }
   }
   // A live workload's snapshot is shared from its entry (WorkloadSnapshot); only the deleted

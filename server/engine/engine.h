@@ -54,6 +54,9 @@ struct Change {
   // Kind OBJECT_KIND_EVENT: a Kubernetes Event Kueue records on a Workload; logged and watched,
   // not stored (its key is unique to it).
   std::shared_ptr<const v1::Event> event;
+  // The encoding of `workload` (SerializeAsString), when the engine made one: it does for a
+  // workload it keeps encoded from now on (a finished one), so a store need not encode it again.
+  std::shared_ptr<const std::string> encoded;
 };
 
 struct EngineOptions {
@@ -280,6 +283,8 @@ class Engine {
   // With `keep_snapshots`, the engine also keeps the snapshots of the workloads the call saw
   // deleted, for WorkloadSnapshot, until ForgetSnapshots or the next TakeChanges; without, it
   // keeps none. (A live workload's snapshot is the workload itself, shared.)
+  // A workload these Changes show finished is held encoded from here on, like a restored one
+  // (reads decode it; Get, List and snapshots leave it encoded): its Changes carry the encoding.
   std::vector<Change> TakeChanges(bool keep_snapshots = false);
   // Drops the snapshots TakeChanges kept (the Changes and whoever was lent one keep theirs).
   void ForgetSnapshots();

@@ -1,11 +1,13 @@
 // The engine's API contract for workloads: Submit idempotency and refusals, ReleaseQuota,
 // Delete, List paging and Describe.
+#include "google/protobuf/util/message_differencer.h"
 #include "server/engine/engine_test_fixture.h"
 
 namespace admitd::engine {
 namespace {
 
 using namespace testing_fixture;  // NOLINT: the shared fixture's builders
+using ::google::protobuf::util::MessageDifferencer;
 using ::testing::ElementsAre;
 
 // ---- Submit -------------------------------------------------------------------------------
@@ -75,6 +77,55 @@ TEST_F(EngineApiTest, SnapshotsAreSharedAndNeverChange) {
   EXPECT_EQ(engine_.FindWorkload("ns", "a"), in_place);
   EXPECT_EQ(StateOf(*in_place), v1::WORKLOAD_STATE_FINISHED);
   EXPECT_EQ(engine_.WorkloadSnapshot("ns", "missing"), nullptr);
+}
+
+TEST_F(EngineApiTest, AFinishedWorkloadIsKeptEncodedAndReadsTheSame) {
+  Basic();
+  ASSERT_TRUE(Submit(MakeWorkload("a", 1, "1")).ok());
+  ASSERT_EQ(Schedule(), 1);
+  for (const Change& c : engine_.TakeChanges()) {
+    EXPECT_EQ(c.encoded, nullptr) << c.reason;  // not finished: held decoded, nothing encoded
+  }
+  v1::ReleaseQuotaRequest done;
+  done.set_namespace_("ns");
+  done.set_name("a");
+  done.mutable_finished()->set_succeeded(true);
+  ASSERT_TRUE(engine_.ReleaseQuota(done, Now()).ok());
+  std::vector<Change> changes = engine_.TakeChanges(/*keep_snapshots=*/true);
+  ASSERT_EQ(changes.size(), 1u);
+  ASSERT_EQ(changes[0].reason, "Finished");
+  // The Change carries the encoding the entry now holds instead of the decoded workload.
+  ASSERT_NE(changes[0].encoded, nullptr);
+  EXPECT_EQ(*changes[0].encoded, changes[0].workload->SerializeAsString());
+  v1::Workload finished;  // compared as messages: map fields encode in no fixed order
+  ASSERT_TRUE(finished.ParseFromString(*changes[0].encoded));
+  // While the batch's snapshot is held, readers share it rather than decode.
+  EXPECT_EQ(engine_.WorkloadSnapshot("ns", "a").get(), changes[0].workload.get());
+  changes.clear();
+  engine_.ForgetSnapshots();
+  // Then every read decodes the same workload.
+  std::shared_ptr<const v1::Workload> decoded = engine_.WorkloadSnapshot("ns", "a");
+  ASSERT_NE(decoded, nullptr);
+  EXPECT_TRUE(MessageDifferencer::Equals(*decoded, finished));
+  EXPECT_TRUE(MessageDifferencer::Equals(Get("a"), finished));
+  v1::ListWorkloadsRequest list;
+  list.set_namespace_("ns");
+  absl::StatusOr<v1::ListWorkloadsResponse> listed = engine_.ListWorkloads(list);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->workloads_size(), 1);
+  EXPECT_TRUE(MessageDifferencer::Equals(listed->workloads(0), finished));
+  // A later write starts from it: deleting it shows it as it was, deleted.
+  v1::DeleteWorkloadRequest del;
+  del.set_namespace_("ns");
+  del.set_name("a");
+  ASSERT_TRUE(engine_.DeleteWorkload(del, Now()).ok());
+  std::vector<Change> deleted = engine_.TakeChanges();
+  ASSERT_EQ(deleted.size(), 1u);
+  EXPECT_EQ(deleted[0].type, v1::WatchEvent::DELETED);
+  EXPECT_EQ(deleted[0].encoded, nullptr);
+  EXPECT_EQ(StateOf(*deleted[0].workload), v1::WORKLOAD_STATE_FINISHED);
+  EXPECT_EQ(deleted[0].workload->metadata().uid(), decoded->metadata().uid());
+  EXPECT_EQ(engine_.WorkloadSnapshot("ns", "a"), nullptr);
 }
 
 TEST_F(EngineApiTest, SubmitResolvesPriorityAndTheDefaultQueue) {

@@ -43,6 +43,7 @@ void WorkloadEntry::set_object(v1::Workload wl) {
 
 std::shared_ptr<const v1::Workload> WorkloadEntry::Share() const {
   if (object_ != nullptr) return object_;
+  if (std::shared_ptr<v1::Workload> held = dropped_.lock()) return held;
   auto copy = std::make_shared<v1::Workload>();
   if (!copy->ParseFromString(encoded_)) Broken("a frozen workload no longer parses");
   return copy;
@@ -50,12 +51,20 @@ std::shared_ptr<const v1::Workload> WorkloadEntry::Share() const {
 
 void WorkloadEntry::SetEncoded(std::string encoded) {
   object_.reset();
+  dropped_.reset();
   pod_sets_.clear();
   encoded_ = std::move(encoded);
 }
 
 absl::Status WorkloadEntry::Decode(std::shared_ptr<v1::Workload> reuse) const {
   if (object_ != nullptr) return absl::OkStatus();
+  if (std::shared_ptr<v1::Workload> held = dropped_.lock()) {
+    // Still held as a snapshot, so immutable until that lets go: shared again, not decoded (a
+    // write copies it, as after any snapshot).
+    object_ = std::move(held);
+    FillPodSets();
+    return absl::OkStatus();
+  }
   std::shared_ptr<v1::Workload> decoded =
       reuse != nullptr ? std::move(reuse) : std::make_shared<v1::Workload>();
   if (!decoded->ParseFromString(encoded_)) {
@@ -70,8 +79,17 @@ void WorkloadEntry::Thaw() const {
   if (!Decode().ok()) Broken("a frozen workload no longer parses");
 }
 
+void WorkloadEntry::FreezeAs(std::string encoded) {
+  if (object_ == nullptr) return;
+  encoded_ = std::move(encoded);
+  const std::shared_ptr<v1::Workload> decoded = object_;
+  (void)Freeze();
+  dropped_ = decoded;  // the last reference goes with `decoded` unless a snapshot holds one
+}
+
 std::shared_ptr<v1::Workload> WorkloadEntry::Freeze() {
   if (object_ == nullptr || encoded_.empty()) return nullptr;
+  dropped_.reset();
   std::shared_ptr<v1::Workload> dropped = std::move(object_);
   previous_.reset();
   std::vector<PodSetRequest>().swap(pod_sets_);
@@ -83,6 +101,8 @@ std::shared_ptr<v1::Workload> WorkloadEntry::Freeze() {
 void WorkloadEntry::CopyTo(v1::Workload* out) const {
   if (object_ != nullptr) {
     *out = *object_;
+  } else if (std::shared_ptr<v1::Workload> held = dropped_.lock()) {
+    *out = *held;
   } else if (!out->ParseFromString(encoded_)) {
     Broken("a frozen workload no longer parses");
   }

@@ -39,7 +39,8 @@ struct WorkloadEntry {
   // mutable_object, so a write through it never lands after a cache was filled.)
   uint64_t writes() const { return writes_; }
   // The workload as it stands, as an immutable object for any thread: shared, not copied (a
-  // frozen entry decodes a copy for the caller and stays frozen).
+  // frozen entry hands out the decoded workload it was frozen from while anyone still holds
+  // that, else decodes a copy for the caller, and stays frozen).
   std::shared_ptr<const v1::Workload> Share() const;
   // Drops the state the last write replaced (see mutable_object); once the engine call ends.
   void ReleasePrevious() { previous_.reset(); }
@@ -55,6 +56,10 @@ struct WorkloadEntry {
   // holds no reference into the workload. The candidate keys stay as they are: fill them first.
   // Returns the dropped message when nothing else holds it, for the next Decode to reuse.
   std::shared_ptr<v1::Workload> Freeze();
+  // Freeze for a workload held decoded at run time: `encoded` is its encoding as it stands
+  // (SerializeAsString of object()). For workloads nothing is expected to read again (finished
+  // ones), so that they cost their encoding instead of ten times that.
+  void FreezeAs(std::string encoded);
   // Copies the workload into `out`: decoded straight from the encoding when frozen (the entry
   // stays frozen).
   void CopyTo(v1::Workload* out) const;
@@ -141,6 +146,9 @@ struct WorkloadEntry {
   // Null while frozen. Mutable: a read of a frozen entry decodes it (engine calls are serial).
   mutable std::shared_ptr<v1::Workload> object_;
   std::shared_ptr<const v1::Workload> previous_;
+  // The decoded workload a run-time Freeze dropped, alive while a snapshot of it is held
+  // (watch events, answers, the commit): Share and a thaw take it instead of decoding.
+  mutable std::weak_ptr<v1::Workload> dropped_;
   // The workload's encoding while it matches object_ (empty otherwise): set by SetEncoded,
   // dropped by the first write.
   std::string encoded_;
