@@ -125,6 +125,63 @@ TEST_F(TracingTest, AClientsTraceparentIsTheParentOfTheServerSpan) {
   EXPECT_EQ(by_name["answer"]->parent_span_id(), by_name["commit"]->span_id());
 }
 
+TEST_F(TracingTest, AWatchStreamIsMeasuredAndTraced) {
+  tracing::SpanContext client;
+  client.trace_id = tracing::NewTraceId();
+  client.span_id = tracing::NewSpanId();
+  client.sampled = true;
+  {
+    // A stream the client cancels once it is live.
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("traceparent", tracing::FormatTraceparent(client));
+    v1::WatchRequest req;
+    req.set_namespace_("ns");
+    auto reader = client_->admission->Watch(&ctx, req);
+    v1::WatchEvent ev;
+    ASSERT_TRUE(reader->Read(&ev));
+    EXPECT_EQ(ev.type(), v1::WatchEvent::SYNCED);
+    ctx.TryCancel();
+    while (reader->Read(&ev)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  {
+    // A stream refused at once.
+    grpc::ClientContext ctx;
+    v1::WatchRequest req;
+    req.set_since_revision(1);
+    req.set_from_oldest(true);
+    auto reader = client_->admission->Watch(&ctx, req);
+    v1::WatchEvent ev;
+    while (reader->Read(&ev)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  const std::vector<OtlpSpan> spans =
+      WaitForTrace(Bytes(client.trace_id), {"AdmissionService/Watch"});
+  const std::vector<const OtlpSpan*> watch = Named(spans, "AdmissionService/Watch");
+  ASSERT_EQ(watch.size(), 1u);
+  EXPECT_EQ(watch[0]->parent_span_id(), Bytes(client.span_id));
+  EXPECT_EQ(watch[0]->kind(), opentelemetry::proto::trace::v1::Span::SPAN_KIND_SERVER);
+  EXPECT_EQ(Attribute(*watch[0], "rpc.method"), "Watch");
+  EXPECT_EQ(Attribute(*watch[0], "rpc.grpc.status_code"), "1");  // CANCELLED
+  std::string text;
+  for (int i = 0; i < 200; ++i) {  // the server side of a cancel may end just after the client's
+    text = server_->metrics().Render();
+    if (text.find("method=\"AdmissionService/Watch\"} 1\n") != std::string::npos &&
+        text.find("code=\"CANCELLED\",method=\"AdmissionService/Watch\"") != std::string::npos) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_THAT(text, ::testing::HasSubstr("admitd_grpc_server_handled_total{code=\"CANCELLED\","
+                                         "method=\"AdmissionService/Watch\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("admitd_grpc_server_handled_total{code=\"INVALID_ARGUMENT\","
+                                         "method=\"AdmissionService/Watch\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "admitd_grpc_server_handling_seconds_count{method=\"AdmissionService/Watch\"} 2\n"));
+}
+
 TEST_F(TracingTest, AWorkloadsLifeIsOneTrace) {
   tracing::SpanContext client;
   client.trace_id = tracing::NewTraceId();
