@@ -139,10 +139,6 @@ void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {
                     absl::ToDoubleSeconds(duration));
 }
 
-Metrics::QueueSeries& Metrics::SeriesOf(const std::string& cluster_queue) {
-  return queue_series_[cluster_queue];
-}
-
 prometheus::Counter& Metrics::ChangeCounter(const std::string& reason) {
   prometheus::Counter*& counter = change_counters_[reason];
   if (counter == nullptr) {
@@ -171,7 +167,7 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
     const v1::Workload& wl = *c.workload;
     const std::string cq = ClusterQueueOf(wl);
     ChangeCounter(c.reason).Increment();
-    QueueSeries& series = SeriesOf(cq);
+    QueueSeries& series = queue_series_[cq];
     auto counter = [&](prometheus::Counter*& slot, const char* name, const char* help) {
       if (slot == nullptr) slot = &registry_.Counter(name, help, {{"cluster_queue", cq}});
       return slot;

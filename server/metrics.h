@@ -104,7 +104,6 @@ class Metrics {
     prometheus::Histogram* checks_wait = nullptr;
     prometheus::Counter* finished = nullptr;
   };
-  QueueSeries& SeriesOf(const std::string& cluster_queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);
   prometheus::Counter& ChangeCounter(const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);
 

@@ -24,7 +24,8 @@ class ArenaEvent {
     v1::Event* event = holder->event_;
     return std::shared_ptr<v1::Event>(std::move(holder), event);
   }
-  ArenaEvent() : arena_(Options()), event_(google::protobuf::Arena::CreateMessage<v1::Event>(&arena_)) {}
+  ArenaEvent()
+      : arena_(Options()), event_(google::protobuf::Arena::CreateMessage<v1::Event>(&arena_)) {}
 
  private:
   google::protobuf::ArenaOptions Options() {
