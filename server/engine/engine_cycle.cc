@@ -66,7 +66,7 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
 std::optional<Assignment> Engine::Impl::PartialAssignment(
     const ClusterQueueState& cq, const WorkloadEntry& entry,
     const std::map<std::string, const v1::ResourceFlavor*>& flavors,
-    const PreemptionOracle& oracle) {
+    const PreemptionOracle& oracle, const NominatedFlavors* nominated) {
   // §12: counts_j = count_j - floor(delta_j * i / totalDelta) for the smallest i in
   // [0, totalDelta] whose assignment fits (or preempts with targets); a binary search.
   int64_t total_delta = 0;
@@ -83,7 +83,8 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
       const int64_t delta = ps.has_min_count() ? ps.count() - ps.min_count() : 0;
       reduced[j].count = static_cast<int32_t>(ps.count() - delta * i / total_delta);
     }
-    return AssignFlavors(cq, quota_tree_, flavors, reduced, &oracle, resume);
+    return AssignFlavors(cq, quota_tree_, flavors, reduced, &oracle, resume, /*explain=*/false,
+                         /*replaced=*/nullptr, nominated);
   };
   auto usable = [&](const Assignment& a) {
     return a.fits || (a.preempt && !FindTargets(cq, entry, a.usage, a.needs_preemption).empty());
@@ -108,7 +109,7 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
 Assignment Engine::Impl::AssignWithTargets(
     const ClusterQueueState& cq, WorkloadEntry& entry,
     const std::map<std::string, const v1::ResourceFlavor*>& flavors,
-    std::vector<Target>* targets) {
+    std::vector<Target>* targets, const NominatedFlavors* nominated) {
   // Scan progress older than the previous cycle is stale once the tree's quota or usage moved.
   if (entry.last_assignment.has_value() && cycle_ - entry.last_assignment->cycle > 1 &&
       quota_tree_.Generation(cq.name()) > entry.last_assignment->generation) {
@@ -125,7 +126,7 @@ Assignment Engine::Impl::AssignWithTargets(
   std::optional<SliceBase> base;
   if (WorkloadEntry* old = ReplacedSlice(entry, cq)) base = SliceBaseOf(*old);
   Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets(), &oracle, resume,
-                                        /*explain=*/false, base ? &*base : nullptr);
+                                        /*explain=*/false, base ? &*base : nullptr, nominated);
   targets->clear();
   if (assignment.preempt) {
     auto known = assignment.usage.size() == 1 && assignment.needs_preemption.size() == 1 &&
@@ -137,7 +138,7 @@ Assignment Engine::Impl::AssignWithTargets(
                    : FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
   }
   if (!assignment.fits && targets->empty()) {
-    if (auto partial = PartialAssignment(cq, entry, flavors, oracle)) {
+    if (auto partial = PartialAssignment(cq, entry, flavors, oracle, nominated)) {
       assignment = *std::move(partial);
       if (assignment.preempt) {
         *targets = FindTargets(cq, entry, assignment.usage, assignment.needs_preemption);
@@ -238,24 +239,43 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   });
 
   // Victims of this cycle's preemptions, and usage added to the tree for this cycle only
-  // (preemptors and reservations; admissions are charged for good).
+  // (preemptors and reservations; admissions are charged for good). Both are also listed by the
+  // root of their quota tree: an entry's checks add and take back only what lies in its own tree,
+  // the only part of the quota they read (over many cohorts, taking back every victim of the
+  // cycle for every entry would cost the square of the cycle's heads).
   std::map<std::string, WorkloadEntry*> preempted;
-  // (Both are added and taken back once per head that is checked: their queues and pairs are
-  // looked up once, and a victim's usage by pair id is the one its entry keeps.)
+  struct Victim {
+    QuotaTree::QueueRef queue;
+    WorkloadEntry* entry;
+  };
+  std::map<QuotaTree::QueueRef, std::vector<Victim>> victims_in;
+  // (A victim's usage by pair id is the one its entry keeps.)
   struct CycleUsage {
     QuotaTree::QueueRef queue;
     std::vector<std::pair<int, int64_t>> usage;  // by pair id
   };
   std::vector<CycleUsage> cycle_usage;
+  std::map<QuotaTree::QueueRef, std::vector<size_t>> cycle_usage_in;  // indexes of cycle_usage
   auto add_cycle_usage = [&](const std::string& cq_name, const FlavorResourceQuantities& usage) {
     CycleUsage& added = cycle_usage.emplace_back();
     added.queue = quota_tree_.RefOf(cq_name);
     for (const auto& [fr, v] : usage) added.usage.emplace_back(quota_tree_.InternPair(fr), v);
     quota_tree_.AddUsage(added.queue, added.usage, +1);
+    cycle_usage_in[quota_tree_.RootOf(added.queue)].push_back(cycle_usage.size() - 1);
   };
-  auto simulate_removal = [&](const std::vector<WorkloadEntry*>& victims, int sign) {
-    for (WorkloadEntry* v : victims) {
-      quota_tree_.AddUsage(quota_tree_.RefOf(v->cluster_queue), v->UsageIds(quota_tree_), -sign);
+  auto add_victim = [&](WorkloadEntry* v) {
+    if (!preempted.emplace(v->key(), v).second) return;
+    const QuotaTree::QueueRef queue = quota_tree_.RefOf(v->cluster_queue);
+    victims_in[quota_tree_.RootOf(queue)].push_back({queue, v});
+  };
+  static const std::vector<Victim> kNoVictims;
+  auto victims_of = [&](QuotaTree::QueueRef root) -> const std::vector<Victim>& {
+    auto it = victims_in.find(root);
+    return it == victims_in.end() ? kNoVictims : it->second;
+  };
+  auto simulate_removal = [&](const std::vector<Victim>& victims, int sign) {
+    for (const Victim& v : victims) {
+      quota_tree_.AddUsage(v.queue, v.entry->UsageIds(quota_tree_), -sign);
     }
   };
   auto overlaps = [&](const std::vector<Target>& targets) {
@@ -264,41 +284,50 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     }
     return false;
   };
-  // Whether the assignment's usage fits with the `gone` workloads simulated removed.
+  // Whether the assignment's usage fits with `victims` and `also_gone` simulated removed.
   auto fits_without = [&](const ClusterQueueState& cq, const Assignment& a,
-                          const std::vector<WorkloadEntry*>& gone) {
-    simulate_removal(gone, +1);
+                          const std::vector<Victim>& victims,
+                          const std::vector<Victim>& also_gone) {
+    simulate_removal(victims, +1);
+    simulate_removal(also_gone, +1);
     bool ok = true;
     for (const auto& [fr, v] : a.usage) ok = ok && v <= quota_tree_.Available(cq.name(), fr);
-    simulate_removal(gone, -1);
+    simulate_removal(also_gone, -1);
+    simulate_removal(victims, -1);
     return ok;
   };
   // §6.5.7: with this cycle's victims and the entry's own targets gone, does its usage fit?
-  auto fits_after = [&](const ClusterQueueState& cq, const Assignment& a,
+  auto fits_after = [&](const ClusterQueueState& cq, QuotaTree::QueueRef root, const Assignment& a,
                         const std::vector<Target>& targets, WorkloadEntry* replaced) {
-    std::vector<WorkloadEntry*> gone;
-    for (const auto& [key, v] : preempted) gone.push_back(v);
+    std::vector<Victim> gone;
     for (const Target& t : targets) {
-      if (!preempted.count(t.entry->key())) gone.push_back(t.entry);
+      if (!preempted.count(t.entry->key())) {
+        gone.push_back({quota_tree_.RefOf(t.entry->cluster_queue), t.entry});
+      }
     }
     // A slice is checked for what it adds: the slice it replaces counts as gone (§13.3).
     if (WorkloadEntry* old = replaced; old != nullptr && !preempted.count(old->key())) {
-      gone.push_back(old);
+      gone.push_back({quota_tree_.RefOf(old->cluster_queue), old});
     }
-    return fits_without(cq, a, gone);
+    return fits_without(cq, a, victims_of(root), gone);
   };
   // An entry admitted now must also fit the quota as it is held now: this cycle's victims keep
   // theirs until they are released, and the preemptors and reservations of the cycle hold
   // nothing yet. (Kueue checks only the state after the preemptions, so while a victim larger
   // than its preemptor is being released, entries admitted beside them could take more than the
-  // quota; see docs/semantics.md.) Without victims this cycle, the check above implies this one.
-  auto fits_now = [&](const ClusterQueueState& cq, const Assignment& a, WorkloadEntry* replaced) {
-    if (preempted.empty()) return true;
-    for (const CycleUsage& u : cycle_usage) quota_tree_.AddUsage(u.queue, u.usage, -1);
-    std::vector<WorkloadEntry*> gone;
-    if (replaced != nullptr && !preempted.count(replaced->key())) gone.push_back(replaced);
-    const bool ok = fits_without(cq, a, gone);
-    for (const CycleUsage& u : cycle_usage) quota_tree_.AddUsage(u.queue, u.usage, +1);
+  // quota; see docs/semantics.md.) Without victims in its tree this cycle, the check above
+  // implies this one.
+  auto fits_now = [&](const ClusterQueueState& cq, QuotaTree::QueueRef root, const Assignment& a,
+                      WorkloadEntry* replaced) {
+    if (victims_of(root).empty()) return true;
+    const std::vector<size_t>& added = cycle_usage_in[root];
+    for (size_t i : added) quota_tree_.AddUsage(cycle_usage[i].queue, cycle_usage[i].usage, -1);
+    std::vector<Victim> gone;
+    if (replaced != nullptr && !preempted.count(replaced->key())) {
+      gone.push_back({quota_tree_.RefOf(replaced->cluster_queue), replaced});
+    }
+    const bool ok = fits_without(cq, a, kNoVictims, gone);
+    for (size_t i : added) quota_tree_.AddUsage(cycle_usage[i].queue, cycle_usage[i].usage, +1);
     return ok;
   };
 
@@ -307,13 +336,18 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     bool deferred_fit = false;
+    const QuotaTree::QueueRef root = quota_tree_.RootOf(quota_tree_.RefOf(cq.name()));
     if (overlaps(head.targets)) {
-      // §6.5.1: recompute as if the other preemptions of this cycle had completed.
-      std::vector<WorkloadEntry*> gone;
-      for (const auto& [key, v] : preempted) gone.push_back(v);
+      // §6.5.1: recompute as if the other preemptions of this cycle had completed: their
+      // victims leave the snapshot, usage and all, so they are no candidates either; the
+      // flavors of the nomination are kept.
+      const std::vector<Victim>& gone = victims_of(root);
       simulate_removal(gone, +1);
+      for (const Victim& v : gone) v.entry->simulated_gone = true;
       entry.last_assignment.reset();
-      head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets);
+      const NominatedFlavors nominated = head.assignment.flavors;
+      head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets, &nominated);
+      for (const Victim& v : gone) v.entry->simulated_gone = false;
       simulate_removal(gone, -1);
       deferred_fit = head.assignment.fits;
     }
@@ -358,12 +392,13 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     } else if (overlaps(head.targets)) {
       reason = kReasonWaitingForQuota;
       message = "Workload has overlapping preemption targets with another workload";
-    } else if (!fits_after(cq, assignment, head.targets, ReplacedSlice(entry, cq)) ||
-               (!assignment.preempt && !fits_now(cq, assignment, ReplacedSlice(entry, cq)))) {
+    } else if (!fits_after(cq, root, assignment, head.targets, ReplacedSlice(entry, cq)) ||
+               (!assignment.preempt &&
+                !fits_now(cq, root, assignment, ReplacedSlice(entry, cq)))) {
       reason = kReasonWaitingForQuota;
       message = "Workload no longer fits after processing another workload";
     } else if (assignment.preempt) {
-      for (const Target& t : head.targets) preempted[t.entry->key()] = t.entry;
+      for (const Target& t : head.targets) add_victim(t.entry);
       add_cycle_usage(cq.name(), assignment.usage);
       for (const Target& t : head.targets) {
         // An already evicted victim counts as preempted: its quota comes back on release.

@@ -243,14 +243,16 @@ class Engine::Impl {
                                   std::vector<Target>* found = nullptr);
   // Flavor assignment for `entry` with the preemption oracle, partial admission when the full
   // counts cannot be admitted, and the preemption targets of a preempting assignment.
+  // `nominated`: the flavors an assignment computed again within the cycle keeps (§6.5.1).
   Assignment AssignWithTargets(const ClusterQueueState& cq, WorkloadEntry& entry,
                                const std::map<std::string, const v1::ResourceFlavor*>& flavors,
-                               std::vector<Target>* targets);
+                               std::vector<Target>* targets,
+                               const NominatedFlavors* nominated = nullptr);
   // Partial admission (§12): the largest reduced counts that fit, when pod sets set minCount.
   std::optional<Assignment> PartialAssignment(
       const ClusterQueueState& cq, const WorkloadEntry& entry,
       const std::map<std::string, const v1::ResourceFlavor*>& flavors,
-      const PreemptionOracle& oracle);
+      const PreemptionOracle& oracle, const NominatedFlavors* nominated = nullptr);
   // Evicts the reserved workloads `keys` (a stopped queue draining).
   void Drain(const std::set<std::string>& keys, const std::string& reason,
              const std::string& message, absl::Time now);

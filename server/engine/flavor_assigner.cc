@@ -213,7 +213,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle, const ScanProgress* resume,
-                         bool explain, const SliceBase* replaced) {
+                         bool explain, const SliceBase* replaced,
+                         const NominatedFlavors* nominated) {
   const std::string& cq_name = cq.name();
   const v1::FlavorFungibility& fungibility = cq.spec_object().spec().flavor_fungibility();
   const bool try_next_when_borrowing = fungibility.when_can_borrow() == "TryNextFlavor";
@@ -279,6 +280,19 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       for (int idx = start; idx < static_cast<int>(group.flavors.size()); ++idx) {
         attempted = idx;
         const std::string& flavor_name = group.flavors[idx];
+        if (nominated != nullptr) {
+          const std::map<std::string, std::string>* pinned =
+              p < nominated->size() ? &(*nominated)[p] : nullptr;
+          auto it = pinned == nullptr ? std::map<std::string, std::string>::const_iterator()
+                                      : pinned->find(resource);
+          if (pinned == nullptr || it == pinned->end() || it->second != flavor_name) {
+            status.push_back(absl::StrCat("skipping flavor ", flavor_name,
+                                          " as it is not found in the nomination mapping for "
+                                          "resource ",
+                                          resource));
+            continue;
+          }
+        }
         any_attempt = true;
         // Eligibility (§4.1.4a).
         std::string ineligible;

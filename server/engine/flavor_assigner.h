@@ -101,6 +101,10 @@ struct Assignment {
   bool PendingFlavors() const;
 };
 
+// Per pod set, resource -> flavor: the flavors an assignment computed again within its cycle
+// keeps (§6.5 step 1); the scan skips every other flavor.
+using NominatedFlavors = std::vector<std::map<std::string, std::string>>;
+
 // `flavors` maps flavor name -> ResourceFlavor (missing = not found).
 // `oracle` may be null (no preemption considered).
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
@@ -108,7 +112,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle = nullptr,
                          const ScanProgress* resume = nullptr, bool explain = false,
-                         const SliceBase* replaced = nullptr);
+                         const SliceBase* replaced = nullptr,
+                         const NominatedFlavors* nominated = nullptr);
 
 // Kueue's "Flavors considered" detail of a QuotaReserved event: per pod set, the flavors whose
 // attempt was not a plain fit ("<flavor>(<mode or preemptionMode=X>[;borrow=N][;reasons])",

@@ -172,8 +172,9 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
     return false;
   };
   auto eligible = [&](WorkloadEntry& c) {
-    // A workload reserved in this very cycle is not in the cycle's snapshot.
-    return c.reserved_cycle != cycle_ && uses_needed(c);
+    // A workload reserved in this very cycle is not in the cycle's snapshot, nor is one
+    // simulated gone.
+    return c.reserved_cycle != cycle_ && !c.simulated_gone && uses_needed(c);
   };
   const bool bwc_forbidden = BorrowWithinCohortForbidden(policy);
   const Policy within_queue = PolicyOf(policy.within_cluster_queue());

@@ -226,6 +226,97 @@ TEST_F(PreemptionTest, EntriesBesideAPreemptionTakeOnlyWhatIsFreeNow) {
   EXPECT_TRUE(Admitted("second"));
 }
 
+// §6.5.1: two preemptors of a cycle nominate the same victim (the borrower reserved last). The
+// second one's assignment is computed again with the first one's victim removed, as a workload
+// and not only as usage, so it finds the other borrower instead of the same victim again and
+// preempts it in the same cycle.
+TEST_F(PreemptionTest, AnOverlappingPreemptorFindsNewTargetsWithoutTheCyclesVictims) {
+  Queue({"a", "co", "10", "Never", "Any"});
+  Queue({"b", "co", "10", "Never", "Any"});
+  Queue({"x", "co", "0"});
+  Submit("x1", "x", 10, 0);
+  Drain();
+  Submit("x2", "x", 10, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("x1"));
+  ASSERT_TRUE(Admitted("x2"));
+  Submit("wa", "a", 10, 0);
+  Submit("wb", "b", 10, 0);
+  Cycle();
+  const v1::Condition x2 = Condition("x2", kPreempted);
+  EXPECT_EQ(x2.reason(), "InCohortReclamation");
+  EXPECT_EQ(x2.message(),
+            "Preempted to accommodate a workload (UID: wa-uid, JobUID: UNKNOWN) due to "
+            "reclamation within the cohort; preemptor path: /co/a; preemptee path: /co/x");
+  const v1::Condition x1 = Condition("x1", kPreempted);
+  EXPECT_EQ(x1.reason(), "InCohortReclamation");
+  EXPECT_EQ(x1.message(),
+            "Preempted to accommodate a workload (UID: wb-uid, JobUID: UNKNOWN) due to "
+            "reclamation within the cohort; preemptor path: /co/b; preemptee path: /co/x");
+  for (const char* preemptor : {"wa", "wb"}) {
+    const v1::Condition pending = Condition(preemptor, kQuotaReserved);
+    EXPECT_EQ(pending.reason(), kReasonWaitingForPreemptedWorkloads) << preemptor;
+    EXPECT_EQ(pending.message(),
+              "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+              "flavor default, 10 more needed. Pending the preemption of 1 workload(s)")
+        << preemptor;
+  }
+  Stop("x1");
+  Stop("x2");
+  Drain();
+  EXPECT_TRUE(Admitted("wa"));
+  EXPECT_TRUE(Admitted("wb"));
+}
+
+// The same with a second flavor that has no quota anywhere: the recomputed assignment keeps the
+// flavor of its nomination and skips the other, which the message says instead of that
+// flavor's own reason.
+TEST_F(PreemptionTest, ARecomputedAssignmentKeepsTheNominatedFlavors) {
+  v1::QueueObject f2;
+  f2.mutable_resource_flavor()->mutable_metadata()->set_name("spare");
+  Apply(f2);
+  for (const char* name : {"a", "b", "x"}) {
+    Queue({name, "co", std::string(name) == "x" ? "0" : "10", "Never", "Any"});
+    v1::QueueObject o;
+    v1::ClusterQueue* cq = o.mutable_cluster_queue();
+    cq->mutable_metadata()->set_name(name);
+    cq->mutable_spec()->set_cohort_name("co");
+    cq->mutable_spec()->mutable_namespace_selector();
+    cq->mutable_spec()->mutable_preemption()->set_within_cluster_queue("Never");
+    cq->mutable_spec()->mutable_preemption()->set_reclaim_within_cohort("Any");
+    v1::ResourceGroup* g = cq->mutable_spec()->add_resource_groups();
+    g->add_covered_resources("cpu");
+    for (const char* flavor : {"default", "spare"}) {
+      v1::FlavorQuotas* fq = g->add_flavors();
+      fq->set_name(flavor);
+      fq->add_resources()->set_name("cpu");
+      const bool quota = std::string(flavor) == "default" && std::string(name) != "x";
+      fq->mutable_resources(0)->set_nominal_quota(quota ? "10" : "0");
+    }
+    Apply(o);
+  }
+  Submit("x1", "x", 10, 0);
+  Drain();
+  Submit("x2", "x", 10, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("x1"));
+  ASSERT_TRUE(Admitted("x2"));
+  Submit("wa", "a", 10, 0);
+  Submit("wb", "b", 10, 0);
+  Cycle();
+  EXPECT_EQ(Condition("x2", kPreempted).reason(), "InCohortReclamation");
+  EXPECT_EQ(Condition("x1", kPreempted).reason(), "InCohortReclamation");
+  EXPECT_EQ(Condition("wa", kQuotaReserved).message(),
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor spare, "
+            "previously considered podsets requests (0) + current podset request (10) > maximum "
+            "capacity (0), insufficient unused quota for cpu in flavor default, 10 more needed. "
+            "Pending the preemption of 1 workload(s)");
+  EXPECT_EQ(Condition("wb", kQuotaReserved).message(),
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+            "flavor default, 10 more needed, skipping flavor spare as it is not found in the "
+            "nomination mapping for resource cpu. Pending the preemption of 1 workload(s)");
+}
+
 // BestEffortFIFO: a workload that issued preemptions stays the head of its queue until it is
 // admitted, even when a higher-priority workload arrives meanwhile.
 TEST_F(PreemptionTest, PreemptorStaysTheHeadUntilAdmitted) {

@@ -399,6 +399,12 @@ QuotaTree::QueueRef QuotaTree::RefOf(const std::string& cq) const {
   return QueueRef(it == cluster_queues_.end() ? nullptr : it->second.get());
 }
 
+QuotaTree::QueueRef QuotaTree::RootOf(QueueRef cq) const {
+  Node* n = cq.node_;
+  while (n != nullptr && n->parent != nullptr) n = n->parent;
+  return QueueRef(n);
+}
+
 Amount QuotaTree::Available(QueueRef cq, int pair) const {
   return cq.node_ == nullptr ? 0 : std::max<Amount>(0, AvailableAt(*cq.node_, pair));
 }

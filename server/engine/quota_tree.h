@@ -77,6 +77,7 @@ class QuotaTree {
     explicit operator bool() const { return node_ != nullptr; }
     bool operator==(const QueueRef& o) const { return node_ == o.node_; }
     bool operator!=(const QueueRef& o) const { return node_ != o.node_; }
+    bool operator<(const QueueRef& o) const { return std::less<const Node*>()(node_, o.node_); }
 
    private:
     friend class QuotaTree;
@@ -116,6 +117,8 @@ class QuotaTree {
   void AddUsage(const std::string& cq, const FlavorResourceQuantities& usage, int sign);
 
   QueueRef RefOf(const std::string& cq) const;
+  // The root of the tree `cq` is in (a cohort, or `cq` itself without one).
+  QueueRef RootOf(QueueRef cq) const;
   int PairId(const FlavorResource& fr) const { return IdOf(fr); }
   // The pair's id, given one if no node ever held it.
   int InternPair(const FlavorResource& fr) { return Intern(fr); }

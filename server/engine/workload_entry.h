@@ -106,6 +106,9 @@ struct WorkloadEntry {
   enum class Where { kNone, kQueued, kOrphan, kBackoff } where = Where::kNone;
   QueueKey queue_key;
   uint64_t reserved_cycle = 0;  // the scheduling cycle that reserved its quota
+  // Simulated gone for an assignment computed again within a cycle (§6.5.1): neither its usage
+  // nor the workload itself is in the snapshot, so it is no preemption candidate.
+  bool simulated_gone = false;
   // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
   // the pod fields flavor assignment reads. 0 until computed; reset when the spec changes.
   uint64_t scheduling_hash = 0;
