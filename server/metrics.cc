@@ -139,6 +139,24 @@ void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {
                     absl::ToDoubleSeconds(duration));
 }
 
+void Metrics::CountCyclePreemptions(const engine::CycleStats& cycle) {
+  for (const auto& [cq, count] : cycle.preemption_skips) {
+    registry_.Set("kueue_admission_cycle_preemption_skips",
+                  "Workloads of the ClusterQueue with preemption targets that were skipped in the "
+                  "last cycle that had any, because another workload of the cycle needed the "
+                  "same quota.",
+                  {{"cluster_queue", cq}}, count);
+  }
+  for (const auto& [cq, result] : cycle.recomputations) {
+    registry_.Add("kueue_preemption_target_recomputations_total",
+                  "Assignments computed again because their preemption targets overlapped "
+                  "those of another workload of the cycle, by result: new_targets (other "
+                  "targets preempted), deferred_fit (fits once the cycle's preemptions "
+                  "complete), skipped (neither).",
+                  {{"cluster_queue", cq}, {"result", result}});
+  }
+}
+
 prometheus::Counter& Metrics::ChangeCounter(const std::string& reason) {
   prometheus::Counter*& counter = change_counters_[reason];
   if (counter == nullptr) {

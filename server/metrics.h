@@ -82,6 +82,10 @@ class Metrics {
   // One scheduling cycle that tried at least one head (Kueue's admission attempt): `admitted`
   // when it reserved quota for any workload.
   void CountAdmissionAttempt(bool admitted, absl::Duration duration);
+  // The cycle's preemption skips per ClusterQueue (kueue_admission_cycle_preemption_skips, set
+  // for the queues that had some, as Kueue does) and its recomputed assignments
+  // (kueue_preemption_target_recomputations_total{cluster_queue, result}).
+  void CountCyclePreemptions(const engine::CycleStats& cycle);
 
   // The ClusterQueue gauges (kueue_pending_workloads, kueue_reserving_active_workloads,
   // kueue_admitted_active_workloads, kueue_cluster_queue_status and the resource gauges) and

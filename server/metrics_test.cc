@@ -216,6 +216,31 @@ TEST(MetricsTest, AdmissionAttemptsCountByResult) {
   EXPECT_THAT(m.Render(), HasSubstr("kueue_admission_attempt_duration_seconds_bucket{result=\"inadmissible\",le=\"5e-05\"} 2\n"));
 }
 
+TEST(MetricsTest, CyclePreemptionSkipsAndRecomputations) {
+  Metrics m;
+  engine::CycleStats first;
+  first.preemption_skips = {{"cq-a", 2}, {"cq-b", 1}};
+  first.recomputations = {{"cq-a", "new_targets"}, {"cq-a", "new_targets"}, {"cq-b", "skipped"}};
+  m.CountCyclePreemptions(first);
+  engine::CycleStats second;
+  second.preemption_skips = {{"cq-b", 3}};
+  second.recomputations = {{"cq-a", "deferred_fit"}};
+  m.CountCyclePreemptions(second);
+  // The gauge holds each queue's count from the last cycle that skipped something there.
+  EXPECT_EQ(m.Value("kueue_admission_cycle_preemption_skips", {{"cluster_queue", "cq-a"}}), 2);
+  EXPECT_EQ(m.Value("kueue_admission_cycle_preemption_skips", {{"cluster_queue", "cq-b"}}), 3);
+  EXPECT_EQ(m.Value("kueue_preemption_target_recomputations_total",
+                    {{"cluster_queue", "cq-a"}, {"result", "new_targets"}}),
+            2);
+  EXPECT_EQ(m.Value("kueue_preemption_target_recomputations_total",
+                    {{"cluster_queue", "cq-a"}, {"result", "deferred_fit"}}),
+            1);
+  EXPECT_EQ(m.Value("kueue_preemption_target_recomputations_total",
+                    {{"cluster_queue", "cq-b"}, {"result", "skipped"}}),
+            1);
+  EXPECT_THAT(m.Render(), HasSubstr("# TYPE kueue_admission_cycle_preemption_skips gauge\n"));
+}
+
 TEST(MetricsTest, CountsGatedAndUngatedPods) {
   auto pod = std::make_shared<v1::PodObservation>();
   pod->set_cluster("c1");

@@ -289,6 +289,7 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
       ++cycles;
       if (options_.metrics != nullptr && cycle.heads > 0) {
         options_.metrics->CountAdmissionAttempt(cycle.admitted > 0, absl::Now() - cycle_start);
+        options_.metrics->CountCyclePreemptions(cycle);
       }
     } while (cycle.more && cycles < options_.max_cycles_per_batch &&
              absl::Now() < cycle_deadline);

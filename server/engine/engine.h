@@ -21,8 +21,10 @@
 #define ADMITD_SERVER_ENGINE_ENGINE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -99,6 +101,12 @@ struct PendingCount {
 struct CycleStats {
   int heads = 0;     // workloads popped and tried
   int admitted = 0;  // got a quota reservation
+  // Per ClusterQueue, the entries with preemption targets that were skipped because another
+  // entry of the cycle needed the same quota (§6.5 steps 6 and 7); only queues with some.
+  std::map<std::string, int> preemption_skips;
+  // Per assignment computed again for overlapping targets (§6.5 step 1), its ClusterQueue and
+  // Kueue's result: "new_targets", "deferred_fit" or "skipped".
+  std::vector<std::pair<std::string, const char*>> recomputations;
   // True when another cycle right now could change something (a head is still waiting in a
   // queue that was not blocked). The sequencer keeps cycling while this holds.
   bool more = false;

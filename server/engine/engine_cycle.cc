@@ -336,8 +336,10 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     bool deferred_fit = false;
+    bool recomputed = false;
     const QuotaTree::QueueRef root = quota_tree_.RootOf(quota_tree_.RefOf(cq.name()));
     if (overlaps(head.targets)) {
+      recomputed = true;
       // §6.5.1: recompute as if the other preemptions of this cycle had completed: their
       // victims leave the snapshot, usage and all, so they are no candidates either; the
       // flavors of the nomination are kept.
@@ -392,11 +394,13 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     } else if (overlaps(head.targets)) {
       reason = kReasonWaitingForQuota;
       message = "Workload has overlapping preemption targets with another workload";
+      ++stats.preemption_skips[cq.name()];
     } else if (!fits_after(cq, root, assignment, head.targets, ReplacedSlice(entry, cq)) ||
                (!assignment.preempt &&
                 !fits_now(cq, root, assignment, ReplacedSlice(entry, cq)))) {
       reason = kReasonWaitingForQuota;
       message = "Workload no longer fits after processing another workload";
+      if (assignment.preempt) ++stats.preemption_skips[cq.name()];
     } else if (assignment.preempt) {
       for (const Target& t : head.targets) add_victim(t.entry);
       add_cycle_usage(cq.name(), assignment.usage);
@@ -409,12 +413,17 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       reason = kReasonWaitingForPreemptedWorkloads;
       message = absl::StrCat(assignment.message, ". Pending the preemption of ",
                              head.targets.size(), " workload(s)");
+      if (recomputed) stats.recomputations.emplace_back(cq.name(), "new_targets");
+      recomputed = false;
     } else {
       entry.reserved_cycle = cycle_;
       if (cq.sticky == entry.key()) cq.sticky.clear();
       Admit(entry, cq, assignment, now);
       ++stats.admitted;
       continue;
+    }
+    if (recomputed) {
+      stats.recomputations.emplace_back(cq.name(), deferred_fit ? "deferred_fit" : "skipped");
     }
     MarkPendingAfterAttempt(entry, reason, message, now);
     // Requeue (§5.3).

@@ -2,6 +2,7 @@
 // cohorts (§7.3), capacity reservation for a preemptor without candidates (§6.5.3) and the
 // sticky preemptor (§5.2).
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -242,7 +243,11 @@ TEST_F(PreemptionTest, AnOverlappingPreemptorFindsNewTargetsWithoutTheCyclesVict
   ASSERT_TRUE(Admitted("x2"));
   Submit("wa", "a", 10, 0);
   Submit("wb", "b", 10, 0);
-  Cycle();
+  const CycleStats stats = Cycle();
+  ASSERT_EQ(stats.recomputations.size(), 1u);
+  EXPECT_EQ(stats.recomputations[0].first, "b");
+  EXPECT_STREQ(stats.recomputations[0].second, "new_targets");
+  EXPECT_TRUE(stats.preemption_skips.empty());
   const v1::Condition x2 = Condition("x2", kPreempted);
   EXPECT_EQ(x2.reason(), "InCohortReclamation");
   EXPECT_EQ(x2.message(),
@@ -266,6 +271,85 @@ TEST_F(PreemptionTest, AnOverlappingPreemptorFindsNewTargetsWithoutTheCyclesVict
   Drain();
   EXPECT_TRUE(Admitted("wa"));
   EXPECT_TRUE(Admitted("wb"));
+}
+
+// One borrower holds the whole cohort: once the first preemptor's victim is gone the second one
+// fits, so it waits for that preemption instead of preempting anything (a deferred fit).
+TEST_F(PreemptionTest, AnOverlappingPreemptorThatFitsAfterTheCyclesPreemptionsWaits) {
+  Queue({"a", "co", "10", "Never", "Any"});
+  Queue({"b", "co", "10", "Never", "Any"});
+  Queue({"x", "co", "0"});
+  Submit("x1", "x", 20, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("x1"));
+  Submit("wa", "a", 10, 0);
+  Submit("wb", "b", 10, 0);
+  const CycleStats stats = Cycle();
+  ASSERT_EQ(stats.recomputations.size(), 1u);
+  EXPECT_STREQ(stats.recomputations[0].second, "deferred_fit");
+  EXPECT_EQ(Condition("x1", kPreempted).message(),
+            "Preempted to accommodate a workload (UID: wa-uid, JobUID: UNKNOWN) due to "
+            "reclamation within the cohort; preemptor path: /co/a; preemptee path: /co/x");
+  const v1::Condition wb = Condition("wb", kQuotaReserved);
+  EXPECT_EQ(wb.reason(), kReasonWaitingForPreemptedWorkloads);
+  EXPECT_EQ(wb.message(),
+            "Workload has overlapping preemption targets with another workload, but will fit "
+            "after these preemptions complete");
+  Stop("x1");
+  Drain();
+  EXPECT_TRUE(Admitted("wa"));
+  EXPECT_TRUE(Admitted("wb"));
+}
+
+// The second preemptor may take only lower priorities: with the first one's victim gone, the
+// borrower left has a higher priority than it, so the recomputation finds nothing to preempt.
+TEST_F(PreemptionTest, AnOverlappingPreemptorWithNothingElseToPreemptWaitsForQuota) {
+  Queue({"a", "co", "10", "Never", "Any"});
+  Queue({"b", "co", "10", "Never", "LowerPriority"});
+  Queue({"x", "co", "0"});
+  Submit("x1", "x", 10, 7);
+  Drain();
+  Submit("x2", "x", 10, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("x1"));
+  ASSERT_TRUE(Admitted("x2"));
+  Submit("wa", "a", 10, 10);
+  Submit("wb", "b", 10, 5);
+  const CycleStats stats = Cycle();
+  ASSERT_EQ(stats.recomputations.size(), 1u);
+  EXPECT_EQ(stats.recomputations[0].first, "b");
+  EXPECT_STREQ(stats.recomputations[0].second, "skipped");
+  EXPECT_TRUE(stats.preemption_skips.empty());  // no targets is not a skipped preemption
+  EXPECT_EQ(Condition("x2", kPreempted).reason(), "InCohortReclamation");
+  EXPECT_EQ(Condition("x1", kPreempted).status(), "");
+  const v1::Condition wb = Condition("wb", kQuotaReserved);
+  EXPECT_EQ(wb.reason(), kReasonWaitingForQuota);
+  EXPECT_EQ(wb.message(),
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+            "flavor default, 10 more needed");
+}
+
+// §6.5 step 7 for a preemptor: `wp` cannot reclaim the higher-priority borrower and holds back
+// its nominal quota for the cycle (step 3), so `wq`, whose own victim would have made room, no
+// longer fits: a skipped preemption, counted for its queue.
+TEST_F(PreemptionTest, APreemptorThatNoLongerFitsIsASkippedPreemption) {
+  Queue({"p", "co", "10", "Never", "LowerPriority"});
+  Queue({"q", "co", "10", "LowerPriority", "Never"});
+  Queue({"x", "co", "0"});
+  Submit("x1", "x", 10, 10);
+  Submit("q0", "q", 10, 0);
+  Drain();
+  ASSERT_TRUE(Admitted("x1"));
+  ASSERT_TRUE(Admitted("q0"));
+  Submit("wp", "p", 10, 5);
+  Submit("wq", "q", 10, 5);
+  const CycleStats stats = Cycle();
+  EXPECT_EQ(stats.preemption_skips, (std::map<std::string, int>{{"q", 1}}));
+  EXPECT_TRUE(stats.recomputations.empty());
+  EXPECT_EQ(Condition("q0", kPreempted).status(), "");
+  const v1::Condition wq = Condition("wq", kQuotaReserved);
+  EXPECT_EQ(wq.reason(), kReasonWaitingForQuota);
+  EXPECT_EQ(wq.message(), "Workload no longer fits after processing another workload");
 }
 
 // The same with a second flavor that has no quota anywhere: the recomputed assignment keeps the
