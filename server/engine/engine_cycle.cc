@@ -337,6 +337,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     WorkloadEntry& entry = *head.entry;
     bool deferred_fit = false;
     bool recomputed = false;
+    bool issued_preemption = false;
     const QuotaTree::QueueRef root = quota_tree_.RootOf(quota_tree_.RefOf(cq.name()));
     if (overlaps(head.targets)) {
       recomputed = true;
@@ -413,8 +414,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       reason = kReasonWaitingForPreemptedWorkloads;
       message = absl::StrCat(assignment.message, ". Pending the preemption of ",
                              head.targets.size(), " workload(s)");
-      if (recomputed) stats.recomputations.emplace_back(cq.name(), "new_targets");
-      recomputed = false;
+      issued_preemption = true;
     } else {
       entry.reserved_cycle = cycle_;
       if (cq.sticky == entry.key()) cq.sticky.clear();
@@ -423,7 +423,9 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       continue;
     }
     if (recomputed) {
-      stats.recomputations.emplace_back(cq.name(), deferred_fit ? "deferred_fit" : "skipped");
+      stats.recomputations.emplace_back(cq.name(), deferred_fit        ? "deferred_fit"
+                                                   : issued_preemption ? "new_targets"
+                                                                       : "skipped");
     }
     MarkPendingAfterAttempt(entry, reason, message, now);
     // Requeue (§5.3).

@@ -209,6 +209,18 @@ std::string FormatConsideredFlavors(const Assignment& assignment) {
   return absl::StrJoin(pod_sets, " | ");
 }
 
+namespace {
+
+// Whether the nomination gave pod set `p`'s `resource` the flavor `flavor`.
+bool IsNominated(const NominatedFlavors& nominated, size_t p, const std::string& resource,
+                 const std::string& flavor) {
+  if (p >= nominated.size()) return false;
+  auto it = nominated[p].find(resource);
+  return it != nominated[p].end() && it->second == flavor;
+}
+
+}  // namespace
+
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
@@ -280,18 +292,12 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       for (int idx = start; idx < static_cast<int>(group.flavors.size()); ++idx) {
         attempted = idx;
         const std::string& flavor_name = group.flavors[idx];
-        if (nominated != nullptr) {
-          const std::map<std::string, std::string>* pinned =
-              p < nominated->size() ? &(*nominated)[p] : nullptr;
-          auto it = pinned == nullptr ? std::map<std::string, std::string>::const_iterator()
-                                      : pinned->find(resource);
-          if (pinned == nullptr || it == pinned->end() || it->second != flavor_name) {
-            status.push_back(absl::StrCat("skipping flavor ", flavor_name,
-                                          " as it is not found in the nomination mapping for "
-                                          "resource ",
-                                          resource));
-            continue;
-          }
+        if (nominated != nullptr && !IsNominated(*nominated, p, resource, flavor_name)) {
+          status.push_back(absl::StrCat("skipping flavor ", flavor_name,
+                                        " as it is not found in the nomination mapping for "
+                                        "resource ",
+                                        resource));
+          continue;
         }
         any_attempt = true;
         // Eligibility (§4.1.4a).

@@ -1,6 +1,6 @@
 // Preemption and the cycle around it, through the engine's API: hierarchical reclaim in nested
-// cohorts (§7.3), capacity reservation for a preemptor without candidates (§6.5.3) and the
-// sticky preemptor (§5.2).
+// cohorts (§7.3), capacity reservation for a preemptor without candidates (§6.5.3), preemptors
+// whose targets overlap within a cycle (§6.5.1) and the sticky preemptor (§5.2).
 #include <algorithm>
 #include <map>
 #include <string>
