@@ -82,6 +82,29 @@ class PreemptionTest : public ::testing::Test {
     ASSERT_TRUE(engine_.Submit(req, Now()).ok());
   }
   CycleStats Cycle() { return engine_.RunCycle(Now()); }
+  // Queues `a` and `b` with 10 cpu each (`b` reclaiming with `b_reclaim`) and `x` without
+  // quota, in cohort `co`; then `x`'s borrowers {name, cpu, priority}, admitted in turn.
+  struct Borrower {
+    std::string name;
+    int cpus;
+    int priority;
+  };
+  void BorrowedCohort(const std::string& b_reclaim, const std::vector<Borrower>& borrowers) {
+    Queue({"a", "co", "10", "Never", "Any"});
+    Queue({"b", "co", "10", "Never", b_reclaim});
+    Queue({"x", "co", "0"});
+    for (const Borrower& b : borrowers) {
+      Submit(b.name, "x", b.cpus, b.priority);
+      Drain();
+      ASSERT_TRUE(Admitted(b.name));
+    }
+  }
+  static void ExpectOneRecomputation(const CycleStats& stats, const std::string& cq,
+                                     const char* result) {
+    ASSERT_EQ(stats.recomputations.size(), 1u);
+    EXPECT_EQ(stats.recomputations[0].first, cq);
+    EXPECT_STREQ(stats.recomputations[0].second, result);
+  }
   void Drain() {
     while (Cycle().more) {
     }
@@ -232,21 +255,11 @@ TEST_F(PreemptionTest, EntriesBesideAPreemptionTakeOnlyWhatIsFreeNow) {
 // and not only as usage, so it finds the other borrower instead of the same victim again and
 // preempts it in the same cycle.
 TEST_F(PreemptionTest, AnOverlappingPreemptorFindsNewTargetsWithoutTheCyclesVictims) {
-  Queue({"a", "co", "10", "Never", "Any"});
-  Queue({"b", "co", "10", "Never", "Any"});
-  Queue({"x", "co", "0"});
-  Submit("x1", "x", 10, 0);
-  Drain();
-  Submit("x2", "x", 10, 0);
-  Drain();
-  ASSERT_TRUE(Admitted("x1"));
-  ASSERT_TRUE(Admitted("x2"));
+  BorrowedCohort("Any", {{"x1", 10, 0}, {"x2", 10, 0}});
   Submit("wa", "a", 10, 0);
   Submit("wb", "b", 10, 0);
   const CycleStats stats = Cycle();
-  ASSERT_EQ(stats.recomputations.size(), 1u);
-  EXPECT_EQ(stats.recomputations[0].first, "b");
-  EXPECT_STREQ(stats.recomputations[0].second, "new_targets");
+  ExpectOneRecomputation(stats, "b", "new_targets");
   EXPECT_TRUE(stats.preemption_skips.empty());
   const v1::Condition x2 = Condition("x2", kPreempted);
   EXPECT_EQ(x2.reason(), "InCohortReclamation");
@@ -276,17 +289,10 @@ TEST_F(PreemptionTest, AnOverlappingPreemptorFindsNewTargetsWithoutTheCyclesVict
 // One borrower holds the whole cohort: once the first preemptor's victim is gone the second one
 // fits, so it waits for that preemption instead of preempting anything (a deferred fit).
 TEST_F(PreemptionTest, AnOverlappingPreemptorThatFitsAfterTheCyclesPreemptionsWaits) {
-  Queue({"a", "co", "10", "Never", "Any"});
-  Queue({"b", "co", "10", "Never", "Any"});
-  Queue({"x", "co", "0"});
-  Submit("x1", "x", 20, 0);
-  Drain();
-  ASSERT_TRUE(Admitted("x1"));
+  BorrowedCohort("Any", {{"x1", 20, 0}});
   Submit("wa", "a", 10, 0);
   Submit("wb", "b", 10, 0);
-  const CycleStats stats = Cycle();
-  ASSERT_EQ(stats.recomputations.size(), 1u);
-  EXPECT_STREQ(stats.recomputations[0].second, "deferred_fit");
+  ExpectOneRecomputation(Cycle(), "b", "deferred_fit");
   EXPECT_EQ(Condition("x1", kPreempted).message(),
             "Preempted to accommodate a workload (UID: wa-uid, JobUID: UNKNOWN) due to "
             "reclamation within the cohort; preemptor path: /co/a; preemptee path: /co/x");
@@ -304,21 +310,11 @@ TEST_F(PreemptionTest, AnOverlappingPreemptorThatFitsAfterTheCyclesPreemptionsWa
 // The second preemptor may take only lower priorities: with the first one's victim gone, the
 // borrower left has a higher priority than it, so the recomputation finds nothing to preempt.
 TEST_F(PreemptionTest, AnOverlappingPreemptorWithNothingElseToPreemptWaitsForQuota) {
-  Queue({"a", "co", "10", "Never", "Any"});
-  Queue({"b", "co", "10", "Never", "LowerPriority"});
-  Queue({"x", "co", "0"});
-  Submit("x1", "x", 10, 7);
-  Drain();
-  Submit("x2", "x", 10, 0);
-  Drain();
-  ASSERT_TRUE(Admitted("x1"));
-  ASSERT_TRUE(Admitted("x2"));
+  BorrowedCohort("LowerPriority", {{"x1", 10, 7}, {"x2", 10, 0}});
   Submit("wa", "a", 10, 10);
   Submit("wb", "b", 10, 5);
   const CycleStats stats = Cycle();
-  ASSERT_EQ(stats.recomputations.size(), 1u);
-  EXPECT_EQ(stats.recomputations[0].first, "b");
-  EXPECT_STREQ(stats.recomputations[0].second, "skipped");
+  ExpectOneRecomputation(stats, "b", "skipped");
   EXPECT_TRUE(stats.preemption_skips.empty());  // no targets is not a skipped preemption
   EXPECT_EQ(Condition("x2", kPreempted).reason(), "InCohortReclamation");
   EXPECT_EQ(Condition("x1", kPreempted).status(), "");
