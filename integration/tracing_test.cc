@@ -22,6 +22,15 @@ using ::testing::IsSupersetOf;
 std::string Bytes(const tracing::TraceId& id) { return std::string(id.begin(), id.end()); }
 std::string Bytes(const tracing::SpanId& id) { return std::string(id.begin(), id.end()); }
 
+// A new sampled span of a client, to send as its traceparent.
+tracing::SpanContext SampledClientSpan() {
+  tracing::SpanContext client;
+  client.trace_id = tracing::NewTraceId();
+  client.span_id = tracing::NewSpanId();
+  client.sampled = true;
+  return client;
+}
+
 std::string Attribute(const OtlpSpan& span, const std::string& key) {
   for (const auto& kv : span.attributes()) {
     if (kv.key() == key) {
@@ -83,10 +92,7 @@ class TracingTest : public testing::InProcessTest {
 };
 
 TEST_F(TracingTest, AClientsTraceparentIsTheParentOfTheServerSpan) {
-  tracing::SpanContext client;
-  client.trace_id = tracing::NewTraceId();
-  client.span_id = tracing::NewSpanId();
-  client.sampled = true;
+  const tracing::SpanContext client = SampledClientSpan();
   Submit(testing::Workload("ns", "job-a", "lq", 1, {{"cpu", "1"}}), client);
   const std::vector<OtlpSpan> spans =
       WaitForTrace(Bytes(client.trace_id), {"AdmissionService/Submit"});
@@ -126,10 +132,7 @@ TEST_F(TracingTest, AClientsTraceparentIsTheParentOfTheServerSpan) {
 }
 
 TEST_F(TracingTest, AWatchStreamIsMeasuredAndTraced) {
-  tracing::SpanContext client;
-  client.trace_id = tracing::NewTraceId();
-  client.span_id = tracing::NewSpanId();
-  client.sampled = true;
+  const tracing::SpanContext client = SampledClientSpan();
   {
     // A stream the client cancels once it is live.
     grpc::ClientContext ctx;
@@ -183,10 +186,7 @@ TEST_F(TracingTest, AWatchStreamIsMeasuredAndTraced) {
 }
 
 TEST_F(TracingTest, AWorkloadsLifeIsOneTrace) {
-  tracing::SpanContext client;
-  client.trace_id = tracing::NewTraceId();
-  client.span_id = tracing::NewSpanId();
-  client.sampled = true;
+  const tracing::SpanContext client = SampledClientSpan();
   const v1::Workload submitted =
       Submit(testing::Workload("ns", "job-a", "lq", 2, {{"cpu", "1"}}), client);
   ASSERT_FALSE(submitted.metadata().uid().empty());
@@ -232,10 +232,7 @@ TEST_F(TracingTest, AWorkloadsLifeIsOneTrace) {
 }
 
 TEST_F(TracingTest, APendingAttemptAndAPreemptionShowInTheTraces) {
-  tracing::SpanContext client;
-  client.trace_id = tracing::NewTraceId();
-  client.span_id = tracing::NewSpanId();
-  client.sampled = true;
+  const tracing::SpanContext client = SampledClientSpan();
   v1::ApplyRequest preempting = testing::ClusterQueue("cq", {"default"}, {{"cpu", "4"}});
   preempting.mutable_object()
       ->mutable_cluster_queue()
@@ -271,10 +268,7 @@ TEST_F(TracingTest, APendingAttemptAndAPreemptionShowInTheTraces) {
 }
 
 TEST_F(TracingTest, TheMetricsCountExportedSpans) {
-  tracing::SpanContext client;
-  client.trace_id = tracing::NewTraceId();
-  client.span_id = tracing::NewSpanId();
-  client.sampled = true;
+  const tracing::SpanContext client = SampledClientSpan();
   Submit(testing::Workload("ns", "job-a", "lq", 1, {{"cpu", "1"}}), client);
   ASSERT_TRUE(collector_.WaitFor([](const std::vector<OtlpSpan>& spans) {
     return !Named(spans, "Admitted").empty();
