@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/decode_ahead.h"
 
 namespace admitd {
 
@@ -15,8 +16,8 @@ absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
       [&](v1::ObjectKind kind, absl::string_view key, absl::string_view value) -> absl::Status {
         ++*objects;
         if (kind == v1::OBJECT_KIND_WORKLOAD) {
-          // Kept encoded: FinishRestore decodes each (DATA_LOSS for one that does not parse)
-          // and keeps only the encoding of those nothing reads.
+          // Kept encoded: decoded for FinishRestore (DATA_LOSS for one that does not parse),
+          // which keeps only the encoding of those nothing reads.
           ADMITD_RETURN_IF_ERROR(engine->RestoreEncoded(key, value));
           ++workloads;
           if (progress != nullptr && progress->every != 0 && workloads % progress->every == 0 &&
@@ -39,7 +40,8 @@ absl::Status RestoreFromStore(const store::Store& store, engine::Engine* engine,
         return engine->Restore(object);
       }));
   if (progress != nullptr && progress->on_loaded) progress->on_loaded(*objects);
-  return engine->FinishRestore(store.revision());
+  DecodeAhead decoder;  // outlives FinishRestore, and stops its thread when it failed
+  return engine->FinishRestore(store.revision(), &decoder);
 }
 
 }  // namespace admitd

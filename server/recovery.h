@@ -1,6 +1,7 @@
 // Recovery: rebuilding an engine from the store, as admitd does at startup and after a failed
 // commit. Every stored object is parsed and loaded into the engine, then the engine finishes its
-// restore (queues, usage, timers) at the store's revision.
+// restore (queues, usage, timers) at the store's revision, with the stored workloads decoded
+// ahead of it on a second thread (DecodeAhead), which ends before RestoreFromStore returns.
 //
 // Thread safety: none beyond the store's (ForEachObject may run alongside a Commit); the engine
 // must not be used by anyone else meanwhile.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +15,7 @@
 #include "server/engine/engine_impl.h"
 #include "server/engine/quantity.h"
 #include "server/engine/validation.h"
+#include "server/engine/workload_decoder.h"
 
 namespace admitd::engine {
 
@@ -254,29 +256,73 @@ WorkloadEntry& Engine::Impl::EntryFor(const std::string& key) {
   return it->second;
 }
 
-absl::Status Engine::Impl::FinishRestore(uint64_t revision) {
+namespace {
+
+// Decodes each workload when FinishRestore asks for it, on its thread, into the message the
+// previous one was frozen from.
+class DecodeInPlace final : public WorkloadDecoder {
+ public:
+  void Start(std::vector<absl::string_view> encodings) override {
+    encodings_ = std::move(encodings);
+  }
+  DecodedWorkload Next() override {
+    return DecodeStoredWorkload(encodings_[next_++], std::move(spare_));
+  }
+  void Recycle(std::shared_ptr<v1::Workload> spare) override { spare_ = std::move(spare); }
+
+ private:
+  std::vector<absl::string_view> encodings_;
+  size_t next_ = 0;
+  std::shared_ptr<v1::Workload> spare_;
+};
+
+}  // namespace
+
+absl::Status Engine::Impl::FinishRestore(uint64_t revision, WorkloadDecoder* decoder) {
   revision_ = revision;
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
   RebuildQuotaTree();
   FinishRestorePods();
-  std::shared_ptr<v1::Workload> spare;  // one message decoded into again and again
+  DecodeInPlace in_place;
+  if (decoder == nullptr) decoder = &in_place;
+  // The workloads restored in their encoded form, in the order the walk below reaches them. It
+  // decodes each for the indexes and queues, then freezes it again: the engine keeps the decoded
+  // form of the workloads it reads after start-up. The walk writes no workload but the one it
+  // stands on, so the encodings ahead of it stay as they are while the decoder reads them.
+  std::vector<const WorkloadEntry*> encoded;
+  std::vector<absl::string_view> encodings;
+  for (const auto& [key, entry] : workloads_) {
+    if (!entry.frozen()) continue;
+    encoded.push_back(&entry);
+    encodings.push_back(entry.encoded());
+  }
+  decoder->Start(std::move(encodings));
+  size_t next = 0;
   for (auto& [key, entry] : workloads_) {
-    // A workload restored in its encoded form is decoded for the indexes and queues, then
-    // frozen again: the engine keeps the decoded form of the workloads it reads after start-up.
-    const bool frozen = entry.frozen();
-    if (frozen) {
-      if (!entry.Decode(std::move(spare)).ok()) {
+    const bool restored_encoded = next < encoded.size() && encoded[next] == &entry;
+    if (restored_encoded) {
+      ++next;
+      DecodedWorkload decoded = decoder->Next();
+      if (decoded.workload == nullptr) {
         return absl::DataLossError(absl::StrCat("stored workload ", key, " cannot be parsed"));
       }
+      if (entry.frozen()) {
+        entry.Adopt(std::move(decoded));
+      } else {  // read (so decoded) while an earlier workload was restored
+        decoder->Recycle(std::move(decoded.workload));
+      }
       const v1::ObjectMeta& meta = entry.object().metadata();
-      if (const std::string named = absl::StrCat(meta.namespace_(), "/", meta.name());
-          named != key) {
-        return absl::DataLossError(
-            absl::StrCat("stored workload ", key, " holds workload ", named));
+      if (key.size() != meta.namespace_().size() + 1 + meta.name().size() ||
+          !absl::StartsWith(key, meta.namespace_()) || !absl::EndsWith(key, meta.name()) ||
+          key[meta.namespace_().size()] != '/') {
+        return absl::DataLossError(absl::StrCat("stored workload ", key, " holds workload ",
+                                                meta.namespace_(), "/", meta.name()));
       }
     }
     RestoreWorkload(entry);
-    if (frozen) spare = entry.Freeze();
+    if (restored_encoded) {
+      if (std::shared_ptr<v1::Workload> spare = entry.Freeze()) decoder->Recycle(std::move(spare));
+    }
   }
   changes_.clear();
   return absl::OkStatus();
@@ -336,7 +382,9 @@ v1::ListDirectivesResponse Engine::ListDirectives(const v1::ListDirectivesReques
                                                   absl::Time now) const {
   return impl_->ListDirectives(request, now);
 }
-absl::Status Engine::FinishRestore(uint64_t revision) { return impl_->FinishRestore(revision); }
+absl::Status Engine::FinishRestore(uint64_t revision, WorkloadDecoder* decoder) {
+  return impl_->FinishRestore(revision, decoder);
+}
 absl::StatusOr<v1::ApplyResponse> Engine::Apply(const v1::ApplyRequest& request, absl::Time now) {
   return impl_->Apply(request, now);
 }

@@ -38,6 +38,8 @@
 
 namespace admitd::engine {
 
+class WorkloadDecoder;  // workload_decoder.h
+
 // One object written or deleted, and the watch event it produces.
 struct Change {
   uint64_t revision = 0;  // every Change gets its own, strictly increasing
@@ -153,7 +155,9 @@ class Engine {
   // workloads nothing reads between two restarts.
   absl::Status RestoreEncoded(absl::string_view key, absl::string_view encoded);
   absl::Status Restore(const v1::PodObservation& pod);
-  absl::Status FinishRestore(uint64_t revision);
+  // Stored workloads restored encoded are decoded by `decoder` when given (workload_decoder.h:
+  // a caller may decode ahead of the engine on a thread of its own), else one by one here.
+  absl::Status FinishRestore(uint64_t revision, WorkloadDecoder* decoder = nullptr);
 
   // ---- Queue-side objects (QueueService) -----------------------------------------------------
   // Creates or updates one object. INVALID_ARGUMENT (with field violations) for a bad object,

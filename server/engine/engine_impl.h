@@ -82,7 +82,7 @@ class Engine::Impl {
   absl::Status Restore(v1::Workload&& workload);
   absl::Status RestoreEncoded(absl::string_view key, absl::string_view encoded);
   absl::Status Restore(const v1::PodObservation& pod);
-  absl::Status FinishRestore(uint64_t revision);
+  absl::Status FinishRestore(uint64_t revision, WorkloadDecoder* decoder);
 
   // ---- engine_cycle.cc ----
   CycleStats RunCycle(absl::Time now);

@@ -65,14 +65,15 @@ absl::Status WorkloadEntry::Decode(std::shared_ptr<v1::Workload> reuse) const {
     FillPodSets();
     return absl::OkStatus();
   }
-  std::shared_ptr<v1::Workload> decoded =
-      reuse != nullptr ? std::move(reuse) : std::make_shared<v1::Workload>();
-  if (!decoded->ParseFromString(encoded_)) {
-    return absl::DataLossError("a stored workload cannot be parsed");
-  }
-  object_ = std::move(decoded);
-  FillPodSets();
+  DecodedWorkload decoded = DecodeStoredWorkload(encoded_, std::move(reuse));
+  if (decoded.workload == nullptr) return absl::DataLossError("a stored workload cannot be parsed");
+  Adopt(std::move(decoded));
   return absl::OkStatus();
+}
+
+void WorkloadEntry::Adopt(DecodedWorkload decoded) const {
+  object_ = std::move(decoded.workload);
+  pod_sets_ = std::move(decoded.pod_sets);  // pointing into *object_, which does not move
 }
 
 void WorkloadEntry::Thaw() const {
@@ -108,19 +109,7 @@ void WorkloadEntry::CopyTo(v1::Workload* out) const {
   }
 }
 
-void WorkloadEntry::FillPodSets() const {
-  const v1::Workload& wl = object();
-  pod_sets_.clear();
-  pod_sets_.reserve(wl.spec().pod_sets_size());
-  for (const v1::PodSet& ps : wl.spec().pod_sets()) {
-    PodSetRequest req;
-    req.name = ps.name();
-    req.count = ps.count();
-    req.per_pod = PodRequests(ps.template_().spec());
-    req.pod = &ps.template_().spec();
-    pod_sets_.push_back(std::move(req));
-  }
-}
+void WorkloadEntry::FillPodSets() const { pod_sets_ = PodSetRequestsOf(object()); }
 
 void WorkloadEntry::PointPodSets() const {
   for (size_t i = 0; i < pod_sets_.size(); ++i) {

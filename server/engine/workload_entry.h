@@ -12,12 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "admitd/v1/objects.pb.h"
 #include "server/engine/flavor_assigner.h"
 #include "server/engine/pending_queue.h"
 #include "server/engine/quota_tree.h"
 #include "server/engine/resources.h"
+#include "server/engine/workload_decoder.h"
 
 namespace admitd::engine {
 
@@ -51,6 +53,10 @@ struct WorkloadEntry {
   // Decodes the held encoding now, into `reuse` when given (a message Freeze handed back:
   // decoding into it keeps its allocations); DATA_LOSS when it does not parse.
   absl::Status Decode(std::shared_ptr<v1::Workload> reuse = nullptr) const;
+  // Takes `decoded` (DecodeStoredWorkload of encoded(), done elsewhere) as the decoded workload.
+  void Adopt(DecodedWorkload decoded) const;
+  // The encoding held (see SetEncoded); empty after a write.
+  absl::string_view encoded() const { return encoded_; }
   // Drops the decoded workload and the pod sets parsed off it when the encoding it was decoded
   // from still matches it (no write since), keeping the encoding; a no-op otherwise. The caller
   // holds no reference into the workload. The candidate keys stay as they are: fill them first.

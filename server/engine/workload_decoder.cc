@@ -1,0 +1,35 @@
+#include "server/engine/workload_decoder.h"
+
+#include <utility>
+
+#include "server/engine/resources.h"
+
+namespace admitd::engine {
+
+std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload) {
+  std::vector<PodSetRequest> out;
+  out.reserve(workload.spec().pod_sets_size());
+  for (const v1::PodSet& ps : workload.spec().pod_sets()) {
+    PodSetRequest req;
+    req.name = ps.name();
+    req.count = ps.count();
+    req.per_pod = PodRequests(ps.template_().spec());
+    req.pod = &ps.template_().spec();
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
+DecodedWorkload DecodeStoredWorkload(absl::string_view encoded,
+                                     std::shared_ptr<v1::Workload> reuse) {
+  DecodedWorkload out;
+  out.workload = reuse != nullptr ? std::move(reuse) : std::make_shared<v1::Workload>();
+  if (!out.workload->ParseFromArray(encoded.data(), static_cast<int>(encoded.size()))) {
+    out.workload.reset();
+    return out;
+  }
+  out.pod_sets = PodSetRequestsOf(*out.workload);
+  return out;
+}
+
+}  // namespace admitd::engine
