@@ -19,35 +19,49 @@ DecodeAhead::~DecodeAhead() {
 
 void DecodeAhead::Start(std::vector<absl::string_view> encodings) {
   encodings_ = std::move(encodings);
+  batches_ = (encodings_.size() + batch_ - 1) / batch_;
   if (!encodings_.empty()) thread_ = std::thread([this] { Run(); });
+}
+
+DecodeAhead::Batch DecodeAhead::Decode(size_t batch,
+                                       std::vector<std::shared_ptr<v1::Workload>>* spares) const {
+  Batch out;
+  const size_t begin = batch * batch_;
+  const size_t end = std::min(encodings_.size(), begin + batch_);
+  out.reserve(end - begin);
+  for (size_t i = begin; i < end; ++i) {
+    std::shared_ptr<v1::Workload> reuse;
+    if (!spares->empty()) {
+      reuse = std::move(spares->back());
+      spares->pop_back();
+    }
+    out.push_back(engine::DecodeStoredWorkload(encodings_[i], std::move(reuse)));
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<v1::Workload>> DecodeAhead::TakeSpares() {
+  std::vector<std::shared_ptr<v1::Workload>> out;
+  out.swap(spares_);
+  return out;
 }
 
 void DecodeAhead::Run() {
   std::vector<std::shared_ptr<v1::Workload>> spares;
-  for (size_t begin = 0; begin < encodings_.size(); begin += batch_) {
-    {
-      absl::MutexLock lock(&mu_);
-      const auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || ready_.size() < batches_ahead_;
-      };
-      mu_.Await(absl::Condition(&room));
-      if (stop_) return;
-      std::move(spares_.begin(), spares_.end(), std::back_inserter(spares));
-      spares_.clear();
-    }
-    Batch batch;
-    const size_t end = std::min(encodings_.size(), begin + batch_);
-    batch.reserve(end - begin);
-    for (size_t i = begin; i < end; ++i) {
-      std::shared_ptr<v1::Workload> reuse;
-      if (!spares.empty()) {
-        reuse = std::move(spares.back());
-        spares.pop_back();
-      }
-      batch.push_back(engine::DecodeStoredWorkload(encodings_[i], std::move(reuse)));
-    }
-    absl::MutexLock lock(&mu_);
-    ready_.push_back(std::move(batch));
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    const auto claimable = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || claimed_ == batches_ || claimed_ < taken_batches_ + batches_ahead_;
+    };
+    mu_.Await(absl::Condition(&claimable));
+    if (stop_ || claimed_ == batches_) return;
+    const size_t batch = claimed_++;
+    std::vector<std::shared_ptr<v1::Workload>> handed = TakeSpares();
+    std::move(handed.begin(), handed.end(), std::back_inserter(spares));
+    mu_.Unlock();
+    Batch decoded = Decode(batch, &spares);
+    mu_.Lock();
+    ready_.emplace(batch, std::move(decoded));
   }
 }
 
@@ -57,17 +71,35 @@ engine::DecodedWorkload DecodeAhead::Next() {
     current_.clear();
     at_ = 0;
     absl::MutexLock lock(&mu_);
-    // Recycled messages go back with each batch taken, as many as the decoder can use.
+    // Recycled messages go back with each batch taken, as many as the decoding can use.
     const size_t room = batch_ * batches_ahead_;
     for (std::shared_ptr<v1::Workload>& spare : recycled_) {
       if (spares_.size() >= room) break;
       spares_.push_back(std::move(spare));
     }
-    recycled_.clear();  // those beyond the decoder's room are freed here
-    const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty(); };
-    mu_.Await(absl::Condition(&ready));
-    current_ = std::move(ready_.front());
-    ready_.pop_front();
+    recycled_.clear();  // those beyond that room are freed here
+    const size_t wanted = taken_batches_;
+    const auto ready = [this, wanted]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return ready_.count(wanted) != 0;
+    };
+    while (!ready()) {
+      if (claimed_ < batches_ && claimed_ < wanted + batches_ahead_) {
+        // Rather than wait for the thread, decode the next batch nobody has claimed here.
+        const size_t batch = claimed_++;
+        std::vector<std::shared_ptr<v1::Workload>> spares = TakeSpares();
+        mu_.Unlock();
+        Batch decoded = Decode(batch, &spares);
+        mu_.Lock();
+        ready_.emplace(batch, std::move(decoded));
+        std::move(spares.begin(), spares.end(), std::back_inserter(spares_));
+        continue;
+      }
+      mu_.Await(absl::Condition(&ready));
+    }
+    auto it = ready_.find(wanted);
+    current_ = std::move(it->second);
+    ready_.erase(it);
+    ++taken_batches_;
   }
   ++taken_;
   return std::move(current_[at_++]);
