@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 class ApiTest : public testing::InProcessTest {
@@ -374,6 +375,32 @@ TEST_F(ApiTest, MetricsEndpointCountsAndStopsPromptlyOnShutdown) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_EQ(stuck.ReadUntilClosed(absl::Seconds(2)), "");
   EXPECT_EQ(HttpRequest(port, "GET", "/readyz"), "");  // no longer listening
+}
+
+TEST_F(ApiTest, CyclesRunOnRequestAreCountedAsAdmissionAttempts) {
+  config_.metrics_listen = "127.0.0.1:0";
+  StartServer(/*manual=*/true);
+  SetUpQueues();
+  v1::SubmitResponse resp;
+  ASSERT_TRUE(Submit(testing::Workload("ns", "job-a", "lq", 1, {{"cpu", "1"}}), &resp).ok());
+  const int port = server_->metrics_port();
+  EXPECT_THAT(HttpRequest(port, "GET", "/metrics"),
+              Not(HasSubstr("kueue_admission_attempts_total{")));  // nothing ran yet
+  auto run_cycles = [&](int count) {
+    grpc::ClientContext ctx;
+    v1::RunSchedulingCyclesRequest req;
+    req.set_count(count);
+    v1::RunSchedulingCyclesResponse cycles;
+    ASSERT_TRUE(client_->queues->RunSchedulingCycles(&ctx, req, &cycles).ok());
+  };
+  run_cycles(1);
+  // A second request finds nothing to try: a cycle without heads is no attempt.
+  run_cycles(3);
+  const std::string metrics = HttpRequest(port, "GET", "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("kueue_admission_attempts_total{result=\"success\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("kueue_admitted_workloads_total{cluster_queue=\"cq\"} 1\n"));
+  EXPECT_THAT(metrics, HasSubstr("kueue_admission_attempt_duration_seconds_count{"
+                                 "result=\"success\"} 1\n"));
 }
 
 }  // namespace

@@ -139,6 +139,12 @@ void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {
                     absl::ToDoubleSeconds(duration));
 }
 
+void Metrics::CountCycle(const engine::CycleStats& cycle, absl::Duration duration) {
+  if (cycle.heads == 0) return;
+  CountAdmissionAttempt(cycle.admitted > 0, duration);
+  CountCyclePreemptions(cycle);
+}
+
 void Metrics::CountCyclePreemptions(const engine::CycleStats& cycle) {
   for (const auto& [cq, count] : cycle.preemption_skips) {
     registry_.Set("kueue_admission_cycle_preemption_skips",

@@ -86,6 +86,9 @@ class Metrics {
   // for the queues that had some, as Kueue does) and its recomputed assignments
   // (kueue_preemption_target_recomputations_total{cluster_queue, result}).
   void CountCyclePreemptions(const engine::CycleStats& cycle);
+  // Both for one scheduling cycle that took `duration`, as admitd counts every cycle it runs
+  // (automatic or RunSchedulingCycles): an attempt only when the cycle tried a head.
+  void CountCycle(const engine::CycleStats& cycle, absl::Duration duration);
 
   // The ClusterQueue gauges (kueue_pending_workloads, kueue_reserving_active_workloads,
   // kueue_admitted_active_workloads, kueue_cluster_queue_status and the resource gauges) and

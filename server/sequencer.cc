@@ -287,9 +287,8 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
       const absl::Time cycle_start = absl::Now();
       cycle = engine_->RunCycle(now);
       ++cycles;
-      if (options_.metrics != nullptr && cycle.heads > 0) {
-        options_.metrics->CountAdmissionAttempt(cycle.admitted > 0, absl::Now() - cycle_start);
-        options_.metrics->CountCyclePreemptions(cycle);
+      if (options_.metrics != nullptr) {
+        options_.metrics->CountCycle(cycle, absl::Now() - cycle_start);
       }
     } while (cycle.more && cycles < options_.max_cycles_per_batch &&
              absl::Now() < cycle_deadline);
