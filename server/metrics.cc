@@ -246,6 +246,17 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
       registry_.Add("kueue_evicted_workloads_total",
                     "Workloads evicted, per ClusterQueue, reason and underlying cause.",
                     {{"cluster_queue", cq}, {"reason", reason}, {"underlying_cause", cause}});
+      // Once per workload, reason and cause: when the workload's scheduling stats count this
+      // eviction as its first of that kind (Kueue's evicted_workloads_once_total).
+      for (const v1::WorkloadSchedulingStatsEviction& e :
+           wl.status().scheduling_stats().evictions()) {
+        if (e.reason() == reason && e.underlying_cause() == cause && e.count() == 1) {
+          registry_.Add("kueue_evicted_workloads_once_total",
+                        "Workloads evicted for the first time with a reason and underlying "
+                        "cause, per ClusterQueue.",
+                        {{"cluster_queue", cq}, {"reason", reason}, {"underlying_cause", cause}});
+        }
+      }
       const std::string preempted = ConditionReason(wl, engine::kPreempted);
       if (!preempted.empty() && engine::IsConditionTrue(wl, engine::kPreempted)) {
         registry_.Add("kueue_preempted_workloads_total",

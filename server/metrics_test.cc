@@ -154,6 +154,41 @@ TEST(MetricsTest, CountsCommittedChangesUnderKueuesNames) {
   EXPECT_EQ(m.Value("admitd_workload_changes_total", {{"reason", "Admitted"}}), 2);
 }
 
+TEST(MetricsTest, AWorkloadsFirstEvictionOfAKindIsCountedOnce) {
+  // The workload's scheduling stats after each eviction, as the engine keeps them.
+  auto evicted = [](const std::string& condition_reason, int preempted, int requeuing_limit) {
+    engine::Change c = WorkloadChange("Evicted", "cq", condition_reason);
+    auto wl = std::make_shared<v1::Workload>(*c.workload);
+    v1::SchedulingStats* stats = wl->mutable_status()->mutable_scheduling_stats();
+    if (preempted > 0) {
+      v1::WorkloadSchedulingStatsEviction* e = stats->add_evictions();
+      e->set_reason("Preempted");
+      e->set_count(preempted);
+    }
+    if (requeuing_limit > 0) {
+      v1::WorkloadSchedulingStatsEviction* e = stats->add_evictions();
+      e->set_reason("Deactivated");
+      e->set_underlying_cause("RequeuingLimitExceeded");
+      e->set_count(requeuing_limit);
+    }
+    c.workload = wl;
+    return c;
+  };
+  Metrics m;
+  m.CountChanges({evicted("Preempted", 1, 0)});
+  m.CountChanges({evicted("Preempted", 2, 0)});
+  m.CountChanges({evicted("DeactivatedDueToRequeuingLimitExceeded", 2, 1)});
+  const MetricLabels preempted = {
+      {"cluster_queue", "cq"}, {"reason", "Preempted"}, {"underlying_cause", ""}};
+  EXPECT_EQ(m.Value("kueue_evicted_workloads_total", preempted), 2);
+  EXPECT_EQ(m.Value("kueue_evicted_workloads_once_total", preempted), 1);
+  EXPECT_EQ(m.Value("kueue_evicted_workloads_once_total",
+                    {{"cluster_queue", "cq"},
+                     {"reason", "Deactivated"},
+                     {"underlying_cause", "RequeuingLimitExceeded"}}),
+            1);
+}
+
 TEST(MetricsTest, WaitTimesRunFromCreationOrTheLastRequeue) {
   // Created at 100, reserved and admitted together at 130: one reservation, waits of 30 s.
   engine::Change direct = WorkloadChange("Admitted", "cq");
