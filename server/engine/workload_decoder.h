@@ -33,7 +33,9 @@ class WorkloadDecoder {
  public:
   virtual ~WorkloadDecoder() = default;
   // Called once, first: the encodings Next is to decode, in order. They stay valid and unchanged
-  // until FinishRestore returns (it writes no workload it has not yet taken from Next).
+  // while FinishRestore runs (it writes no workload it has not yet taken from Next) and after it
+  // until the engine is next used, so a decoder reading them on another thread stops before that
+  // (FinishRestore may return early, with DATA_LOSS).
   virtual void Start(std::vector<absl::string_view> encodings) = 0;
   // DecodeStoredWorkload of the next encoding of Start's list; called at most once per encoding.
   virtual DecodedWorkload Next() = 0;
