@@ -150,7 +150,7 @@ store::Batch ToBatch(const std::vector<engine::Change>& changes, bool log_events
       if (change.workload) {
         *event.mutable_workload() = *change.workload;
       } else if (change.event) {
-        *event.mutable_event() = *change.event;
+        *event.mutable_event() = engine::ToEvent(*change.event);
       } else {
         *event.mutable_queue_object() = *change.queue_object;
       }

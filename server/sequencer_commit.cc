@@ -50,7 +50,8 @@ struct BorrowedEvent {
   }
 };
 
-// `header` holds the event's own fields; the object comes from `change` without a copy.
+// `header` holds the event's own fields; the object comes from `change` without a copy (a
+// Kubernetes Event's message is built from the engine's record).
 EventPtr MakeEvent(const engine::Change& change, v1::WatchEvent header) {
   auto holder = std::make_shared<BorrowedEvent>();
   holder->event = std::move(header);
@@ -59,8 +60,10 @@ EventPtr MakeEvent(const engine::Change& change, v1::WatchEvent header) {
     holder->event.unsafe_arena_set_allocated_workload(
         const_cast<v1::Workload*>(change.workload.get()));
   } else if (change.event) {
-    holder->object = change.event;
-    holder->event.unsafe_arena_set_allocated_event(const_cast<v1::Event*>(change.event.get()));
+    // The engine keeps a record of a Kubernetes Event; watch filters read the message.
+    auto event = std::make_shared<v1::Event>(engine::ToEvent(*change.event));
+    holder->event.unsafe_arena_set_allocated_event(event.get());
+    holder->object = std::move(event);
   } else {
     holder->object = change.queue_object;
     holder->event.unsafe_arena_set_allocated_queue_object(
@@ -122,7 +125,7 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
     // logged only.
     std::string object = change.encoded ? *change.encoded  // the engine's, for a finished one
                          : change.workload ? change.workload->SerializeAsString()
-                         : change.event    ? change.event->SerializeAsString()
+                         : change.event    ? engine::EncodeEvent(*change.event)
                                            : change.queue_object->SerializeAsString();
     v1::WatchEvent header;
     header.set_revision(change.revision);

@@ -98,8 +98,8 @@ void TraceRecorder::RecordWorkloadChange(const engine::Change& c, const SpanCont
   if (c.kind == v1::OBJECT_KIND_WORKLOAD && c.workload != nullptr) {
     uid = c.workload->metadata().uid();
   } else if (c.kind == v1::OBJECT_KIND_EVENT && c.event != nullptr &&
-             c.event->regarding().kind() == "Workload") {
-    uid = c.event->regarding().uid();
+             c.event->kind == "Workload") {
+    uid = c.event->uid;
   } else {
     return;
   }
@@ -146,14 +146,14 @@ void TraceRecorder::RecordWorkloadChange(const engine::Change& c, const SpanCont
     }
     span.SetAttribute("admitd.state", v1::WorkloadState_Name(engine::StateOf(wl)));
   } else {
-    const v1::Event& e = *c.event;
-    span = tracer_->StartSpan(absl::StrCat("event ", e.reason()), how);
-    span.SetAttribute("admitd.event.type", e.type());
-    span.SetAttribute("admitd.event.reason", e.reason());
-    span.SetAttribute("admitd.event.note", e.note());
-    if (!e.cluster_queue().empty()) span.SetAttribute("admitd.cluster_queue", e.cluster_queue());
-    if (e.reason() == "Preempted") {
-      span.AddLink(WorkloadRoot(PreemptorUid(e.note())), {{"admitd.link", std::string("preemptor")}});
+    const engine::EventRecord& e = *c.event;
+    span = tracer_->StartSpan(absl::StrCat("event ", e.reason), how);
+    span.SetAttribute("admitd.event.type", std::string(e.warning ? "Warning" : "Normal"));
+    span.SetAttribute("admitd.event.reason", e.reason);
+    span.SetAttribute("admitd.event.note", e.note);
+    if (!e.cluster_queue.empty()) span.SetAttribute("admitd.cluster_queue", e.cluster_queue);
+    if (e.reason == "Preempted") {
+      span.AddLink(WorkloadRoot(PreemptorUid(e.note)), {{"admitd.link", std::string("preemptor")}});
     }
   }
   span.AddLink(batch);

@@ -406,7 +406,7 @@ std::vector<const v1::Workload*> Engine::ResizeTargets(const v1::ResizeRequest& 
 }
 
 void Engine::RecordAudit(v1::Event event, absl::Time now) {
-  impl_->RecordAudit(std::move(event), now);
+  impl_->RecordAudit(event, now);
 }
 absl::StatusOr<v1::ResizeResponse> Engine::Resize(const v1::ResizeRequest& request,
                                                   absl::Time now) {

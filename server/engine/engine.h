@@ -35,6 +35,7 @@
 #include "admitd/v1/pod_service.pb.h"
 #include "admitd/v1/objects.pb.h"
 #include "admitd/v1/queue_service.pb.h"
+#include "server/engine/event_record.h"
 
 namespace admitd::engine {
 
@@ -55,9 +56,10 @@ struct Change {
   std::shared_ptr<const v1::Workload> workload;
   std::shared_ptr<const v1::QueueObject> queue_object;
   std::shared_ptr<const v1::PodObservation> pod;  // kind OBJECT_KIND_POD: stored, not watched
-  // Kind OBJECT_KIND_EVENT: a Kubernetes Event Kueue records on a Workload; logged and watched,
-  // not stored (its key is unique to it).
-  std::shared_ptr<const v1::Event> event;
+  // Kind OBJECT_KIND_EVENT: a Kubernetes Event Kueue records on a Workload (or an audit event);
+  // logged and watched, not stored (its key is unique to it). EncodeEvent and ToEvent
+  // (event_record.h) give its wire form and message.
+  std::shared_ptr<const EventRecord> event;
   // The encoding of `workload` (SerializeAsString), when the engine made one: it does for a
   // workload it keeps encoded from now on (a finished one), so a store need not encode it again.
   std::shared_ptr<const std::string> encoded;
@@ -173,7 +175,7 @@ class Engine {
 
   // Appends `event` (an audit record of an admin change, made by the caller) to the event log
   // with this batch's changes, its time set to `now`. Recorded even when events on workloads
-  // are off.
+  // are off. It is about a Kueue object: its regarding apiVersion is kEventRegardingApiVersion.
   void RecordAudit(v1::Event event, absl::Time now);
 
   // ---- Workloads (AdmissionService) ---------------------------------------------------------

@@ -1,69 +1,36 @@
 // Engine: the Kubernetes Events Kueue records on Workloads (semantics §8, §17), as Changes of
-// kind OBJECT_KIND_EVENT: logged and watched like object changes, never stored as objects.
+// kind OBJECT_KIND_EVENT carrying an EventRecord: logged and watched like object changes, never
+// stored as objects.
 #include <cmath>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/arena.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
 #include "server/pods/pod_group.h"
 
 namespace admitd::engine {
-namespace {
-
-// An Event with its own arena, whose first block is part of the same allocation: building and
-// destroying one costs an allocation for each string too long to be kept inline, instead of
-// one for each message and each string (two Events per admission made this a tenth of a
-// decision's cost).
-class ArenaEvent {
- public:
-  static std::shared_ptr<v1::Event> Make() {
-    auto holder = std::make_shared<ArenaEvent>();
-    v1::Event* event = holder->event_;
-    return std::shared_ptr<v1::Event>(std::move(holder), event);
-  }
-  ArenaEvent()
-      : arena_(Options()), event_(google::protobuf::Arena::CreateMessage<v1::Event>(&arena_)) {}
-
- private:
-  google::protobuf::ArenaOptions Options() {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block_;
-    options.initial_block_size = sizeof(block_);
-    return options;
-  }
-
-  alignas(8) char block_[1024];
-  google::protobuf::Arena arena_;
-  v1::Event* event_;
-};
-
-}  // namespace
-
 void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
                                const std::string& reason, const std::string& action,
                                const std::string& note, absl::Time now) {
   if (!options_.record_events) return;
   const v1::ObjectMeta& meta = entry.object().metadata();
-  std::shared_ptr<v1::Event> event = ArenaEvent::Make();
-  v1::ObjectReference* regarding = event->mutable_regarding();
-  regarding->set_api_version("kueue.x-k8s.io/v1beta2");
-  regarding->set_kind("Workload");
-  regarding->set_namespace_(meta.namespace_());
-  regarding->set_name(meta.name());
-  regarding->set_uid(meta.uid());
-  event->set_type(type == EventType::kWarning ? "Warning" : "Normal");
-  event->set_reason(reason);
-  event->set_action(action.empty() ? reason : action);
-  event->set_note(pods::TruncateEventMessage(note));
-  *event->mutable_event_time() = ToProtoTime(now);
-  event->set_reporting_controller("kueue-admission");
-  event->set_cluster_queue(entry.cluster_queue);
+  auto event = std::make_shared<EventRecord>();
+  event->warning = type == EventType::kWarning;
+  event->reason = reason;
+  event->action = action.empty() ? reason : action;
+  event->note = pods::TruncateEventMessage(note);
+  event->kind = "Workload";
+  event->namespace_ = meta.namespace_();
+  event->name = meta.name();
+  event->uid = meta.uid();
+  event->reporting_controller = "kueue-admission";
+  event->cluster_queue = entry.cluster_queue;
   if (auto cluster = meta.labels().find(kPodClusterLabel); cluster != meta.labels().end()) {
-    event->set_cluster(cluster->second);
+    event->cluster = cluster->second;
   }
+  event->time = now;
   Change c;
   c.revision = ++revision_;
   c.kind = v1::OBJECT_KIND_EVENT;
@@ -71,24 +38,24 @@ void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
   c.key = absl::StrCat(entry.key(), "#", c.revision);
   c.type = v1::WatchEvent::ADDED;
   c.reason = reason;
-  c.message = event->note();
+  c.message = event->note;
   c.event = std::move(event);
   changes_.push_back(std::move(c));
 }
 
-void Engine::Impl::RecordAudit(v1::Event event, absl::Time now) {
-  *event.mutable_event_time() = ToProtoTime(now);
-  event.set_note(pods::TruncateEventMessage(event.note()));
+void Engine::Impl::RecordAudit(const v1::Event& event, absl::Time now) {
+  auto record = std::make_shared<EventRecord>(FromEvent(event));
+  record->time = now;
+  record->note = pods::TruncateEventMessage(record->note);
   Change c;
   c.revision = ++revision_;
   c.kind = v1::OBJECT_KIND_EVENT;
-  const v1::ObjectReference& about = event.regarding();
-  c.key = absl::StrCat("audit/", about.kind(), "/", about.namespace_(), "/", about.name(), "#",
+  c.key = absl::StrCat("audit/", record->kind, "/", record->namespace_, "/", record->name, "#",
                        c.revision);
   c.type = v1::WatchEvent::ADDED;
-  c.reason = event.reason();
-  c.message = event.note();
-  c.event = std::make_shared<v1::Event>(std::move(event));
+  c.reason = record->reason;
+  c.message = record->note;
+  c.event = std::move(record);
   changes_.push_back(std::move(c));
 }
 

@@ -18,8 +18,8 @@ std::vector<Ev> EventsIn(const std::vector<Change>& changes) {
   std::vector<Ev> out;
   for (const Change& c : changes) {
     if (c.kind != v1::OBJECT_KIND_EVENT) continue;
-    out.emplace_back(c.event->type(), c.event->reason(), c.event->regarding().name(),
-                     c.event->note());
+    const v1::Event e = ToEvent(*c.event);
+    out.emplace_back(e.type(), e.reason(), e.regarding().name(), e.note());
   }
   return out;
 }
@@ -84,13 +84,14 @@ TEST_F(EventsTest, EventsNameTheWorkloadAndTheReportingController) {
     if (c.kind == v1::OBJECT_KIND_EVENT) event = &c;
   }
   ASSERT_NE(event, nullptr);
-  EXPECT_EQ(event->event->regarding().kind(), "Workload");
-  EXPECT_EQ(event->event->regarding().api_version(), "kueue.x-k8s.io/v1beta2");
-  EXPECT_EQ(event->event->regarding().namespace_(), "ns");
-  EXPECT_EQ(event->event->regarding().uid(), "uid-a");
-  EXPECT_EQ(event->event->reporting_controller(), "kueue-admission");
-  EXPECT_EQ(event->event->cluster_queue(), "cq");
-  EXPECT_EQ(event->event->action(), "Admitted");
+  const v1::Event e = ToEvent(*event->event);
+  EXPECT_EQ(e.regarding().kind(), "Workload");
+  EXPECT_EQ(e.regarding().api_version(), "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ(e.regarding().namespace_(), "ns");
+  EXPECT_EQ(e.regarding().uid(), "uid-a");
+  EXPECT_EQ(e.reporting_controller(), "kueue-admission");
+  EXPECT_EQ(e.cluster_queue(), "cq");
+  EXPECT_EQ(e.action(), "Admitted");
   // Every event has a revision of its own.
   EXPECT_GT(event->revision, changes.front().revision);
 }

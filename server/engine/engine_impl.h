@@ -120,7 +120,7 @@ class Engine::Impl {
       const v1::UpdateRemoteJobRequest& request, absl::Time now);
 
  // ---- engine_events.cc, engine_slices.cc: for the server's access checks and audit ----
-  void RecordAudit(v1::Event event, absl::Time now);
+  void RecordAudit(const v1::Event& event, absl::Time now);
   std::vector<const v1::Workload*> ResizeTargets(const v1::ResizeRequest& request);
 
  private:

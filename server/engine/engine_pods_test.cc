@@ -368,8 +368,9 @@ TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {
   std::vector<std::string> recorded;
   for (const Change& c : engine_->TakeChanges()) {
     if (c.kind == v1::OBJECT_KIND_EVENT) {
-      recorded.push_back(absl::StrCat(c.event->type(), " ", c.event->reason(), " ",
-                                      c.event->regarding().name(), ": ", c.event->note()));
+      const v1::Event e = ToEvent(*c.event);
+      recorded.push_back(
+          absl::StrCat(e.type(), " ", e.reason(), " ", e.regarding().name(), ": ", e.note()));
     }
   }
   EXPECT_THAT(recorded, Contains("Normal OwnerReferencesAdded g: Added 1 owner reference(s)"));

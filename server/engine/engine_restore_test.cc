@@ -22,7 +22,7 @@ std::vector<std::string> Script(Engine& engine) {
       out.push_back(absl::StrCat(c.revision, c.key, c.reason,
                                  c.workload       ? c.workload->SerializeAsString()
                                  : c.queue_object ? c.queue_object->SerializeAsString()
-                                                  : c.event->SerializeAsString()));
+                                                  : EncodeEvent(*c.event)));
     }
   };
   v1::ApplyRequest flavor;
@@ -105,7 +105,7 @@ void ExpectSameChanges(const std::vector<Change>& a, const std::vector<Change>& 
     EXPECT_EQ(a[i].kind, b[i].kind);
     EXPECT_EQ(a[i].key, b[i].key);
     if (a[i].kind == v1::OBJECT_KIND_EVENT) {
-      EXPECT_EQ(a[i].event->SerializeAsString(), b[i].event->SerializeAsString());
+      EXPECT_EQ(EncodeEvent(*a[i].event), EncodeEvent(*b[i].event));
     } else if (a[i].workload != nullptr) {
       ASSERT_NE(b[i].workload, nullptr);
       EXPECT_EQ(a[i].workload->SerializeAsString(), b[i].workload->SerializeAsString());

@@ -187,12 +187,13 @@ TEST_F(SlicesTest, ScaleUpQueuesASliceThatReplacesTheOldOne) {
   // Kueue's event on the old slice: Normal, reason WorkloadSliceReplaced, action Replaced.
   int replaced_events = 0;
   for (const Change& c : engine_->TakeChanges()) {
-    if (c.kind != v1::OBJECT_KIND_EVENT || c.event->reason() != "WorkloadSliceReplaced") continue;
+    if (c.kind != v1::OBJECT_KIND_EVENT || c.event->reason != "WorkloadSliceReplaced") continue;
+    const v1::Event e = ToEvent(*c.event);
     ++replaced_events;
-    EXPECT_EQ(c.event->type(), "Normal");
-    EXPECT_EQ(c.event->action(), "Replaced");
-    EXPECT_EQ(c.event->regarding().name(), "a");
-    EXPECT_EQ(c.event->note(), "Replaced to accommodate a workload (UID: " +
+    EXPECT_EQ(e.type(), "Normal");
+    EXPECT_EQ(e.action(), "Replaced");
+    EXPECT_EQ(e.regarding().name(), "a");
+    EXPECT_EQ(e.note(), "Replaced to accommodate a workload (UID: " +
                                    Get(name).metadata().uid() +
                                    ", JobUID: UNKNOWN) due to workload slice aggregation");
   }
