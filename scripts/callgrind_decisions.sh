@@ -8,10 +8,11 @@
 # The driver, server/engine/engine_decisions, makes N decisions (engine_bench's
 # BM_SubmitAndAdmit: 100 ClusterQueues with room for all, one-pod workloads). It runs twice, with
 # N1 and N2 decisions; (Ir(N2) - Ir(N1)) / (N2 - N1) leaves out start-up, set-up and the final
-# teardown. BASE is checked out in a temporary worktree, the driver and its fixture are copied
+# teardown (the driver never destroys its engine: freeing the admitted workloads at exit would
+# grow with N). BASE is checked out in a temporary worktree, the driver and its fixture are copied
 # in (they use only the engine's public API), and its engine_decisions is built in
-# ${TMPDIR:-/tmp}/admitd-decisions-<rev>-jemalloc (kept for the next run), with jemalloc, the
-# allocator this tree's programs link.
+# ${TMPDIR:-/tmp}/admitd-decisions-<rev>-<driver hash> (kept for the next run with the same
+# driver), with jemalloc, the allocator this tree's programs link.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,9 +42,11 @@ per_decision() {
 }
 
 build_base() {
-  local rev dir tree
+  local rev dir tree driver
   rev=$(git -C "$here" rev-parse --short "$1")
-  dir="${TMPDIR:-/tmp}/admitd-decisions-$rev-jemalloc"
+  driver=$(cat "$here/server/engine/engine_decisions.cc" "$here/server/engine/engine_bench_fixture.h" |
+    sha256sum | cut -c1-12)
+  dir="${TMPDIR:-/tmp}/admitd-decisions-$rev-$driver"
   tree="$dir/src"
   if [[ ! -x "$dir/build/server/engine/engine_decisions" ]]; then
     rm -rf "$dir"
@@ -66,7 +69,7 @@ build_base() {
   echo "$dir/build/server/engine/engine_decisions"
 }
 
-[[ -x "$build/server/engine/engine_decisions" ]] ||
+# Built every time: an incremental build, so the figure is never that of a stale driver.
   cmake --build "$build" --target engine_decisions -j"$(nproc)" >/dev/null
 
 head_ir=$(per_decision "$build/server/engine/engine_decisions")

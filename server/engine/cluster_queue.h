@@ -66,6 +66,12 @@ struct ClusterQueueState {
   // a label selector: matchLabels and every matchExpression must hold (NotIn also holds for a
   // missing key); an empty selector selects every namespace, an unset one none.
   bool SelectsNamespace(const google::protobuf::Map<std::string, std::string>& labels) const;
+  // Whether spec.namespaceSelector is set and empty: every namespace passes, whatever its labels.
+  bool SelectsEveryNamespace() const {
+    const v1::ClusterQueueSpec& spec = object.cluster_queue().spec();
+    return spec.has_namespace_selector() && spec.namespace_selector().match_labels().empty() &&
+           spec.namespace_selector().match_expressions().empty();
+  }
 };
 
 }  // namespace admitd::engine

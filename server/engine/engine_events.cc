@@ -27,8 +27,10 @@ void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
   event->uid = meta.uid();
   event->reporting_controller = "kueue-admission";
   event->cluster_queue = entry.cluster_queue;
-  if (auto cluster = meta.labels().find(kPodClusterLabel); cluster != meta.labels().end()) {
-    event->cluster = cluster->second;
+  if (!meta.labels().empty()) {
+    if (auto cluster = meta.labels().find(kPodClusterLabel); cluster != meta.labels().end()) {
+      event->cluster = cluster->second;
+    }
   }
   event->time = now;
   Change c;

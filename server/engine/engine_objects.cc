@@ -76,6 +76,7 @@ bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check) {
 // ---- Namespaces ------------------------------------------------------------------------------
 
 bool Engine::Impl::Selects(const ClusterQueueState& cq, const std::string& ns) const {
+  if (cq.SelectsEveryNamespace()) return true;  // the common case: no labels to look up
   auto it = namespaces_.find(ns);
   if (it != namespaces_.end()) {
     return cq.SelectsNamespace(it->second.namespace_().metadata().labels());

@@ -44,21 +44,27 @@ bool IsLabelChars(absl::string_view s) {
 std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
 // Checks a name field: required, length, and format.
-void CheckName(Violations* out, const std::string& field, const std::string& name, bool label) {
+// `field` is built only for a violation (most names are valid).
+void CheckName(Violations* out, absl::FunctionRef<std::string()> field, const std::string& name,
+               bool label) {
   if (name.empty()) {
-    out->push_back({field, "Required value: name is required"});
+    out->push_back({field(), "Required value: name is required"});
     return;
   }
   const size_t max = label ? 63 : 253;
   if (name.size() > max) {
-    out->push_back({field, absl::StrCat("Invalid value: ", Quote(name.substr(0, 16)),
-                                        "...: must be no more than ", max, " characters")});
+    out->push_back({field(), absl::StrCat("Invalid value: ", Quote(name.substr(0, 16)),
+                                          "...: must be no more than ", max, " characters")});
     return;
   }
   if (label ? !IsDnsLabel(name) : !IsDnsSubdomain(name)) {
-    out->push_back({field, absl::StrCat("Invalid value: ", Quote(name), ": ",
-                                        label ? kLabelError : kSubdomainError)});
+    out->push_back({field(), absl::StrCat("Invalid value: ", Quote(name), ": ",
+                                          label ? kLabelError : kSubdomainError)});
   }
+}
+
+void CheckName(Violations* out, absl::string_view field, const std::string& name, bool label) {
+  CheckName(out, [field] { return std::string(field); }, name, label);
 }
 
 void CheckEnum(Violations* out, const std::string& field, const std::string& value,
@@ -453,20 +459,21 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
   int min_counts = 0;
   for (int i = 0; i < spec.pod_sets_size(); ++i) {
     const v1::PodSet& ps = spec.pod_sets(i);
-    const std::string f = absl::StrCat("spec.podSets[", i, "]");
+    // The pod set's field path, built only for what there is to report.
+    auto f = [i] { return absl::StrCat("spec.podSets[", i, "]"); };
     const std::string name = ps.name().empty() ? "main" : ps.name();
-    CheckName(&out, f + ".name", name, true);
+    CheckName(&out, [&] { return f() + ".name"; }, name, true);
     if (!names.insert(name).second) {
-      out.push_back({f + ".name", absl::StrCat("Duplicate value: ", Quote(name))});
+      out.push_back({f() + ".name", absl::StrCat("Duplicate value: ", Quote(name))});
     }
     if (ps.count() < 0) {
-      out.push_back({f + ".count", absl::StrCat("Invalid value: ", ps.count(),
+      out.push_back({f() + ".count", absl::StrCat("Invalid value: ", ps.count(),
                                                 ": must be greater than or equal to 0")});
     }
     if (ps.has_min_count()) {
       ++min_counts;
       if (ps.min_count() < 1 || ps.min_count() > ps.count()) {
-        out.push_back({f + ".minCount",
+        out.push_back({f() + ".minCount",
                        absl::StrCat("Invalid value: ", ps.min_count(),
                                     ": must be between 1 and the pod set's count (", ps.count(),
                                     ")")});
@@ -475,7 +482,7 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
     const v1::PodSpec& pod = ps.template_().spec();
     // Field names are built only for what there is to report.
     auto check_container = [&](absl::string_view list, int index, const v1::Container& c) {
-      auto cf = [&] { return absl::StrCat(f, ".template.spec.", list, "[", index, "]"); };
+      auto cf = [&] { return absl::StrCat(f(), ".template.spec.", list, "[", index, "]"); };
       CheckResourceList(&out, [&] { return cf() + ".resources.requests"; },
                         c.resources().requests());
       CheckResourceList(&out, [&] { return cf() + ".resources.limits"; }, c.resources().limits());
@@ -506,20 +513,20 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
     for (int c = 0; c < pod.init_containers_size(); ++c) {
       check_container("initContainers", c, pod.init_containers(c));
     }
-    CheckResourceList(&out, [&] { return f + ".template.spec.overhead"; }, pod.overhead());
-    CheckResourceList(&out, [&] { return f + ".template.spec.resources.requests"; },
+    CheckResourceList(&out, [&] { return f() + ".template.spec.overhead"; }, pod.overhead());
+    CheckResourceList(&out, [&] { return f() + ".template.spec.resources.requests"; },
                       pod.resources().requests());
-    CheckResourceList(&out, [&] { return f + ".template.spec.resources.limits"; },
+    CheckResourceList(&out, [&] { return f() + ".template.spec.resources.limits"; },
                       pod.resources().limits());
     if (!pod.tolerations().empty()) {
-      CheckTolerations(&out, f + ".template.spec.tolerations", pod.tolerations());
+      CheckTolerations(&out, f() + ".template.spec.tolerations", pod.tolerations());
     }
-    if (pod.has_priority()) CheckPriority(&out, f + ".template.spec.priority", pod.priority());
+    if (pod.has_priority()) CheckPriority(&out, f() + ".template.spec.priority", pod.priority());
     if (!ps.template_().labels().empty()) {
-      CheckLabels(&out, f + ".template.labels", ps.template_().labels());
+      CheckLabels(&out, f() + ".template.labels", ps.template_().labels());
     }
     if (!ps.template_().annotations().empty()) {
-      CheckAnnotations(&out, f + ".template.annotations", ps.template_().annotations());
+      CheckAnnotations(&out, f() + ".template.annotations", ps.template_().annotations());
     }
   }
   if (min_counts > 1) out.push_back({"spec.podSets", "at most one podSet can use minCount"});
@@ -531,18 +538,18 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
   return out;
 }
 
-void CheckRemoteJobDocument(Violations* out, const std::string& field, const std::string& text) {
+void CheckRemoteJobDocument(Violations* out, absl::string_view field, const std::string& text) {
   constexpr size_t kMaxBytes = 1 << 20;
   if (text.empty()) return;
   if (text.size() > kMaxBytes) {
-    out->push_back({field, absl::StrCat("Too long: may not be more than ", kMaxBytes, " bytes")});
+    out->push_back({std::string(field), absl::StrCat("Too long: may not be more than ", kMaxBytes, " bytes")});
     return;
   }
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
-    out->push_back({field, "Invalid value: must be a JSON object (it does not parse)"});
+    out->push_back({std::string(field), "Invalid value: must be a JSON object (it does not parse)"});
   } else if (!doc.is_object()) {
-    out->push_back({field, absl::StrCat("Invalid value: must be a JSON object, not ",
+    out->push_back({std::string(field), absl::StrCat("Invalid value: must be a JSON object, not ",
                                         doc.type_name())});
   }
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "admitd/v1/objects.pb.h"
 #include "common/status.h"
 
@@ -34,7 +35,7 @@ Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec);
 
 // A MultiKueue document of Workload.remote_job (manifest, status): empty, or a JSON object of
 // at most 1 MiB. Reported at `field`.
-void CheckRemoteJobDocument(Violations* out, const std::string& field, const std::string& text);
+void CheckRemoteJobDocument(Violations* out, absl::string_view field, const std::string& text);
 
 // Name checks shared with the API layer.
 bool IsDnsSubdomain(const std::string& name);
