@@ -44,20 +44,21 @@ bool ConditionIs(const v1::Workload& wl, absl::string_view type, bool status,
 bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,
                   absl::string_view message, absl::Time now) {
   if (ConditionIs(*wl, type, status, reason, message)) return false;
-  const std::string status_text = status ? "True" : "False";
+  const absl::string_view status_text = status ? "True" : "False";
   const absl::string_view msg = message.substr(0, kMaxMessage);
   v1::Condition* found = nullptr;
   for (v1::Condition& c : *wl->mutable_status()->mutable_conditions()) {
     if (c.type() == type) found = &c;
   }
+  // Strings are assigned in place (no temporary copies): this runs several times per admission.
   if (found == nullptr) {
     found = wl->mutable_status()->add_conditions();
-    found->set_type(std::string(type));
+    found->mutable_type()->assign(type.data(), type.size());
   }
   if (found->status() != status_text) *found->mutable_last_transition_time() = ToProto(now);
-  found->set_status(status_text);
-  found->set_reason(std::string(reason));
-  found->set_message(std::string(msg));
+  found->mutable_status()->assign(status_text.data(), status_text.size());
+  found->mutable_reason()->assign(reason.data(), reason.size());
+  found->mutable_message()->assign(msg.data(), msg.size());
   found->set_observed_generation(wl->metadata().generation());
   return true;
 }

@@ -13,14 +13,15 @@
 namespace admitd::engine {
 void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
                                const std::string& reason, const std::string& action,
-                               const std::string& note, absl::Time now) {
+                               std::string note, absl::Time now) {
   if (!options_.record_events) return;
   const v1::ObjectMeta& meta = entry.object().metadata();
   auto event = std::make_shared<EventRecord>();
   event->warning = type == EventType::kWarning;
   event->reason = reason;
   event->action = action.empty() ? reason : action;
-  event->note = pods::TruncateEventMessage(note);
+  pods::TruncateEventMessageInPlace(&note);
+  event->note = std::move(note);
   event->kind = "Workload";
   event->namespace_ = meta.namespace_();
   event->name = meta.name();
@@ -48,7 +49,7 @@ void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
 void Engine::Impl::RecordAudit(const v1::Event& event, absl::Time now) {
   auto record = std::make_shared<EventRecord>(FromEvent(event));
   record->time = now;
-  record->note = pods::TruncateEventMessage(record->note);
+  pods::TruncateEventMessageInPlace(&record->note);
   Change c;
   c.revision = ++revision_;
   c.kind = v1::OBJECT_KIND_EVENT;
@@ -97,7 +98,7 @@ void Engine::Impl::RecordQuotaReserved(const WorkloadEntry& entry, const std::st
   std::string note = absl::StrCat("Quota reserved in ClusterQueue ", entry.cluster_queue,
                                   ", wait time since queued was ", WholeSeconds(now - queued), "s");
   if (!considered.empty()) absl::StrAppend(&note, "; Flavors considered: ", considered);
-  RecordEvent(entry, EventType::kNormal, "QuotaReserved", "QuotaReserved", note, now);
+  RecordEvent(entry, EventType::kNormal, "QuotaReserved", "QuotaReserved", std::move(note), now);
 }
 
 void Engine::Impl::RecordAdmitted(const WorkloadEntry& entry, absl::Time now) {

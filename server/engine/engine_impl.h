@@ -313,7 +313,7 @@ class Engine::Impl {
   // Records an Event on the workload (a Change of kind OBJECT_KIND_EVENT); `action` defaults to
   // the reason. The note is cut as Kueue cuts it.
   void RecordEvent(const WorkloadEntry& entry, EventType type, const std::string& reason,
-                   const std::string& action, const std::string& note, absl::Time now);
+                   const std::string& action, std::string note, absl::Time now);
   // status.schedulingStats.evictions: one more eviction for (reason, underlying cause).
   void CountEviction(WorkloadEntry& entry, const std::string& reason, const std::string& cause);
   // A scheduling attempt failed: the pending condition and, when it changed, Kueue's Warning.

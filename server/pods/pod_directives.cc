@@ -111,11 +111,21 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
   return out;
 }
 
+namespace {
+constexpr size_t kMaxEventMessage = 1024;
+constexpr absl::string_view kTruncatedSuffix = " ...";
+}  // namespace
+
 std::string TruncateEventMessage(absl::string_view message) {
-  constexpr size_t kMax = 1024;
-  constexpr absl::string_view kSuffix = " ...";
-  if (message.size() <= kMax) return std::string(message);
-  return absl::StrCat(message.substr(0, kMax - kSuffix.size()), kSuffix);
+  if (message.size() <= kMaxEventMessage) return std::string(message);
+  return absl::StrCat(message.substr(0, kMaxEventMessage - kTruncatedSuffix.size()),
+                      kTruncatedSuffix);
+}
+
+void TruncateEventMessageInPlace(std::string* message) {
+  if (message->size() <= kMaxEventMessage) return;
+  message->resize(kMaxEventMessage - kTruncatedSuffix.size());
+  message->append(kTruncatedSuffix.data(), kTruncatedSuffix.size());
 }
 
 std::string EvictionStopReason(absl::string_view evicted_reason) {

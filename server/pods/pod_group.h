@@ -342,6 +342,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PodsToUngate(
 
 // An event message as Kueue records it: at most 1,024 bytes, a longer one cut to 1,020 and " ...".
 std::string TruncateEventMessage(absl::string_view message);
+// TruncateEventMessage in place: `message` is left as it is when it is short enough.
+void TruncateEventMessageInPlace(std::string* message);
 
 // The stop reason for an evicted Workload: "WorkloadEvictedDueTo<evicted reason>".
 std::string EvictionStopReason(absl::string_view evicted_reason);

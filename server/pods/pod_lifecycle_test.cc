@@ -310,6 +310,13 @@ TEST(DirectivesTest, EventMessagesAreCutAsKueueCutsThem) {
   const std::string cut = TruncateEventMessage(std::string(1025, 'y'));
   EXPECT_EQ(cut.size(), 1024u);
   EXPECT_EQ(cut, std::string(1020, 'y') + " ...");
+  // In place: the same cut, and nothing done to a message short enough.
+  for (const std::string& message : {std::string("short"), exact, std::string(1025, 'y'),
+                                     std::string(5000, 'z')}) {
+    std::string in_place = message;
+    TruncateEventMessageInPlace(&in_place);
+    EXPECT_EQ(in_place, TruncateEventMessage(message)) << message.size();
+  }
 }
 
 TEST(DirectivesTest, StopEvictedGroup) {
