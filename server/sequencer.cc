@@ -531,7 +531,7 @@ void Sequencer::PublishMissedEvents() {
       after = entry.revision;
     }
   }
-  hub_->Publish(head, [&events] { return std::move(events); });
+  hub_->Publish(head, [&events](WatchHub::NamedKinds) { return std::move(events); });
 }
 
 void Sequencer::NotifyHealth(const absl::Status& health) {

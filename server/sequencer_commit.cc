@@ -152,16 +152,20 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
     store_commit_seconds_->Observe(absl::ToDoubleSeconds(write_end - write_start));
   }
   if (status.ok() && hub_ != nullptr) {
-    hub_->Publish(batch.revision, [&] {
+    hub_->Publish(batch.revision, [&](WatchHub::NamedKinds named) {
       std::vector<HubEvent> events;
-      events.reserve(kept.size() + directives.size());
+      events.reserve(kept.size() + (named.directives ? directives.size() : 0));
       // A Watch stream sends the logged encoding as it is: the event is not serialized again.
+      // Kubernetes Events go only to watches that name their kind: none is built without one.
       for (size_t i = 0; i < headers.size(); ++i) {
-        events.push_back(HubEvent{MakeEvent(changes[evented[i]], std::move(headers[i])),
+        const engine::Change& change = changes[evented[i]];
+        if (change.event && !named.events) continue;
+        events.push_back(HubEvent{MakeEvent(change, std::move(headers[i])),
                                   grpc::Slice(batch.events[i].value)});
       }
       // Directives are live only: they carry the commit's revision and are not logged.
       for (const v1::PodDirective& d : directives) {
+        if (!named.directives) break;
         auto event = std::make_shared<v1::WatchEvent>();
         event->set_revision(batch.revision);
         event->set_commit_revision(batch.revision);

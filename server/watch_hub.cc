@@ -115,7 +115,7 @@ void WatchHub::Unsubscribe(const std::shared_ptr<WatchSubscription>& subscriptio
 }
 
 void WatchHub::Publish(std::vector<EventPtr> events, uint64_t revision) {
-  Publish(revision, [&events] {
+  Publish(revision, [&events](NamedKinds) {
     std::vector<HubEvent> encoded;
     encoded.reserve(events.size());
     for (EventPtr& event : events) encoded.push_back(HubEvent::Encode(std::move(event)));
@@ -123,7 +123,8 @@ void WatchHub::Publish(std::vector<EventPtr> events, uint64_t revision) {
   });
 }
 
-void WatchHub::Publish(uint64_t revision, const std::function<std::vector<HubEvent>()>& make) {
+void WatchHub::Publish(uint64_t revision,
+                       const std::function<std::vector<HubEvent>(NamedKinds)>& make) {
   std::vector<std::shared_ptr<WatchSubscription>> to_wake;
   std::vector<std::deque<HubEvent>> dropped;  // freed outside the locks
   bool trim = false;
@@ -131,7 +132,13 @@ void WatchHub::Publish(uint64_t revision, const std::function<std::vector<HubEve
     absl::MutexLock lock(&mu_);
     revision_ = std::max(revision_, revision);
     if (subscribers_.empty()) return;
-    const std::vector<HubEvent> events = make();
+    NamedKinds named;
+    for (const auto& sub : subscribers_) {  // filters never change: read without their lock
+      named.events = named.events || sub->filter_.kinds.count(v1::OBJECT_KIND_EVENT) > 0;
+      named.directives =
+          named.directives || sub->filter_.kinds.count(v1::OBJECT_KIND_POD_DIRECTIVE) > 0;
+    }
+    const std::vector<HubEvent> events = make(named);
     for (const auto& sub : subscribers_) {
       bool queued = false;
       absl::MutexLock sub_lock(&sub->mu_);

@@ -113,9 +113,15 @@ class WatchHub {
 
   // Queues `events` (increasing revisions, all committed) for each matching subscriber.
   void Publish(std::vector<EventPtr> events, uint64_t revision);
+  // Which of the kinds sent only to a watch that names them some subscriber named: `make`
+  // need not build the others' events (no subscriber would take them).
+  struct NamedKinds {
+    bool events = false;      // OBJECT_KIND_EVENT
+    bool directives = false;  // OBJECT_KIND_POD_DIRECTIVE
+  };
   // The same, but the events (with their encodings) are built by `make` only when someone is
   // subscribed (it runs under the hub's lock, so no subscriber can arrive unseen in between).
-  void Publish(uint64_t revision, const std::function<std::vector<HubEvent>()>& make);
+  void Publish(uint64_t revision, const std::function<std::vector<HubEvent>(NamedKinds)>& make);
   // The last published revision; set once after recovery.
   uint64_t revision() const;
   void SetRevision(uint64_t revision);

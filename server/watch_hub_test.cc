@@ -55,6 +55,35 @@ TEST(WatchHubTest, FiltersByKindAndClusterQueue) {
   EXPECT_FALSE(filter.Matches(flavor));
 }
 
+// The kinds sent only to a watch that names them are built only while such a watch exists.
+TEST(WatchHubTest, TellsThePublisherWhichNamedOnlyKindsAreWatched) {
+  WatchHub hub;
+  std::vector<std::pair<bool, bool>> seen;  // (events, directives) per build
+  auto publish = [&](uint64_t revision) {
+    hub.Publish(revision, [&](WatchHub::NamedKinds named) {
+      seen.emplace_back(named.events, named.directives);
+      return std::vector<HubEvent>{};
+    });
+  };
+  publish(1);  // nobody subscribed: nothing is built
+  EXPECT_TRUE(seen.empty());
+  uint64_t revision = 0;
+  auto workloads = hub.Subscribe(WatchFilter{}, [] {}, &revision);
+  publish(2);
+  WatchFilter events;
+  events.kinds = {v1::OBJECT_KIND_EVENT};
+  auto event_watch = hub.Subscribe(events, [] {}, &revision);
+  publish(3);
+  WatchFilter directives;
+  directives.kinds = {v1::OBJECT_KIND_POD_DIRECTIVE, v1::OBJECT_KIND_WORKLOAD};
+  auto directive_watch = hub.Subscribe(directives, [] {}, &revision);
+  publish(4);
+  hub.Unsubscribe(event_watch);
+  publish(5);
+  EXPECT_EQ(seen, (std::vector<std::pair<bool, bool>>{
+                      {false, false}, {true, false}, {true, true}, {false, true}}));
+}
+
 TEST(WatchHubTest, SlowSubscriberIsCutOffWithoutBlockingOthers) {
   WatchHub hub(/*max_buffered=*/3);
   uint64_t revision;
