@@ -15,6 +15,9 @@ const std::vector<double> kLatencyBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0
 const std::vector<double> kWaitTimeBuckets = {0.01, 0.05, 0.1,  0.25, 0.5,  1,    2.5,
                                               5,    10,   20,   40,   80,   160,  320,
                                               640,  1280, 2560, 5120, 10240};
+const std::vector<double> kExecutionTimeBuckets = {1,   2.5,  5,    10,   20,    40,
+                                                   80,  160,  320,  640,  1280,  2560,
+                                                   5120, 10240, 20480, 40960};
 
 namespace {
 

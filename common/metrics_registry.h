@@ -49,6 +49,9 @@ extern const std::vector<double> kLatencyBuckets;
 // Wait times of workloads, 10 ms to about 3 hours: Kueue's wait-time buckets (1 s, then 2.5 s
 // doubling up to 10,240 s) with sub-second ones in front.
 extern const std::vector<double> kWaitTimeBuckets;
+// How long admitted workloads ran, 1 s to about 11 hours: Kueue's execution-time buckets (1 s,
+// then 2.5 s doubling, 16 in all).
+extern const std::vector<double> kExecutionTimeBuckets;
 
 class MetricsRegistry {
  public:

@@ -31,6 +31,21 @@ std::optional<absl::Time> TransitionTime(const v1::Workload& wl, const char* typ
          absl::Nanoseconds(c->last_transition_time().nanos());
 }
 
+// How long a finished workload ran while admitted (Kueue's TotalExecutionTime): the time of its
+// earlier admissions (status.accumulatedPastExecutionTimeSeconds) and from its last admission to
+// its end. Nothing when it is not both admitted and finished.
+std::optional<absl::Duration> ExecutionTime(const v1::Workload& wl) {
+  if (!engine::IsConditionTrue(wl, engine::kAdmitted) ||
+      !engine::IsConditionTrue(wl, engine::kFinished)) {
+    return std::nullopt;
+  }
+  const std::optional<absl::Time> admitted = TransitionTime(wl, engine::kAdmitted);
+  const std::optional<absl::Time> finished = TransitionTime(wl, engine::kFinished);
+  if (!admitted || !finished) return std::nullopt;
+  return absl::Seconds(wl.status().accumulated_past_execution_time_seconds()) +
+         (*finished - *admitted);
+}
+
 // Since when the workload waits, as Kueue measures it: its creation, or its last requeue.
 absl::Time QueuedSince(const v1::Workload& wl) {
   if (std::optional<absl::Time> requeued = TransitionTime(wl, engine::kRequeued)) return *requeued;
@@ -196,10 +211,9 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
       if (slot == nullptr) slot = &registry_.Counter(name, help, {{"cluster_queue", cq}});
       return slot;
     };
-    auto histogram = [&](prometheus::Histogram*& slot, const char* name, const char* help) {
-      if (slot == nullptr) {
-        slot = &registry_.Histogram(name, help, {{"cluster_queue", cq}}, kWaitTimeBuckets);
-      }
+    auto histogram = [&](prometheus::Histogram*& slot, const char* name, const char* help,
+                         const std::vector<double>& buckets = kWaitTimeBuckets) {
+      if (slot == nullptr) slot = &registry_.Histogram(name, help, {{"cluster_queue", cq}}, buckets);
       return slot;
     };
     if (c.reason == "QuotaReserved" || c.reason == "Admitted") {
@@ -268,6 +282,13 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
       counter(series.finished, "kueue_finished_workloads_total",
               "Workloads finished, per ClusterQueue.")
           ->Increment();
+      if (const std::optional<absl::Duration> ran = ExecutionTime(wl)) {
+        histogram(series.execution, "kueue_execution_time_seconds",
+                  "How long a finished workload ran while admitted, over all its admissions, "
+                  "per ClusterQueue.",
+                  kExecutionTimeBuckets)
+            ->Observe(absl::ToDoubleSeconds(*ran));
+      }
     } else if (c.reason == "SliceCreated") {
       registry_.Add(
           "admitd_workload_slices_created_total", "Workload slices created by a scale-up (KEP-77).",

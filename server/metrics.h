@@ -110,6 +110,7 @@ class Metrics {
     prometheus::Histogram* admission_wait = nullptr;
     prometheus::Histogram* checks_wait = nullptr;
     prometheus::Counter* finished = nullptr;
+    prometheus::Histogram* execution = nullptr;
   };
   prometheus::Counter& ChangeCounter(const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);

@@ -154,6 +154,33 @@ TEST(MetricsTest, CountsCommittedChangesUnderKueuesNames) {
   EXPECT_EQ(m.Value("admitd_workload_changes_total", {{"reason", "Admitted"}}), 2);
 }
 
+TEST(MetricsTest, AFinishedWorkloadsExecutionTimeCountsEveryAdmission) {
+  Metrics m;
+  // Admitted at 100 s, finished at 160 s, after 40 s in earlier admissions: 100 s.
+  engine::Change ran = WorkloadChange("Finished", "cq");
+  auto wl = std::make_shared<v1::Workload>(*ran.workload);
+  AddCondition(wl.get(), engine::kAdmitted, "Admitted", 100);
+  AddCondition(wl.get(), engine::kFinished, "Succeeded", 160);
+  wl->mutable_status()->set_accumulated_past_execution_time_seconds(40);
+  ran.workload = wl;
+  // Finished without being admitted (deleted while pending): no execution time.
+  engine::Change never = WorkloadChange("Finished", "cq");
+  auto pending = std::make_shared<v1::Workload>(*never.workload);
+  AddCondition(pending.get(), engine::kFinished, "Failed", 50);
+  never.workload = pending;
+  m.CountChanges({ran, never});
+  const std::string text = m.Render();
+  EXPECT_THAT(text, HasSubstr("kueue_execution_time_seconds_count{cluster_queue=\"cq\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_execution_time_seconds_sum{cluster_queue=\"cq\"} 100\n"));
+  // Kueue's buckets: 1 s, then 2.5 s doubling.
+  EXPECT_THAT(text,
+              HasSubstr("kueue_execution_time_seconds_bucket{cluster_queue=\"cq\",le=\"80\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kueue_execution_time_seconds_bucket{cluster_queue=\"cq\",le=\"160\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_execution_time_seconds_bucket{cluster_queue=\"cq\",le=\"40960\"} 1\n"));
+  EXPECT_EQ(m.Value("kueue_finished_workloads_total", {{"cluster_queue", "cq"}}), 2);
+}
+
 TEST(MetricsTest, AWorkloadsFirstEvictionOfAKindIsCountedOnce) {
   // The workload's scheduling stats after each eviction, as the engine keeps them.
   auto evicted = [](const std::string& condition_reason, int preempted, int requeuing_limit) {
