@@ -236,6 +236,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       !cq.spec_object().spec().preemption().borrow_within_cohort().policy().empty() &&
       cq.spec_object().spec().preemption().borrow_within_cohort().policy() != "Never";
 
+  // The queue and each flavor-resource pair are looked up in the quota tree once, not per query.
+  const QuotaTree::QueueRef queue = tree.RefOf(cq_name);
   Assignment out;
   // Attempts are recorded only for explanations: the scheduling path does not read them.
   auto attempt = [&](FlavorAttempt a) {
@@ -330,6 +332,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           auto req = total.find(r);
           if (req == total.end()) continue;
           const FlavorResource fr{flavor_name, r};
+          const int pair = tree.PairId(fr);
           auto assumed_it = out.usage.find(fr);
           const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
           int64_t request = req->second;
@@ -356,7 +359,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             }
           }
           const Amount val = Amount(assumed) + request;
-          const Amount max_cap = tree.PotentialAvailable(cq_name, fr);
+          const Amount max_cap = tree.PotentialAvailable(queue, pair);
           Granular m;
           if (val > max_cap) {
             const std::string why = absl::StrCat(
@@ -369,8 +372,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
             if (!sticky_mismatch) flavor_nofit_reason = kReasonExceedsMaxQuota;
             m = {Mode::kNoFit, 0};
           } else {
-            const auto [borrow, may_reclaim] = tree.BorrowingLevelAndReclaim(cq_name, fr, val);
-            const Amount available = tree.Available(cq_name, fr);
+            const auto [borrow, may_reclaim] = tree.BorrowingLevelAndReclaim(queue, pair, val);
+            const Amount available = tree.Available(queue, pair);
             if (val <= available) {
               m = {Mode::kFit, borrow};
               attempt({ps.name, r, flavor_name, "Fit",
@@ -382,7 +385,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
               status.push_back(why);
               // val is this workload's own request so far, a quantity since validation.
               if (oracle != nullptr && IsQuantity(val) &&
-                  (tree.Nominal(cq_name, fr) >= val || may_reclaim || can_preempt_while_borrowing)) {
+                  (tree.Nominal(queue, pair) >= val || may_reclaim || can_preempt_while_borrowing)) {
                 const OracleAnswer answer = (*oracle)(fr, static_cast<int64_t>(val));
                 switch (answer.possibility) {
                   case OracleAnswer::Possibility::kNoCandidates: m.mode = Mode::kNoCandidates; break;

@@ -257,8 +257,11 @@ Amount QuotaTree::Available(const std::string& cq, const FlavorResource& fr) con
 }
 
 Amount QuotaTree::PotentialAvailable(const std::string& cq, const FlavorResource& fr) const {
-  const Node* n = Find(cq);
-  return n == nullptr ? 0 : PotentialAt(*n, IdOf(fr));
+  return PotentialAvailable(RefOf(cq), IdOf(fr));
+}
+
+Amount QuotaTree::PotentialAvailable(QueueRef cq, int pair) const {
+  return cq.node_ == nullptr ? 0 : PotentialAt(*cq.node_, pair);
 }
 
 int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
@@ -280,10 +283,13 @@ int QuotaTree::BorrowingLevel(const std::string& cq, const FlavorResource& fr,
 std::pair<int, bool> QuotaTree::BorrowingLevelAndReclaim(const std::string& cq,
                                                          const FlavorResource& fr,
                                                          Amount value) const {
-  const Node* n = Find(cq);
+  return BorrowingLevelAndReclaim(RefOf(cq), IdOf(fr), value);
+}
+
+std::pair<int, bool> QuotaTree::BorrowingLevelAndReclaim(QueueRef cq, int id, Amount value) const {
+  const Node* n = cq.node_;
   if (n == nullptr) return {0, false};
   if (n->parent == nullptr) return {0, false};
-  const int id = IdOf(fr);
   if (n->At(id).nominal >= n->At(id).usage + value) return {0, true};
   Amount remaining = value - LocalAvailable(*n, id);
   for (const Node* a = n->parent; a != nullptr; a = a->parent) {

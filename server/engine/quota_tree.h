@@ -126,6 +126,8 @@ class QuotaTree {
     return IdsOf(frs);
   }
   Amount Available(QueueRef cq, int pair) const;
+  Amount PotentialAvailable(QueueRef cq, int pair) const;
+  std::pair<int, bool> BorrowingLevelAndReclaim(QueueRef cq, int pair, Amount value) const;
   int64_t Nominal(QueueRef cq, int pair) const;
   Amount Usage(QueueRef cq, int pair) const;
   // Whether a workload of `cq` is still a reclaim target: `cq` and every ancestor below `lca`
