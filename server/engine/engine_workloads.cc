@@ -264,15 +264,27 @@ void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
 FlavorResourceQuantities Engine::Impl::UsageFromAdmission(const WorkloadEntry& entry) const {
   FlavorResourceQuantities usage;
   const v1::Workload& wl = entry.object();
-  std::map<std::string, int32_t> reclaimable;
-  for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) reclaimable[r.name()] = r.count();
-  std::map<std::string, int32_t> spec_counts;
-  for (const v1::PodSet& ps : wl.spec().pod_sets()) spec_counts[ps.name()] = ps.count();
+  // A pod set's count in the spec and its reclaimable pods, by name (0 when absent): a scan of
+  // the few pod sets, no map built per call.
+  // (The last entry for a name counts, as a map filled in order would keep it.)
+  auto spec_count = [&wl](const std::string& name) -> int32_t {
+    int32_t count = 0;
+    for (const v1::PodSet& ps : wl.spec().pod_sets()) {
+      if (ps.name() == name) count = ps.count();
+    }
+    return count;
+  };
+  auto reclaimable = [&wl](const std::string& name) -> int32_t {
+    int32_t count = 0;
+    for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) {
+      if (r.name() == name) count = r.count();
+    }
+    return count;
+  };
   for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
     if (psa.count() <= 0) continue;
-    const int64_t effective =
-        std::max<int64_t>(0, std::min<int64_t>(psa.count(), spec_counts[psa.name()] -
-                                                                reclaimable[psa.name()]));
+    const int64_t effective = std::max<int64_t>(
+        0, std::min<int64_t>(psa.count(), spec_count(psa.name()) - reclaimable(psa.name())));
     for (const auto& [resource, flavor] : psa.flavors()) {
       auto u = psa.resource_usage().find(resource);
       if (u == psa.resource_usage().end()) continue;
