@@ -203,7 +203,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // A stopped LocalQueue holds its workloads until the stop is lifted (§6.6).
       MarkPendingAfterAttempt(entry, kReasonSuspended,
                               absl::StrCat("LocalQueue ", lq_name, " is inactive"), now);
-      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      cq.pending.AddAlone(&entry.queue_key, entry.SchedulingHash());
       entry.where = WorkloadEntry::Where::kQueued;
       ++set_aside;
       continue;
@@ -213,7 +213,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // workload is not tried (§10).
       MarkPendingAfterAttempt(entry, kReasonPendingEvaluation,
                               "The workload has failed admission checks", now);
-      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      cq.pending.AddAlone(&entry.queue_key, entry.SchedulingHash());
       entry.where = WorkloadEntry::Where::kQueued;
       ++set_aside;
       continue;
@@ -222,7 +222,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // Misconfigured entries wait for a change in either strategy (§5.3).
       MarkPendingAfterAttempt(entry, kReasonMisconfigured,
                               "workload namespace doesn't match ClusterQueue selector", now);
-      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      cq.pending.AddAlone(&entry.queue_key, entry.SchedulingHash());
       entry.where = WorkloadEntry::Where::kQueued;
       ++set_aside;
       continue;
@@ -439,12 +439,12 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     }
     entry.where = WorkloadEntry::Where::kQueued;
     if (to_heap) {
-      cq.pending.Add(&entry.queue_key, SchedulingHash(entry));
+      cq.pending.Add(&entry.queue_key, entry.SchedulingHash());
       if (!cq.strict_fifo && (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates)) {
         ++retry;  // the next attempt resumes at the next flavor
       }
     } else {
-      cq.pending.AddAlone(&entry.queue_key, SchedulingHash(entry));
+      cq.pending.AddAlone(&entry.queue_key, entry.SchedulingHash());
       ++set_aside;
       if (requeue == Requeue::kNoFit || requeue == Requeue::kNoCandidates) {
         SetAsideShape(cq, entry, reason);  // never in StrictFIFO, which requeues to the heap

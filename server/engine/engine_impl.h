@@ -134,8 +134,6 @@ class Engine::Impl {
   // Fills entry.queue_key from the workload (§5.2), as Enqueue does; a workload holding quota
   // keeps it for the preemption search's keys (its UID, its queue-order time).
   void SetQueueKey(WorkloadEntry& entry);
-  // The entry's scheduling hash, computed on first use.
-  uint64_t SchedulingHash(WorkloadEntry& entry) const;
   // §5.4 (BestEffortFIFO): a workload failed as NoFit or without preemption candidates; its
   // shape is set aside with every equivalent workload queued now or later, until the next
   // requeue, without an attempt.

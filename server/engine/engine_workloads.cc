@@ -116,7 +116,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   }
   ClusterQueueState& cq = it->second;
   entry.where = WorkloadEntry::Where::kQueued;
-  if (!cq.pending.Add(&entry.queue_key, SchedulingHash(entry))) {
+  if (!cq.pending.Add(&entry.queue_key, entry.SchedulingHash())) {
     // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
     if (emit_reason_change) {
       MarkBypassed(entry, *cq.pending.SetAsideReason(entry.queue_key.shape), now);
@@ -134,46 +134,11 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
   }
 }
 
-uint64_t Engine::Impl::SchedulingHash(WorkloadEntry& entry) const {
-  if (entry.scheduling_hash != 0) return entry.scheduling_hash;
-  std::string shape = absl::StrCat(entry.queue_key.priority, "|");
-  for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
-    const PodSetRequest& ps = entry.pod_sets()[i];
-    absl::StrAppend(&shape, ps.name, ":", ps.count, ":");
-    const v1::PodSet& spec = entry.object().spec().pod_sets(static_cast<int>(i));
-    if (spec.has_min_count()) absl::StrAppend(&shape, "min", spec.min_count());
-    for (const auto& [resource, value] : ps.per_pod) absl::StrAppend(&shape, resource, "=", value, ",");
-    if (ps.pod != nullptr) {
-      // What flavor assignment reads from the pod: selectors, affinity, tolerations.
-      // (Map fields serialize in no fixed order, so the selector is appended sorted instead.)
-      // Most pods have none of them, and then nothing is appended (an empty PodSpec
-      // serializes to nothing).
-      if (ps.pod->required_node_affinity_size() > 0 || ps.pod->tolerations_size() > 0) {
-        v1::PodSpec placement;
-        *placement.mutable_required_node_affinity() = ps.pod->required_node_affinity();
-        *placement.mutable_tolerations() = ps.pod->tolerations();
-        std::string bytes;
-        placement.SerializeToString(&bytes);
-        absl::StrAppend(&shape, bytes);
-      }
-      if (!ps.pod->node_selector().empty()) {
-        const std::map<std::string, std::string> selector(ps.pod->node_selector().begin(),
-                                                          ps.pod->node_selector().end());
-        for (const auto& [k, v] : selector) absl::StrAppend(&shape, k, "=", v, ";");
-      }
-    }
-    absl::StrAppend(&shape, "|");
-  }
-  uint64_t h = std::hash<std::string>{}(shape);
-  entry.scheduling_hash = h == 0 ? 1 : h;
-  return entry.scheduling_hash;
-}
-
 void Engine::Impl::SetAsideShape(ClusterQueueState& cq, WorkloadEntry& failed,
                                  const std::string& reason) {
   // Kueue moves the equivalent workloads without reconciling them, so a condition they carry
   // stays as it is until they enter a queue again (Enqueue).
-  cq.pending.SetAside(SchedulingHash(failed), reason);
+  cq.pending.SetAside(failed.SchedulingHash(), reason);
 }
 
 void Engine::Impl::MarkBypassed(WorkloadEntry& entry, const std::string& reason, absl::Time now) {

@@ -2,6 +2,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
 
 #include "absl/strings/string_view.h"
 #include "server/engine/conditions.h"
@@ -140,6 +144,61 @@ const WorkloadEntry::CandidateKeys& WorkloadEntry::candidate_keys() {
     keys.writes = writes_;
   }
   return keys;
+}
+
+namespace {
+
+// Folds `v` into the hash `h` (splitmix64's mixing of the two): every field of the shape moves
+// the hash, and so does its position.
+uint64_t Mix(uint64_t h, uint64_t v) {
+  uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A string's length and bytes, so that "ab"+"c" and "a"+"bc" differ.
+uint64_t MixString(uint64_t h, absl::string_view s) {
+  return Mix(Mix(h, s.size()), std::hash<std::string_view>{}(std::string_view(s.data(), s.size())));
+}
+
+}  // namespace
+
+uint64_t WorkloadEntry::SchedulingHash() {
+  if (scheduling_hash != 0) return scheduling_hash;
+  // The shape, hashed field by field as it is read (no string of it is built).
+  uint64_t h = Mix(0, static_cast<uint64_t>(static_cast<int64_t>(queue_key.priority)));
+  for (size_t i = 0; i < pod_sets().size(); ++i) {
+    const PodSetRequest& ps = pod_sets()[i];
+    h = Mix(MixString(h, ps.name), static_cast<uint64_t>(static_cast<int64_t>(ps.count)));
+    const v1::PodSet& spec = object().spec().pod_sets(static_cast<int>(i));
+    h = Mix(h, spec.has_min_count() ? 1 : 0);
+    if (spec.has_min_count()) h = Mix(h, static_cast<uint64_t>(spec.min_count()));
+    h = Mix(h, ps.per_pod.size());
+    for (const auto& [resource, value] : ps.per_pod) {
+      h = Mix(MixString(h, resource), static_cast<uint64_t>(value));
+    }
+    if (ps.pod != nullptr) {
+      // What flavor assignment reads from the pod: selectors, affinity, tolerations.
+      // (Map fields serialize in no fixed order, so the selector is folded in sorted instead.)
+      // Most pods have none of them, and then nothing is folded in.
+      if (ps.pod->required_node_affinity_size() > 0 || ps.pod->tolerations_size() > 0) {
+        v1::PodSpec placement;
+        *placement.mutable_required_node_affinity() = ps.pod->required_node_affinity();
+        *placement.mutable_tolerations() = ps.pod->tolerations();
+        h = MixString(Mix(h, 1), placement.SerializeAsString());
+      }
+      if (!ps.pod->node_selector().empty()) {
+        const std::map<std::string, std::string> selector(ps.pod->node_selector().begin(),
+                                                          ps.pod->node_selector().end());
+        h = Mix(Mix(h, 2), selector.size());
+        for (const auto& [k, v] : selector) h = MixString(MixString(h, k), v);
+      }
+    }
+    h = Mix(h, 3);  // the pod set's end
+  }
+  scheduling_hash = h == 0 ? 1 : h;
+  return scheduling_hash;
 }
 
 }  // namespace admitd::engine

@@ -118,6 +118,8 @@ struct WorkloadEntry {
   // The scheduling shape (§5.4): priority and, per pod set, name, count, minCount, requests and
   // the pod fields flavor assignment reads. 0 until computed; reset when the spec changes.
   uint64_t scheduling_hash = 0;
+  // scheduling_hash, computed on first use (from queue_key.priority: SetQueueKey first).
+  uint64_t SchedulingHash();
 
   // Flavor scan progress from the last attempt (§4.7), and what it was computed against.
   struct LastAssignment {
