@@ -146,7 +146,7 @@ store::Batch ToBatch(const std::vector<engine::Change>& changes, bool log_events
                          : change.type);
       event.set_kind(change.kind);
       event.set_reason(change.reason);
-      event.set_message(change.message);
+      event.set_message(change.event ? change.event->note : change.message);
       if (change.workload) {
         *event.mutable_workload() = *change.workload;
       } else if (change.event) {

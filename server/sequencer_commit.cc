@@ -133,7 +133,7 @@ absl::Status Sequencer::Commit(const std::vector<engine::Change>& changes,
     header.set_type(EventType(change, added[index]));
     header.set_kind(change.kind);
     header.set_reason(change.reason);
-    header.set_message(change.message);
+    header.set_message(change.event ? change.event->note : change.message);
     std::string event = header.SerializeAsString();
     AppendLengthDelimited(change.workload ? 10 : change.event ? 13 : 11, object, &event);
     batch.events.push_back({change.revision, std::move(event)});

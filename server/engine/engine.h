@@ -50,7 +50,7 @@ struct Change {
   // What happened: for workloads Submitted, QuotaReserved, Admitted, Pending, Evicted,
   // Requeued, Finished, Updated, Deleted; for queue objects Applied or Deleted.
   std::string reason;
-  std::string message;
+  std::string message;  // empty for an Event: its note (EventRecord::note) is its message
   // The object after the change (for a workload: as of TakeChanges, see there). Exactly one of
   // these four is set.
   std::shared_ptr<const v1::Workload> workload;

@@ -41,7 +41,6 @@ void Engine::Impl::RecordEvent(const WorkloadEntry& entry, EventType type,
   c.key = absl::StrCat(entry.key(), "#", c.revision);
   c.type = v1::WatchEvent::ADDED;
   c.reason = reason;
-  c.message = event->note;
   c.event = std::move(event);
   changes_.push_back(std::move(c));
 }
@@ -57,7 +56,6 @@ void Engine::Impl::RecordAudit(const v1::Event& event, absl::Time now) {
                        c.revision);
   c.type = v1::WatchEvent::ADDED;
   c.reason = record->reason;
-  c.message = record->note;
   c.event = std::move(record);
   changes_.push_back(std::move(c));
 }
