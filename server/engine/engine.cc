@@ -112,7 +112,8 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
     finalizers->Add(kResourceInUseFinalizer);
   }
   entry.mutable_object().mutable_metadata()->set_resource_version(++revision_);
-  if (entry.object().metadata().labels().count(kPodClusterLabel) != 0) {
+  if (const auto& labels = entry.object().metadata().labels();
+      !labels.empty() && labels.count(kPodClusterLabel) != 0) {  // no key built without labels
     dirty_pod_workloads_.insert(entry.key());
   }
   if (!pods_of_workload_.empty()) MarkElasticPodsDirty(entry.object());

@@ -27,7 +27,8 @@ std::string PodKey(const std::string& cluster, const std::string& ns, const std:
 }
 
 bool IsPodWorkload(const v1::Workload& wl) {
-  return wl.metadata().labels().count(kPodClusterLabel) != 0;
+  const auto& labels = wl.metadata().labels();
+  return !labels.empty() && labels.count(kPodClusterLabel) != 0;  // no key built without labels
 }
 
 bool IsGroupWorkload(const v1::Workload& wl) {

@@ -370,16 +370,15 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   WorkloadEntry& entry = EntryFor(key);
   entry.set_object(std::move(wl));
   entry.ParsePodSets();
-  const std::string cq_name = ClusterQueueOf(ns, entry.object().spec().queue_name());
-  if (auto it = cluster_queues_.find(cq_name); it != cluster_queues_.end()) {
+  IndexChain(entry, /*add=*/true);
+  Enqueue(entry, now, /*emit_reason_change=*/false);  // sets entry.cluster_queue
+  if (auto it = cluster_queues_.find(entry.cluster_queue); it != cluster_queues_.end()) {
     for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
       v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
       rr->set_name(entry.pod_sets()[i].name);
       RenderResourceList(PodSetTotal(it->second, entry.pod_sets()[i]), rr->mutable_resources());
     }
   }
-  IndexChain(entry, /*add=*/true);
-  Enqueue(entry, now, /*emit_reason_change=*/false);
   EmitWorkload(entry, v1::WatchEvent::ADDED, "Submitted", "");
   v1::SubmitResponse response;
   SetAnswer(entry.object(), answer, response.mutable_workload());
