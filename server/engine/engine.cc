@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/engine_pods_internal.h"
 #include "server/engine/quantity.h"
 #include "server/engine/validation.h"
 #include "server/engine/workload_decoder.h"
@@ -112,10 +113,7 @@ void Engine::Impl::EmitWorkload(WorkloadEntry& entry, v1::WatchEvent::Type type,
     finalizers->Add(kResourceInUseFinalizer);
   }
   entry.mutable_object().mutable_metadata()->set_resource_version(++revision_);
-  if (const auto& labels = entry.object().metadata().labels();
-      !labels.empty() && labels.count(kPodClusterLabel) != 0) {  // no key built without labels
-    dirty_pod_workloads_.insert(entry.key());
-  }
+  if (pod_workloads::IsPodWorkload(entry.object())) dirty_pod_workloads_.insert(entry.key());
   if (!pods_of_workload_.empty()) MarkElasticPodsDirty(entry.object());
   Change c;
   c.revision = revision_;

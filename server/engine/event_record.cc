@@ -2,10 +2,10 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <utility>
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "server/engine/engine_impl.h"  // ToProtoTime, FromProto
 
 namespace admitd::engine {
 namespace {
@@ -13,12 +13,6 @@ namespace {
 using google::protobuf::io::CodedOutputStream;
 
 const char* TypeOf(const EventRecord& r) { return r.warning ? "Warning" : "Normal"; }
-
-// eventTime as protobuf's Timestamp holds it (what ToProtoTime makes).
-std::pair<int64_t, int32_t> SecondsAndNanos(absl::Time t) {
-  const int64_t nanos = absl::ToUnixNanos(t);
-  return {nanos / 1000000000, static_cast<int32_t>(nanos % 1000000000)};
-}
 
 // Wire types (protobuf's encoding): varint and length-delimited.
 constexpr uint32_t kVarint = 0;
@@ -67,9 +61,7 @@ v1::Event ToEvent(const EventRecord& r) {
   event.set_reason(r.reason);
   event.set_action(r.action);
   event.set_note(r.note);
-  const auto [seconds, nanos] = SecondsAndNanos(r.time);
-  event.mutable_event_time()->set_seconds(seconds);
-  event.mutable_event_time()->set_nanos(nanos);
+  *event.mutable_event_time() = ToProtoTime(r.time);
   event.set_reporting_controller(r.reporting_controller);
   event.set_cluster_queue(r.cluster_queue);
   event.set_cluster(r.cluster);
@@ -83,7 +75,9 @@ std::string EncodeEvent(const EventRecord& r) {
   using T = google::protobuf::Timestamp;
   static const std::string api_version = kEventRegardingApiVersion;
   const std::string type = TypeOf(r);
-  const auto [seconds, nanos] = SecondsAndNanos(r.time);
+  const google::protobuf::Timestamp time = ToProtoTime(r.time);
+  const int64_t seconds = time.seconds();
+  const int32_t nanos = time.nanos();
 
   // Fields in field-number order, empty ones left out: what protobuf's serializer writes.
   const size_t regarding_size = StringFieldSize(R::kApiVersionFieldNumber, api_version) +
@@ -157,8 +151,7 @@ EventRecord FromEvent(const v1::Event& event) {
   r.cluster_queue = event.cluster_queue();
   r.cluster = event.cluster();
   r.user = event.user();
-  r.time = absl::FromUnixNanos(event.event_time().seconds() * 1000000000 +
-                               event.event_time().nanos());
+  r.time = FromProto(event.event_time());
   return r;
 }
 
