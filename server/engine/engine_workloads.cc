@@ -312,7 +312,8 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
       local_queues_.count(absl::StrCat(wl.metadata().namespace_(), "/default")) != 0) {
     wl.mutable_spec()->set_queue_name("default");
   }
-  Violations violations = ValidateWorkload(wl, options_.max_pod_sets);
+  std::vector<ResourceAmounts> per_pod;  // each pod set's, computed once by validation
+  Violations violations = ValidateWorkload(wl, options_.max_pod_sets, &per_pod);
   CheckObjectSize(&violations, "workload", "workload", wl.ByteSizeLong(), options_.max_object_bytes);
   if (options_.elastic_jobs && IsElastic(wl)) {
     int with_min_count = 0;
@@ -369,7 +370,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
 
   WorkloadEntry& entry = EntryFor(key);
   entry.set_object(std::move(wl));
-  entry.ParsePodSets();
+  entry.ParsePodSets(per_pod);
   IndexChain(entry, /*add=*/true);
   Enqueue(entry, now, /*emit_reason_change=*/false);  // sets entry.cluster_queue
   if (auto it = cluster_queues_.find(entry.cluster_queue); it != cluster_queues_.end()) {

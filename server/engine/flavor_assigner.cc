@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
@@ -130,7 +131,7 @@ bool ShouldTryNextFlavor(const Granular& m, bool try_next_when_borrowing,
 }
 
 struct ChosenFlavor {
-  std::string flavor;
+  const std::string* flavor = nullptr;  // the ClusterQueue's flavor name (outlives the call)
   Mode mode = Mode::kFit;
   int borrow = 0;
   int64_t request = 0;  // what the pod set adds (a slice: the difference)
@@ -175,7 +176,7 @@ int PossibilityRank(const std::string& p) {
 // same flavor (another resource group) as Kueue does: worst mode, highest borrowing, the least
 // possible preemption, every reason once.
 void MergeConsidered(std::map<std::string, ConsideredFlavor>* into, ConsideredFlavor c) {
-  auto [it, added] = into->try_emplace(c.flavor, c);
+  auto [it, added] = into->try_emplace(c.flavor, std::move(c));  // `c` stays whole if not added
   ConsideredFlavor& e = it->second;
   if (!added) {
     if (ModeRank(c.mode) < ModeRank(e.mode)) e.mode = c.mode;
@@ -248,13 +249,24 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
   int worst_severity = 0;
   Mode representative = Mode::kFit;  // worst over pod sets: NoFit < Preempt < Fit
   bool failed = false;
+  out.totals.reserve(pod_sets.size());
+  out.counts.reserve(pod_sets.size());
+  out.flavors.reserve(pod_sets.size());
+  out.progress.reserve(pod_sets.size());
+  out.considered.reserve(pod_sets.size());
 
   for (size_t p = 0; p < pod_sets.size() && !failed; ++p) {
     const PodSetRequest& ps = pod_sets[p];
-    const ResourceList total = PodSetTotal(cq, ps);
-    out.totals.push_back(total);
+    out.totals.push_back(PodSetTotal(cq, ps));
+    const ResourceList& total = out.totals.back();  // not pushed to again in this pod set
     out.counts.push_back(ps.count);
-    std::map<std::string, ChosenFlavor> chosen;  // resource -> flavor
+    // Resource -> flavor, keyed by views of `total`'s keys. A pod set asks for a handful of
+    // resources: a vector searched in order beats a tree of nodes.
+    using Chosen = absl::InlinedVector<std::pair<absl::string_view, ChosenFlavor>, 4>;
+    auto find_in = [](Chosen& in, absl::string_view resource) {
+      return std::find_if(in.begin(), in.end(), [&](const auto& e) { return e.first == resource; });
+    };
+    Chosen chosen;
     std::map<std::string, int> progress;
     std::map<std::string, ConsideredFlavor> considered;  // flavor -> what its attempts gave
     std::vector<std::string> reasons;  // the pod set's status (§4.4)
@@ -270,7 +282,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
     };
 
     for (const auto& [resource, value] : total) {
-      if (chosen.count(resource)) continue;  // assigned with its resource group
+      if (find_in(chosen, resource) != chosen.end()) continue;  // assigned with its group
       auto g_it = cq.group_of.find(resource);
       if (g_it == cq.group_of.end()) {
         if (value == 0) continue;  // zero requests of undeclared resources are ignored
@@ -283,7 +295,7 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
       const int g = g_it->second;
       const ResourceGroupQuota& group = cq.groups[g];
       std::vector<std::string> status;  // reasons gathered over this group's flavors
-      std::map<std::string, ChosenFlavor> best;
+      Chosen best;
       Granular best_mode;  // worst possible
       int attempted = -1;
       int start = 0;
@@ -324,17 +336,19 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         }
         // Quota, resource by resource (§4.2); the flavor's mode is the worst of them.
         Granular rep{Mode::kFit, 0};
-        std::map<std::string, ChosenFlavor> assignments;
+        Chosen assignments;
         std::string flavor_nofit_reason;
         const size_t status_before = status.size();  // this flavor's reasons follow
         int max_borrow = 0;
         for (const std::string& r : group.resources) {
           auto req = total.find(r);
           if (req == total.end()) continue;
-          const FlavorResource fr{flavor_name, r};
-          const int pair = tree.PairId(fr);
-          auto assumed_it = out.usage.find(fr);
-          const int64_t assumed = assumed_it == out.usage.end() ? 0 : assumed_it->second;
+          const int pair = tree.PairId(flavor_name, r);
+          int64_t assumed = 0;  // what earlier pod sets took: none for the common single one
+          if (!out.usage.empty()) {
+            auto assumed_it = out.usage.find(FlavorResource{flavor_name, r});
+            if (assumed_it != out.usage.end()) assumed = assumed_it->second;
+          }
           int64_t request = req->second;
           // A slice keeps the flavors of the slice it replaces and asks for the difference only
           // (§13.3); another flavor is NoFit, though its quota is still checked for the message.
@@ -386,7 +400,8 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
               // val is this workload's own request so far, a quantity since validation.
               if (oracle != nullptr && IsQuantity(val) &&
                   (tree.Nominal(queue, pair) >= val || may_reclaim || can_preempt_while_borrowing)) {
-                const OracleAnswer answer = (*oracle)(fr, static_cast<int64_t>(val));
+                const OracleAnswer answer =
+                    (*oracle)(FlavorResource{flavor_name, r}, static_cast<int64_t>(val));
                 switch (answer.possibility) {
                   case OracleAnswer::Possibility::kNoCandidates: m.mode = Mode::kNoCandidates; break;
                   case OracleAnswer::Possibility::kPreempt: m.mode = Mode::kPreempt; break;
@@ -412,7 +427,11 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
           // Once the flavor is NoFit the remaining resources are still checked (their reasons
           // join the message) but not assigned.
           if (rep.mode == Mode::kNoFit) continue;
-          assignments[r] = {flavor_name, m.mode, m.borrow, request};
+          if (auto a = find_in(assignments, r); a != assignments.end()) {
+            a->second = {&flavor_name, m.mode, m.borrow, request};
+          } else {
+            assignments.push_back({req->first, {&flavor_name, m.mode, m.borrow, request}});
+          }
         }
         if (rep.mode == Mode::kNoFit) note_nofit(g, flavor_nofit_reason);
         MergeConsidered(&considered,
@@ -437,8 +456,12 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
         break;
       }
       for (auto& [r, c] : best) {
-        progress[r] = tried;
-        chosen[r] = c;
+        progress[std::string(r)] = tried;
+        if (auto e = find_in(chosen, r); e != chosen.end()) {
+          e->second = c;
+        } else {
+          chosen.push_back({r, c});
+        }
       }
       if (best_mode.mode != Mode::kFit) {
         reasons.insert(reasons.end(), status.begin(), status.end());
@@ -448,14 +471,15 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
     std::vector<std::map<std::string, std::string>>::value_type names;
     Mode podset_mode = Mode::kFit;
     for (const auto& [r, c] : chosen) {
-      names[r] = c.flavor;
+      names.emplace(r, *c.flavor);
       if (c.mode != Mode::kFit) {
         podset_mode = Mode::kPreempt;
-        out.needs_preemption.insert({c.flavor, r});
+        out.needs_preemption.insert({*c.flavor, std::string(r)});
       }
       out.borrowing_level = std::max(out.borrowing_level, c.borrow);
       if (!podset_failed) {
-        out.usage[{c.flavor, r}] += c.request;  // the workload's total: validated to fit
+        // The workload's total: validated to fit.
+        out.usage[FlavorResource{*c.flavor, std::string(r)}] += c.request;
       }
     }
     out.flavors.push_back(std::move(names));

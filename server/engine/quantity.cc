@@ -126,46 +126,68 @@ std::string FormatQuantity(absl::string_view resource, int64_t value) {
   return FormatQuantity(resource, Amount(value));
 }
 
+namespace {
+
+// Divides `magnitude` by `base` while it stays an integer, at most `limit` times; returns how
+// often it did.
+template <typename U>
+int StripFactor(U* magnitude, unsigned base, int limit) {
+  int n = 0;
+  while (n < limit && *magnitude % base == 0) {
+    *magnitude /= base;
+    ++n;
+  }
+  return n;
+}
+
+// The same in 64-bit arithmetic when the magnitude fits (every realistic quantity): 128-bit
+// division is a library call.
+int StripFactorFast(absl::uint128* magnitude, unsigned base, int limit) {
+  if (absl::Uint128High64(*magnitude) != 0) return StripFactor(magnitude, base, limit);
+  uint64_t low = absl::Uint128Low64(*magnitude);
+  const int n = StripFactor(&low, base, limit);
+  *magnitude = low;
+  return n;
+}
+
+}  // namespace
+
 std::string FormatQuantity(absl::string_view resource, Amount value) {
   if (value == 0) return "0";
   const bool negative = value < 0;
-  absl::uint128 magnitude =
-      negative ? absl::uint128(-value) : absl::uint128(value);
-  const char* sign = negative ? "-" : "";
-  const char* suffix = "";
+  absl::uint128 magnitude = negative ? absl::uint128(-value) : absl::uint128(value);
+  absl::string_view suffix;
   if (IsBinaryResource(resource) && magnitude >= 1024) {
-    static const char* const kBinary[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-    int exp = 0;
-    while (magnitude % 1024 == 0 && exp < 6) {
-      magnitude /= 1024;
-      ++exp;
-    }
-    suffix = kBinary[exp];
+    static constexpr absl::string_view kBinary[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+    suffix = kBinary[StripFactorFast(&magnitude, 1024, 6)];
   } else {
     // DecimalSI: the largest exponent (a multiple of 3) that keeps an integer mantissa.
-    int exp = resource == "cpu" ? -3 : 0;
-    while (magnitude % 1000 == 0 && exp < 18) {
-      magnitude /= 1000;
-      exp += 3;
-    }
-    switch (exp) {
-      case -3: suffix = "m"; break;
-      case 3: suffix = "k"; break;
-      case 6: suffix = "M"; break;
-      case 9: suffix = "G"; break;
-      case 12: suffix = "T"; break;
-      case 15: suffix = "P"; break;
-      case 18: suffix = "E"; break;
-      default: break;
-    }
+    static constexpr absl::string_view kDecimal[] = {"m", "", "k", "M", "G", "T", "P", "E"};
+    const int first = resource == "cpu" ? 0 : 1;  // cpu is counted in millis
+    suffix = kDecimal[first + StripFactorFast(&magnitude, 1000, 7 - first)];
   }
-  // Decimal digits of a 128-bit magnitude, least significant first.
-  std::string digits;
-  do {
-    digits.push_back(static_cast<char>('0' + static_cast<int>(magnitude % 10)));
-    magnitude /= 10;
-  } while (magnitude != 0);
-  return absl::StrCat(sign, std::string(digits.rbegin(), digits.rend()), suffix);
+  // The decimal digits, written backwards from the end of a buffer wide enough for 2^128.
+  char buf[48];
+  char* end = buf + sizeof(buf);
+  char* p = end;
+  if (absl::Uint128High64(magnitude) == 0) {
+    uint64_t low = absl::Uint128Low64(magnitude);
+    do {
+      *--p = static_cast<char>('0' + low % 10);
+      low /= 10;
+    } while (low != 0);
+  } else {
+    do {
+      *--p = static_cast<char>('0' + static_cast<int>(magnitude % 10));
+      magnitude /= 10;
+    } while (magnitude != 0);
+  }
+  if (negative) *--p = '-';
+  std::string out;
+  out.reserve(static_cast<size_t>(end - p) + suffix.size());
+  out.append(p, end);
+  out.append(suffix.data(), suffix.size());
+  return out;
 }
 
 }  // namespace admitd::engine

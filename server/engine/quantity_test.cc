@@ -73,6 +73,8 @@ TEST(QuantityTest, AmountsBeyondAQuantityFormatExactly) {
   EXPECT_EQ(FormatQuantity("memory", Amount(kMaxQuantity) * 3), "27670116110564327421");
   EXPECT_EQ(FormatQuantity("cpu", Amount(kMaxQuantity) * 1000), "9223372036854775807");
   EXPECT_EQ(FormatQuantity("memory", -ten_ei), "-10Ei");
+  EXPECT_EQ(FormatQuantity("cpu", Amount(1000000000000000000) * 1000000), "1000E");
+  EXPECT_EQ(FormatQuantity("memory", -(Amount(kMaxQuantity) * 3)), "-27670116110564327421");
   EXPECT_FALSE(IsQuantity(Amount(kMaxQuantity) + 1));
   EXPECT_TRUE(IsQuantity(kMaxQuantity));
 }

@@ -26,6 +26,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "admitd/v1/objects.pb.h"
 #include "server/engine/resources.h"
@@ -120,6 +122,11 @@ class QuotaTree {
   // The root of the tree `cq` is in (a cohort, or `cq` itself without one).
   QueueRef RootOf(QueueRef cq) const;
   int PairId(const FlavorResource& fr) const { return IdOf(fr); }
+  // The same without building the pair's strings.
+  int PairId(absl::string_view flavor, absl::string_view resource) const {
+    auto it = ids_.find(PairView(flavor, resource));
+    return it == ids_.end() ? -1 : it->second;
+  }
   // The pair's id, given one if no node ever held it.
   int InternPair(const FlavorResource& fr) { return Intern(fr); }
   absl::InlinedVector<int, 4> PairIds(const std::set<FlavorResource>& frs) const {
@@ -203,7 +210,17 @@ class QuotaTree {
   void Derive(Node* n);
   const Node* Find(const std::string& cq) const;
 
-  absl::flat_hash_map<FlavorResource, int> ids_;
+  // Pair ids, found by a pair of views too (PairId asks without copying the names).
+  using PairView = std::pair<absl::string_view, absl::string_view>;
+  struct PairHash {
+    using is_transparent = void;
+    size_t operator()(PairView p) const { return absl::HashOf(p.first, p.second); }
+  };
+  struct PairEq {
+    using is_transparent = void;
+    bool operator()(PairView a, PairView b) const { return a == b; }
+  };
+  absl::flat_hash_map<FlavorResource, int, PairHash, PairEq> ids_;
   // By name. Hashed: every query names its ClusterQueue, and with a thousand of them a hash is
   // far cheaper than a walk of string comparisons; nothing depends on their order.
   absl::flat_hash_map<std::string, std::unique_ptr<Node>> cluster_queues_;

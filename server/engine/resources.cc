@@ -86,9 +86,11 @@ ResourceAmounts PodRequestsExact(const v1::PodSpec& spec) {
   return total;
 }
 
-ResourceList PodRequests(const v1::PodSpec& spec) {
+ResourceList PodRequests(const v1::PodSpec& spec) { return NarrowRequests(PodRequestsExact(spec)); }
+
+ResourceList NarrowRequests(const ResourceAmounts& exact) {
   ResourceList out;
-  for (const auto& [name, v] : PodRequestsExact(spec)) out[name] = Narrow(v);
+  for (const auto& [name, v] : exact) out.emplace_hint(out.end(), name, Narrow(v));
   return out;
 }
 

@@ -41,6 +41,8 @@ ResourceAmounts PodRequestsExact(const v1::PodSpec& spec);
 // total fits a quantity; a value that does not (only in data stored before that check) is held at
 // kMaxQuantity, which no quota can hold, so such a workload stays pending.
 ResourceList PodRequests(const v1::PodSpec& spec);
+// PodRequests of the exact requests PodRequestsExact gave.
+ResourceList NarrowRequests(const ResourceAmounts& exact);
 
 // `per_pod` × `count`, held at kMaxQuantity as PodRequests is.
 ResourceList Scale(const ResourceList& per_pod, int64_t count);

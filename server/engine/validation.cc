@@ -432,8 +432,10 @@ Violations ValidateNamespace(const v1::Namespace& ns) {
   return out;
 }
 
-Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
+Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets,
+                            std::vector<ResourceAmounts>* per_pod) {
   Violations out;
+  if (per_pod != nullptr) per_pod->clear();
   const v1::WorkloadSpec& spec = workload.spec();
   CheckName(&out, "metadata.namespace", workload.metadata().namespace_(), true);
   CheckName(&out, "metadata.name", workload.metadata().name(), false);
@@ -533,7 +535,7 @@ Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets) {
   CheckRemoteJobDocument(&out, "remoteJob.manifest", workload.remote_job().manifest());
   CheckRemoteJobDocument(&out, "remoteJob.status", workload.remote_job().status());
   if (out.empty()) {
-    for (FieldViolation& v : ValidateWorkloadTotals(spec)) out.push_back(std::move(v));
+    for (FieldViolation& v : ValidateWorkloadTotals(spec, per_pod)) out.push_back(std::move(v));
   }
   return out;
 }
@@ -554,15 +556,21 @@ void CheckRemoteJobDocument(Violations* out, absl::string_view field, const std:
   }
 }
 
-Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {
+Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec,
+                                  std::vector<ResourceAmounts>* per_pod) {
   Violations out;
+  if (per_pod != nullptr) {
+    per_pod->clear();
+    per_pod->reserve(spec.pod_sets_size());
+  }
   static constexpr absl::string_view largest =
       "the largest quantity is 2^63-1 (9223372036854775807) units";
   ResourceAmounts workload;
   for (int i = 0; i < spec.pod_sets_size(); ++i) {
     const v1::PodSet& ps = spec.pod_sets(i);
     auto f = [i] { return absl::StrCat("spec.podSets[", i, "]"); };  // only for a violation
-    for (const auto& [resource, per_pod] : PodRequestsExact(ps.template_().spec())) {
+    ResourceAmounts requests = PodRequestsExact(ps.template_().spec());
+    for (const auto& [resource, per_pod] : requests) {
       if (!IsQuantity(per_pod)) {
         out.push_back({f() + ".template.spec",
                        absl::StrCat("Invalid value: the request of one pod for ", resource,
@@ -580,6 +588,7 @@ Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {
       }
       workload[resource] += total;
     }
+    if (per_pod != nullptr) per_pod->push_back(std::move(requests));
   }
   for (const auto& [resource, total] : workload) {
     if (out.empty() && !IsQuantity(total)) {
@@ -588,6 +597,7 @@ Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec) {
                                   FormatQuantity(resource, total), " ", resource, ": ", largest)});
     }
   }
+  if (per_pod != nullptr && !out.empty()) per_pod->clear();
   return out;
 }
 

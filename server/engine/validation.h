@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "admitd/v1/objects.pb.h"
 #include "common/status.h"
+#include "server/engine/resources.h"
 
 namespace admitd::engine {
 
@@ -26,12 +27,17 @@ Violations ValidateAdmissionCheck(const v1::AdmissionCheck& check);
 Violations ValidateNamespace(const v1::Namespace& ns);
 Violations ValidateMultiKueueConfig(const v1::MultiKueueConfig& config);
 Violations ValidateMultiKueueCluster(const v1::MultiKueueCluster& cluster);
-Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets);
+// When `per_pod` is given and the workload is valid, it receives each pod set's per-pod request
+// (PodRequestsExact), which the totals check computes anyway.
+Violations ValidateWorkload(const v1::Workload& workload, int max_pod_sets,
+                            std::vector<ResourceAmounts>* per_pod = nullptr);
 
 // Whether the workload's requests can be represented: per resource, each pod set's per-pod
 // request × count and their sum over the pod sets must be a quantity (at most 2^63-1 canonical
 // units). Part of ValidateWorkload; Resize checks it with the new counts.
-Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec);
+// `per_pod`, when given, receives each pod set's per-pod request.
+Violations ValidateWorkloadTotals(const v1::WorkloadSpec& spec,
+                                  std::vector<ResourceAmounts>* per_pod = nullptr);
 
 // A MultiKueue document of Workload.remote_job (manifest, status): empty, or a JSON object of
 // at most 1 MiB. Reported at `field`.

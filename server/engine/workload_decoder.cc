@@ -20,6 +20,26 @@ std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload) {
   return out;
 }
 
+std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload,
+                                            const std::vector<ResourceAmounts>& per_pod) {
+  std::vector<PodSetRequest> out;
+  out.reserve(workload.spec().pod_sets_size());
+  for (int i = 0; i < workload.spec().pod_sets_size(); ++i) {
+    const v1::PodSet& ps = workload.spec().pod_sets(i);
+    PodSetRequest req;
+    req.name = ps.name();
+    req.count = ps.count();
+    if (static_cast<size_t>(i) < per_pod.size()) {
+      req.per_pod = NarrowRequests(per_pod[static_cast<size_t>(i)]);
+    } else {
+      req.per_pod = PodRequests(ps.template_().spec());
+    }
+    req.pod = &ps.template_().spec();
+    out.push_back(std::move(req));
+  }
+  return out;
+}
+
 DecodedWorkload DecodeStoredWorkload(absl::string_view encoded,
                                      std::shared_ptr<v1::Workload> reuse) {
   DecodedWorkload out;

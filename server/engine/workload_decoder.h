@@ -17,6 +17,10 @@ namespace admitd::engine {
 
 // The per-pod requests of each of `workload`'s pod sets, pointing into it (PodSetRequest::pod).
 std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload);
+// The same from per-pod requests already computed (one per pod set, as PodRequestsExact gives
+// them: validation computes them), saving the parse.
+std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload,
+                                            const std::vector<ResourceAmounts>& per_pod);
 
 // A stored workload decoded, with what the engine parses off it at once.
 struct DecodedWorkload {

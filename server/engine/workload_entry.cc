@@ -115,6 +115,10 @@ void WorkloadEntry::CopyTo(v1::Workload* out) const {
 
 void WorkloadEntry::FillPodSets() const { pod_sets_ = PodSetRequestsOf(object()); }
 
+void WorkloadEntry::ParsePodSets(const std::vector<ResourceAmounts>& per_pod) {
+  pod_sets_ = PodSetRequestsOf(object(), per_pod);
+}
+
 void WorkloadEntry::PointPodSets() const {
   for (size_t i = 0; i < pod_sets_.size(); ++i) {
     pod_sets_[i].pod = static_cast<int>(i) < object_->spec().pod_sets_size()

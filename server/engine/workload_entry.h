@@ -78,6 +78,8 @@ struct WorkloadEntry {
   }
   // Parses pod_sets() off the workload's spec again, after the spec changed.
   void ParsePodSets() { FillPodSets(); }
+  // The same from each pod set's per-pod request, already computed (by validation).
+  void ParsePodSets(const std::vector<ResourceAmounts>& per_pod);
 
   // The preemption search's candidate order keys (§7.4), read off the workload once per write
   // instead of once per search.
