@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "server/engine/cluster_queue.h"
 #include "common/workload_names.h"
 #include "server/engine/engine.h"
@@ -177,7 +179,7 @@ class Engine::Impl {
   // ---- engine_slices.cc: elastic workloads (§13) ----
   // Which job a workload belongs to: its owner's UID, else its slice-name annotation or name.
   std::string ChainKey(const v1::Workload& wl) const;
-  void IndexChain(const WorkloadEntry& entry, bool add);
+  void IndexChain(WorkloadEntry& entry, bool add);
   // The workloads of a chain, oldest first.
   std::vector<WorkloadEntry*> ChainOf(const std::string& chain);
   // The admitted slice `entry` replaces in `cq`, when delta accounting applies (§13.3).
@@ -379,8 +381,10 @@ class Engine::Impl {
   // Pod workloads evicted during the running cycle, reconciled when it ends.
   std::set<std::string> evicted_pod_workloads_;
   bool in_cycle_ = false;
-  // Workload keys by job (ChainKey): the slices of an elastic job, or a job's one workload.
-  std::map<std::string, std::set<std::string>> chains_;
+  // Workloads by job (ChainKey): the slices of an elastic job, or a job's one workload (every
+  // workload is in one). Hashed, and a chain of one holds its entry inline: every Submit adds
+  // one. Entries of workloads_ do not move; a workload leaves its chain before it is erased.
+  absl::flat_hash_map<std::string, absl::InlinedVector<WorkloadEntry*, 1>> chains_;
   // ClusterQueues with a non-empty heap that may admit: the cycle's heads come from these.
   std::set<std::string> cqs_with_heads_;
   // Timed work by due time and workload key: backoffs ending and maximum execution times. An

@@ -61,23 +61,27 @@ std::string Engine::Impl::ChainKey(const v1::Workload& wl) const {
   return absl::StrCat(ns, "/name:", origin);
 }
 
-void Engine::Impl::IndexChain(const WorkloadEntry& entry, bool add) {
-  const std::string chain = ChainKey(entry.object());
+void Engine::Impl::IndexChain(WorkloadEntry& entry, bool add) {
+  std::string chain = ChainKey(entry.object());
   if (add) {
-    chains_[chain].insert(entry.key());
+    auto& members = chains_[std::move(chain)];
+    if (std::find(members.begin(), members.end(), &entry) == members.end()) {
+      members.push_back(&entry);
+    }
     return;
   }
   auto it = chains_.find(chain);
   if (it == chains_.end()) return;
-  it->second.erase(entry.key());
-  if (it->second.empty()) chains_.erase(it);
+  auto& members = it->second;
+  members.erase(std::remove(members.begin(), members.end(), &entry), members.end());
+  if (members.empty()) chains_.erase(it);
 }
 
 std::vector<WorkloadEntry*> Engine::Impl::ChainOf(const std::string& chain) {
   std::vector<WorkloadEntry*> out;
   auto it = chains_.find(chain);
   if (it == chains_.end()) return out;
-  for (const std::string& key : it->second) out.push_back(&workloads_.at(key));
+  out.assign(it->second.begin(), it->second.end());
   std::sort(out.begin(), out.end(), Before);
   return out;
 }
@@ -525,8 +529,8 @@ std::vector<v1::PodDirective> Engine::Impl::ElasticPodDirectives(
   auto it = chains_.find(chain);
   if (it == chains_.end()) return out;
   const WorkloadEntry* active = nullptr;  // the newest active slice
-  for (const std::string& key : it->second) {
-    const WorkloadEntry& entry = workloads_.at(key);
+  for (const WorkloadEntry* member : it->second) {
+    const WorkloadEntry& entry = *member;
     if (!pods::IsActiveSlice(entry.object())) continue;
     if (active == nullptr || Before(active, &entry)) active = &entry;
   }
