@@ -212,6 +212,7 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
     case v1::OBJECT_KIND_MULTIKUEUE_CLUSTER: multikueue_clusters_[key] = object; break;
     case v1::OBJECT_KIND_CLUSTER_QUEUE: {
       ClusterQueueState& cq = cluster_queues_[key];
+      cq_by_name_[key] = &cq;
       cq.object = object;
       cq.Rebuild();
       break;

@@ -166,7 +166,9 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   std::vector<ClusterQueueState*> visited;
   visited.reserve(cqs_with_heads_.size());
   for (const std::string& name : cqs_with_heads_) {
-    ClusterQueueState& cq = cluster_queues_.at(name);
+    ClusterQueueState* const found = FindClusterQueue(name);
+    if (found == nullptr) continue;  // not reached: a deleted queue leaves cqs_with_heads_
+    ClusterQueueState& cq = *found;
     visited.push_back(&cq);
     QueueKey* first = cq.pending.Front();
     if (!cq.sticky.empty()) {

@@ -331,6 +331,11 @@ class Engine::Impl {
                    absl::Time now);
   // The ClusterQueue a LocalQueue points to, or "" when the LocalQueue does not exist.
   std::string ClusterQueueOf(const std::string& ns, const std::string& local_queue) const;
+  // The ClusterQueue named `name`, or null.
+  ClusterQueueState* FindClusterQueue(absl::string_view name) const {
+    auto it = cq_by_name_.find(name);
+    return it == cq_by_name_.end() ? nullptr : it->second;
+  }
   std::map<std::string, const v1::ResourceFlavor*> FlavorMap() const;
   // Whether `cq` selects namespace `ns`: by its Namespace object's labels, or by the
   // kubernetes.io/metadata.name label alone when there is none.
@@ -364,6 +369,9 @@ class Engine::Impl {
   std::map<std::string, v1::QueueObject> multikueue_clusters_;
   std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
   std::map<std::string, ClusterQueueState> cluster_queues_;
+  // The same by name, hashed: cluster_queues_ stays ordered for listings and walks, while every
+  // workload operation looks its queue up by name (FindClusterQueue).
+  absl::flat_hash_map<std::string, ClusterQueueState*> cq_by_name_;
   std::map<std::string, WorkloadEntry> workloads_;  // namespace/name
   // Workloads whose ClusterQueue does not exist (yet), by ClusterQueue name.
   std::map<std::string, std::set<std::string>> orphans_;

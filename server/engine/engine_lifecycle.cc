@@ -85,10 +85,8 @@ bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
   }
   const v1::Workload& wl = entry.object();
   if (was != ready) {
-    auto cq = cluster_queues_.find(entry.cluster_queue);
-    if (cq != cluster_queues_.end() && cq->second.reserved.count(entry.key()) > 0) {
-      cq->second.admitted += ready ? 1 : -1;
-    }
+    ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue);
+    if (cq != nullptr && cq->reserved.count(entry.key()) > 0) cq->admitted += ready ? 1 : -1;
   }
   if (ready && IsActive(wl)) {
     const absl::Time deadline = ExecutionDeadline(wl);

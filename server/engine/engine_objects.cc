@@ -212,6 +212,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     *response.mutable_object() = stored;
   } else {
     ClusterQueueState& cq = cluster_queues_[key];
+    cq_by_name_[key] = &cq;
     cq.object = std::move(object);
     cq.Rebuild();
     EmitObject(kind, key, &cq.object, type, "Applied");
@@ -514,6 +515,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       }
       EmitObject(kind, key, &cq.object, v1::WatchEvent::DELETED, "Deleted");
       cqs_with_heads_.erase(key);
+      cq_by_name_.erase(key);
       cluster_queues_.erase(it);
       quota_tree_.SetClusterQueue(key, nullptr, {});
       cohort_members_.clear();

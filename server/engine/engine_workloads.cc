@@ -101,8 +101,8 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     }
     return;
   }
-  auto it = cluster_queues_.find(cq_name);
-  if (it == cluster_queues_.end()) {
+  ClusterQueueState* const found = FindClusterQueue(cq_name);
+  if (found == nullptr) {
     entry.where = WorkloadEntry::Where::kOrphan;
     orphans_[cq_name].insert(entry.key());
     if (emit_reason_change) {
@@ -114,7 +114,7 @@ void Engine::Impl::Enqueue(WorkloadEntry& entry, absl::Time now, bool emit_reaso
     }
     return;
   }
-  ClusterQueueState& cq = it->second;
+  ClusterQueueState& cq = *found;
   entry.where = WorkloadEntry::Where::kQueued;
   if (!cq.pending.Add(&entry.queue_key, entry.SchedulingHash())) {
     // An equivalent workload just failed: no attempt until the next requeue event (§5.4).
@@ -154,18 +154,17 @@ void Engine::Impl::MarkBypassed(WorkloadEntry& entry, const std::string& reason,
 
 bool Engine::Impl::ActivePending(const WorkloadEntry& entry) const {
   if (entry.where != WorkloadEntry::Where::kQueued) return false;
-  auto cq = cluster_queues_.find(entry.cluster_queue);
-  return cq != cluster_queues_.end() && cq->second.pending.IsActive(&entry.queue_key);
+  const ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue);
+  return cq != nullptr && cq->pending.IsActive(&entry.queue_key);
 }
 
 void Engine::Impl::Dequeue(WorkloadEntry& entry) {
   switch (entry.where) {
     case WorkloadEntry::Where::kQueued: {
-      auto it = cluster_queues_.find(entry.cluster_queue);
-      if (it != cluster_queues_.end()) {
-        if (it->second.sticky == entry.key()) it->second.sticky.clear();
-        it->second.pending.Remove(&entry.queue_key);
-        RefreshHeads(it->second);
+      if (ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue); cq != nullptr) {
+        if (cq->sticky == entry.key()) cq->sticky.clear();
+        cq->pending.Remove(&entry.queue_key);
+        RefreshHeads(*cq);
       }
       break;
     }
@@ -265,9 +264,9 @@ FlavorResourceQuantities Engine::Impl::UsageFromAdmission(const WorkloadEntry& e
 }
 
 void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
-  auto it = cluster_queues_.find(entry.cluster_queue);
-  if (it == cluster_queues_.end()) return;
-  ClusterQueueState& cq = it->second;
+  ClusterQueueState* const found = FindClusterQueue(entry.cluster_queue);
+  if (found == nullptr) return;
+  ClusterQueueState& cq = *found;
   AddTo(&cq.usage, entry.usage(), sign);
   quota_tree_.AddUsage(cq.name(), entry.usage(), sign);
   quota_tree_.BumpGeneration(cq.name());
@@ -373,11 +372,11 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   entry.ParsePodSets(per_pod);
   IndexChain(entry, /*add=*/true);
   Enqueue(entry, now, /*emit_reason_change=*/false);  // sets entry.cluster_queue
-  if (auto it = cluster_queues_.find(entry.cluster_queue); it != cluster_queues_.end()) {
+  if (const ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue); cq != nullptr) {
     for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
       v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
       rr->set_name(entry.pod_sets()[i].name);
-      RenderResourceList(PodSetTotal(it->second, entry.pod_sets()[i]), rr->mutable_resources());
+      RenderResourceList(PodSetTotal(*cq, entry.pod_sets()[i]), rr->mutable_resources());
     }
   }
   EmitWorkload(entry, v1::WatchEvent::ADDED, "Submitted", "");
