@@ -204,7 +204,10 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
   switch (kind) {
     case v1::OBJECT_KIND_RESOURCE_FLAVOR: flavors_[key] = object; break;
     case v1::OBJECT_KIND_COHORT: cohorts_[key] = object; break;
-    case v1::OBJECT_KIND_LOCAL_QUEUE: local_queues_[key] = object; break;
+    case v1::OBJECT_KIND_LOCAL_QUEUE:
+      local_queues_[key] = object;
+      if (!IsRunning(object.local_queue().spec().stop_policy())) ++stopped_local_queues_;
+      break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: priority_classes_[key] = object; break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: admission_checks_[key] = object; break;
     case v1::OBJECT_KIND_NAMESPACE: namespaces_[key] = object; break;

@@ -193,12 +193,16 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   int set_aside = 0;   // heads moved to the inadmissible set: their queue has a new head
   int retry = 0;       // heads back in the heap with flavors still to try
   std::vector<Head> nominated;
+  nominated.reserve(heads.size());
   for (Head& head : heads) {
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     ++stats.heads;
     const std::string& lq_name = entry.object().spec().queue_name();
-    auto lq = local_queues_.find(absl::StrCat(entry.object().metadata().namespace_(), "/", lq_name));
+    auto lq = local_queues_.end();
+    if (stopped_local_queues_ > 0) {
+      lq = local_queues_.find(absl::StrCat(entry.object().metadata().namespace_(), "/", lq_name));
+    }
     if (lq != local_queues_.end() && (lq->second.local_queue().spec().stop_policy() == "Hold" ||
                                       lq->second.local_queue().spec().stop_policy() ==
                                           "HoldAndDrain")) {
@@ -233,12 +237,15 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     nominated.push_back(std::move(head));
   }
   // Iteration order (§6.4): lower borrowing level, then higher priority, then earlier time.
-  std::stable_sort(nominated.begin(), nominated.end(), [](const Head& a, const Head& b) {
-    if (a.assignment.borrowing_level != b.assignment.borrowing_level) {
-      return a.assignment.borrowing_level < b.assignment.borrowing_level;
-    }
-    return a.entry->queue_key < b.entry->queue_key;
-  });
+  // (One head needs no sort, nor the buffer stable_sort allocates.)
+  if (nominated.size() > 1) {
+    std::stable_sort(nominated.begin(), nominated.end(), [](const Head& a, const Head& b) {
+      if (a.assignment.borrowing_level != b.assignment.borrowing_level) {
+        return a.assignment.borrowing_level < b.assignment.borrowing_level;
+      }
+      return a.entry->queue_key < b.entry->queue_key;
+    });
+  }
 
   // Victims of this cycle's preemptions, and usage added to the tree for this cycle only
   // (preemptors and reservations; admissions are charged for good). Both are also listed by the

@@ -368,6 +368,9 @@ class Engine::Impl {
   std::map<std::string, v1::QueueObject> multikueue_configs_;
   std::map<std::string, v1::QueueObject> multikueue_clusters_;
   std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
+  // How many of them hold their workloads (stopPolicy Hold or HoldAndDrain): while none does,
+  // a cycle does not look each head's LocalQueue up.
+  int stopped_local_queues_ = 0;
   std::map<std::string, ClusterQueueState> cluster_queues_;
   // The same by name, hashed: cluster_queues_ stays ordered for listings and walks, while every
   // workload operation looks its queue up by name (FindClusterQueue).

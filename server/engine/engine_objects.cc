@@ -292,6 +292,8 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     }
   } else if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
     const v1::LocalQueue& lq = local_queues_.at(key).local_queue();
+    stopped_local_queues_ += (IsRunning(lq.spec().stop_policy()) ? 0 : 1) -
+                             (existing == nullptr || IsRunning(old_stop_policy) ? 0 : 1);
     if (auto orphans = lq_orphans_.find(key); orphans != lq_orphans_.end()) {
       // Workloads submitted before their LocalQueue existed queue now.
       std::set<std::string> waiting = std::move(orphans->second);
@@ -527,6 +529,10 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
   if (it == table->end()) return NotFound(KindName(kind), key, "name");
   ADMITD_RETURN_IF_ERROR(check_version(it->second));
   EmitObject(kind, key, &it->second, v1::WatchEvent::DELETED, "Deleted");
+  if (kind == v1::OBJECT_KIND_LOCAL_QUEUE &&
+      !IsRunning(it->second.local_queue().spec().stop_policy())) {
+    --stopped_local_queues_;
+  }
   const google::protobuf::Map<std::string, std::string> old_labels =
       it->second.has_namespace_() ? it->second.namespace_().metadata().labels()
                                   : google::protobuf::Map<std::string, std::string>();

@@ -509,5 +509,37 @@ TEST_F(EngineTest, StopPolicies) {
   EXPECT_EQ(evicted->message(), "The ClusterQueue is stopped");
 }
 
+// Whether some LocalQueue holds its workloads is counted: stopping, resuming, re-applying and
+// deleting other LocalQueues never lets a held one's workloads in.
+TEST_F(EngineTest, AHeldLocalQueueStaysHeldWhileOtherLocalQueuesChange) {
+  Flavor("default");
+  ClusterQueue("cq", {{"default", "10"}});
+  auto local_queue = [](const std::string& name, const std::string& policy) {
+    v1::QueueObject lq;
+    lq.mutable_local_queue()->mutable_metadata()->set_namespace_("ns");
+    lq.mutable_local_queue()->mutable_metadata()->set_name(name);
+    lq.mutable_local_queue()->mutable_spec()->set_cluster_queue("cq");
+    lq.mutable_local_queue()->mutable_spec()->set_stop_policy(policy);
+    return lq;
+  };
+  Apply(local_queue("lq", "Hold"));
+  Apply(local_queue("other", "Hold"));
+  Apply(local_queue("other", "Hold"));  // unchanged
+  Apply(local_queue("other", "None"));
+  Apply(local_queue("other", "HoldAndDrain"));
+  v1::DeleteObjectRequest del;
+  del.set_kind(v1::OBJECT_KIND_LOCAL_QUEUE);
+  del.set_namespace_("ns");
+  del.set_name("other");
+  ASSERT_TRUE(engine_.Delete(del, Now()).ok());
+  ASSERT_TRUE(Submit(MakeWorkload("held", 1, "1")).ok());
+  Schedule();
+  EXPECT_EQ(Pending("held"), std::make_pair(std::string("Suspended"),
+                                            std::string("LocalQueue lq is inactive")));
+  Apply(local_queue("lq", ""));
+  Schedule();
+  EXPECT_EQ(FlavorOf("held"), "default");
+}
+
 }  // namespace
 }  // namespace admitd::engine
