@@ -8,14 +8,6 @@ namespace {
 // Kubernetes' limit on a condition message.
 constexpr size_t kMaxMessage = 32768;
 
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  google::protobuf::Timestamp ts;
-  const int64_t nanos = absl::ToUnixNanos(t);
-  ts.set_seconds(nanos / 1000000000);
-  ts.set_nanos(static_cast<int32_t>(nanos % 1000000000));
-  return ts;
-}
-
 }  // namespace
 
 const v1::Condition* FindCondition(const v1::Workload& wl, absl::string_view type) {
@@ -43,23 +35,33 @@ bool ConditionIs(const v1::Workload& wl, absl::string_view type, bool status,
 
 bool SetCondition(v1::Workload* wl, absl::string_view type, bool status, absl::string_view reason,
                   absl::string_view message, absl::Time now) {
-  if (ConditionIs(*wl, type, status, reason, message)) return false;
   const absl::string_view status_text = status ? "True" : "False";
   const absl::string_view msg = message.substr(0, kMaxMessage);
+  const int64_t generation = wl->metadata().generation();
+  // One pass finds the last condition of the type; an equal one is left alone (no write).
   v1::Condition* found = nullptr;
   for (v1::Condition& c : *wl->mutable_status()->mutable_conditions()) {
     if (c.type() == type) found = &c;
+  }
+  if (found != nullptr && found->status() == status_text && found->reason() == reason &&
+      found->message() == msg && found->observed_generation() == generation) {
+    return false;
   }
   // Strings are assigned in place (no temporary copies): this runs several times per admission.
   if (found == nullptr) {
     found = wl->mutable_status()->add_conditions();
     found->mutable_type()->assign(type.data(), type.size());
   }
-  if (found->status() != status_text) *found->mutable_last_transition_time() = ToProto(now);
+  if (found->status() != status_text) {
+    const int64_t nanos = absl::ToUnixNanos(now);
+    google::protobuf::Timestamp* at = found->mutable_last_transition_time();
+    at->set_seconds(nanos / 1000000000);
+    at->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  }
   found->mutable_status()->assign(status_text.data(), status_text.size());
   found->mutable_reason()->assign(reason.data(), reason.size());
   found->mutable_message()->assign(msg.data(), msg.size());
-  found->set_observed_generation(wl->metadata().generation());
+  found->set_observed_generation(generation);
   return true;
 }
 
