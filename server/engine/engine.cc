@@ -202,7 +202,10 @@ absl::Status Engine::Impl::Restore(const v1::QueueObject& object) {
   const v1::ObjectMeta& meta = Meta(object);
   const std::string key = ObjectKey(kind, meta.namespace_(), meta.name());
   switch (kind) {
-    case v1::OBJECT_KIND_RESOURCE_FLAVOR: flavors_[key] = object; break;
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
+      flavors_[key] = object;
+      flavor_map_valid_ = false;
+      break;
     case v1::OBJECT_KIND_COHORT: cohorts_[key] = object; break;
     case v1::OBJECT_KIND_LOCAL_QUEUE:
       local_queues_[key] = object;

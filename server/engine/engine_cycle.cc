@@ -10,10 +10,13 @@
 
 namespace admitd::engine {
 
-std::map<std::string, const v1::ResourceFlavor*> Engine::Impl::FlavorMap() const {
-  std::map<std::string, const v1::ResourceFlavor*> out;
-  for (const auto& [name, object] : flavors_) out[name] = &object.resource_flavor();
-  return out;
+const std::map<std::string, const v1::ResourceFlavor*>& Engine::Impl::FlavorMap() {
+  if (!flavor_map_valid_) {
+    flavor_map_.clear();
+    for (const auto& [name, object] : flavors_) flavor_map_[name] = &object.resource_flavor();
+    flavor_map_valid_ = true;
+  }
+  return flavor_map_;
 }
 
 v1::Admission BuildAdmission(const WorkloadEntry& entry, const ClusterQueueState& cq,
@@ -189,7 +192,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   }
   // Nomination (§6.3): every head gets its flavor assignment and preemption targets against
   // the state at the start of the cycle; the iteration below then processes them in order.
-  const auto flavors = FlavorMap();
+  const auto& flavors = FlavorMap();
   int set_aside = 0;   // heads moved to the inadmissible set: their queue has a new head
   int retry = 0;       // heads back in the heap with flavors still to try
   std::vector<Head> nominated;
@@ -300,7 +303,10 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     simulate_removal(victims, +1);
     simulate_removal(also_gone, +1);
     bool ok = true;
-    for (const auto& [fr, v] : a.usage) ok = ok && v <= quota_tree_.Available(cq.name(), fr);
+    const QuotaTree::QueueRef queue = quota_tree_.RefOf(cq.name());
+    for (const auto& [fr, v] : a.usage) {
+      ok = ok && v <= quota_tree_.Available(queue, quota_tree_.PairId(fr.first, fr.second));
+    }
     simulate_removal(also_gone, -1);
     simulate_removal(victims, -1);
     return ok;
@@ -598,7 +604,7 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   std::optional<SliceBase> base;
   if (WorkloadEntry* old = self->ReplacedSlice(*entry, cq)) base = SliceBaseOf(*old);
   Assignment assignment =
-      AssignFlavors(cq, quota_tree_, FlavorMap(), entry->pod_sets(), &oracle, resume,
+      AssignFlavors(cq, quota_tree_, self->FlavorMap(), entry->pod_sets(), &oracle, resume,
                     /*explain=*/true, base ? &*base : nullptr);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();

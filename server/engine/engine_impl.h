@@ -336,7 +336,8 @@ class Engine::Impl {
     auto it = cq_by_name_.find(name);
     return it == cq_by_name_.end() ? nullptr : it->second;
   }
-  std::map<std::string, const v1::ResourceFlavor*> FlavorMap() const;
+  // The ResourceFlavors by name, built again only after one was applied, deleted or restored.
+  const std::map<std::string, const v1::ResourceFlavor*>& FlavorMap();
   // Whether `cq` selects namespace `ns`: by its Namespace object's labels, or by the
   // kubernetes.io/metadata.name label alone when there is none.
   bool Selects(const ClusterQueueState& cq, const std::string& ns) const;
@@ -371,6 +372,9 @@ class Engine::Impl {
   // How many of them hold their workloads (stopPolicy Hold or HoldAndDrain): while none does,
   // a cycle does not look each head's LocalQueue up.
   int stopped_local_queues_ = 0;
+  // FlavorMap's answer while flavor_map_valid_.
+  std::map<std::string, const v1::ResourceFlavor*> flavor_map_;
+  bool flavor_map_valid_ = false;
   std::map<std::string, ClusterQueueState> cluster_queues_;
   // The same by name, hashed: cluster_queues_ stays ordered for listings and walks, while every
   // workload operation looks its queue up by name (FindClusterQueue).

@@ -134,7 +134,10 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   std::map<std::string, v1::QueueObject>* table = nullptr;
   const v1::QueueObject* existing = nullptr;
   switch (kind) {
-    case v1::OBJECT_KIND_RESOURCE_FLAVOR: table = &flavors_; break;
+    case v1::OBJECT_KIND_RESOURCE_FLAVOR:
+      table = &flavors_;
+      flavor_map_valid_ = false;
+      break;
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;
     case v1::OBJECT_KIND_LOCAL_QUEUE: table = &local_queues_; break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: table = &priority_classes_; break;
@@ -477,6 +480,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
         }
       }
       table = &flavors_;
+      flavor_map_valid_ = false;
       break;
     }
     case v1::OBJECT_KIND_COHORT: table = &cohorts_; break;

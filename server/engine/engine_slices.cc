@@ -32,10 +32,12 @@ std::string GroupOf(const std::string& api_version) {
   return slash == std::string::npos ? "" : api_version.substr(0, slash);
 }
 
-std::string Annotation(const v1::Workload& wl, const char* key) {
-  if (wl.metadata().annotations().empty()) return "";  // most workloads: no hashing
+// The annotation's value, or an empty string; a reference into `wl` (or to a static empty one).
+const std::string& Annotation(const v1::Workload& wl, const char* key) {
+  static const std::string* const kNone = new std::string();
+  if (wl.metadata().annotations().empty()) return *kNone;  // most workloads: no hashing
   auto it = wl.metadata().annotations().find(key);
-  return it == wl.metadata().annotations().end() ? "" : it->second;
+  return it == wl.metadata().annotations().end() ? *kNone : it->second;
 }
 
 bool Before(const WorkloadEntry* a, const WorkloadEntry* b) {
