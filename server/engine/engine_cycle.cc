@@ -56,7 +56,7 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   // Admitted only once every admission check the assigned flavors need is Ready (§10).
   SyncAdmissionChecks(entry, cq, now);
   SyncAdmitted(entry, now);
-  entry.SetUsage(UsageFromAdmission(entry));
+  entry.SetUsage(UsageFromAssignment(entry, assignment));
   ChargeUsage(entry, +1);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);

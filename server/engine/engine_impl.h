@@ -227,6 +227,10 @@ class Engine::Impl {
   void ChargeUsage(WorkloadEntry& entry, int sign);
   // Usage of a workload from its admission, honouring reclaimable pods (§2.4).
   FlavorResourceQuantities UsageFromAdmission(const WorkloadEntry& entry) const;
+  // The same for the admission BuildAdmission makes of `assignment`, without parsing the
+  // quantities it renders back.
+  FlavorResourceQuantities UsageFromAssignment(const WorkloadEntry& entry,
+                                               const Assignment& assignment) const;
   void Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assignment& assignment,
              absl::Time now);
   // Classical preemption (§7): the minimal set of workloads, in Kueue's candidate order, whose

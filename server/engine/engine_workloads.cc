@@ -225,30 +225,46 @@ void Engine::Impl::RequeueInadmissibleOne(ClusterQueueState& cq) {
   RefreshHeads(cq);
 }
 
+namespace {
+
+// Of the `count` pods of pod set `name` admitted, those that still hold quota: at most its count
+// in the spec less its reclaimable pods. Both are found by a scan of the few pod sets, no map
+// built per call; the last entry for a name counts, as a map filled in order would keep it.
+int64_t PodsHoldingQuota(const v1::Workload& wl, const std::string& name, int32_t count) {
+  int32_t in_spec = 0, reclaimable = 0;
+  for (const v1::PodSet& ps : wl.spec().pod_sets()) {
+    if (ps.name() == name) in_spec = ps.count();
+  }
+  for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) {
+    if (r.name() == name) reclaimable = r.count();
+  }
+  return std::max<int64_t>(0, std::min<int64_t>(count, in_spec - reclaimable));
+}
+
+}  // namespace
+
+FlavorResourceQuantities Engine::Impl::UsageFromAssignment(const WorkloadEntry& entry,
+                                                           const Assignment& assignment) const {
+  FlavorResourceQuantities usage;
+  for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
+    const int32_t count = assignment.counts[i];
+    if (count <= 0) continue;
+    const int64_t effective = PodsHoldingQuota(entry.object(), entry.pod_sets()[i].name, count);
+    for (const auto& [resource, flavor] : assignment.flavors[i]) {
+      const int64_t per_pod = assignment.totals[i].at(resource) / count;
+      const int64_t v = per_pod * effective;
+      if (v != 0) usage[{flavor, resource}] += v;
+    }
+  }
+  return usage;
+}
+
 FlavorResourceQuantities Engine::Impl::UsageFromAdmission(const WorkloadEntry& entry) const {
   FlavorResourceQuantities usage;
   const v1::Workload& wl = entry.object();
-  // A pod set's count in the spec and its reclaimable pods, by name (0 when absent): a scan of
-  // the few pod sets, no map built per call.
-  // (The last entry for a name counts, as a map filled in order would keep it.)
-  auto spec_count = [&wl](const std::string& name) -> int32_t {
-    int32_t count = 0;
-    for (const v1::PodSet& ps : wl.spec().pod_sets()) {
-      if (ps.name() == name) count = ps.count();
-    }
-    return count;
-  };
-  auto reclaimable = [&wl](const std::string& name) -> int32_t {
-    int32_t count = 0;
-    for (const v1::ReclaimablePod& r : wl.status().reclaimable_pods()) {
-      if (r.name() == name) count = r.count();
-    }
-    return count;
-  };
   for (const v1::PodSetAssignment& psa : wl.status().admission().pod_set_assignments()) {
     if (psa.count() <= 0) continue;
-    const int64_t effective = std::max<int64_t>(
-        0, std::min<int64_t>(psa.count(), spec_count(psa.name()) - reclaimable(psa.name())));
+    const int64_t effective = PodsHoldingQuota(wl, psa.name(), psa.count());
     for (const auto& [resource, flavor] : psa.flavors()) {
       auto u = psa.resource_usage().find(resource);
       if (u == psa.resource_usage().end()) continue;
