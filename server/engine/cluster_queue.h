@@ -43,9 +43,12 @@ struct ClusterQueueState {
   FlavorResourceAmounts usage;
   int reserving = 0;
   int admitted = 0;
-  // Workloads holding a reservation here, by namespace/name (entries of the engine's workload
-  // map, whose nodes never move).
-  std::map<std::string, WorkloadEntry*> reserved;
+  // Workloads holding a reservation here, in namespace/name order, keyed by the entry's own key
+  // (entries of the engine's workload map and their keys never move): no key is copied.
+  struct ByKeyText {
+    bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
+  };
+  std::map<const std::string*, WorkloadEntry*, ByKeyText> reserved;
 
   // Pending workloads: active ones give heads; inadmissible ones wait for a requeue event.
   PendingQueue pending;

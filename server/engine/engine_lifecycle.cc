@@ -86,7 +86,7 @@ bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
   const v1::Workload& wl = entry.object();
   if (was != ready) {
     ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue);
-    if (cq != nullptr && cq->reserved.count(entry.key()) > 0) cq->admitted += ready ? 1 : -1;
+    if (cq != nullptr && cq->reserved.count(&entry.key()) > 0) cq->admitted += ready ? 1 : -1;
   }
   if (ready && IsActive(wl)) {
     const absl::Time deadline = ExecutionDeadline(wl);

@@ -248,7 +248,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     RequeueInadmissible(cq);
     if (cq.spec_object().spec().stop_policy() == "HoldAndDrain") {
       std::set<std::string> keys;
-      for (const auto& held : cq.reserved) keys.insert(held.first);
+      for (const auto& held : cq.reserved) keys.insert(*held.first);
       Drain(keys, kReasonClusterQueueStopped, "The ClusterQueue is stopped", now);
     }
     if (IsRunning(old_stop_policy) != IsRunning(cq.spec_object().spec().stop_policy())) {
@@ -317,7 +317,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
           const v1::Workload& wl = held.second->object();
           if (wl.metadata().namespace_() == lq.metadata().namespace_() &&
               wl.spec().queue_name() == lq.metadata().name()) {
-            from_queue.insert(held.first);
+            from_queue.insert(*held.first);
           }
         }
         Drain(from_queue, kReasonLocalQueueStopped, "The LocalQueue is stopped", now);

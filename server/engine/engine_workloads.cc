@@ -287,9 +287,9 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
   quota_tree_.AddUsage(cq.name(), entry.usage(), sign);
   quota_tree_.BumpGeneration(cq.name());
   if (sign > 0) {
-    cq.reserved.emplace(entry.key(), &entry);
+    cq.reserved.emplace(&entry.key(), &entry);
   } else {
-    cq.reserved.erase(entry.key());
+    cq.reserved.erase(&entry.key());
   }
   cq.reserving += sign;
   if (IsConditionTrue(entry.object(), kAdmitted)) cq.admitted += sign;

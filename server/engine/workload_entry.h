@@ -140,10 +140,12 @@ struct WorkloadEntry {
   std::optional<LastAssignment> last_assignment;
 
   // namespace/name: the key of the engine's workload map, which set_key points the entry at
-  // (read without decoding a frozen workload).
-  std::string key() const {
+  // (read without decoding a frozen workload, and never copied). An entry outside the map
+  // composes it from its object.
+  const std::string& key() const {
     if (key_ != nullptr) return *key_;
-    return object().metadata().namespace_() + "/" + object().metadata().name();
+    own_key_ = object().metadata().namespace_() + "/" + object().metadata().name();
+    return own_key_;
   }
   void set_key(const std::string* key) { key_ = key; }
 
@@ -156,6 +158,7 @@ struct WorkloadEntry {
   void PointPodSets() const;
 
   const std::string* key_ = nullptr;  // the map's key (map nodes never move)
+  mutable std::string own_key_;  // key() of an entry outside the map
   // Null while frozen. Mutable: a read of a frozen entry decodes it (engine calls are serial).
   mutable std::shared_ptr<v1::Workload> object_;
   std::shared_ptr<const v1::Workload> previous_;
