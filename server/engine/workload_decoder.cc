@@ -7,17 +7,7 @@
 namespace admitd::engine {
 
 std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload) {
-  std::vector<PodSetRequest> out;
-  out.reserve(workload.spec().pod_sets_size());
-  for (const v1::PodSet& ps : workload.spec().pod_sets()) {
-    PodSetRequest req;
-    req.name = ps.name();
-    req.count = ps.count();
-    req.per_pod = PodRequests(ps.template_().spec());
-    req.pod = &ps.template_().spec();
-    out.push_back(std::move(req));
-  }
-  return out;
+  return PodSetRequestsOf(workload, {});  // every pod set's requests parsed here
 }
 
 std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload,

@@ -17,8 +17,8 @@ namespace admitd::engine {
 
 // The per-pod requests of each of `workload`'s pod sets, pointing into it (PodSetRequest::pod).
 std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload);
-// The same from per-pod requests already computed (one per pod set, as PodRequestsExact gives
-// them: validation computes them), saving the parse.
+// The same from per-pod requests already computed (as PodRequestsExact gives them: validation
+// computes them), saving the parse; a pod set past the end of `per_pod` is parsed.
 std::vector<PodSetRequest> PodSetRequestsOf(const v1::Workload& workload,
                                             const std::vector<ResourceAmounts>& per_pod);
 
