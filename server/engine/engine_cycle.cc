@@ -261,6 +261,9 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     WorkloadEntry* entry;
   };
   std::map<QuotaTree::QueueRef, std::vector<Victim>> victims_in;
+  // The same victims' usage summed by queue, for the checks that take them all out at once. A
+  // victim holds its quota until the cycle ends (even a pod workload's is released after it).
+  std::map<QuotaTree::QueueRef, QuotaTree::UsageSum> victim_usage_in;
   // (A victim's usage by pair id is the one its entry keeps.)
   struct CycleUsage {
     QuotaTree::QueueRef queue;
@@ -278,12 +281,19 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   auto add_victim = [&](WorkloadEntry* v) {
     if (!preempted.emplace(v->key(), v).second) return;
     const QuotaTree::QueueRef queue = quota_tree_.RefOf(v->cluster_queue);
-    victims_in[quota_tree_.RootOf(queue)].push_back({queue, v});
+    const QuotaTree::QueueRef root = quota_tree_.RootOf(queue);
+    victims_in[root].push_back({queue, v});
+    victim_usage_in[root].Add(queue, v->UsageIds(quota_tree_));
   };
   static const std::vector<Victim> kNoVictims;
+  static const QuotaTree::UsageSum kNoUsage;
   auto victims_of = [&](QuotaTree::QueueRef root) -> const std::vector<Victim>& {
     auto it = victims_in.find(root);
     return it == victims_in.end() ? kNoVictims : it->second;
+  };
+  auto victim_usage_of = [&](QuotaTree::QueueRef root) -> const QuotaTree::UsageSum& {
+    auto it = victim_usage_in.find(root);
+    return it == victim_usage_in.end() ? kNoUsage : it->second;
   };
   auto simulate_removal = [&](const std::vector<Victim>& victims, int sign) {
     for (const Victim& v : victims) {
@@ -298,9 +308,9 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   };
   // Whether the assignment's usage fits with `victims` and `also_gone` simulated removed.
   auto fits_without = [&](const ClusterQueueState& cq, const Assignment& a,
-                          const std::vector<Victim>& victims,
+                          const QuotaTree::UsageSum& victims,
                           const std::vector<Victim>& also_gone) {
-    simulate_removal(victims, +1);
+    quota_tree_.AddUsage(victims, -1);
     simulate_removal(also_gone, +1);
     bool ok = true;
     const QuotaTree::QueueRef queue = quota_tree_.RefOf(cq.name());
@@ -308,7 +318,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       ok = ok && v <= quota_tree_.Available(queue, quota_tree_.PairId(fr.first, fr.second));
     }
     simulate_removal(also_gone, -1);
-    simulate_removal(victims, -1);
+    quota_tree_.AddUsage(victims, +1);
     return ok;
   };
   // §6.5.7: with this cycle's victims and the entry's own targets gone, does its usage fit?
@@ -324,7 +334,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     if (WorkloadEntry* old = replaced; old != nullptr && !preempted.count(old->key())) {
       gone.push_back({quota_tree_.RefOf(old->cluster_queue), old});
     }
-    return fits_without(cq, a, victims_of(root), gone);
+    return fits_without(cq, a, victim_usage_of(root), gone);
   };
   // An entry admitted now must also fit the quota as it is held now: this cycle's victims keep
   // theirs until they are released, and the preemptors and reservations of the cycle hold
@@ -341,7 +351,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     if (replaced != nullptr && !preempted.count(replaced->key())) {
       gone.push_back({quota_tree_.RefOf(replaced->cluster_queue), replaced});
     }
-    const bool ok = fits_without(cq, a, kNoVictims, gone);
+    const bool ok = fits_without(cq, a, kNoUsage, gone);
     for (size_t i : added) quota_tree_.AddUsage(cycle_usage[i].queue, cycle_usage[i].usage, +1);
     return ok;
   };
@@ -360,13 +370,13 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // victims leave the snapshot, usage and all, so they are no candidates either; the
       // flavors of the nomination are kept.
       const std::vector<Victim>& gone = victims_of(root);
-      simulate_removal(gone, +1);
+      quota_tree_.AddUsage(victim_usage_of(root), -1);
       for (const Victim& v : gone) v.entry->simulated_gone = true;
       entry.last_assignment.reset();
       const NominatedFlavors nominated = head.assignment.flavors;
       head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets, &nominated);
       for (const Victim& v : gone) v.entry->simulated_gone = false;
-      simulate_removal(gone, -1);
+      quota_tree_.AddUsage(victim_usage_of(root), +1);
       deferred_fit = head.assignment.fits;
     }
     const Assignment& assignment = head.assignment;

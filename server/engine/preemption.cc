@@ -254,10 +254,12 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
 
   // No attempt below can free more than every candidate at once, and less usage never leaves
   // less room: when the request does not fit with all of them gone, no set of them makes it fit,
-  // and they need no ordering.
-  for (const Candidate& c : found) remove(c, +1);
+  // and they need no ordering. They are taken out queue by queue, summed.
+  QuotaTree::UsageSum all;
+  for (const Candidate& c : found) all.Add(c.queue, c.entry->UsageIds(quota_tree_));
+  quota_tree_.AddUsage(all, -1);
   const bool possible = fits(/*allow_borrowing=*/true);
-  for (const Candidate& c : found) remove(c, -1);
+  quota_tree_.AddUsage(all, +1);
   if (!possible) return {};
   SetUidKeys(&found);
   CandidateOrder candidates(std::move(found));

@@ -480,6 +480,22 @@ void QuotaTree::AddUsage(QueueRef cq, absl::Span<const std::pair<int, int64_t>> 
   for (const auto& [id, v] : usage) AddPairUsage(cq.node_, id, sign * Amount(v));
 }
 
+void QuotaTree::UsageSum::Add(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage) {
+  if (cq.node_ == nullptr) return;
+  for (const auto& [id, v] : usage) {
+    auto [it, added] = index_.try_emplace(std::make_pair(cq.node_, id), sums_.size());
+    if (added) {
+      sums_.push_back({cq.node_, id, Amount(v)});
+    } else {
+      sums_[it->second].amount += v;
+    }
+  }
+}
+
+void QuotaTree::AddUsage(const UsageSum& usage, int sign) {
+  for (const UsageSum::Sum& s : usage.sums_) AddPairUsage(s.node, s.id, sign * s.amount);
+}
+
 void QuotaTree::AddPairUsage(Node* node, int id, Amount delta) {
   for (Node* n = node; n != nullptr && delta != 0; n = n->parent) {
     Slot& slot = n->Grow(id);

@@ -151,6 +151,27 @@ class QuotaTree {
   // The same for usage given by pair id (PairUsage), as a workload entry keeps it.
   void AddUsage(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage, int sign);
 
+  // The usage of many workloads summed per ClusterQueue and pair, to be added to or taken from
+  // the tree at once. What each node holds after a set of usage changes does not depend on their
+  // order (what passes a local quota telescopes), so a queue's workloads cost one walk up the
+  // tree per pair instead of one per workload and pair.
+  class UsageSum {
+   public:
+    void Add(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage);
+    bool empty() const { return sums_.empty(); }
+
+   private:
+    friend class QuotaTree;
+    struct Sum {
+      Node* node;
+      int id;
+      Amount amount;
+    };
+    std::vector<Sum> sums_;
+    absl::flat_hash_map<std::pair<const Node*, int>, size_t> index_;  // into sums_
+  };
+  void AddUsage(const UsageSum& usage, int sign);
+
  private:
   // What one node holds for one flavor/resource pair. A pair a node never saw reads as zero
   // quota, zero usage and no limits.

@@ -177,5 +177,67 @@ TEST(QuotaTreeTest, SetClusterQueueMatchesRebuild) {
   }
 }
 
+// Taking many workloads out summed by queue (UsageSum) leaves every node where taking them out
+// one at a time does, and adding the sum back restores the tree: in nested cohorts with lending
+// limits, where what lands in a parent depends on the local quotas on the way.
+TEST(QuotaTreeTest, SummedRemovalMatchesOneAtATime) {
+  std::mt19937 rng(11);
+  auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  v1::CohortSpec top, mid;
+  auto* fq = top.add_resource_groups()->add_flavors();
+  fq->set_name("f");
+  fq->add_resources()->set_name("cpu");
+  fq->mutable_resources(0)->set_nominal_quota("3");
+  mid.set_parent_name("top");
+  std::map<std::string, v1::ClusterQueueSpec> specs = {
+      {"a", Queue("mid", "2", "", "1")}, {"b", Queue("mid", "1")},
+      {"c", Queue("top", "4", "2", "3")}, {"d", Queue("top", "0")}};
+  std::map<std::string, const v1::ClusterQueueSpec*> pointers;
+  for (const auto& [n, spec] : specs) pointers[n] = &spec;
+  for (int round = 0; round < 50; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    QuotaTree summed, single;
+    summed.Rebuild(pointers, {{"top", &top}, {"mid", &mid}}, {});
+    single.Rebuild(pointers, {{"top", &top}, {"mid", &mid}}, {});
+    const int id = summed.InternPair(kCpu);
+    ASSERT_EQ(single.InternPair(kCpu), id);
+    // Workloads of 1-3 CPUs spread over the queues, some of them to be removed.
+    QuotaTree::UsageSum removed;
+    std::vector<std::pair<std::string, int64_t>> gone;
+    for (int w = 0; w < 12; ++w) {
+      const std::string cq = std::string(1, static_cast<char>('a' + pick(4)));
+      const int64_t millis = (1 + pick(3)) * 1000;
+      const std::vector<std::pair<int, int64_t>> usage = {{id, millis}};
+      summed.AddUsage(summed.RefOf(cq), usage, +1);
+      single.AddUsage(single.RefOf(cq), usage, +1);
+      if (pick(2) == 0) {
+        removed.Add(summed.RefOf(cq), usage);
+        gone.emplace_back(cq, millis);
+      }
+    }
+    auto same = [&] {
+      for (const auto& entry : specs) {
+        SCOPED_TRACE(entry.first);
+        ASSERT_EQ(summed.Usage(entry.first, kCpu), single.Usage(entry.first, kCpu));
+        ASSERT_EQ(summed.Available(entry.first, kCpu), single.Available(entry.first, kCpu));
+        ASSERT_EQ(summed.BorrowingLevel(entry.first, kCpu, 2000),
+                  single.BorrowingLevel(entry.first, kCpu, 2000));
+      }
+    };
+    const Amount before = summed.Available("d", kCpu);
+    summed.AddUsage(removed, -1);
+    for (const auto& [cq, millis] : gone) {
+      single.AddUsage(single.RefOf(cq), std::vector<std::pair<int, int64_t>>{{id, millis}}, -1);
+    }
+    same();
+    summed.AddUsage(removed, +1);
+    for (const auto& [cq, millis] : gone) {
+      single.AddUsage(single.RefOf(cq), std::vector<std::pair<int, int64_t>>{{id, millis}}, +1);
+    }
+    same();
+    EXPECT_EQ(summed.Available("d", kCpu), before);
+  }
+}
+
 }  // namespace
 }  // namespace admitd::engine
