@@ -33,6 +33,20 @@ const FlavorResource kCpu{"f", "cpu"};
 FlavorResourceQuantities Cpu(int64_t cores) { return {{kCpu, cores * 1000}}; }
 FlavorResourceAmounts Amounts(const FlavorResourceQuantities& q) { return {q.begin(), q.end()}; }
 
+// A Cohort object under `parent` (none when empty), with `nominal` CPUs of "f" of its own when
+// given.
+v1::CohortSpec Cohort(const std::string& nominal, const std::string& parent = "") {
+  v1::CohortSpec spec;
+  spec.set_parent_name(parent);
+  if (!nominal.empty()) {
+    auto* fq = spec.add_resource_groups()->add_flavors();
+    fq->set_name("f");
+    fq->add_resources()->set_name("cpu");
+    fq->mutable_resources(0)->set_nominal_quota(nominal);
+  }
+  return spec;
+}
+
 TEST(QuotaTreeTest, LendingLimitWorkedExample) {
   // §3: cohort `lend` with lend-a (nominal 3, lendingLimit 2) and lend-b (nominal 2,
   // lendingLimit 2): localQuota(a) = 1, localQuota(b) = 0, subtreeQuota(lend) = 4.
@@ -129,14 +143,7 @@ TEST(QuotaTreeTest, SetClusterQueueMatchesRebuild) {
   std::mt19937 rng(7);
   auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   // Cohort objects: "top" (quota 4) is the parent of "mid", which lends at most 2.
-  v1::CohortSpec top, mid;
-  {
-    auto* fq = top.add_resource_groups()->add_flavors();
-    fq->set_name("f");
-    fq->add_resources()->set_name("cpu");
-    fq->mutable_resources(0)->set_nominal_quota("4");
-    mid.set_parent_name("top");
-  }
+  const v1::CohortSpec top = Cohort("4"), mid = Cohort("", "top");
   const std::map<std::string, const v1::CohortSpec*> cohorts = {{"top", &top}, {"mid", &mid}};
   const std::vector<std::string> cohort_names = {"", "mid", "top", "loose-a", "loose-b"};
   std::map<std::string, v1::ClusterQueueSpec> specs;
@@ -183,12 +190,7 @@ TEST(QuotaTreeTest, SetClusterQueueMatchesRebuild) {
 TEST(QuotaTreeTest, SummedRemovalMatchesOneAtATime) {
   std::mt19937 rng(11);
   auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-  v1::CohortSpec top, mid;
-  auto* fq = top.add_resource_groups()->add_flavors();
-  fq->set_name("f");
-  fq->add_resources()->set_name("cpu");
-  fq->mutable_resources(0)->set_nominal_quota("3");
-  mid.set_parent_name("top");
+  const v1::CohortSpec top = Cohort("3"), mid = Cohort("", "top");
   std::map<std::string, v1::ClusterQueueSpec> specs = {
       {"a", Queue("mid", "2", "", "1")}, {"b", Queue("mid", "1")},
       {"c", Queue("top", "4", "2", "3")}, {"d", Queue("top", "0")}};
