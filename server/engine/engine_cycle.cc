@@ -260,11 +260,13 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     QuotaTree::QueueRef queue;
     WorkloadEntry* entry;
   };
-  std::map<QuotaTree::QueueRef, std::vector<Victim>> victims_in;
-  // The same victims' usage summed by queue, for the checks that take them all out at once. A
-  // victim holds its quota until the cycle ends (even a pod workload's is released after it).
-  std::map<QuotaTree::QueueRef, QuotaTree::UsageSum> victim_usage_in;
-  // (A victim's usage by pair id is the one its entry keeps.)
+  // A tree's victims, and their usage summed by queue for the checks that take them all out at
+  // once (a victim holds its quota until the cycle ends; even a pod workload's is released after).
+  struct TreeVictims {
+    std::vector<Victim> list;
+    QuotaTree::UsageSum usage;
+  };
+  std::map<QuotaTree::QueueRef, TreeVictims> victims_in;  // by root
   struct CycleUsage {
     QuotaTree::QueueRef queue;
     std::vector<std::pair<int, int64_t>> usage;  // by pair id
@@ -281,19 +283,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   auto add_victim = [&](WorkloadEntry* v) {
     if (!preempted.emplace(v->key(), v).second) return;
     const QuotaTree::QueueRef queue = quota_tree_.RefOf(v->cluster_queue);
-    const QuotaTree::QueueRef root = quota_tree_.RootOf(queue);
-    victims_in[root].push_back({queue, v});
-    victim_usage_in[root].Add(queue, v->UsageIds(quota_tree_));
+    TreeVictims& in_tree = victims_in[quota_tree_.RootOf(queue)];
+    in_tree.list.push_back({queue, v});
+    in_tree.usage.Add(queue, v->UsageIds(quota_tree_));
   };
-  static const std::vector<Victim> kNoVictims;
-  static const QuotaTree::UsageSum kNoUsage;
-  auto victims_of = [&](QuotaTree::QueueRef root) -> const std::vector<Victim>& {
+  static const TreeVictims kNoVictims;
+  auto victims_of = [&](QuotaTree::QueueRef root) -> const TreeVictims& {
     auto it = victims_in.find(root);
     return it == victims_in.end() ? kNoVictims : it->second;
-  };
-  auto victim_usage_of = [&](QuotaTree::QueueRef root) -> const QuotaTree::UsageSum& {
-    auto it = victim_usage_in.find(root);
-    return it == victim_usage_in.end() ? kNoUsage : it->second;
   };
   auto simulate_removal = [&](const std::vector<Victim>& victims, int sign) {
     for (const Victim& v : victims) {
@@ -334,7 +331,7 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     if (WorkloadEntry* old = replaced; old != nullptr && !preempted.count(old->key())) {
       gone.push_back({quota_tree_.RefOf(old->cluster_queue), old});
     }
-    return fits_without(cq, a, victim_usage_of(root), gone);
+    return fits_without(cq, a, victims_of(root).usage, gone);
   };
   // An entry admitted now must also fit the quota as it is held now: this cycle's victims keep
   // theirs until they are released, and the preemptors and reservations of the cycle hold
@@ -344,14 +341,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   // implies this one.
   auto fits_now = [&](const ClusterQueueState& cq, QuotaTree::QueueRef root, const Assignment& a,
                       WorkloadEntry* replaced) {
-    if (victims_of(root).empty()) return true;
+    if (victims_of(root).list.empty()) return true;
     const std::vector<size_t>& added = cycle_usage_in[root];
     for (size_t i : added) quota_tree_.AddUsage(cycle_usage[i].queue, cycle_usage[i].usage, -1);
     std::vector<Victim> gone;
     if (replaced != nullptr && !preempted.count(replaced->key())) {
       gone.push_back({quota_tree_.RefOf(replaced->cluster_queue), replaced});
     }
-    const bool ok = fits_without(cq, a, kNoUsage, gone);
+    const bool ok = fits_without(cq, a, kNoVictims.usage, gone);
     for (size_t i : added) quota_tree_.AddUsage(cycle_usage[i].queue, cycle_usage[i].usage, +1);
     return ok;
   };
@@ -369,14 +366,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       // §6.5.1: recompute as if the other preemptions of this cycle had completed: their
       // victims leave the snapshot, usage and all, so they are no candidates either; the
       // flavors of the nomination are kept.
-      const std::vector<Victim>& gone = victims_of(root);
-      quota_tree_.AddUsage(victim_usage_of(root), -1);
-      for (const Victim& v : gone) v.entry->simulated_gone = true;
+      const TreeVictims& gone = victims_of(root);
+      quota_tree_.AddUsage(gone.usage, -1);
+      for (const Victim& v : gone.list) v.entry->simulated_gone = true;
       entry.last_assignment.reset();
       const NominatedFlavors nominated = head.assignment.flavors;
       head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets, &nominated);
-      for (const Victim& v : gone) v.entry->simulated_gone = false;
-      quota_tree_.AddUsage(victim_usage_of(root), +1);
+      for (const Victim& v : gone.list) v.entry->simulated_gone = false;
+      quota_tree_.AddUsage(gone.usage, +1);
       deferred_fit = head.assignment.fits;
     }
     const Assignment& assignment = head.assignment;

@@ -158,7 +158,6 @@ class QuotaTree {
   class UsageSum {
    public:
     void Add(QueueRef cq, absl::Span<const std::pair<int, int64_t>> usage);
-    bool empty() const { return sums_.empty(); }
 
    private:
     friend class QuotaTree;
