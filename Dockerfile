@@ -15,7 +15,7 @@ FROM debian:12 AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
-      libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev \
+      libabsl-dev librocksdb-dev libyaml-cpp-dev libcli11-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev \
       libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev \
       prometheus-cpp-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*

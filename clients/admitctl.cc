@@ -20,7 +20,7 @@
 #include "common/connection.h"
 #include "common/trace/trace_context.h"
 #include "common/manifest/manifest.h"
-#include "clients/admitctl_usage.h"
+#include "clients/admitctl_flags.h"
 #include "clients/table.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -39,53 +39,8 @@ void AddTrace(grpc::ClientContext* ctx) {
   if (g_trace) ctx->AddMetadata("traceparent", tracing::FormatTraceparent(*g_trace));
 }
 
-struct Args {
-  std::vector<std::string> positional;
-  std::map<std::string, std::vector<std::string>> flags;  // --flag or -f, each occurrence
-  bool Has(const std::string& f) const { return flags.count(f) > 0; }
-  std::string Get(const std::string& f, const std::string& def = "") const {
-    auto it = flags.find(f);
-    return it == flags.end() || it->second.empty() || it->second.back().empty()
-               ? def
-               : it->second.back();
-  }
-};
-
-// Flags that take a value; the others are switches (a switch may carry "=value").
-const std::set<std::string> kValued = {"-f", "--filename", "-n", "--namespace", "-o", "--output",
-                                       "--timeout", "--since", "--kind", "--server",
-                                       "--reclaimable", "--message", "--requeue-after",
-                                       "--advance", "--count", "--cluster", "--generation", "--job-uid",
-                                       "--job-kind", "--job-name", "--job-api-version",
-                                       "--ca-file", "--cert-file", "--key-file", "--server-name",
-                                       "--token-file"};
-
-Args ParseArgs(const std::vector<std::string>& argv) {
-  Args args;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    std::string a = argv[i];
-    if (a.size() > 1 && a[0] == '-') {
-      std::string value;
-      size_t eq = a.find('=');
-      if (eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        a = a.substr(0, eq);
-      } else if (kValued.count(a) && i + 1 < argv.size()) {
-        value = argv[++i];
-      }
-      if (a == "--filename") a = "-f";
-      if (a == "--namespace") a = "-n";
-      if (a == "--output") a = "-o";
-      args.flags[a].push_back(value);
-    } else {
-      args.positional.push_back(a);
-    }
-  }
-  return args;
-}
-
 int Usage(const std::string& problem) {
-  std::fprintf(stderr, "admitctl: %s\n\n%s", problem.c_str(), kUsage);
+  std::fprintf(stderr, "admitctl: %s\nSee 'admitctl --help' for usage.\n", problem.c_str());
   return 2;
 }
 
@@ -602,11 +557,12 @@ int Directives(Client& client, const Args& args) {
 }
 
 int Run(int argc, char** argv) {
-  Args args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
-  if (args.positional.empty() || args.positional[0] == "help" || args.Has("--help") ||
-      args.Has("-h")) {
-    std::printf("%s", kUsage);
-    return args.positional.empty() && !args.Has("--help") && !args.Has("-h") ? 2 : 0;
+  absl::StatusOr<Args> parsed = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
+  const Args& args = *parsed;
+  if (args.positional.empty() || args.positional[0] == "help" || args.help) {
+    std::printf("%s", AdmitctlUsage().c_str());
+    return args.positional.empty() && !args.help ? 2 : 0;
   }
   const std::string cmd = args.positional[0];
   if (cmd == "version") {

@@ -34,7 +34,7 @@ class Client {
  public:
   // Plaintext to `target`.
   explicit Client(const std::string& target);
-  // Over a channel made by Connect (clients/connection.h), TLS and tokens included.
+  // Over a channel made by Connect (common/connection.h), TLS and tokens included.
   explicit Client(std::shared_ptr<grpc::Channel> channel);
   v1::QueueService::Stub& queues() { return *queues_; }
   v1::AdmissionService::Stub& admission() { return *admission_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -290,10 +291,15 @@ std::string EventLine(const v1::WatchEvent& event) {
     // kubectl's columns: TYPE REASON OBJECT MESSAGE, after the time and revision.
     const v1::Event& e = event.event();
     const absl::Time at = absl::FromUnixSeconds(e.event_time().seconds());
+    // The object as kubectl names it: its kind in lower case (a Workload's events are the most,
+    // and the only ones without a kind), its namespace when it has one, its name.
+    const v1::ObjectReference& about = e.regarding();
+    std::string object = absl::AsciiStrToLower(about.kind().empty() ? "Workload" : about.kind());
+    absl::StrAppend(&object, "/", about.namespace_(), about.namespace_().empty() ? "" : "/",
+                    about.name());
     return absl::StrCat(event.revision(), "  ",
                         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", at, absl::UTCTimeZone()), "  ",
-                        e.type(), "  ", e.reason(), "  workload/", e.regarding().namespace_(), "/",
-                        e.regarding().name(), "  ", e.note());
+                        e.type(), "  ", e.reason(), "  ", object, "  ", e.note());
   }
   std::string what;
   if (event.has_workload()) {

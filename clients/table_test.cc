@@ -97,6 +97,15 @@ TEST(EventLineTest, KueuesEventsShowTypeReasonObjectAndNote) {
   EXPECT_EQ(EventLine(event),
             "12  2026-01-01T00:00:00Z  Warning  ExceedsMaxQuota  workload/ns/w  couldn't assign "
             "flavors to pod set main");
+  // An audit record of a queue object names the object's own kind, without a namespace.
+  e->set_reason("Applied");
+  e->set_note("applied by admin");
+  e->mutable_regarding()->set_kind("ResourceFlavor");
+  e->mutable_regarding()->clear_namespace_();
+  e->mutable_regarding()->set_name("default-flavor");
+  EXPECT_EQ(EventLine(event),
+            "12  2026-01-01T00:00:00Z  Warning  Applied  resourceflavor/default-flavor  applied "
+            "by admin");
 }
 
 }  // namespace

@@ -22,6 +22,11 @@ void SetLevel(Level level);
 Level GetLevel();
 // Parses "debug", "info", "warning"/"warn", "error". False when unknown.
 bool ParseLevel(absl::string_view text, Level* level);
+// Whether ParseLevel accepts `text`.
+inline bool IsLevel(absl::string_view text) {
+  Level level;
+  return ParseLevel(text, &level);
+}
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 void Write(Level level, absl::string_view msg, const Fields& fields = {});

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
-  libabsl-dev librocksdb-dev libyaml-cpp-dev libssl-dev libcpp-httplib-dev
+  libabsl-dev librocksdb-dev libyaml-cpp-dev libcli11-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev libjemalloc-dev
   prometheus-cpp-dev prometheus docker-compose
   python3 python3-kubernetes python3-yaml python3-grpcio unzip openssl

@@ -1,108 +1,87 @@
 #include "server/config.h"
 
-#include <yaml-cpp/yaml.h>
+#include <algorithm>
+#include <limits>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "common/log.h"
 
 namespace admitd {
 
-const char kUsage[] =
-    "usage: admitd [--listen HOST:PORT] [--data-dir DIR] [--config FILE]\n"
-    "              [--metrics-listen HOST:PORT]\n"
-    "              [--otlp-endpoint HOST:PORT] [--trace-sample-ratio R] [--trace-service-name S]\n"
-    "              [--manual-scheduling] [--manual-clock] [--manual-clock-start RFC3339]\n"
-    "              [--log-level debug|info|warning|error]\n"
-    "              [--requeuing-backoff-base-seconds N] [--requeuing-backoff-max-seconds N]\n"
-    "              [--requeuing-backoff-limit-count N] [--slice-history-limit N]\n"
-    "              [--pod-group-max-roles N] [--pod-unmanaged-namespaces NS,NS]\n"
-    "              [--event-retention N] [--watch-buffer-bytes N[Ki|Mi|Gi]]\n"
-    "              [--max-pending-calls N] [--grpc-memory-limit N[Ki|Mi|Gi]]\n"
-    "              [--max-concurrent-streams N]\n"
-    "              [--sync-delay DURATION] [--no-sync]\n"
-    "              [--max-object-bytes N] [--max-list-page-bytes N]\n"
-    "              [--feature-gates Name=true,Other=false]\n"
-    "              [--tls-cert-file FILE --tls-private-key-file FILE] [--client-ca-file FILE]\n"
-    "              [--require-client-certificate] [--tls-refresh-interval DURATION]\n"
-    "              [--authentication-config FILE] [--authorization-policy FILE]\n"
-    "              [--allow-insecure-listen]\n"
-    "              [--multikueue-origin VALUE] [--multikueue-worker-lost-timeout DURATION]\n"
-    "              [--multikueue-gc-interval DURATION] [--multikueue-dispatcher NAME]\n"
-    "              [--multikueue-step-size N] [--multikueue-round-timeout DURATION]\n"
-    "              [--multikueue-reconnect-backoff DURATION]\n";
+const char* const kKnownFeatureGates[3] = {"ElasticJobsViaWorkloadSlices",
+                                           "PodIntegrationFastQuotaRelease",
+                                           "FastQuotaReleaseInPodIntegration"};
 
 namespace {
+
+constexpr char kAllAtOnce[] = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
+constexpr char kIncremental[] = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
+// Every object must fit a page, and a page gRPC's receive limits (16 MiB here, 4 MiB by default
+// in clients, which the default page of 3 MiB leaves room under).
+constexpr int64_t kMaxMessage = 16 << 20;
 
 absl::Status Bad(absl::string_view where, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
 }
 
-absl::Status ParseDurationValue(absl::string_view where, absl::string_view text,
-                                absl::Duration* out) {
-  if (!absl::ParseDuration(text, out) || *out < absl::ZeroDuration()) {
-    return Bad(where, absl::StrCat("invalid duration \"", text, "\" (want e.g. 2ms, 1s)"));
-  }
-  return absl::OkStatus();
-}
-
 // A manual clock's start, RFC 3339 (2026-01-02T15:04:05Z); it implies the manual clock.
-absl::Status ParseClockStart(absl::string_view where, const std::string& text, Config* config) {
-  absl::Time start;
-  std::string error;
-  if (!absl::ParseTime(absl::RFC3339_full, text, &start, &error)) {
-    return Bad(where, absl::StrCat("invalid time \"", text,
-                                   "\" (want RFC 3339, e.g. 2026-01-02T15:04:05Z)"));
-  }
-  config->manual_clock_start = start;
-  config->manual_clock = true;
-  return absl::OkStatus();
-}
-
-absl::Status ParseGates(absl::string_view where, absl::string_view text,
-                        std::map<std::string, bool>* gates) {
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    bool value;
-    if (kv.first.empty() || !absl::SimpleAtob(kv.second, &value)) {
-      return Bad(where, absl::StrCat("invalid feature gate \"", item, "\" (want Name=true)"));
+settings::Parser ClockStart(Config* config) {
+  return [config](const std::string& text) {
+    absl::Time start;
+    std::string error;
+    if (!absl::ParseTime(absl::RFC3339_full, text, &start, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid time \"", text, "\" (want RFC 3339, e.g. 2026-01-02T15:04:05Z)"));
     }
-    (*gates)[kv.first] = value;
-  }
-  return absl::OkStatus();
+    config->manual_clock_start = start;
+    config->manual_clock = true;
+    return absl::OkStatus();
+  };
 }
 
-// A byte count: digits with an optional Ki, Mi or Gi suffix; at least 1 KiB.
-absl::Status ParseBytes(absl::string_view where, absl::string_view text, uint64_t* out) {
-  uint64_t unit = 1;
-  for (const auto& [suffix, scale] :
-       {std::pair<absl::string_view, uint64_t>{"Ki", uint64_t{1} << 10},
-        {"Mi", uint64_t{1} << 20},
-        {"Gi", uint64_t{1} << 30}}) {
-    if (absl::ConsumeSuffix(&text, suffix)) {
-      unit = scale;
-      break;
+// Name=true,Other=false (a YAML mapping reads the same); names admitd knows.
+settings::Parser Gates(std::map<std::string, bool>* gates) {
+  return [gates](const std::string& text) {
+    std::map<std::string, bool> parsed;
+    for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      bool value;
+      if (kv.first.empty() || !absl::SimpleAtob(kv.second, &value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("invalid feature gate \"", item, "\" (want Name=true)"));
+      }
+      if (std::find(std::begin(kKnownFeatureGates), std::end(kKnownFeatureGates), kv.first) ==
+          std::end(kKnownFeatureGates)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown feature gate \"", kv.first,
+                         "\" (known: ", absl::StrJoin(kKnownFeatureGates, ", "), ")"));
+      }
+      parsed[kv.first] = value;
     }
-  }
-  uint64_t n = 0;
-  if (!absl::SimpleAtoi(text, &n) || n == 0 || n > (uint64_t{1} << 50) / unit || n * unit < 1024) {
-    return Bad(where, absl::StrCat("invalid size \"", text,
-                                   "\" (want bytes, at least 1024, e.g. 67108864 or 64Mi)"));
-  }
-  *out = n * unit;
-  return absl::OkStatus();
+    for (const auto& [name, value] : parsed) (*gates)[name] = value;
+    return absl::OkStatus();
+  };
 }
 
-absl::Status CheckLevel(absl::string_view where, const std::string& level) {
-  log::Level parsed;
-  if (!log::ParseLevel(level, &parsed)) {
-    return Bad(where, absl::StrCat("unknown log level \"", level,
-                                   "\" (want debug, info, warning or error)"));
-  }
-  return absl::OkStatus();
+// Kueue's dispatcher names; all-at-once and incremental stand for them.
+settings::Parser Dispatcher(std::string* out) {
+  return [out](const std::string& name) {
+    const std::string full = name == "all-at-once"   ? kAllAtOnce
+                             : name == "incremental" ? kIncremental
+                                                     : name;
+    if (full != kAllAtOnce && full != kIncremental) {
+      // Kueue's external dispatchers write nominations through the Workload API; admitd has no
+      // call for that (yet).
+      return absl::InvalidArgumentError(absl::StrCat("must be all-at-once or incremental (",
+                                                     kAllAtOnce, " or ", kIncremental, "), not \"",
+                                                     name, "\""));
+    }
+    *out = full;
+    return absl::OkStatus();
+  };
 }
 
 // "127.0.0.1:50051", "[::1]:9090" and "localhost:1" are loopback; "0.0.0.0:1", ":1" and any
@@ -132,16 +111,10 @@ absl::Status CheckSecurity(const Config& config) {
     return Bad("--authentication-config",
                "bearer tokens are only taken over TLS (--tls-cert-file)");
   }
-  if (!(config.trace_sample_ratio >= 0 && config.trace_sample_ratio <= 1)) {
-    return Bad("--trace-sample-ratio", "must be between 0 and 1");
-  }
-  if (config.tls_refresh_interval < absl::Seconds(1)) {
-    return Bad("--tls-refresh-interval", "must be at least 1s");
-  }
   if (!tls && !config.allow_insecure_listen) {
-    for (const auto& [flag, address] : {std::pair<const char*, const std::string&>{
-                                            "--listen", config.listen},
-                                        {"--metrics-listen", config.metrics_listen}}) {
+    for (const auto& [flag, address] :
+         {std::pair<const char*, const std::string&>{"--listen", config.listen},
+          {"--metrics-listen", config.metrics_listen}}) {
       if (!address.empty() && !Loopback(address)) {
         return Bad(flag, absl::StrCat(address,
                                       " is not a loopback address and TLS is off: set "
@@ -155,376 +128,295 @@ absl::Status CheckSecurity(const Config& config) {
 
 }  // namespace
 
+settings::Table ConfigTable(Config* c) {
+  using namespace settings;  // NOLINT: the parsers read as a declaration
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  Table t("admitd");
+  auto add = [&t](Setting s) { t.Add(std::move(s)); };
+  add({.flag = "--config",
+       .value = "FILE",
+       .help = "a YAML file whose keys are the config keys below; flags win over it",
+       .parse = [](const std::string&) { return absl::OkStatus(); }});
+  add({.flag = "--listen",
+       .key = "listen",
+       .value = "HOST:PORT",
+       .help = "the gRPC address",
+       .default_text = "127.0.0.1:50051",
+       .parse = NonEmpty(&c->listen)});
+  add({.flag = "--data-dir",
+       .key = "dataDir",
+       .value = "DIR",
+       .help = "where the RocksDB store is kept",
+       .default_text = "data",
+       .parse = NonEmpty(&c->data_dir)});
+  add({.flag = "--log-level",
+       .key = "logLevel",
+       .value = "debug|info|warning|error",
+       .help = "the least severe log lines written (logfmt, on stderr)",
+       .default_text = "info",
+       .parse = Checked(&c->log_level, log::IsLevel, "debug, info, warning or error")});
+  add({.flag = "--metrics-listen",
+       .key = "metricsListen",
+       .value = "HOST:PORT",
+       .help = "serve Prometheus metrics (GET /metrics), /healthz and /readyz here; unset: no "
+               "HTTP endpoint",
+       .parse = String(&c->metrics_listen)});
+  add({.flag = "--otlp-endpoint",
+       .key = "otlpEndpoint",
+       .value = "HOST:PORT",
+       .help = "export traces over OTLP/gRPC (plaintext) to this collector; unset: no traces",
+       .parse = String(&c->otlp_endpoint)});
+  add({.flag = "--trace-sample-ratio",
+       .key = "traceSampleRatio",
+       .value = "R",
+       .help = "the share of root traces recorded, 0 to 1 (a sampled traceparent is always "
+               "followed)",
+       .default_text = "0.1",
+       .parse = Double(&c->trace_sample_ratio, 0, 1)});
+  add({.flag = "--trace-service-name",
+       .key = "traceServiceName",
+       .value = "NAME",
+       .help = "service.name of the exported spans",
+       .default_text = "admitd",
+       .parse = String(&c->trace_service_name)});
+  add({.flag = "--manual-scheduling",
+       .key = "manualScheduling",
+       .help = "run scheduling cycles only when RunSchedulingCycles asks (tests)",
+       .switch_value = "true",
+       .parse = Bool(&c->manual_scheduling)});
+  add({.flag = "--manual-clock",
+       .key = "manualClock",
+       .help = "with --manual-scheduling: RunSchedulingCycles moves the server clock forward",
+       .switch_value = "true",
+       .parse = Bool(&c->manual_clock)});
+  add({.flag = "--manual-clock-start",
+       .key = "manualClockStart",
+       .value = "RFC3339",
+       .help = "the manual clock's start (implies --manual-clock); it stands still between "
+               "advances",
+       .parse = ClockStart(c)});
+  add({.flag = "--feature-gates",
+       .key = "featureGates",
+       .value = "Name=true,...",
+       .help = "ElasticJobsViaWorkloadSlices (on), PodIntegrationFastQuotaRelease (off; alias "
+               "FastQuotaReleaseInPodIntegration); the key is a mapping of name to true/false",
+       .parse = Gates(&c->feature_gates)});
+  add({.flag = "--requeuing-backoff-base-seconds",
+       .key = "requeuingBackoffBaseSeconds",
+       .value = "N",
+       .help = "the first requeue delay after an admission-check retry",
+       .default_text = "60",
+       .parse = Int(&c->backoff_base_seconds, 1, kUnbounded)});
+  add({.flag = "--requeuing-backoff-max-seconds",
+       .key = "requeuingBackoffMaxSeconds",
+       .value = "N",
+       .help = "the longest requeue delay",
+       .default_text = "3600",
+       .parse = Int(&c->backoff_max_seconds, 1, kUnbounded)});
+  add({.flag = "--requeuing-backoff-limit-count",
+       .key = "requeuingBackoffLimitCount",
+       .value = "N",
+       .help = "requeues before a workload is deactivated",
+       .default_text = "unlimited",
+       .parse = Int(&c->backoff_limit_count, 0, kUnbounded)});
+  add({.flag = "--slice-history-limit",
+       .key = "sliceHistoryLimit",
+       .value = "N",
+       .help = "finished workload slices kept per elastic job",
+       .default_text = "5",
+       .parse = Int(&c->slice_history_limit, 0, kUnbounded)});
+  add({.flag = "--pod-group-max-roles",
+       .key = "podGroupMaxRoles",
+       .value = "N",
+       .help = "distinct roles (pod templates) allowed in one pod group",
+       .default_text = "18",
+       .parse = Int(&c->pod_group_max_roles, 1, 18)});
+  add({.flag = "--pod-unmanaged-namespaces",
+       .key = "podUnmanagedNamespaces",
+       .value = "NS,...",
+       .help = "namespaces whose plain pods are never managed (the key is a list)",
+       .default_text = "kube-system,admitd-system",
+       .parse = List(&c->pod_unmanaged_namespaces)});
+  add({.flag = "--event-retention",
+       .key = "eventRetention",
+       .value = "N",
+       .help = "changes kept in the event log that Watch resumes from",
+       .default_text = "100000",
+       .parse = Uint(&c->event_retention, 1)});
+  add({.flag = "--max-object-bytes",
+       .key = "maxObjectBytes",
+       .value = "N",
+       .help = "the largest object accepted",
+       .default_text = "1572864",
+       .parse = Int(&c->max_object_bytes, 1024, kMaxMessage)});
+  add({.flag = "--max-list-page-bytes",
+       .key = "maxListPageBytes",
+       .value = "N",
+       .help = "the most bytes of objects in one List page (at least --max-object-bytes)",
+       .default_text = "3145728",
+       .parse = Int(&c->max_list_page_bytes, 1024, kMaxMessage)});
+  add({.flag = "--watch-buffer-bytes",
+       .key = "watchBufferBytes",
+       .value = "N[Ki|Mi|Gi]",
+       .help = "what one Watch stream may have waiting to be sent; a stream further behind ends "
+               "with RESOURCE_EXHAUSTED",
+       .default_text = "64Mi",
+       .parse = Bytes(&c->watch_buffer_bytes, 1024)});
+  add({.flag = "--max-pending-calls",
+       .key = "maxPendingCalls",
+       .value = "N",
+       .help = "calls waiting for the sequencer; more are refused with RESOURCE_EXHAUSTED "
+               "(0: no bound)",
+       .default_text = "2048",
+       .parse = Int(&c->max_pending_calls, 0, kUnbounded)});
+  add({.flag = "--max-concurrent-streams",
+       .key = "maxConcurrentStreams",
+       .value = "N",
+       .help = "calls one connection may have open at once (0: gRPC's default)",
+       .default_text = "2048",
+       .parse = Int(&c->max_concurrent_streams, 0, INT32_MAX)});
+  add({.flag = "--grpc-memory-limit",
+       .key = "grpcMemoryLimit",
+       .value = "N[Ki|Mi|Gi]",
+       .help = "gRPC's own memory quota (its transports and calls)",
+       .default_text = "256Mi",
+       .parse = Bytes(&c->grpc_memory_limit, uint64_t{16} << 20)});
+  add({.flag = "--sync-delay",
+       .key = "syncDelay",
+       .value = "DURATION",
+       .help = "a delay injected after every fsync (benchmarks)",
+       .default_text = "0s",
+       .parse = Duration(&c->sync_delay)});
+  add({.flag = "--no-sync",
+       .help = "do not fsync commits (an acknowledged write may be lost)",
+       .switch_value = "true",
+       .parse = NegatedBool(&c->sync)});
+  add({.key = "sync",
+       .help = "fsync every commit (false: as --no-sync)",
+       .default_text = "true",
+       .parse = Bool(&c->sync)});
+  add({.flag = "--tls-cert-file",
+       .key = "tlsCertFile",
+       .value = "FILE",
+       .help = "TLS on the gRPC and metrics ports: the certificate (with --tls-private-key-file; "
+               "re-read when it changes)",
+       .parse = String(&c->tls_cert_file)});
+  add({.flag = "--tls-private-key-file",
+       .key = "tlsPrivateKeyFile",
+       .value = "FILE",
+       .help = "the certificate's private key",
+       .parse = String(&c->tls_key_file)});
+  add({.flag = "--client-ca-file",
+       .key = "clientCAFile",
+       .value = "FILE",
+       .help = "verify client certificates against this CA bundle (mTLS)",
+       .parse = String(&c->client_ca_file)});
+  add({.flag = "--require-client-certificate",
+       .key = "requireClientCertificate",
+       .help = "refuse a TLS handshake without a client certificate",
+       .switch_value = "true",
+       .parse = Bool(&c->require_client_certificate)});
+  add({.flag = "--tls-refresh-interval",
+       .key = "tlsRefreshInterval",
+       .value = "DURATION",
+       .help = "how often the TLS files are checked for changes",
+       .default_text = "10s",
+       .parse = Duration(&c->tls_refresh_interval, absl::Seconds(1))});
+  add({.flag = "--authentication-config",
+       .key = "authenticationConfig",
+       .value = "FILE",
+       .help = "bearer tokens: service-account and OIDC issuers (needs TLS)",
+       .parse = String(&c->authentication_config)});
+  add({.flag = "--authorization-policy",
+       .key = "authorizationPolicy",
+       .value = "FILE",
+       .help = "roles and bindings; unset: every caller may do everything",
+       .parse = String(&c->authorization_policy)});
+  add({.flag = "--allow-insecure-listen",
+       .key = "allowInsecureListen",
+       .help = "serve plaintext on an address other than loopback",
+       .switch_value = "true",
+       .parse = Bool(&c->allow_insecure_listen)});
+  add({.flag = "--multikueue-origin",
+       .key = "multiKueue.origin",
+       .value = "VALUE",
+       .help = "the origin label value of the copies this manager makes",
+       .default_text = "multikueue",
+       .parse = NonEmpty(&c->multikueue_origin)});
+  add({.flag = "--multikueue-worker-lost-timeout",
+       .key = "multiKueue.workerLostTimeout",
+       .value = "DURATION",
+       .help = "how long a workload admitted by an unreachable worker keeps its admission",
+       .default_text = "15m",
+       .parse = Duration(&c->multikueue_worker_lost_timeout)});
+  add({.flag = "--multikueue-gc-interval",
+       .key = "multiKueue.gcInterval",
+       .value = "DURATION",
+       .help = "how often orphaned copies are collected (0: never)",
+       .default_text = "1m",
+       .parse = Duration(&c->multikueue_gc_interval)});
+  add({.flag = "--multikueue-dispatcher",
+       .key = "multiKueue.dispatcherName",
+       .value = "NAME",
+       .help = "all-at-once or incremental (or Kueue's full names)",
+       .default_text = "all-at-once",
+       .parse = Dispatcher(&c->multikueue_dispatcher)});
+  add({.flag = "--multikueue-step-size",
+       .key = "multiKueue.incrementalDispatcherConfig.stepSize",
+       .value = "N",
+       .help = "workers the incremental dispatcher adds per round",
+       .default_text = "3",
+       .parse = Int(&c->multikueue_step_size, 1, kUnbounded)});
+  add({.flag = "--multikueue-round-timeout",
+       .key = "multiKueue.roundTimeout",
+       .value = "DURATION",
+       .help = "how long an incremental round waits before the next",
+       .default_text = "5m",
+       .parse = Duration(&c->multikueue_round_timeout, absl::Seconds(1))});
+  add({.flag = "--multikueue-reconnect-backoff",
+       .key = "multiKueue.reconnectBackoff",
+       .value = "DURATION",
+       .help = "the first delay before reconnecting to a lost worker",
+       .default_text = "5s",
+       .parse = Duration(&c->multikueue_reconnect_backoff, absl::Milliseconds(10))});
+  return t;
+}
+
+std::string Usage() {
+  Config scratch;
+  return absl::StrCat(
+      "usage: admitd [flags]\n\n"
+      "Admission as a service: Kueue's admission decisions over gRPC, with the state in an\n"
+      "embedded RocksDB. Every flag but --config and --no-sync is also a key of the config "
+      "file.\n\n",
+      ConfigTable(&scratch).FlagHelp());
+}
+
 absl::Status LoadConfigFile(const std::string& path, Config* config) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
-  }
-  if (root.IsNull()) return absl::OkStatus();
-  if (!root.IsMap()) return Bad(path, "the config file must be a YAML mapping");
-  for (const auto& entry : root) {
-    std::string key = entry.first.as<std::string>();
-    std::string where = absl::StrCat(path, ": ", key);
-    const YAML::Node& value = entry.second;
-    try {
-      if (key == "listen") {
-        config->listen = value.as<std::string>();
-      } else if (key == "metricsListen") {
-        config->metrics_listen = value.as<std::string>();
-      } else if (key == "otlpEndpoint") {
-        config->otlp_endpoint = value.as<std::string>();
-      } else if (key == "traceSampleRatio") {
-        config->trace_sample_ratio = value.as<double>();
-      } else if (key == "traceServiceName") {
-        config->trace_service_name = value.as<std::string>();
-      } else if (key == "dataDir") {
-        config->data_dir = value.as<std::string>();
-      } else if (key == "manualScheduling") {
-        config->manual_scheduling = value.as<bool>();
-      } else if (key == "manualClock") {
-        config->manual_clock = value.as<bool>();
-      } else if (key == "manualClockStart") {
-        if (auto s = ParseClockStart(where, value.as<std::string>(), config); !s.ok()) return s;
-      } else if (key == "requeuingBackoffBaseSeconds") {
-        config->backoff_base_seconds = value.as<int64_t>();
-        if (config->backoff_base_seconds < 1) return Bad(where, "must be at least 1");
-      } else if (key == "requeuingBackoffMaxSeconds") {
-        config->backoff_max_seconds = value.as<int64_t>();
-        if (config->backoff_max_seconds < 1) return Bad(where, "must be at least 1");
-      } else if (key == "requeuingBackoffLimitCount") {
-        config->backoff_limit_count = value.as<int64_t>();
-        if (config->backoff_limit_count < 0) return Bad(where, "must not be negative");
-      } else if (key == "podUnmanagedNamespaces") {
-        if (!value.IsSequence()) return Bad(where, "must be a list of namespace names");
-        config->pod_unmanaged_namespaces.clear();
-        for (const auto& ns : value) config->pod_unmanaged_namespaces.push_back(ns.as<std::string>());
-      } else if (key == "podGroupMaxRoles") {
-        config->pod_group_max_roles = value.as<int64_t>();
-        if (config->pod_group_max_roles < 1 || config->pod_group_max_roles > 18) {
-          return Bad(where, "must be between 1 and 18");
-        }
-      } else if (key == "maxObjectBytes") {
-        config->max_object_bytes = value.as<int64_t>();
-      } else if (key == "maxListPageBytes") {
-        config->max_list_page_bytes = value.as<int64_t>();
-      } else if (key == "sliceHistoryLimit") {
-        config->slice_history_limit = value.as<int64_t>();
-        if (config->slice_history_limit < 0) return Bad(where, "must not be negative");
-      } else if (key == "logLevel") {
-        config->log_level = value.as<std::string>();
-        if (auto s = CheckLevel(where, config->log_level); !s.ok()) return s;
-      } else if (key == "eventRetention") {
-        int64_t n = value.as<int64_t>();
-        if (n < 1) return Bad(where, "must be at least 1");
-        config->event_retention = static_cast<uint64_t>(n);
-      } else if (key == "watchBufferBytes") {
-        if (auto s = ParseBytes(where, value.as<std::string>(), &config->watch_buffer_bytes);
-            !s.ok()) {
-          return s;
-        }
-      } else if (key == "maxPendingCalls") {
-        config->max_pending_calls = value.as<int64_t>();
-        if (config->max_pending_calls < 0) return Bad(where, "must not be negative");
-      } else if (key == "maxConcurrentStreams") {
-        config->max_concurrent_streams = value.as<int64_t>();
-        if (config->max_concurrent_streams < 0 || config->max_concurrent_streams > INT32_MAX) {
-          return Bad(where, "must be between 0 and 2147483647");
-        }
-      } else if (key == "grpcMemoryLimit") {
-        if (auto s = ParseBytes(where, value.as<std::string>(), &config->grpc_memory_limit);
-            !s.ok()) {
-          return s;
-        }
-      } else if (key == "syncDelay") {
-        if (auto s = ParseDurationValue(where, value.as<std::string>(), &config->sync_delay);
-            !s.ok()) {
-          return s;
-        }
-      } else if (key == "sync") {
-        config->sync = value.as<bool>();
-      } else if (key == "tlsCertFile") {
-        config->tls_cert_file = value.as<std::string>();
-      } else if (key == "tlsPrivateKeyFile") {
-        config->tls_key_file = value.as<std::string>();
-      } else if (key == "clientCAFile") {
-        config->client_ca_file = value.as<std::string>();
-      } else if (key == "requireClientCertificate") {
-        config->require_client_certificate = value.as<bool>();
-      } else if (key == "tlsRefreshInterval") {
-        if (auto s = ParseDurationValue(where, value.as<std::string>(),
-                                        &config->tls_refresh_interval);
-            !s.ok()) {
-          return s;
-        }
-      } else if (key == "authenticationConfig") {
-        config->authentication_config = value.as<std::string>();
-      } else if (key == "authorizationPolicy") {
-        config->authorization_policy = value.as<std::string>();
-      } else if (key == "allowInsecureListen") {
-        config->allow_insecure_listen = value.as<bool>();
-      } else if (key == "multiKueue") {
-        if (!value.IsMap()) return Bad(where, "must be a mapping");
-        for (const auto& mk : value) {
-          const std::string k = mk.first.as<std::string>();
-          const std::string w = absl::StrCat(where, ".", k);
-          absl::Status s;
-          if (k == "origin") {
-            config->multikueue_origin = mk.second.as<std::string>();
-          } else if (k == "workerLostTimeout") {
-            s = ParseDurationValue(w, mk.second.as<std::string>(),
-                                   &config->multikueue_worker_lost_timeout);
-          } else if (k == "gcInterval") {
-            s = ParseDurationValue(w, mk.second.as<std::string>(), &config->multikueue_gc_interval);
-          } else if (k == "dispatcherName") {
-            config->multikueue_dispatcher = mk.second.as<std::string>();
-          } else if (k == "incrementalDispatcherConfig") {
-            config->multikueue_step_size = mk.second["stepSize"].as<int64_t>();
-          } else if (k == "roundTimeout") {
-            s = ParseDurationValue(w, mk.second.as<std::string>(),
-                                   &config->multikueue_round_timeout);
-          } else if (k == "reconnectBackoff") {
-            s = ParseDurationValue(w, mk.second.as<std::string>(),
-                                   &config->multikueue_reconnect_backoff);
-          } else {
-            return Bad(w, "unknown key (known: origin, workerLostTimeout, gcInterval, "
-                          "dispatcherName, incrementalDispatcherConfig, roundTimeout, "
-                          "reconnectBackoff)");
-          }
-          if (!s.ok()) return s;
-        }
-      } else if (key == "featureGates") {
-        if (!value.IsMap()) return Bad(where, "must be a mapping of gate name to true/false");
-        for (const auto& gate : value) {
-          config->feature_gates[gate.first.as<std::string>()] = gate.second.as<bool>();
-        }
-      } else {
-        return Bad(
-            where,
-            "unknown key (known: listen, metricsListen, otlpEndpoint, traceSampleRatio, "
-            "traceServiceName, dataDir, manualScheduling, manualClock, "
-            "sliceHistoryLimit, podGroupMaxRoles, podUnmanagedNamespaces, maxObjectBytes, "
-            "maxListPageBytes, "
-            "requeuingBackoffBaseSeconds, requeuingBackoffMaxSeconds, "
-            "requeuingBackoffLimitCount, logLevel, eventRetention, watchBufferBytes, "
-            "maxPendingCalls, grpcMemoryLimit, maxConcurrentStreams, syncDelay, "
-            "sync, featureGates, tlsCertFile, tlsPrivateKeyFile, clientCAFile, "
-            "requireClientCertificate, tlsRefreshInterval, authenticationConfig, "
-            "authorizationPolicy, allowInsecureListen, multiKueue)");
-      }
-    } catch (const YAML::Exception& e) {
-      return Bad(where, absl::StrCat("invalid value: ", e.what()));
-    }
-  }
-  return absl::OkStatus();
+  return ConfigTable(config).LoadYamlFile(path);
 }
 
 absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* help) {
   Config config;
   *help = false;
+  const settings::Table table = ConfigTable(&config);
+  absl::StatusOr<settings::CommandLine> line = table.Scan(args);
+  if (!line.ok()) return line.status();
+  if (line->help) {
+    *help = true;
+    return config;
+  }
   // The config file is read first so that flags override it wherever they appear.
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--config") {
-      if (auto s = LoadConfigFile(args[i + 1], &config); !s.ok()) return s;
-    } else if (absl::StartsWith(args[i], "--config=")) {
-      if (auto s = LoadConfigFile(args[i].substr(9), &config); !s.ok()) return s;
-    }
+  if (const std::string* file = line->Last("--config"); file != nullptr) {
+    if (absl::Status s = table.LoadYamlFile(*file); !s.ok()) return s;
   }
-  if (!args.empty() && absl::StartsWith(args.back(), "--config=")) {
-    if (auto s = LoadConfigFile(args.back().substr(9), &config); !s.ok()) return s;
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_inline = false;
-    if (size_t eq = flag.find('='); absl::StartsWith(flag, "--") && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_inline = true;
-    }
-    auto next = [&](std::string* out) -> absl::Status {
-      if (has_inline) {
-        *out = value;
-        return absl::OkStatus();
-      }
-      if (i + 1 >= args.size()) return Bad(flag, "needs a value");
-      *out = args[++i];
-      return absl::OkStatus();
-    };
-    std::string v;
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return config;
-    } else if (flag == "--config") {
-      if (auto s = next(&v); !s.ok()) return s;  // already loaded above
-    } else if (flag == "--listen") {
-      if (auto s = next(&config.listen); !s.ok()) return s;
-    } else if (flag == "--metrics-listen") {
-      if (auto s = next(&config.metrics_listen); !s.ok()) return s;
-    } else if (flag == "--otlp-endpoint") {
-      if (auto s = next(&config.otlp_endpoint); !s.ok()) return s;
-    } else if (flag == "--trace-service-name") {
-      if (auto s = next(&config.trace_service_name); !s.ok()) return s;
-    } else if (flag == "--trace-sample-ratio") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (!absl::SimpleAtod(v, &config.trace_sample_ratio)) {
-        return Bad(flag, absl::StrCat("\"", v, "\" is not a number"));
-      }
-    } else if (flag == "--data-dir") {
-      if (auto s = next(&config.data_dir); !s.ok()) return s;
-    } else if (flag == "--manual-scheduling") {
-      config.manual_scheduling = !has_inline || value == "true";
-    } else if (flag == "--manual-clock") {
-      config.manual_clock = !has_inline || value == "true";
-    } else if (flag == "--manual-clock-start") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (auto s = ParseClockStart(flag, v, &config); !s.ok()) return s;
-    } else if (flag == "--requeuing-backoff-base-seconds" ||
-               flag == "--requeuing-backoff-max-seconds" ||
-               flag == "--requeuing-backoff-limit-count") {
-      if (auto s = next(&v); !s.ok()) return s;
-      int64_t n;
-      const bool limit = flag == "--requeuing-backoff-limit-count";
-      if (!absl::SimpleAtoi(v, &n) || n < (limit ? 0 : 1)) {
-        return Bad(flag, limit ? "must be a non-negative integer" : "must be a positive integer");
-      }
-      (flag == "--requeuing-backoff-base-seconds"  ? config.backoff_base_seconds
-       : flag == "--requeuing-backoff-max-seconds" ? config.backoff_max_seconds
-                                                   : config.backoff_limit_count) = n;
-    } else if (flag == "--pod-unmanaged-namespaces") {
-      if (auto s = next(&v); !s.ok()) return s;
-      config.pod_unmanaged_namespaces = absl::StrSplit(v, ',', absl::SkipEmpty());
-    } else if (flag == "--pod-group-max-roles") {
-      if (auto s = next(&v); !s.ok()) return s;
-      int64_t n;
-      if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 18) return Bad(flag, "must be between 1 and 18");
-      config.pod_group_max_roles = n;
-    } else if (flag == "--slice-history-limit") {
-      if (auto s = next(&v); !s.ok()) return s;
-      int64_t n;
-      if (!absl::SimpleAtoi(v, &n) || n < 0) return Bad(flag, "must be a non-negative integer");
-      config.slice_history_limit = n;
-    } else if (flag == "--max-object-bytes" || flag == "--max-list-page-bytes") {
-      if (auto s = next(&v); !s.ok()) return s;
-      int64_t n;
-      if (!absl::SimpleAtoi(v, &n)) return Bad(flag, "must be a number of bytes");
-      (flag == "--max-object-bytes" ? config.max_object_bytes : config.max_list_page_bytes) = n;
-    } else if (flag == "--no-sync") {
-      config.sync = false;
-    } else if (flag == "--log-level") {
-      if (auto s = next(&config.log_level); !s.ok()) return s;
-      if (auto s = CheckLevel(flag, config.log_level); !s.ok()) return s;
-    } else if (flag == "--event-retention") {
-      if (auto s = next(&v); !s.ok()) return s;
-      uint64_t n;
-      if (!absl::SimpleAtoi(v, &n) || n < 1) return Bad(flag, "must be a positive integer");
-      config.event_retention = n;
-    } else if (flag == "--watch-buffer-bytes") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (auto s = ParseBytes(flag, v, &config.watch_buffer_bytes); !s.ok()) return s;
-    } else if (flag == "--max-pending-calls") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (!absl::SimpleAtoi(v, &config.max_pending_calls) || config.max_pending_calls < 0) {
-        return Bad(flag, "must be a non-negative integer (0: no bound)");
-      }
-    } else if (flag == "--max-concurrent-streams") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (!absl::SimpleAtoi(v, &config.max_concurrent_streams) ||
-          config.max_concurrent_streams < 0 || config.max_concurrent_streams > INT32_MAX) {
-        return Bad(flag, "must be an integer between 0 and 2147483647 (0: gRPC's default)");
-      }
-    } else if (flag == "--grpc-memory-limit") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (auto s = ParseBytes(flag, v, &config.grpc_memory_limit); !s.ok()) return s;
-    } else if (flag == "--sync-delay") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (auto s = ParseDurationValue(flag, v, &config.sync_delay); !s.ok()) return s;
-    } else if (flag == "--tls-cert-file") {
-      if (auto s = next(&config.tls_cert_file); !s.ok()) return s;
-    } else if (flag == "--tls-private-key-file") {
-      if (auto s = next(&config.tls_key_file); !s.ok()) return s;
-    } else if (flag == "--client-ca-file") {
-      if (auto s = next(&config.client_ca_file); !s.ok()) return s;
-    } else if (flag == "--require-client-certificate") {
-      config.require_client_certificate = !has_inline || value == "true";
-    } else if (flag == "--tls-refresh-interval") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (auto s = ParseDurationValue(flag, v, &config.tls_refresh_interval); !s.ok()) return s;
-    } else if (flag == "--authentication-config") {
-      if (auto s = next(&config.authentication_config); !s.ok()) return s;
-    } else if (flag == "--authorization-policy") {
-      if (auto s = next(&config.authorization_policy); !s.ok()) return s;
-    } else if (flag == "--allow-insecure-listen") {
-      config.allow_insecure_listen = !has_inline || value == "true";
-    } else if (flag == "--multikueue-origin") {
-      if (auto s = next(&config.multikueue_origin); !s.ok()) return s;
-    } else if (flag == "--multikueue-dispatcher") {
-      if (auto s = next(&v); !s.ok()) return s;
-      config.multikueue_dispatcher =
-          v == "all-at-once"   ? "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
-          : v == "incremental" ? "kueue.x-k8s.io/multikueue-dispatcher-incremental"
-                               : v;
-    } else if (flag == "--multikueue-step-size") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (!absl::SimpleAtoi(v, &config.multikueue_step_size)) {
-        return Bad(flag, "must be a positive integer");
-      }
-    } else if (flag == "--multikueue-worker-lost-timeout" || flag == "--multikueue-gc-interval" ||
-               flag == "--multikueue-round-timeout" || flag == "--multikueue-reconnect-backoff") {
-      if (auto s = next(&v); !s.ok()) return s;
-      absl::Duration* d = flag == "--multikueue-worker-lost-timeout"
-                              ? &config.multikueue_worker_lost_timeout
-                          : flag == "--multikueue-gc-interval" ? &config.multikueue_gc_interval
-                          : flag == "--multikueue-round-timeout"
-                              ? &config.multikueue_round_timeout
-                              : &config.multikueue_reconnect_backoff;
-      if (auto s = ParseDurationValue(flag, v, d); !s.ok()) return s;
-    } else if (flag == "--feature-gates") {
-      if (auto s = next(&v); !s.ok()) return s;
-      if (auto s = ParseGates(flag, v, &config.feature_gates); !s.ok()) return s;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", args[i], "\n", kUsage));
-    }
-  }
-  if (config.listen.empty()) return Bad("--listen", "must not be empty");
-  if (config.data_dir.empty()) return Bad("--data-dir", "must not be empty");
-  // Every object must fit a page, and a page gRPC's receive limits (16 MiB here, 4 MiB by default
-  // in clients, which the default page of 3 MiB leaves room under).
-  constexpr int64_t kMaxMessage = 16 << 20;
-  if (config.max_object_bytes < 1024 || config.max_object_bytes > kMaxMessage) {
-    return Bad("--max-object-bytes", absl::StrCat("must be between 1024 and ", kMaxMessage));
-  }
-  if (config.max_list_page_bytes < config.max_object_bytes ||
-      config.max_list_page_bytes > kMaxMessage) {
+  if (absl::Status s = table.Apply(*line); !s.ok()) return s;
+  if (config.max_list_page_bytes < config.max_object_bytes) {
     return Bad("--max-list-page-bytes",
                absl::StrCat("must be between --max-object-bytes (", config.max_object_bytes,
                             ") and ", kMaxMessage));
   }
   if (auto s = CheckSecurity(config); !s.ok()) return s;
-  // Below this gRPC's memory quota would be under pressure with a handful of connections.
-  if (config.grpc_memory_limit < (uint64_t{16} << 20)) {
-    return Bad("--grpc-memory-limit", "must be at least 16Mi");
-  }
-  if (config.multikueue_worker_lost_timeout < absl::ZeroDuration()) {
-    return Bad("--multikueue-worker-lost-timeout", "must not be negative");
-  }
-  if (config.multikueue_gc_interval < absl::ZeroDuration()) {
-    return Bad("--multikueue-gc-interval", "must not be negative");
-  }
-  if (config.multikueue_step_size < 1) return Bad("--multikueue-step-size", "must be at least 1");
-  if (config.multikueue_dispatcher != "kueue.x-k8s.io/multikueue-dispatcher-all-at-once" &&
-      config.multikueue_dispatcher != "kueue.x-k8s.io/multikueue-dispatcher-incremental") {
-    // Kueue's external dispatchers write nominations through the Workload API; admitd has no
-    // call for that (yet).
-    return Bad("--multikueue-dispatcher",
-               "must be all-at-once or incremental (kueue.x-k8s.io/multikueue-dispatcher-...)");
-  }
-  if (config.multikueue_reconnect_backoff < absl::Milliseconds(10) ||
-      config.multikueue_round_timeout < absl::Seconds(1)) {
-    return Bad("--multikueue-reconnect-backoff",
-               "the reconnect backoff must be at least 10ms and the round timeout at least 1s");
-  }
   if (config.manual_clock && !config.manual_scheduling) {
     return Bad(config.manual_clock_start ? "--manual-clock-start" : "--manual-clock",
                "is only valid with --manual-scheduling");

@@ -29,7 +29,10 @@
 //   authorizationPolicy: /etc/admitd/policy.yaml  # roles and bindings; unset: all allowed
 //   allowInsecureListen: false  # plaintext on a non-loopback address
 //
-// Unknown keys and bad values are errors naming the file and the key.
+// Each setting is declared once, in ConfigTable: its flag, its key, its parser and its help line,
+// from which the --help text and docs/configuration.md's table come. Unknown keys and bad values
+// are errors naming the file and the key (or the flag); an unknown name gets the closest known one
+// suggested.
 #ifndef ADMITD_SERVER_CONFIG_H_
 #define ADMITD_SERVER_CONFIG_H_
 
@@ -42,6 +45,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/settings.h"
 
 namespace rocksdb {
 class FileSystem;
@@ -130,14 +134,19 @@ struct Config {
   std::shared_ptr<rocksdb::FileSystem> store_file_system;
 };
 
-// Parses `argv` (and the file named by --config, read first). Returns the usage text as an
-// INVALID_ARGUMENT message on a bad flag; `*help` is set for --help.
+// Parses `argv` (and the file named by --config, read first: flags win). INVALID_ARGUMENT names
+// the flag, or the file and key, at fault; `*help` is set for --help.
 absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* help);
 
 // Reads a YAML config file into `config`, overwriting the keys it sets.
 absl::Status LoadConfigFile(const std::string& path, Config* config);
 
-extern const char kUsage[];
+// admitd's settings, each writing into `config`.
+settings::Table ConfigTable(Config* config);
+// The --help text.
+std::string Usage();
+// The feature gates admitd knows.
+extern const char* const kKnownFeatureGates[3];
 
 }  // namespace admitd
 

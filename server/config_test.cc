@@ -162,17 +162,73 @@ TEST(ConfigTest, UnknownKeyNamesFileAndKey) {
 
 TEST(ConfigTest, BadValuesAreRejected) {
   bool help;
-  EXPECT_THAT(ParseConfig({"--sync-delay", "soon"}, &help).status().message(),
-              HasSubstr("invalid duration \"soon\""));
-  EXPECT_THAT(ParseConfig({"--log-level", "loud"}, &help).status().message(),
-              HasSubstr("unknown log level \"loud\""));
+  EXPECT_EQ(ParseConfig({"--sync-delay", "soon"}, &help).status().message(),
+            "--sync-delay: must be a duration such as 15s or 2ms, not \"soon\"");
+  EXPECT_EQ(ParseConfig({"--log-level", "loud"}, &help).status().message(),
+            "--log-level: must be debug, info, warning or error, not \"loud\"");
   EXPECT_THAT(ParseConfig({"--event-retention", "0"}, &help).status().message(),
               HasSubstr("must be a positive integer"));
   EXPECT_THAT(ParseConfig({"--bogus"}, &help).status().message(), HasSubstr("unknown flag --bogus"));
   EXPECT_THAT(ParseConfig({"--listen"}, &help).status().message(), HasSubstr("needs a value"));
   std::string path = WriteFile("badtype.yaml", "manualScheduling: maybe\n");
   EXPECT_THAT(ParseConfig({"--config", path}, &help).status().message(),
-              HasSubstr("badtype.yaml: manualScheduling: invalid value"));
+              HasSubstr("badtype.yaml: manualScheduling: must be true or false, not \"maybe\""));
+  // The same bound reads the same from a flag and from the file.
+  path = WriteFile("retention.yaml", "eventRetention: 0\n");
+  EXPECT_THAT(ParseConfig({"--config", path}, &help).status().message(),
+              HasSubstr("retention.yaml: eventRetention: must be a positive integer, not \"0\""));
+}
+
+TEST(ConfigTest, UnknownNamesAreRefusedWithTheClosestKnownOne) {
+  bool help;
+  EXPECT_EQ(ParseConfig({"--data-dr", "x"}, &help).status().message(),
+            "unknown flag --data-dr (did you mean --data-dir?)");
+  std::string path = WriteFile("typo.yaml", "manualClockStrat: 2025-01-01T00:00:00Z\n");
+  EXPECT_EQ(ParseConfig({"--config", path}, &help).status().message(),
+            path + ": manualClockStrat: unknown key (did you mean manualClockStart?)");
+  path = WriteFile("far.yaml", "zzz: 1\n");
+  EXPECT_THAT(ParseConfig({"--config", path}, &help).status().message(),
+              HasSubstr("manualClockStart"));  // the list of known keys is the table's
+  path = WriteFile("mk.yaml", "multiKueue: {dispatcherNam: incremental}\n");
+  EXPECT_EQ(ParseConfig({"--config", path}, &help).status().message(),
+            path + ": multiKueue.dispatcherNam: unknown key (did you mean dispatcherName?)");
+  path = WriteFile("gates.yaml", "featureGates: {NoSuchGate: true}\n");
+  EXPECT_THAT(ParseConfig({"--config", path}, &help).status().message(),
+              HasSubstr("gates.yaml: featureGates: unknown feature gate \"NoSuchGate\""));
+  EXPECT_THAT(ParseConfig({"stray"}, &help).status().message(),
+              HasSubstr("unexpected argument \"stray\""));
+}
+
+TEST(ConfigTest, MultiKueueSettingsFromFlagsAndFile) {
+  bool help;
+  std::string path = WriteFile("mk-ok.yaml",
+                               "multiKueue:\n"
+                               "  origin: eu\n"
+                               "  dispatcherName: incremental\n"
+                               "  incrementalDispatcherConfig: {stepSize: 5}\n"
+                               "  workerLostTimeout: 2m\n");
+  absl::StatusOr<Config> file = ParseConfig({"--config", path}, &help);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->multikueue_origin, "eu");
+  EXPECT_EQ(file->multikueue_dispatcher, "kueue.x-k8s.io/multikueue-dispatcher-incremental");
+  EXPECT_EQ(file->multikueue_step_size, 5);
+  EXPECT_EQ(file->multikueue_worker_lost_timeout, absl::Minutes(2));
+  absl::StatusOr<Config> flags = ParseConfig({"--multikueue-dispatcher", "all-at-once"}, &help);
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->multikueue_dispatcher, "kueue.x-k8s.io/multikueue-dispatcher-all-at-once");
+  EXPECT_THAT(ParseConfig({"--multikueue-dispatcher", "random"}, &help).status().message(),
+              HasSubstr("--multikueue-dispatcher: must be all-at-once or incremental"));
+}
+
+TEST(ConfigTest, HelpListsEveryFlag) {
+  const std::string usage = Usage();
+  Config scratch;
+  const settings::Table table = ConfigTable(&scratch);
+  for (const settings::Setting& s : table.settings()) {
+    if (!s.flag.empty()) {
+      EXPECT_THAT(usage, HasSubstr("  " + s.flag)) << s.flag;
+    }
+  }
 }
 
 TEST(ConfigTest, Help) {

@@ -13,10 +13,6 @@
 
 namespace {
 
-// Gates admitd knows; later features read them from Config::feature_gates.
-const char* const kKnownGates[] = {"ElasticJobsViaWorkloadSlices", "PodIntegrationFastQuotaRelease",
-                                   "FastQuotaReleaseInPodIntegration"};
-
 int Run(int argc, char** argv) {
   // Debian's Abseil is built without NDEBUG, so every Mutex acquisition also feeds Abseil's
   // lock-order graph (deadlock detection), which showed up in profiles of the serving path.
@@ -26,21 +22,12 @@ int Run(int argc, char** argv) {
   bool help = false;
   absl::StatusOr<admitd::Config> config = admitd::ParseConfig(args, &help);
   if (help) {
-    std::fputs(admitd::kUsage, stdout);
+    std::fputs(admitd::Usage().c_str(), stdout);
     return 0;
   }
   if (!config.ok()) {
     std::fprintf(stderr, "admitd: %s\n", std::string(config.status().message()).c_str());
     return 2;
-  }
-  for (const auto& [gate, enabled] : config->feature_gates) {
-    bool known = false;
-    for (const char* name : kKnownGates) known = known || gate == name;
-    if (!known) {
-      std::fprintf(stderr, "admitd: unknown feature gate \"%s\" (known: %s)\n", gate.c_str(),
-                   absl::StrJoin(kKnownGates, ", ").c_str());
-      return 2;
-    }
   }
   admitd::log::Level level;
   admitd::log::ParseLevel(config->log_level, &level);

@@ -64,7 +64,13 @@ absl::StatusOr<v1::Workload> WorkloadForJob(const nlohmann::json& job,
   for (const auto& [k, v] : annotations.items()) {
     if (absl::StartsWith(k, "provreq.kueue.x-k8s.io/")) wl_annotations[k] = v;
   }
-  if (elastic) wl_annotations["kueue.x-k8s.io/elastic-job"] = "true";
+  const std::string wl_name = GeneratedWorkloadName("Job", "batch", name, uid, extra);
+  if (elastic) {
+    // The first slice names the chain (Kueue's prepareWorkloadSlice); admitd gives every later
+    // slice the same name.
+    wl_annotations["kueue.x-k8s.io/elastic-job"] = "true";
+    wl_annotations["kueue.x-k8s.io/workload-slice-name"] = wl_name;
+  }
   nlohmann::json wl_spec = {{"queueName", Str(labels, "kueue.x-k8s.io/queue-name")},
                             {"podSets", nlohmann::json::array({pod_set})}};
   int64_t max_exec = 0;
@@ -80,7 +86,7 @@ absl::StatusOr<v1::Workload> WorkloadForJob(const nlohmann::json& job,
       {"apiVersion", "kueue.x-k8s.io/v1beta2"},
       {"kind", "Workload"},
       {"metadata",
-       {{"name", GeneratedWorkloadName("Job", "batch", name, uid, extra)},
+       {{"name", wl_name},
         {"namespace", Str(meta, "namespace").empty() ? "default" : Str(meta, "namespace")},
         {"labels", wl_labels},
         {"annotations", wl_annotations},

@@ -37,6 +37,7 @@ TEST(JobWorkloadTest, KueuesWorkloadForAJob) {
   EXPECT_EQ(wl->metadata().labels().count("team"), 0u);  // not in labelKeysToCopy
   EXPECT_EQ(wl->metadata().annotations().at("provreq.kueue.x-k8s.io/maxRunDurationSeconds"), "600");
   EXPECT_EQ(wl->metadata().annotations().count("other"), 0u);
+  EXPECT_EQ(wl->metadata().annotations().count("kueue.x-k8s.io/workload-slice-name"), 0u);
   ASSERT_EQ(wl->metadata().owner_references_size(), 1);
   EXPECT_EQ(wl->metadata().owner_references(0).kind(), "Job");
   EXPECT_TRUE(wl->metadata().owner_references(0).controller());
@@ -64,6 +65,9 @@ TEST(JobWorkloadTest, ElasticPartialPriorityAndExecutionTime) {
   ASSERT_TRUE(wl.ok()) << wl.status();
   EXPECT_EQ(wl->metadata().name(), "job-sample-job-80e87");  // with the generation
   EXPECT_EQ(wl->metadata().annotations().at("kueue.x-k8s.io/elastic-job"), "true");
+  // The first slice names its chain after itself.
+  EXPECT_EQ(wl->metadata().annotations().at("kueue.x-k8s.io/workload-slice-name"),
+            "job-sample-job-80e87");
   EXPECT_EQ(wl->metadata().labels().at("team"), "a");
   EXPECT_EQ(wl->spec().priority_class_ref().kind(), "WorkloadPriorityClass");
   EXPECT_EQ(wl->spec().priority_class_ref().name(), "high");

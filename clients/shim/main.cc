@@ -30,7 +30,7 @@ int Run(int argc, char** argv) {
   absl::StatusOr<admitd::shim::ShimConfig> config =
       admitd::shim::ParseShimConfig(std::vector<std::string>(argv + 1, argv + argc), &help, Env);
   if (help) {
-    std::fputs(admitd::shim::kShimUsage, stdout);
+    std::fputs(admitd::shim::ShimUsage().c_str(), stdout);
     return 0;
   }
   if (!config.ok()) {

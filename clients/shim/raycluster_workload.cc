@@ -15,6 +15,7 @@ namespace admitd::shim {
 namespace {
 
 constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
+constexpr char kWorkloadSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
 // KubeRay's RayFTEnabledAnnotationKey.
 constexpr char kRayFtEnabledAnnotation[] = "ray.io/ft-enabled";
 
@@ -170,7 +171,12 @@ absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster
   for (const auto& [k, v] : annotations.items()) {
     if (absl::StartsWith(k, "provreq.kueue.x-k8s.io/")) wl_annotations[k] = v;
   }
-  if (elastic) wl_annotations[kElasticJobAnnotation] = "true";
+  const std::string wl_name = GeneratedWorkloadName(kRayClusterKind, "ray.io", name, uid, extra);
+  if (elastic) {
+    // The first slice names the chain (Kueue's prepareWorkloadSlice).
+    wl_annotations[kElasticJobAnnotation] = "true";
+    wl_annotations[kWorkloadSliceNameAnnotation] = wl_name;
+  }
   nlohmann::json wl_spec = {{"queueName", Str(labels, "kueue.x-k8s.io/queue-name")},
                             {"podSets", *pod_sets}};
   int64_t max_exec = 0;
@@ -187,7 +193,7 @@ absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster
       {"apiVersion", "kueue.x-k8s.io/v1beta2"},
       {"kind", "Workload"},
       {"metadata",
-       {{"name", GeneratedWorkloadName(kRayClusterKind, "ray.io", name, uid, extra)},
+       {{"name", wl_name},
         {"namespace", ns},
         {"labels", wl_labels},
         {"annotations", wl_annotations},

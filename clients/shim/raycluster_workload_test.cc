@@ -120,6 +120,8 @@ TEST(RayClusterWorkloadTest, AnElasticClustersNameIncludesItsGeneration) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_NE(first->metadata().name(), "raycluster-raycluster-a-9cb53");
   EXPECT_EQ(first->metadata().annotations().at("kueue.x-k8s.io/elastic-job"), "true");
+  EXPECT_EQ(first->metadata().annotations().at("kueue.x-k8s.io/workload-slice-name"),
+            first->metadata().name());
   rc["metadata"]["generation"] = 2;
   absl::StatusOr<v1::Workload> second = WorkloadForRayCluster(rc, {});
   ASSERT_TRUE(second.ok()) << second.status();
@@ -128,6 +130,7 @@ TEST(RayClusterWorkloadTest, AnElasticClustersNameIncludesItsGeneration) {
   absl::StatusOr<v1::Workload> off = WorkloadForRayCluster(rc, {.elastic_jobs = false});
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_EQ(off->metadata().name(), "raycluster-raycluster-a-9cb53");
+  EXPECT_EQ(off->metadata().annotations().count("kueue.x-k8s.io/workload-slice-name"), 0u);
 }
 
 std::vector<PodSetInfo> Infos(int n) {

@@ -6,53 +6,214 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/log.h"
 
 namespace admitd::shim {
 
-const char kShimUsage[] = R"(usage: admitd-shim --admitd HOST:PORT --cluster NAME [flags]
+namespace {
 
-Connects one Kubernetes cluster to admitd: batch/v1 Jobs with the label kueue.x-k8s.io/queue-name
-become Workloads in admitd, and admitd's decisions start, stop and finish them.
+constexpr char kIntegrations[] = "batch/job, pod, ray.io/raycluster";
 
-  --admitd HOST:PORT                admitd's gRPC address (required; $ADMITD_SERVER)
-  --cluster NAME                    this cluster's name in admitd (required)
-  --admitd-tls                      TLS to admitd with the system's CAs (implied by the next four)
-  --admitd-ca-file FILE             the CA bundle admitd's certificate must chain to
-  --admitd-cert-file FILE, --admitd-key-file FILE
-                                    this shim's client certificate for mTLS (reloaded on change)
-  --admitd-server-name NAME         the name expected in admitd's certificate (default: the host)
-  --admitd-token-file FILE          a bearer token sent with every call, read again when it
-                                    changes (a projected service-account token)
-  --kubeconfig PATH                 a kubeconfig (its current context); default: in-cluster
-                                    (KUBERNETES_SERVICE_HOST/PORT, the service-account token and CA)
-  --leader-elect=true|false         elect one leader on a Lease; only it reconciles (default true)
-  --leader-election-namespace NS    the Lease's namespace (default $POD_NAMESPACE, else admitd-system)
-  --leader-election-id NAME         the Lease's name (default admitd-shim)
-  --identity NAME                   this replica in the Lease (default $POD_NAME, else the host name)
-  --lease-duration D, --renew-deadline D, --retry-period D
-                                    leader election timing (default 15s, 10s, 2s)
-  --health-listen ADDR              /healthz, /readyz and /metrics (default 0.0.0.0:8081)
-  --otlp-endpoint HOST:PORT         OTLP/gRPC collector for reconcile traces (default: none)
-  --trace-sample-ratio R            share of objects whose reconciles are traced (default 0.1)
-  --webhook-listen ADDR             the admission webhook's HTTPS address (default 0.0.0.0:9443;
-                                    empty: no webhook)
-  --webhook-cert-dir DIR            tls.crt and tls.key, reloaded when they change
-                                    (default /tmp/k8s-webhook-server/serving-certs)
-  --managed-namespaces-exclude LIST namespaces whose Jobs are never managed
-                                    (default kube-system,<leader election namespace>)
-  --manage-jobs-without-queue-name  manage Jobs that have no queue-name label too
-  --multikueue-worker               this cluster is a MultiKueue worker: create the Jobs its
-                                    admitd's winning copies carry (--cluster must be the
-                                    manager's MultiKueueCluster name for it)
-  --mirror-workloads                keep read-only kueue.x-k8s.io/v1beta2 Workload objects in the
-                                    cluster mirroring admitd's (needs Kueue's Workload CRD)
-  --integrations LIST               the kinds managed (Kueue's integrations.frameworks; default
-                                    batch/job; also pod, ray.io/raycluster)
-  --feature-gates ElasticJobsViaWorkloadSlices=true|false
-  --workers N                       Jobs reconciled at once (default 16)
-  --resync-period D                 reconcile every Job again this often (default 10m)
-  --log-level debug|info|warning|error
-)";
+settings::Parser Integrations(std::set<std::string>* out) {
+  return [out](const std::string& value) {
+    std::set<std::string> parsed;
+    for (absl::string_view f : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown integration \"", f, "\" (known: ", kIntegrations, ")"));
+      }
+      parsed.insert(std::string(f));
+    }
+    *out = std::move(parsed);
+    return absl::OkStatus();
+  };
+}
+
+settings::Parser Gates(bool* elastic_jobs) {
+  return [elastic_jobs](const std::string& value) {
+    for (absl::string_view kv : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      if (p.first != "ElasticJobsViaWorkloadSlices") {
+        return absl::InvalidArgumentError("unknown feature gate \"" + p.first +
+                                          "\" (known: ElasticJobsViaWorkloadSlices)");
+      }
+      if (p.second != "true" && p.second != "false") {
+        return absl::InvalidArgumentError(p.first + " must be true or false");
+      }
+      *elastic_jobs = p.second == "true";
+    }
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace
+
+settings::Table ShimConfigTable(ShimConfig* c) {
+  using namespace settings;  // NOLINT: the parsers read as a declaration
+  const absl::Duration positive = absl::Nanoseconds(1);
+  Table t("admitd-shim");
+  auto add = [&t](Setting s) { t.Add(std::move(s)); };
+  add({.flag = "--admitd",
+       .value = "HOST:PORT",
+       .help = "admitd's gRPC address (required; $ADMITD_SERVER)",
+       .parse = String(&c->admitd)});
+  add({.flag = "--cluster",
+       .value = "NAME",
+       .help = "this cluster's name in admitd (required)",
+       .parse = String(&c->cluster)});
+  add({.flag = "--admitd-tls",
+       .help = "TLS to admitd with the system's CAs (implied by the next four)",
+       .switch_value = "true",
+       .parse = Bool(&c->admitd_tls)});
+  add({.flag = "--admitd-ca-file",
+       .value = "FILE",
+       .help = "the CA bundle admitd's certificate must chain to",
+       .parse = String(&c->admitd_ca_file)});
+  add({.flag = "--admitd-cert-file",
+       .value = "FILE",
+       .help = "this shim's client certificate for mTLS (reloaded on change)",
+       .parse = String(&c->admitd_cert_file)});
+  add({.flag = "--admitd-key-file",
+       .value = "FILE",
+       .help = "the client certificate's key",
+       .parse = String(&c->admitd_key_file)});
+  add({.flag = "--admitd-server-name",
+       .value = "NAME",
+       .help = "the name expected in admitd's certificate (default: the host)",
+       .parse = String(&c->admitd_server_name)});
+  add({.flag = "--admitd-token-file",
+       .value = "FILE",
+       .help = "a bearer token sent with every call, read again when it changes (a projected "
+               "service-account token)",
+       .parse = String(&c->admitd_token_file)});
+  add({.flag = "--kubeconfig",
+       .value = "PATH",
+       .help =
+           "a kubeconfig (its current context); unset: in-cluster (KUBERNETES_SERVICE_HOST/PORT, "
+           "the service-account token and CA)",
+       .parse = String(&c->kubeconfig)});
+  add({.flag = "--leader-elect",
+       .value = "true|false",
+       .help = "elect one leader on a Lease; only it reconciles",
+       .default_text = "true",
+       .switch_value = "true",
+       .parse = Bool(&c->leader_elect)});
+  add({.flag = "--leader-election-namespace",
+       .value = "NS",
+       .help = "the Lease's namespace (default $POD_NAMESPACE, else admitd-system)",
+       .parse = String(&c->leader_election_namespace)});
+  add({.flag = "--leader-election-id",
+       .value = "NAME",
+       .help = "the Lease's name",
+       .default_text = "admitd-shim",
+       .parse = String(&c->leader_election_id)});
+  add({.flag = "--identity",
+       .value = "NAME",
+       .help = "this replica in the Lease (default $POD_NAME, else the host name)",
+       .parse = String(&c->identity)});
+  add({.flag = "--lease-duration",
+       .value = "D",
+       .help = "how long a Lease holds",
+       .default_text = "15s",
+       .parse = Duration(&c->lease_duration, positive)});
+  add({.flag = "--renew-deadline",
+       .value = "D",
+       .help = "how long the leader tries to renew before it gives up leading",
+       .default_text = "10s",
+       .parse = Duration(&c->renew_deadline, positive)});
+  add({.flag = "--retry-period",
+       .value = "D",
+       .help = "between two tries to acquire or renew",
+       .default_text = "2s",
+       .parse = Duration(&c->retry_period, positive)});
+  add({.flag = "--health-listen",
+       .value = "ADDR",
+       .help = "/healthz, /readyz and /metrics",
+       .default_text = "0.0.0.0:8081",
+       .parse = String(&c->health_listen)});
+  add({.flag = "--otlp-endpoint",
+       .value = "HOST:PORT",
+       .help = "OTLP/gRPC collector for reconcile traces; unset: none",
+       .parse = String(&c->otlp_endpoint)});
+  add({.flag = "--trace-sample-ratio",
+       .value = "R",
+       .help = "share of objects whose reconciles are traced",
+       .default_text = "0.1",
+       .parse = Double(&c->trace_sample_ratio, 0, 1)});
+  add({.flag = "--webhook-listen",
+       .value = "ADDR",
+       .help = "the admission webhook's HTTPS address (empty: no webhook)",
+       .default_text = "0.0.0.0:9443",
+       .parse = String(&c->webhook_listen)});
+  add({.flag = "--webhook-cert-dir",
+       .value = "DIR",
+       .help = "tls.crt and tls.key, reloaded when they change",
+       .default_text = "/tmp/k8s-webhook-server/serving-certs",
+       .parse = String(&c->webhook_cert_dir)});
+  add({.flag = "--managed-namespaces-exclude",
+       .value = "NS,...",
+       .help = "namespaces whose jobs are never managed (default kube-system,<leader election "
+               "namespace>)",
+       .parse = [c](const std::string& v) {
+         c->excluded_namespaces.clear();
+         for (absl::string_view ns : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+           c->excluded_namespaces.insert(std::string(ns));
+         }
+         c->excluded_namespaces_given = true;
+         return absl::OkStatus();
+       }});
+  add({.flag = "--manage-jobs-without-queue-name",
+       .help = "manage jobs that have no queue-name label too",
+       .switch_value = "true",
+       .parse = Bool(&c->manage_jobs_without_queue_name)});
+  add({.flag = "--multikueue-worker",
+       .help = "this cluster is a MultiKueue worker: create the Jobs its admitd's winning copies "
+               "carry (--cluster must be the manager's MultiKueueCluster name for it)",
+       .switch_value = "true",
+       .parse = Bool(&c->multikueue_worker)});
+  add({.flag = "--mirror-workloads",
+       .help = "keep read-only kueue.x-k8s.io/v1beta2 Workload objects in the cluster mirroring "
+               "admitd's (needs Kueue's Workload CRD)",
+       .switch_value = "true",
+       .parse = Bool(&c->mirror_workloads)});
+  add({.flag = "--integrations",
+       .value = "LIST",
+       .help = "the kinds managed (Kueue's integrations.frameworks): batch/job, pod, "
+               "ray.io/raycluster",
+       .default_text = "batch/job",
+       .parse = Integrations(&c->integrations)});
+  add({.flag = "--feature-gates",
+       .value = "ElasticJobsViaWorkloadSlices=true|false",
+       .help = "elastic Jobs and RayClusters through workload slices",
+       .default_text = "true",
+       .parse = Gates(&c->elastic_jobs)});
+  add({.flag = "--workers",
+       .value = "N",
+       .help = "objects reconciled at once",
+       .default_text = "16",
+       .parse = Int(&c->workers, 1, 256)});
+  add({.flag = "--resync-period",
+       .value = "D",
+       .help = "reconcile every object again this often",
+       .default_text = "10m",
+       .parse = Duration(&c->resync_period, positive)});
+  add({.flag = "--log-level",
+       .value = "debug|info|warning|error",
+       .help = "the least severe log lines written",
+       .default_text = "info",
+       .parse = Checked(&c->log_level, log::IsLevel, "debug, info, warning or error")});
+  return t;
+}
+
+std::string ShimUsage() {
+  ShimConfig scratch;
+  return absl::StrCat(
+      "usage: admitd-shim --admitd HOST:PORT --cluster NAME [flags]\n\n"
+      "Connects one Kubernetes cluster to admitd: its Jobs, RayClusters and pods with the label\n"
+      "kueue.x-k8s.io/queue-name become Workloads in admitd, and admitd's decisions start, stop\n"
+      "and finish them.\n\n",
+      ShimConfigTable(&scratch).FlagHelp());
+}
 
 namespace {
 
@@ -66,117 +227,21 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
                                            std::string (*env)(const char*)) {
   ShimConfig c;
   c.admitd = env("ADMITD_SERVER");
-  bool excluded_set = false;
-  std::string excluded;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      *help = true;
-      return c;
-    }
-    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError("unexpected argument " + arg);
-    std::string name = arg.substr(2), value;
-    bool has_value = false;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    const bool boolean = name == "leader-elect" || name == "manage-jobs-without-queue-name" ||
-                         name == "mirror-workloads" || name == "admitd-tls" ||
-                         name == "multikueue-worker";
-    if (!has_value && !boolean) {
-      if (i + 1 >= args.size()) return Bad(name, "needs a value");
-      value = args[++i];
-    }
-    auto flag_bool = [&](bool* out) -> absl::Status {
-      if (!has_value || value == "true") {
-        *out = true;
-      } else if (value == "false") {
-        *out = false;
-      } else {
-        return Bad(name, "must be true or false, not \"" + value + "\"");
-      }
-      return absl::OkStatus();
-    };
-    auto duration = [&](absl::Duration* out) -> absl::Status {
-      if (!absl::ParseDuration(value, out) || *out <= absl::ZeroDuration()) {
-        return Bad(name, "must be a positive duration such as 15s, not \"" + value + "\"");
-      }
-      return absl::OkStatus();
-    };
-    absl::Status s;
-    if (name == "kubeconfig") c.kubeconfig = value;
-    else if (name == "admitd") c.admitd = value;
-    else if (name == "cluster") c.cluster = value;
-    else if (name == "admitd-tls") s = flag_bool(&c.admitd_tls);
-    else if (name == "admitd-ca-file") c.admitd_ca_file = value;
-    else if (name == "admitd-cert-file") c.admitd_cert_file = value;
-    else if (name == "admitd-key-file") c.admitd_key_file = value;
-    else if (name == "admitd-server-name") c.admitd_server_name = value;
-    else if (name == "admitd-token-file") c.admitd_token_file = value;
-    else if (name == "leader-elect") s = flag_bool(&c.leader_elect);
-    else if (name == "leader-election-namespace") c.leader_election_namespace = value;
-    else if (name == "leader-election-id") c.leader_election_id = value;
-    else if (name == "identity") c.identity = value;
-    else if (name == "lease-duration") s = duration(&c.lease_duration);
-    else if (name == "renew-deadline") s = duration(&c.renew_deadline);
-    else if (name == "retry-period") s = duration(&c.retry_period);
-    else if (name == "health-listen") c.health_listen = value;
-    else if (name == "otlp-endpoint") c.otlp_endpoint = value;
-    else if (name == "trace-sample-ratio") {
-      if (!absl::SimpleAtod(value, &c.trace_sample_ratio) || !(c.trace_sample_ratio >= 0) ||
-          c.trace_sample_ratio > 1) {
-        s = Bad(name, "must be a number from 0 to 1, not \"" + value + "\"");
-      }
-    }
-    else if (name == "webhook-listen") c.webhook_listen = value;
-    else if (name == "webhook-cert-dir") c.webhook_cert_dir = value;
-    else if (name == "managed-namespaces-exclude") excluded = value, excluded_set = true;
-    else if (name == "manage-jobs-without-queue-name") s = flag_bool(&c.manage_jobs_without_queue_name);
-    else if (name == "resync-period") s = duration(&c.resync_period);
-    else if (name == "mirror-workloads") s = flag_bool(&c.mirror_workloads);
-    else if (name == "multikueue-worker") s = flag_bool(&c.multikueue_worker);
-    else if (name == "log-level") c.log_level = value;
-    else if (name == "integrations") {
-      c.integrations.clear();
-      for (absl::string_view f : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-        if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster") {
-          return Bad(name, absl::StrCat("unknown integration \"", f,
-                                        "\" (known: batch/job, pod, ray.io/raycluster)"));
-        }
-        c.integrations.insert(std::string(f));
-      }
-    }
-    else if (name == "workers") {
-      if (!absl::SimpleAtoi(value, &c.workers) || c.workers < 1 || c.workers > 256) {
-        s = Bad(name, "must be a number from 1 to 256");
-      }
-    } else if (name == "feature-gates") {
-      for (absl::string_view kv : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-        std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-        if (p.first != "ElasticJobsViaWorkloadSlices") {
-          return Bad(name, "unknown feature gate \"" + p.first +
-                               "\" (known: ElasticJobsViaWorkloadSlices)");
-        }
-        if (p.second != "true" && p.second != "false") {
-          return Bad(name, p.first + " must be true or false");
-        }
-        c.elastic_jobs = p.second == "true";
-      }
-    } else {
-      return absl::InvalidArgumentError("unknown flag --" + name + " (see --help)");
-    }
-    if (!s.ok()) return s;
+  absl::StatusOr<settings::CommandLine> line = ShimConfigTable(&c).Parse(args);
+  if (!line.ok()) return line.status();
+  if (line->help) {
+    *help = true;
+    return c;
   }
   if (c.admitd.empty()) return Bad("admitd", "is required (or set ADMITD_SERVER)");
   if (c.cluster.empty()) return Bad("cluster", "is required");
   // It becomes the value of a label on every Workload.
   static const std::regex kLabelValue("[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?");
   if (!std::regex_match(c.cluster, kLabelValue)) {
-    return Bad("cluster", "\"" + c.cluster +
-                              "\" is not a valid label value (at most 63 characters: letters, "
-                              "digits, '-', '_' or '.', starting and ending with a letter or digit)");
+    return Bad("cluster",
+               "\"" + c.cluster +
+                   "\" is not a valid label value (at most 63 characters: letters, "
+                   "digits, '-', '_' or '.', starting and ending with a letter or digit)");
   }
   if (c.renew_deadline >= c.lease_duration) {
     return Bad("renew-deadline", "must be shorter than --lease-duration");
@@ -186,9 +251,8 @@ absl::StatusOr<ShimConfig> ParseShimConfig(const std::vector<std::string>& args,
   if (c.identity.empty()) c.identity = env("POD_NAME");
   if (c.identity.empty()) c.identity = env("HOSTNAME");
   if (c.identity.empty()) c.identity = "admitd-shim";
-  if (!excluded_set) excluded = "kube-system," + c.leader_election_namespace;
-  for (absl::string_view ns : absl::StrSplit(excluded, ',', absl::SkipEmpty())) {
-    c.excluded_namespaces.insert(std::string(ns));
+  if (!c.excluded_namespaces_given) {
+    c.excluded_namespaces = {"kube-system", c.leader_election_namespace};
   }
   return c;
 }

@@ -1,5 +1,6 @@
-// The admitd-shim command line: what each flag means, its default, and the parse (with errors
-// that name the flag).
+// The admitd-shim command line: each flag declared once in ShimConfigTable (its meaning, default
+// and parser), from which the parse, --help and docs/configuration.md's table come; errors name
+// the flag.
 //
 //   absl::StatusOr<ShimConfig> config = ParseShimConfig(args, &help);
 //
@@ -13,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/settings.h"
 
 namespace admitd::shim {
 
@@ -43,6 +45,7 @@ struct ShimConfig {
   std::string webhook_listen = "0.0.0.0:9443";  // empty: no webhook server
   std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
   std::set<std::string> excluded_namespaces;  // default kube-system and the lease namespace
+  bool excluded_namespaces_given = false;     // --managed-namespaces-exclude was given
   bool manage_jobs_without_queue_name = false;
   bool mirror_workloads = false;  // read-only Kueue Workload objects in the cluster
   bool multikueue_worker = false;  // create the Jobs of winning MultiKueue copies
@@ -54,7 +57,10 @@ struct ShimConfig {
   std::string log_level = "info";
 };
 
-extern const char kShimUsage[];
+// The shim's flags, each writing into `config`.
+settings::Table ShimConfigTable(ShimConfig* config);
+// The --help text.
+std::string ShimUsage();
 
 // `env` looks up POD_NAMESPACE / POD_NAME / HOSTNAME (getenv in main). INVALID_ARGUMENT names the
 // flag at fault.

@@ -66,7 +66,7 @@ TEST_F(ShimConfigTest, ErrorsNameTheFlag) {
   EXPECT_EQ(Parse({"--cluster=c", "--retry-period=soon"}).status().message(),
             "--retry-period: must be a positive duration such as 15s, not \"soon\"");
   EXPECT_EQ(Parse({"--cluster=c", "--workers=0"}).status().message(),
-            "--workers: must be a number from 1 to 256");
+            "--workers: must be an integer from 1 to 256, not \"0\"");
   EXPECT_EQ(Parse({"--cluster=c", "--bogus=1"}).status().message(),
             "unknown flag --bogus (see --help)");
   EXPECT_EQ(Parse({"--cluster=c", "--feature-gates=Nope=true"}).status().message(),

@@ -21,6 +21,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "kube"))
 import harness  # noqa: E402  (integration/kube)
+sys.path.insert(0, os.path.join(HERE, "..", "observability"))
+from observed import undocumented_metrics  # noqa: E402,F401  (for the tests)
 
 wait_until = harness.wait_until
 
@@ -107,9 +109,10 @@ class Shim:
 
 class Stack:
     def __init__(self, nodes=("n1:pool=a:cpu=16", "n2:pool=b:cpu=16"), api_args=(),
-                 admitd_args=(), secure=False):
+                 admitd_args=(), secure=False, metrics=False):
         """``api_args`` go to the API server after the defaults (a later flag wins);
         ``admitd_args`` to admitd, on every start (e.g. ``("--feature-gates", "Name=true")``).
+        ``metrics``: admitd serves /metrics on ``admitd_metrics``.
         ``secure``: admitd serves TLS, verifies client certificates and enforces a policy
         (SECURE_POLICY): admitctl presents the admin's certificate, each shim its cluster's."""
         self.tmp = tempfile.mkdtemp(prefix="admitd-e2e-")
@@ -139,6 +142,10 @@ class Stack:
         self.admitd_address = "127.0.0.1:%d" % self.admitd_port
         self.admitd = None
         self.admitd_args = list(admitd_args)
+        self.admitd_metrics = None  # HOST:PORT of admitd's /metrics, with metrics=True
+        if metrics:
+            self.admitd_metrics = "127.0.0.1:%d" % free_port()
+            self.admitd_args += ["--metrics-listen", self.admitd_metrics]
         self.admitd_log = open(os.path.join(self.tmp, "admitd.log"), "a")
         self.start_admitd()
         self.shims = []

@@ -3,6 +3,7 @@ Kueue's Workload CRD; the shim keeps read-only Workload objects mirroring admitd
 machine's kubectl lists and describes as it would under Kueue.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, is_true, job, queues  # noqa: E402
-from stack import wait_with_logs  # noqa: E402
+from stack import undocumented_metrics, wait_with_logs  # noqa: E402
 
 T = 30
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
@@ -60,6 +61,44 @@ class MirrorE2E(unittest.TestCase):
         code, _ = s.kube("DELETE", "/apis/batch/v1/namespaces/%s/jobs/seen" % ns)
         self.assertEqual(code, 200)
         self.wait(lambda: self.mirrored(ns) == [], "the mirror to go")
+
+    @unittest.skipUnless(os.path.exists(KUBECTL), "no kubectl")
+    def test_an_elastic_jobs_slices_name_their_chain(self):
+        # Kueue's annotations on an elastic Job's slices: the first names the chain after
+        # itself, a scale-up slice carries the same chain name and the slice it replaces.
+        s, ns = self.s, "elastic"
+        s.create_namespace(ns)
+        s.apply(queues(ns, "cq-e", 8))
+        s.create_job(job(ns, "grow", parallelism=2, elastic=True))
+        first = self.wait(lambda: [w["metadata"]["name"] for w in s.workloads(ns)
+                                   if is_true(w, "Admitted")], "the first slice admitted")[0]
+        slice_name = "kueue.x-k8s.io/workload-slice-name"
+        replaces = "kueue.x-k8s.io/workload-slice-replacement-for"
+
+        def annotations(name):
+            # As kubectl shows the mirror, and as admitctl shows admitd's own.
+            mirrored = json.loads(self.kubectl("get", "workload", name, "-n", ns, "-o", "json"))
+            own = json.loads(s.admitctl("get", "workload", name, "-n", ns, "-o", "json"))
+            self.assertEqual(mirrored["metadata"].get("annotations", {}).get(slice_name),
+                             own["metadata"].get("annotations", {}).get(slice_name))
+            return own["metadata"].get("annotations", {})
+
+        self.wait(lambda: [w for w in self.mirrored(ns) if w["metadata"]["name"] == first],
+                  "the first slice mirrored")
+        self.assertEqual(annotations(first)[slice_name], first)
+        self.assertNotIn(replaces, annotations(first))
+        # The mirror's own metric is documented.
+        _, text = self.shim.get("/metrics")
+        self.assertIn("admitd_shim_workload_mirror_writes_total", text)
+        self.assertEqual(undocumented_metrics(text), [], "the shim's metrics without docs")
+        s.patch_job(ns, "grow", {"spec": {"parallelism": 3}})
+        second = self.wait(lambda: [w["metadata"]["name"] for w in s.workloads(ns)
+                                    if w["metadata"]["name"] != first], "the scale-up slice")[0]
+        self.wait(lambda: [w for w in self.mirrored(ns) if w["metadata"]["name"] == second],
+                  "the scale-up slice mirrored")
+        got = annotations(second)
+        self.assertEqual(got[slice_name], first)
+        self.assertEqual(got[replaces], "%s/%s" % (ns, first))
 
     def test_a_pod_groups_workload_is_mirrored_too(self):
         s, ns = self.s, "pods"

@@ -15,10 +15,11 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stack import Stack, job, queues  # noqa: E402
-from stack import wait_with_logs  # noqa: E402
+from stack import undocumented_metrics, wait_with_logs  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -82,7 +83,7 @@ class TracingE2E(unittest.TestCase):
         cls.collector = Collector()
         endpoint = "127.0.0.1:%d" % cls.collector.port
         trace = ("--otlp-endpoint", endpoint, "--trace-sample-ratio", "1")
-        cls.s = Stack(admitd_args=trace)
+        cls.s = Stack(admitd_args=trace, metrics=True)
         cls.shim = cls.s.start_shim(extra=trace)
         wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1, "the shim to lead",
                        T)
@@ -138,6 +139,11 @@ class TracingE2E(unittest.TestCase):
         self.assertRegex(text, r'admitd_shim_kube_requests_total\{verb="GET",code="2xx"\} [1-9]')
         self.assertRegex(text, r'admitd_shim_kube_requests_total\{verb="PATCH",code="2xx"\} [1-9]')
         self.assertRegex(text, r'admitd_shim_reconcile_seconds_count\{kind="job"\} [1-9]')
+        # Every metric the shim and admitd export is documented.
+        self.assertEqual(undocumented_metrics(text), [], "the shim's metrics without docs")
+        with urllib.request.urlopen("http://%s/metrics" % self.s.admitd_metrics, timeout=5) as r:
+            self.assertEqual(undocumented_metrics(r.read().decode()), [],
+                             "admitd's metrics without docs")
 
 
 if __name__ == "__main__":

@@ -151,6 +151,18 @@ def exported_names(text):
     return names
 
 
+def undocumented_metrics(text):
+    """The metric families of a Prometheus text exposition that neither docs/observability.md
+    nor docs/shim.md names."""
+    docs = ""
+    for doc in ("observability.md", "shim.md"):
+        with open(os.path.join(ROOT, "docs", doc)) as f:
+            docs += f.read()
+    documented = set(re.findall(r"[a-z][a-z0-9_]*[a-z0-9]", docs))
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    return sorted(n for n in families if n not in documented)
+
+
 # PromQL words that look like metric names but are not.
 _KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
              "unless", "bool", "offset", "inf", "nan"}

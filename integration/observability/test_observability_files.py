@@ -192,6 +192,10 @@ class NamesAgainstALiveAdmitd(unittest.TestCase):
         self.assertRegex(self.text, r'kueue_preempted_workloads_total\{[^}]*'
                                     r'reason="InCohortReclamation"')
 
+    def test_every_exported_metric_is_documented(self):
+        self.assertEqual(observed.undocumented_metrics(self.text), [],
+                         "exported by admitd but in neither docs/observability.md nor docs/shim.md")
+
     def test_every_dashboard_metric_is_exported(self):
         uses = []
         for name, board in observed.dashboards().items():

@@ -288,7 +288,6 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision, WorkloadDecoder* dec
   revision_ = revision;
   for (auto& [name, cq] : cluster_queues_) RefreshActive(cq);
   RebuildQuotaTree();
-  FinishRestorePods();
   DecodeInPlace in_place;
   if (decoder == nullptr) decoder = &in_place;
   // The workloads restored in their encoded form, in the order the walk below reaches them. It
@@ -330,6 +329,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision, WorkloadDecoder* dec
       if (std::shared_ptr<v1::Workload> spare = entry.Freeze()) decoder->Recycle(std::move(spare));
     }
   }
+  FinishRestorePods();  // after the workloads: a pod finds its Workload by owner reference
   changes_.clear();
   return absl::OkStatus();
 }

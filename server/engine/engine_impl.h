@@ -149,9 +149,15 @@ class Engine::Impl {
 
   // ---- engine_pods.cc: plain pods and pod groups (§14, §15) ----
   pods::PodOptions PodOptionsNow() const;
-  // The Workload a pod belongs to: its group's, or its own for a managed single pod.
+  // The Workload a pod belongs to: its group's, or its own for a managed single pod (the pod
+  // Workload it owns, found by owner reference; else the one of its generated name).
   std::string PodWorkloadKey(const v1::PodObservation& pod) const;
   void IndexPod(const std::string& key, bool add);
+  // A single pod's Workload imported after the pod was reported without one: the pod is moved
+  // to it and reconciled with it.
+  void AdoptReportedPod(const WorkloadEntry& entry, absl::Time now);
+  // Moves stored pod `key` to the Workload `workload_key` in the index.
+  void LinkPod(const std::string& key, std::string workload_key);
   // A Change for a pod: reason PodGated (first seen with the admission gate), PodUngated (the
   // gate is gone since the last report), PodReported, or PodDeleted.
   void EmitPod(const std::string& key, const v1::PodObservation& pod, bool deleted,

@@ -64,6 +64,13 @@ pods::GroupMatch NameConflict(const std::vector<v1::PodObservation>& pods, const
   return conflict;
 }
 
+bool IsOwnedByPod(const v1::Workload& wl, const v1::PodObservation& pod) {
+  for (const v1::OwnerReference& o : wl.metadata().owner_references()) {
+    if (o.kind() == "Pod" && o.uid() == pod.uid() && o.name() == pod.name()) return true;
+  }
+  return false;
+}
+
 // The cluster whose pods made a pod Workload.
 const std::string& ClusterOf(const v1::Workload& wl) {
   return wl.metadata().labels().at(kPodClusterLabel);
@@ -87,6 +94,8 @@ std::vector<v1::PodObservation> TakeOtherClusters(std::vector<v1::PodObservation
 namespace {
 
 using pod_workloads::ClusterOf;
+using pod_workloads::IsGroupWorkload;
+using pod_workloads::IsOwnedByPod;
 using pod_workloads::IsPodWorkload;
 using pod_workloads::NameConflict;
 using pod_workloads::OwnsWorkload;
@@ -167,7 +176,49 @@ std::string Engine::Impl::PodWorkloadKey(const v1::PodObservation& pod) const {
   input.default_local_queue_exists =
       local_queues_.count(absl::StrCat(pod.namespace_(), "/default")) != 0;
   if (!pods::DecideManagement(pod, input).managed) return "";
-  return absl::StrCat(pod.namespace_(), "/", pods::SinglePodWorkloadName(pod.name(), pod.uid()));
+  std::string generated =
+      absl::StrCat(pod.namespace_(), "/", pods::SinglePodWorkloadName(pod.name(), pod.uid()));
+  // Kueue finds a job's Workloads by owner reference, whatever their names: a Workload the pod
+  // owns under another name (imported from a running Kueue, say) is its Workload.
+  auto chain = chains_.find(absl::StrCat(pod.namespace_(), "/uid:", pod.uid()));
+  if (chain == chains_.end()) return generated;
+  const WorkloadEntry* owned = nullptr;
+  for (const WorkloadEntry* e : chain->second) {
+    if (e->key() == generated) return generated;  // the usual case, read without decoding
+  }
+  for (const WorkloadEntry* e : chain->second) {
+    const v1::Workload& wl = e->object();
+    if (!OwnsWorkload(wl, /*is_group=*/false) || IsGroupWorkload(wl) ||
+        ClusterOf(wl) != pod.cluster() || !IsOwnedByPod(wl, pod)) {
+      continue;
+    }
+    if (owned == nullptr || e->key() < owned->key()) owned = e;
+  }
+  return owned == nullptr ? generated : owned->key();
+}
+
+void Engine::Impl::AdoptReportedPod(const WorkloadEntry& entry, absl::Time now) {
+  const v1::Workload& wl = entry.object();
+  if (!IsPodWorkload(wl) || IsGroupWorkload(wl)) return;
+  for (const v1::OwnerReference& o : wl.metadata().owner_references()) {
+    if (o.kind() != "Pod") continue;
+    const std::string pod_key = PodKey(ClusterOf(wl), wl.metadata().namespace_(), o.name());
+    auto it = pods_.find(pod_key);
+    if (it == pods_.end() || it->second.obs.uid() != o.uid()) continue;
+    if (workloads_.count(it->second.workload) != 0) continue;  // it has a Workload already
+    if (PodWorkloadKey(it->second.obs) != entry.key()) continue;
+    LinkPod(pod_key, entry.key());
+    dirty_pod_workloads_.insert(entry.key());
+    ReconcilePodWorkload(entry.key(), now);
+  }
+}
+
+void Engine::Impl::LinkPod(const std::string& key, std::string workload_key) {
+  PodEntry& entry = pods_.at(key);
+  if (entry.workload == workload_key) return;
+  IndexPod(key, /*add=*/false);
+  entry.workload = std::move(workload_key);
+  IndexPod(key, /*add=*/true);
 }
 
 void Engine::Impl::IndexPod(const std::string& key, bool add) {
@@ -352,6 +403,16 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
   }
   const bool is_group = !pods::GroupName(pods.front(), options).empty();
   const std::string cluster = pods.front().cluster();
+  if (wl_it == workloads_.end() && !is_group && pods.size() == 1) {
+    // The Workload this pod was found by is gone: it goes on with the one it owns now, or with a
+    // new one of its generated name.
+    const v1::PodObservation& pod = pods.front();
+    if (std::string now_key = PodWorkloadKey(pod); now_key != workload_key && !now_key.empty()) {
+      LinkPod(PodKey(pod.cluster(), pod.namespace_(), pod.name()), now_key);
+      dirty_pod_workloads_.insert(now_key);
+      return ReconcilePodWorkload(now_key, now, events);
+    }
+  }
   if (wl_it == workloads_.end()) {
     // Same-named pods of several clusters: the first cluster's make the Workload.
     TakeOtherClusters(&pods, cluster);

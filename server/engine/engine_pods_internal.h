@@ -26,6 +26,8 @@ bool OwnsWorkload(const v1::Workload& wl, bool is_group);
 // are finalized, and a group gets MatchGroupWorkload's WorkloadNameConflict event.
 pods::GroupMatch NameConflict(const std::vector<v1::PodObservation>& pods, const v1::Workload& wl,
                               bool is_group, absl::Time now, const pods::PodOptions& options);
+// `pod` is one of the Workload's owners (kind Pod, the pod's name and uid).
+bool IsOwnedByPod(const v1::Workload& wl, const v1::PodObservation& pod);
 // The cluster whose pods made a pod Workload.
 const std::string& ClusterOf(const v1::Workload& wl);
 // Moves the pods of clusters other than `cluster` out of `pods` and returns them: a Workload is

@@ -355,6 +355,77 @@ TEST_F(EnginePodsTest, AnImportedGroupWorkloadIsAdoptedByItsPods) {
   EXPECT_EQ(StateOf(adopted), v1::WORKLOAD_STATE_ADMITTED);
 }
 
+// Kueue's pod controller case "pod is stopped when workload is evicted": the pod's Workload is
+// found by its owner reference, whatever its name, and its eviction stops the running pod.
+TEST_F(EnginePodsTest, PodIsStoppedWhenWorkloadIsEvicted) {
+  // What a running Kueue holds: Workload "job", owned by the pod, admitted and then evicted.
+  Report({Pod("pod")});
+  v1::Workload kueues = Get(pods::SinglePodWorkloadName("pod", "pod-uid"));
+  ASSERT_TRUE(kueues.status().has_admission());
+  kueues.mutable_metadata()->set_name("job");
+  kueues.mutable_metadata()->mutable_labels()->erase("admitd.io/pod-cluster");
+  SetCondition(&kueues, kEvicted, true, "Preempted",
+               "Preempted to accommodate a higher priority Workload", kT0);
+  // A fresh admitd takes it over, then the shim reports the running pod.
+  Start(EngineOptions());
+  v1::ImportRequest import;
+  *import.add_workloads() = kueues;
+  import.set_cluster("c1");
+  ASSERT_TRUE(engine_->Import(import, Now()).ok());
+  // The pod's report, answered before any scheduling cycle (Kueue's case has no scheduler: its
+  // quota would be free for the Workload again at once).
+  v1::ReportPodsRequest req;
+  req.set_cluster("c1");
+  *req.add_pods() = Running(Pod("pod"));
+  absl::StatusOr<v1::ReportPodsResponse> reported = engine_->ReportPods(req, Now());
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  v1::ReportPodsResponse resp = *reported;
+  engine_->AddDirectivesFor(req, Now(), &resp);
+  EXPECT_THAT(resp.errors(), IsEmpty());
+  // No second Workload for the pod.
+  v1::ListWorkloadsRequest list;
+  list.set_namespace_("ns");
+  absl::StatusOr<v1::ListWorkloadsResponse> all = engine_->ListWorkloads(list);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->workloads_size(), 1);
+  EXPECT_EQ(all->workloads(0).metadata().name(), "job");
+  // The pod is stopped: TerminationTarget with Kueue's reason and message, then deleted, with a
+  // Stopped event.
+  ASSERT_THAT(Actions({resp.directives().begin(), resp.directives().end()}),
+              ElementsAre("DELETE pod"));
+  const v1::PodDirective& stop = resp.directives(0);
+  EXPECT_EQ(stop.termination_reason(), "WorkloadEvictedDueToPreempted");
+  EXPECT_EQ(stop.termination_message(), "Preempted to accommodate a higher priority Workload");
+  EXPECT_EQ(stop.event().reason(), "Stopped");
+  EXPECT_EQ(stop.event().type(), v1::PodEvent::NORMAL);
+  EXPECT_EQ(stop.event().message(), "Preempted to accommodate a higher priority Workload");
+  EXPECT_EQ(stop.event().workload_name(), "job");
+}
+
+// The pod's Workload of another name goes away: the pod goes on with a Workload of its own name.
+TEST_F(EnginePodsTest, APodWhoseOwnedWorkloadIsDeletedGetsOneOfItsOwnName) {
+  Report({Pod("pod")});
+  const std::string generated = pods::SinglePodWorkloadName("pod", "pod-uid");
+  v1::Workload kueues = Get(generated);
+  kueues.mutable_metadata()->set_name("job");
+  kueues.mutable_metadata()->mutable_labels()->erase("admitd.io/pod-cluster");
+  Start(EngineOptions());
+  v1::ImportRequest import;
+  *import.add_workloads() = kueues;
+  import.set_cluster("c1");
+  ASSERT_TRUE(engine_->Import(import, Now()).ok());
+  Report({Running(Pod("pod"))});
+  EXPECT_EQ(State("job"), v1::WORKLOAD_STATE_ADMITTED);
+  EXPECT_EQ(Get(generated).metadata().name(), "");
+  v1::DeleteWorkloadRequest del;
+  del.set_namespace_("ns");
+  del.set_name("job");
+  ASSERT_TRUE(engine_->DeleteWorkload(del, Now()).ok());
+  v1::PodObservation again = Running(Running(Pod("pod")));
+  Report({again});
+  EXPECT_EQ(Get(generated).metadata().name(), generated);
+}
+
 TEST_F(EnginePodsTest, AReplacementPodBecomesAnOwnerOfTheWorkload) {
   Report({Member("a", "g", "2"), Member("b", "g", "2")});
   v1::PodObservation b = Running(Member("b", "g", "2"));

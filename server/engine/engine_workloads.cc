@@ -378,6 +378,11 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
     }
   }
   v1::ObjectMeta* meta = wl.mutable_metadata();
+  if (options_.elastic_jobs && IsElastic(wl)) {
+    // The first slice of an elastic job names its chain (Kueue's prepareWorkloadSlice does this
+    // in the job reconciler); a client that leaves the annotation out gets it here.
+    meta->mutable_annotations()->try_emplace(kSliceNameAnnotation, meta->name());
+  }
   if (meta->uid().empty()) meta->set_uid(NewUid());
   if (!meta->has_creation_timestamp()) *meta->mutable_creation_timestamp() = ToProtoTime(now);
   meta->set_generation(1);

@@ -157,6 +157,7 @@ absl::StatusOr<v1::ImportResponse> Engine::Impl::Import(const v1::ImportRequest&
     ChargeUsage(entry, +1);  // may exceed quota, as after a quota cut in Kueue
     EmitWorkload(entry, v1::WatchEvent::ADDED, "Imported",
                  absl::StrCat("Quota reserved in ClusterQueue ", cq));
+    AdoptReportedPod(entry, now);
     response.set_imported(response.imported() + 1);
     *response.add_workloads() = wl;
   }

@@ -170,6 +170,8 @@ TEST_F(SlicesTest, ScaleDownUpdatesInPlaceAndGivesQuotaBack) {
 TEST_F(SlicesTest, ScaleUpQueuesASliceThatReplacesTheOldOne) {
   Queue({{"default", "6"}});
   Submit(Job("a", {{"main", 3}}));
+  // The first slice names the chain after itself.
+  EXPECT_EQ(Get("a").metadata().annotations().at(kSliceNameAnnotation), "a");
   Drain();
   auto resp = Resize("a", {{"main", 5}}, 2);
   ASSERT_TRUE(resp.ok()) << resp.status();
