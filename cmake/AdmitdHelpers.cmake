@@ -30,12 +30,30 @@ function(admitd_library name)
   target_link_libraries(${name} PUBLIC ${A_DEPS})
 endfunction()
 
+# The tests' own code compiles at -O1 where the build optimizes (the code under test is in the
+# libraries, at the build's level), and with one precompiled header: GoogleTest, GoogleMock, the
+# Workload protos and the standard and Abseil headers most tests include, parsed once instead of
+# in every test. Both cut the build's longest part, compiling the tests.
+set(ADMITD_TEST_OPTIONS ${ADMITD_WARNINGS} $<$<CONFIG:RelWithDebInfo,Release>:-O1>
+    $<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>)
+add_library(admitd_test_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/test_pch.cc)
+target_include_directories(admitd_test_pch PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_options(admitd_test_pch PRIVATE ${ADMITD_TEST_OPTIONS})
+target_link_libraries(admitd_test_pch PRIVATE admitd_proto GTest::gmock GTest::gtest)
+target_precompile_headers(admitd_test_pch PRIVATE
+  <algorithm> <map> <memory> <set> <string> <vector>
+  <gmock/gmock.h> <gtest/gtest.h>
+  [["absl/status/status.h"]] [["absl/status/statusor.h"]] [["absl/strings/str_cat.h"]]
+  [["absl/time/time.h"]] [["admitd/v1/objects.pb.h"]])
+
 function(admitd_test name)
   cmake_parse_arguments(A "" "" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${A_SRCS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_compile_options(${name} PRIVATE ${ADMITD_WARNINGS})
-  target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gmock GTest::gtest_main)
+  target_compile_options(${name} PRIVATE ${ADMITD_TEST_OPTIONS})
+  target_precompile_headers(${name} REUSE_FROM admitd_test_pch)
+  # admitd_proto too: the precompiled header holds its Workload messages.
+  target_link_libraries(${name} PRIVATE ${A_DEPS} admitd_proto GTest::gmock GTest::gtest_main)
   if(NOT "integration" IN_LIST A_LABELS)
     list(APPEND A_LABELS unit)
     set_property(GLOBAL APPEND PROPERTY ADMITD_UNIT_TESTS ${name})

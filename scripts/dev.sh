@@ -19,7 +19,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev librocksdb-dev libyaml-cpp-dev libcli11-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev libjemalloc-dev
-  prometheus-cpp-dev prometheus docker-compose
+  prometheus-cpp-dev prometheus docker-compose mold
   python3 python3-kubernetes python3-yaml python3-grpcio unzip openssl
 )
 BUILD_DIR=${BUILD_DIR:-build}
