@@ -1,2 +1,0 @@
-// The translation unit that builds the test binaries' precompiled header (admitd_test_pch in
-// cmake/AdmitdHelpers.cmake); it has no code of its own.
