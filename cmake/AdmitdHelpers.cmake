@@ -1,6 +1,6 @@
 # One helper per kind of target, so each folder's CMakeLists.txt reads as a declaration.
 #
-#   admitd_library(NAME [PCH] SRCS a.cc b.cc DEPS lib...)         # PCH: the shared precompiled header
+#   admitd_library(NAME SRCS a.cc b.cc DEPS lib...)
 #   admitd_test(NAME SRCS a_test.cc DEPS lib... [LABELS l...])   # GoogleTest, registered in CTest
 #   admitd_bench(NAME SRCS a_bench.cc DEPS lib...)                # Google Benchmark, not in CTest
 #   admitd_fuzzer(NAME SRCS a_fuzz.cc DEPS lib...)                # libFuzzer (ADMITD_FUZZ=ON only)
@@ -22,37 +22,18 @@ endif()
 
 set(ADMITD_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 
-# A library given PCH (one that links admitd_proto) compiles with one precompiled header of the
-# standard, Abseil, Workload proto and JSON headers most of its files include.
-add_library(admitd_library_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch.cc)
-target_include_directories(admitd_library_pch PRIVATE ${PROJECT_SOURCE_DIR})
-target_compile_options(admitd_library_pch PRIVATE ${ADMITD_WARNINGS}
-                       $<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>)
-target_link_libraries(admitd_library_pch PRIVATE admitd_proto)
-target_precompile_headers(admitd_library_pch PRIVATE
-  <algorithm> <functional> <map> <memory> <optional> <set> <string> <utility> <vector>
-  <nlohmann/json.hpp>
-  [["absl/status/status.h"]] [["absl/status/statusor.h"]] [["absl/strings/str_cat.h"]]
-  [["absl/strings/string_view.h"]] [["absl/synchronization/mutex.h"]] [["absl/time/time.h"]]
-  [["admitd/v1/objects.pb.h"]])
-
 function(admitd_library name)
-  cmake_parse_arguments(A "PCH" "" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(A "" "" "SRCS;DEPS" ${ARGN})
   add_library(${name} STATIC ${A_SRCS})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
-  target_compile_options(${name} PRIVATE ${ADMITD_WARNINGS}
-                         $<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>)
+  target_compile_options(${name} PRIVATE ${ADMITD_WARNINGS})
   target_link_libraries(${name} PUBLIC ${A_DEPS})
-  if(A_PCH)
-    target_precompile_headers(${name} REUSE_FROM admitd_library_pch)
-    target_link_libraries(${name} PUBLIC admitd_proto)
-  endif()
 endfunction()
 
 # The tests' own code compiles without optimization (the code under test is in the libraries,
 # at the build's level), and with one precompiled header: GoogleTest, GoogleMock, the Workload
-# protos, nlohmann's JSON and the standard and Abseil headers most tests include, parsed once
-# instead of in every test. Both cut the build's longest part, compiling the tests.
+# protos and the standard and Abseil headers most tests include, parsed once instead of in every
+# test. Both cut the build's longest part, compiling the tests (docs/testing.md#build-time).
 set(ADMITD_TEST_OPTIONS ${ADMITD_WARNINGS} -O0
     $<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>)
 add_library(admitd_test_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch.cc)
@@ -61,7 +42,7 @@ target_compile_options(admitd_test_pch PRIVATE ${ADMITD_TEST_OPTIONS})
 target_link_libraries(admitd_test_pch PRIVATE admitd_proto GTest::gmock GTest::gtest)
 target_precompile_headers(admitd_test_pch PRIVATE
   <algorithm> <map> <memory> <set> <string> <vector>
-  <gmock/gmock.h> <gtest/gtest.h> <nlohmann/json.hpp>
+  <gmock/gmock.h> <gtest/gtest.h>
   [["absl/status/status.h"]] [["absl/status/statusor.h"]] [["absl/strings/str_cat.h"]]
   [["absl/time/time.h"]] [["admitd/v1/objects.pb.h"]])
 

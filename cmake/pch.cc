@@ -1,2 +1,2 @@
-// The translation unit that builds a precompiled header (admitd_test_pch and admitd_library_pch
-// in cmake/AdmitdHelpers.cmake); it has no code of its own.
+// The translation unit that builds a precompiled header (admitd_test_pch in
+// cmake/AdmitdHelpers.cmake); it has no code of its own.
