@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -39,7 +40,9 @@ void AddTrace(grpc::ClientContext* ctx) {
   if (g_trace) ctx->AddMetadata("traceparent", tracing::FormatTraceparent(*g_trace));
 }
 
-int Usage(const std::string& problem) {
+int Usage(std::string problem) {
+  constexpr absl::string_view kSeeHelp = " (see --help)";  // said on the next line
+  if (absl::EndsWith(problem, kSeeHelp)) problem.resize(problem.size() - kSeeHelp.size());
   std::fprintf(stderr, "admitctl: %s\nSee 'admitctl --help' for usage.\n", problem.c_str());
   return 2;
 }
