@@ -6,17 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "server/access_control.h"
+#include "server/grpc_status.h"
 #include "server/request_checks.h"
 #include "server/watch_reactor.h"
 
 namespace admitd {
 namespace {
-
-grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 // Answers with the workload's state after the batch's scheduling cycles, lent from the engine's
 // snapshot (shared with the batch's watch events) instead of copied. The engine call answered

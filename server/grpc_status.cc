@@ -20,4 +20,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       details.details_size() > 0 ? details.SerializeAsString() : std::string());
 }
 
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
 }  // namespace admitd

@@ -5,19 +5,11 @@
 #include "absl/time/clock.h"
 #include "common/status.h"
 #include "server/access_control.h"
+#include "server/grpc_status.h"
 #include "server/request_checks.h"
 #include "server/metrics.h"
 
 namespace admitd {
-namespace {
-
-grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
 
 grpc::ServerUnaryReactor* PodServiceImpl::ReportPods(grpc::CallbackServerContext* rpc,
                                                      const v1::ReportPodsRequest* req,

@@ -3,17 +3,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "server/access_control.h"
+#include "server/grpc_status.h"
 #include "server/metrics.h"
 #include "server/request_checks.h"
 
 namespace admitd {
 namespace {
-
-grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* rpc, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 // What the policy and the audit trail say of a queue object: its kind, namespace and name.
 struct ObjectRef {

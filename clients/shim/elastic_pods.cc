@@ -2,16 +2,9 @@
 
 #include <algorithm>
 
+#include "clients/shim/json_fields.h"
+
 namespace admitd::shim {
-namespace {
-
-std::string Str(const nlohmann::json& obj, const std::string& key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-}  // namespace
 
 bool HasElasticGate(const nlohmann::json& pod) {
   const nlohmann::json gates =

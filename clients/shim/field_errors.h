@@ -12,12 +12,18 @@
 #ifndef ADMITD_CLIENTS_SHIM_FIELD_ERRORS_H_
 #define ADMITD_CLIENTS_SHIM_FIELD_ERRORS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace admitd::shim {
+
+// apimachinery's detail of a change to an immutable field.
+inline constexpr char kImmutable[] = "field is immutable";
+// The longest label value Kubernetes accepts.
+inline constexpr size_t kLabelValueMaxLength = 63;
 
 // One field error (k8s.io/apimachinery/pkg/util/validation/field).
 struct FieldError {

@@ -51,7 +51,7 @@ nlohmann::json MergePatchTo(const nlohmann::json& from, const nlohmann::json& to
 }  // namespace
 
 bool ManagedByMultiKueue(const nlohmann::json& job) {
-  return Str(Object(job, "spec"), "managedBy") == kMultiKueueManagedBy;
+  return Str(Object(job, "spec"), "managedBy") == kMultiKueueControllerName;
 }
 
 std::string PrebuiltWorkloadName(const nlohmann::json& job) {

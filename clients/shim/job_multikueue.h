@@ -14,17 +14,11 @@
 
 #include "absl/status/statusor.h"
 #include "admitd/v1/objects.pb.h"
+#include "clients/shim/kueue_keys.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
 
-inline constexpr char kMultiKueueManagedBy[] = "kueue.x-k8s.io/multikueue";
-// On every object a manager creates in a worker cluster: the manager's origin.
-inline constexpr char kMultiKueueOriginLabel[] = "kueue.x-k8s.io/multikueue-origin";
-inline constexpr char kPrebuiltWorkloadKey[] = "kueue.x-k8s.io/prebuilt-workload-name";
-// On a scale-up slice: "namespace/name" of the slice it replaces.
-inline constexpr char kReplacementForAnnotation[] =
-    "kueue.x-k8s.io/workload-slice-replacement-for";
 
 // spec.managedBy is kueue.x-k8s.io/multikueue.
 bool ManagedByMultiKueue(const nlohmann::json& job);

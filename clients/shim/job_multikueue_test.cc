@@ -35,7 +35,7 @@ TEST(JobMultiKueueTest, TheManifestKeepsWhatTheWorkerNeedsAndNothingOfTheCluster
   const v1::RemoteJob remote = RemoteJobFor(ManagerJob());
   EXPECT_EQ(remote.api_version(), "batch/v1");
   EXPECT_EQ(remote.kind(), "Job");
-  EXPECT_EQ(remote.managed_by(), kMultiKueueManagedBy);
+  EXPECT_EQ(remote.managed_by(), kMultiKueueControllerName);
   const nlohmann::json manifest = nlohmann::json::parse(remote.manifest());
   EXPECT_EQ(manifest["metadata"]["name"], "train");
   EXPECT_EQ(manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "lq");

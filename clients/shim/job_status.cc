@@ -6,16 +6,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "clients/shim/json_fields.h"
 
 namespace admitd::shim {
 namespace {
-
-const nlohmann::json& Field(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
 
 int64_t Int(const nlohmann::json& j, const char* key, int64_t def = 0) {
   const nlohmann::json& v = Field(j, key);

@@ -5,51 +5,37 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "clients/shim/json_fields.h"
+#include "clients/shim/kueue_keys.h"
 #include "clients/shim/webhook_json.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kQueueNameLabel[] = "kueue.x-k8s.io/queue-name";
 constexpr char kJobControllerName[] = "kubernetes.io/job-controller";
-constexpr char kMultiKueueControllerName[] = "kueue.x-k8s.io/multikueue";
-constexpr char kPriorityClassLabel[] = "kueue.x-k8s.io/priority-class";
-constexpr char kMaxExecTimeLabel[] = "kueue.x-k8s.io/max-exec-time-seconds";
-constexpr char kPrebuiltWorkloadKey[] = "kueue.x-k8s.io/prebuilt-workload-name";
-constexpr char kElasticJobKey[] = "kueue.x-k8s.io/elastic-job";
-constexpr char kAdmissionGatedBy[] = "kueue.x-k8s.io/admission-gated-by";
 constexpr char kMinParallelism[] = "kueue.x-k8s.io/job-min-parallelism";
 constexpr char kCompletionsEqualParallelism[] = "kueue.x-k8s.io/job-completions-equal-parallelism";
 constexpr char kStopping[] = "kueue.x-k8s.io/stopping";
-constexpr char kRequiredTopology[] = "kueue.x-k8s.io/podset-required-topology";
-constexpr char kPreferredTopology[] = "kueue.x-k8s.io/podset-preferred-topology";
-constexpr char kUnconstrainedTopology[] = "kueue.x-k8s.io/podset-unconstrained-topology";
-constexpr char kSliceRequiredTopology[] = "kueue.x-k8s.io/podset-slice-required-topology";
-constexpr char kSliceSize[] = "kueue.x-k8s.io/podset-slice-size";
-constexpr char kSliceConstraints[] = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
-constexpr char kPodSetGroupName[] = "kueue.x-k8s.io/podset-group-name";
-constexpr char kImmutable[] = "field is immutable";
-constexpr int kLabelValueMaxLength = 63;
 constexpr char kTemplateAnnotations[] = "spec.template.metadata.annotations";
 
 // ---- Reading the Job's JSON -------------------------------------------------------------------
 
 struct JobView {
   explicit JobView(const nlohmann::json& job)
-      : meta(Member(job, "metadata")),
-        labels(Member(meta, "labels")),
-        annotations(Member(meta, "annotations")),
-        spec(Member(job, "spec")),
-        template_annotations(Member(Member(Member(spec, "template"), "metadata"), "annotations")) {}
+      : meta(Field(job, "metadata")),
+        labels(Field(meta, "labels")),
+        annotations(Field(meta, "annotations")),
+        spec(Field(job, "spec")),
+        template_annotations(Field(Field(Field(spec, "template"), "metadata"), "annotations")) {}
   std::string Label(const std::string& k) const { return Entry(labels, k).value_or(""); }
   std::string Annotation(const std::string& k) const { return Entry(annotations, k).value_or(""); }
   std::string Namespace() const { return Entry(meta, "namespace").value_or(""); }
   std::optional<int64_t> SpecInt(const char* key) const {
-    const nlohmann::json& v = Member(spec, key);
+    const nlohmann::json& v = Field(spec, key);
     if (!v.is_number_integer()) return std::nullopt;
     return v.get<int64_t>();
   }
-  bool SuspendField() const { return Member(spec, "suspend") == true; }
+  bool SuspendField() const { return Field(spec, "suspend") == true; }
   // Kueue's Job.IsSuspended: suspended and not being stopped.
   bool IsSuspended() const { return SuspendField() && Annotation(kStopping) != "true"; }
   int32_t Parallelism() const { return static_cast<int32_t>(SpecInt("parallelism").value_or(1)); }
@@ -80,7 +66,7 @@ bool Elastic(const JobView& job, const JobWebhookOptions& options) {
 bool PrebuiltFromAnnotation(const JobView& job, const JobWebhookOptions& options) {
   const std::string annotation = job.Annotation(kPrebuiltWorkloadKey);
   return (options.workload_identifier_annotations ||
-          static_cast<int>(annotation.size()) > kLabelValueMaxLength) &&
+          annotation.size() > kLabelValueMaxLength) &&
          !annotation.empty();
 }
 
@@ -95,7 +81,7 @@ std::string PrebuiltName(const JobView& job, const JobWebhookOptions& options) {
     return !annotation.empty() ? annotation : job.Label(kPrebuiltWorkloadKey);
   }
   if (std::string label = job.Label(kPrebuiltWorkloadKey); !label.empty()) return label;
-  return static_cast<int>(annotation.size()) > kLabelValueMaxLength ? annotation : "";
+  return annotation.size() > kLabelValueMaxLength ? annotation : "";
 }
 
 void CheckPrebuiltName(const JobView& job, const JobWebhookOptions& options,
@@ -166,7 +152,7 @@ std::string LayerTopology(const nlohmann::json& layer) {
   return Entry(layer, "topology").value_or("");
 }
 int32_t LayerSize(const nlohmann::json& layer) {
-  const nlohmann::json& size = Member(layer, "size");
+  const nlohmann::json& size = Field(layer, "size");
   return size.is_number_integer() ? static_cast<int32_t>(size.get<int64_t>()) : 0;
 }
 
@@ -192,8 +178,8 @@ void CheckSliceConstraints(const JobView& job, const JobWebhookOptions& options,
   bool well_formed = layers.is_array();
   for (const nlohmann::json& l : well_formed ? layers : nlohmann::json::array()) {
     well_formed = well_formed && l.is_object() &&
-                  (Member(l, "topology").is_null() || l["topology"].is_string()) &&
-                  (Member(l, "size").is_null() || l["size"].is_number_integer());
+                  (Field(l, "topology").is_null() || l["topology"].is_string()) &&
+                  (Field(l, "size").is_null() || l["size"].is_number_integer());
   }
   if (!well_formed) {
     errs->push_back(FieldError::Invalid(
@@ -371,7 +357,7 @@ std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebho
   SetEntries(job, {"metadata", "labels"}, labels, &ops);
   // 3. Suspended, to wait for admission: a Job with a queue, or every Job of a managed namespace
   // with manageJobsWithoutQueueName. A Job being deleted is left as it is.
-  const bool deleting = !Member(view.meta, "deletionTimestamp").is_null();
+  const bool deleting = !Field(view.meta, "deletionTimestamp").is_null();
   const bool has_queue = labels.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
   if (!deleting && !owned && !view.IsSuspended() &&
       (has_queue || (options.manage_jobs_without_queue_name && context.NamespaceManaged(ns)))) {
@@ -392,7 +378,7 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
         context.NamespaceManaged(view.Namespace())) {
       queue = "default";  // step 1 gave it
     }
-    const nlohmann::json& managed_by = Member(view.spec, "managedBy");
+    const nlohmann::json& managed_by = Field(view.spec, "managedBy");
     const bool defaultable =
         managed_by.is_null() ||
         (managed_by.is_string() && managed_by.get<std::string>() == kJobControllerName);
@@ -405,7 +391,7 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
   if (Elastic(view, options)) {
     const std::vector<std::string> gates_path = {"spec", "template", "spec", "schedulingGates"};
     const nlohmann::json& gates =
-        Member(Member(Member(view.spec, "template"), "spec"), "schedulingGates");
+        Field(Field(Field(view.spec, "template"), "spec"), "schedulingGates");
     const nlohmann::json gate = {{"name", kElasticJobKey}};
     if (!ListHas(gates, kElasticJobKey, "name")) AppendToList(job, gates_path, {gate}, &ops);
   }

@@ -5,20 +5,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/json_fields.h"
 #include "common/manifest/manifest.h"
 #include "common/workload_names.h"
 
 namespace admitd::shim {
-namespace {
-
-std::string Str(const nlohmann::json& map, const std::string& key) {
-  if (!map.is_object()) return "";
-  auto it = map.find(key);
-  return it != map.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-}  // namespace
-
 absl::StatusOr<v1::Workload> WorkloadForJob(const nlohmann::json& job,
                                             const JobWorkloadOptions& options) {
   const nlohmann::json meta = job.value("metadata", nlohmann::json::object());

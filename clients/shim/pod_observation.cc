@@ -3,23 +3,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "clients/shim/json_fields.h"
 #include "common/manifest/manifest.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace admitd::shim {
 namespace {
-
-const nlohmann::json& Field(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::string Str(const nlohmann::json& obj, const char* key) {
-  const nlohmann::json& v = Field(obj, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
 
 void CopyMap(const nlohmann::json& from, google::protobuf::Map<std::string, std::string>* to) {
   if (!from.is_object()) return;

@@ -8,28 +8,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "clients/shim/json_fields.h"
+#include "clients/shim/kueue_keys.h"
 #include "clients/shim/pod_observation.h"
 #include "common/log.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kAdmissionGate[] = "kueue.x-k8s.io/admission";
-constexpr char kManagedFinalizer[] = "kueue.x-k8s.io/managed";
-constexpr char kTopologyGate[] = "kueue.x-k8s.io/topology";
-
-std::string Str(const nlohmann::json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const nlohmann::json& Field(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
 
 std::string PodPath(const std::string& ns, const std::string& name) {
   return absl::StrCat("/api/v1/namespaces/", ns, "/pods/", name);
@@ -328,7 +314,7 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
       bool has = false;
       if (Field(meta, "finalizers").is_array()) {
         for (const nlohmann::json& f : meta["finalizers"]) {
-          if (f.is_string() && f.get<std::string>() == kManagedFinalizer) {
+          if (f.is_string() && f.get<std::string>() == kManagedKey) {
             has = true;
           } else {
             remaining.push_back(f);

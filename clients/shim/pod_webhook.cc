@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "clients/shim/json_fields.h"
+#include "clients/shim/kueue_keys.h"
 #include "clients/shim/pod_webhook_role_hash.h"
 #include "clients/shim/pod_webhook_tas.h"
 #include "clients/shim/webhook_json.h"
@@ -16,15 +18,6 @@
 namespace admitd::shim {
 namespace {
 
-constexpr char kQueueNameLabel[] = "kueue.x-k8s.io/queue-name";
-constexpr char kPriorityClassLabel[] = "kueue.x-k8s.io/priority-class";
-constexpr char kMaxExecTimeLabel[] = "kueue.x-k8s.io/max-exec-time-seconds";
-constexpr char kPrebuiltWorkloadKey[] = "kueue.x-k8s.io/prebuilt-workload-name";
-constexpr char kElasticJobKey[] = "kueue.x-k8s.io/elastic-job";
-constexpr char kAdmissionGatedBy[] = "kueue.x-k8s.io/admission-gated-by";
-constexpr char kManagedKey[] = "kueue.x-k8s.io/managed";  // the label and the finalizer
-constexpr char kAdmissionGate[] = "kueue.x-k8s.io/admission";
-constexpr char kTopologyGate[] = "kueue.x-k8s.io/topology";
 constexpr char kSuspendingParent[] = "kueue.x-k8s.io/pod-suspending-parent";
 constexpr char kGroupName[] = "kueue.x-k8s.io/pod-group-name";  // the label and the annotation
 constexpr char kGroupTotalCount[] = "kueue.x-k8s.io/pod-group-total-count";
@@ -34,25 +27,23 @@ constexpr char kPodIndexLabelAnnotation[] = "kueue.x-k8s.io/pod-group-pod-index-
 constexpr char kPodIndexLabel[] = "kueue.x-k8s.io/pod-group-pod-index";
 constexpr char kGroupSets[] = "kueue.x-k8s.io/pod-group-sets";
 constexpr char kGroupRole[] = "kueue.x-k8s.io/pod-group-role";
-constexpr char kImmutable[] = "field is immutable";
-constexpr size_t kLabelValueMaxLength = 63;
 
 // ---- Reading the pod's JSON --------------------------------------------------------------------
 
 struct PodView {
   PodView(const nlohmann::json& pod, const PodWebhookOptions& options)
-      : meta(Member(pod, "metadata")),
-        labels(Member(meta, "labels")),
-        annotations(Member(meta, "annotations")),
-        spec(Member(pod, "spec")),
-        phase(Entry(Member(pod, "status"), "phase").value_or("")),
+      : meta(Field(pod, "metadata")),
+        labels(Field(meta, "labels")),
+        annotations(Field(meta, "annotations")),
+        spec(Field(pod, "spec")),
+        phase(Entry(Field(pod, "status"), "phase").value_or("")),
         identifier_annotations(options.workload_identifier_annotations) {}
   std::string Label(const std::string& k) const { return Entry(labels, k).value_or(""); }
   std::string Annotation(const std::string& k) const { return Entry(annotations, k).value_or(""); }
   bool HasAnnotation(const std::string& k) const { return Entry(annotations, k).has_value(); }
   std::string Namespace() const { return Entry(meta, "namespace").value_or(""); }
   bool HasGate(const std::string& gate) const {
-    return ListHas(Member(spec, "schedulingGates"), gate, "name");
+    return ListHas(Field(spec, "schedulingGates"), gate, "name");
   }
   // Kueue's podSuspended: gated for admission, or terminated.
   bool IsSuspended() const {
@@ -327,7 +318,7 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
     if (!view.HasGate(kTopologyGate)) gates.push_back({{"name", kTopologyGate}});
   }
   SetEntries(pod, {"metadata", "labels"}, labels, &ops);
-  if (!by_parent && !ListHas(Member(view.meta, "finalizers"), kManagedKey, nullptr)) {
+  if (!by_parent && !ListHas(Field(view.meta, "finalizers"), kManagedKey, nullptr)) {
     AppendToList(pod, {"metadata", "finalizers"}, {kManagedKey}, &ops);
   }
   AppendToList(pod, {"spec", "schedulingGates"}, gates, &ops);

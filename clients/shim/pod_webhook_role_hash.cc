@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "clients/shim/field_errors.h"
+#include "clients/shim/json_fields.h"
 
 namespace admitd::shim {
 namespace {
@@ -127,13 +128,6 @@ constexpr GoField kContainerPortFields[] = {
 };
 constexpr GoType kContainerPort = {kContainerPortFields, std::size(kContainerPortFields)};
 
-const nlohmann::json& Member(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
 // Whether Go leaves the field out: omitempty and the zero value (or nil).
 bool Omitted(const nlohmann::json& v, const GoField& f) {
   if (!f.omit_empty) return false;
@@ -241,7 +235,7 @@ void AppendStruct(const nlohmann::json& obj, const GoType& type, std::string* ou
   bool first = true;
   for (size_t i = 0; i < type.size; ++i) {
     const GoField& f = type.fields[i];
-    const nlohmann::json& v = Member(obj, f.name);
+    const nlohmann::json& v = Field(obj, f.name);
     if (Omitted(v, f)) continue;
     if (!first) *out += ',';
     first = false;
@@ -274,9 +268,9 @@ void AppendContainers(const char* key, const nlohmann::json& containers, std::st
   for (size_t i = 0; i < containers.size(); ++i) {
     if (i > 0) *out += ',';
     *out += '{';
-    AppendMember("ports", Member(containers[i], "ports"), Kind::kStructs, &kContainerPort, out);
+    AppendMember("ports", Field(containers[i], "ports"), Kind::kStructs, &kContainerPort, out);
     *out += ",\"resources\":{";
-    AppendMember("requests", Member(Member(containers[i], "resources"), "requests"),
+    AppendMember("requests", Field(Field(containers[i], "resources"), "requests"),
                  Kind::kQuantityMap, nullptr, out);
     *out += "}}";
   }
@@ -288,22 +282,22 @@ void AppendContainers(const char* key, const nlohmann::json& containers, std::st
 std::string PodRoleShapeJson(const nlohmann::json& spec) {
   // The shape is a Go map: its keys are written sorted.
   std::string out = "{\"spec\":{";
-  AppendMember("affinity", Member(spec, "affinity"), Kind::kStructPtr, &kAffinity, &out);
-  AppendContainers("containers", Member(spec, "containers"), &out);
-  AppendContainers("initContainers", Member(spec, "initContainers"), &out);
-  AppendMember("nodeSelector", Member(spec, "nodeSelector"), Kind::kStringMap, nullptr, &out);
-  AppendMember("overhead", Member(spec, "overhead"), Kind::kQuantityMap, nullptr, &out);
-  AppendMember("priority", Member(spec, "priority"), Kind::kIntPtr, nullptr, &out);
-  AppendMember("resourceClaims", Member(spec, "resourceClaims"), Kind::kStructs, &kResourceClaim,
+  AppendMember("affinity", Field(spec, "affinity"), Kind::kStructPtr, &kAffinity, &out);
+  AppendContainers("containers", Field(spec, "containers"), &out);
+  AppendContainers("initContainers", Field(spec, "initContainers"), &out);
+  AppendMember("nodeSelector", Field(spec, "nodeSelector"), Kind::kStringMap, nullptr, &out);
+  AppendMember("overhead", Field(spec, "overhead"), Kind::kQuantityMap, nullptr, &out);
+  AppendMember("priority", Field(spec, "priority"), Kind::kIntPtr, nullptr, &out);
+  AppendMember("resourceClaims", Field(spec, "resourceClaims"), Kind::kStructs, &kResourceClaim,
                &out);
   // Pod-level resources take part only when set, so that older hashes stay stable.
-  if (const nlohmann::json& resources = Member(spec, "resources"); resources.is_object()) {
-    AppendMember("resources", Member(resources, "requests"), Kind::kQuantityMap, nullptr, &out);
+  if (const nlohmann::json& resources = Field(spec, "resources"); resources.is_object()) {
+    AppendMember("resources", Field(resources, "requests"), Kind::kQuantityMap, nullptr, &out);
   }
-  AppendMember("runtimeClassName", Member(spec, "runtimeClassName"), Kind::kStringPtr, nullptr,
+  AppendMember("runtimeClassName", Field(spec, "runtimeClassName"), Kind::kStringPtr, nullptr,
                &out);
-  AppendMember("tolerations", Member(spec, "tolerations"), Kind::kStructs, &kToleration, &out);
-  AppendMember("topologySpreadConstraints", Member(spec, "topologySpreadConstraints"),
+  AppendMember("tolerations", Field(spec, "tolerations"), Kind::kStructs, &kToleration, &out);
+  AppendMember("topologySpreadConstraints", Field(spec, "topologySpreadConstraints"),
                Kind::kStructs, &kSpreadConstraint, &out);
   out += "}}";
   return out;

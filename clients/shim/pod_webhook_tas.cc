@@ -6,18 +6,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/kueue_keys.h"
 #include "clients/shim/webhook_json.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kRequired[] = "kueue.x-k8s.io/podset-required-topology";
-constexpr char kPreferred[] = "kueue.x-k8s.io/podset-preferred-topology";
-constexpr char kUnconstrained[] = "kueue.x-k8s.io/podset-unconstrained-topology";
-constexpr char kSliceRequired[] = "kueue.x-k8s.io/podset-slice-required-topology";
-constexpr char kSliceSize[] = "kueue.x-k8s.io/podset-slice-size";
-constexpr char kConstraints[] = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
-constexpr char kGroupName[] = "kueue.x-k8s.io/podset-group-name";
 constexpr char kConstraintType[] = "v1beta2.PodsetSliceRequiredTopologyConstraint";
 
 // Go's encoding/json quoteChar: a byte of a syntax error, single-quoted.
@@ -128,19 +122,19 @@ std::optional<std::vector<Layer>> DecodeLayers(const nlohmann::json& doc, std::s
 void CheckConstraints(const std::string& annotations_path, const nlohmann::json& annotations,
                       bool multi_layer, bool slice_required, bool slice_size, bool group_name,
                       std::vector<FieldError>* errs) {
-  const std::optional<std::string> text = Entry(annotations, kConstraints);
+  const std::optional<std::string> text = Entry(annotations, kSliceConstraints);
   if (!text) return;
-  const std::string path = absl::StrCat(annotations_path, "[", kConstraints, "]");
+  const std::string path = absl::StrCat(annotations_path, "[", kSliceConstraints, "]");
   if (!multi_layer) {
     errs->push_back(FieldError::Forbidden(
         path, "the TASMultiLayerTopology feature gate must be enabled to use this annotation"));
     return;
   }
-  if (slice_required) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceRequired)));
+  if (slice_required) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceRequiredTopology)));
   if (slice_size) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceSize)));
   if (group_name) {
-    errs->push_back(FieldError::Forbidden(absl::StrCat(annotations_path, "[", kGroupName, "]"),
-                                          MayNot(kConstraints)));
+    errs->push_back(FieldError::Forbidden(absl::StrCat(annotations_path, "[", kPodSetGroupName, "]"),
+                                          MayNot(kSliceConstraints)));
   }
   std::string error;
   std::optional<nlohmann::json> doc = ParseJson(*text, &error);
@@ -193,39 +187,39 @@ std::vector<FieldError> TasPodSetRequestErrors(const std::string& replica_path,
   const auto key_path = [&](const char* key) {
     return absl::StrCat(annotations_path, "[", key, "]");
   };
-  const std::optional<std::string> required = Entry(annotations, kRequired);
-  const std::optional<std::string> preferred = Entry(annotations, kPreferred);
-  const std::optional<std::string> unconstrained = Entry(annotations, kUnconstrained);
-  const std::optional<std::string> slice_required = Entry(annotations, kSliceRequired);
+  const std::optional<std::string> required = Entry(annotations, kRequiredTopology);
+  const std::optional<std::string> preferred = Entry(annotations, kPreferredTopology);
+  const std::optional<std::string> unconstrained = Entry(annotations, kUnconstrainedTopology);
+  const std::optional<std::string> slice_required = Entry(annotations, kSliceRequiredTopology);
   const std::optional<std::string> slice_size = Entry(annotations, kSliceSize);
-  const std::optional<std::string> group_name = Entry(annotations, kGroupName);
+  const std::optional<std::string> group_name = Entry(annotations, kPodSetGroupName);
   if (int{required.has_value()} + int{preferred.has_value()} + int{unconstrained.has_value()} > 1) {
     errs.push_back(FieldError::Invalid(
         annotations_path, "",
-        absl::StrCat("must not contain more than one topology annotation: [", GoQuote(kRequired),
-                     ", ", GoQuote(kPreferred), ", ", GoQuote(kUnconstrained), "]")));
+        absl::StrCat("must not contain more than one topology annotation: [", GoQuote(kRequiredTopology),
+                     ", ", GoQuote(kPreferredTopology), ", ", GoQuote(kUnconstrainedTopology), "]")));
   }
-  if (required) AddLabelKeyErrors(key_path(kRequired), *required, &errs);
-  if (preferred) AddLabelKeyErrors(key_path(kPreferred), *preferred, &errs);
-  if (slice_required) AddLabelKeyErrors(key_path(kSliceRequired), *slice_required, &errs);
+  if (required) AddLabelKeyErrors(key_path(kRequiredTopology), *required, &errs);
+  if (preferred) AddLabelKeyErrors(key_path(kPreferredTopology), *preferred, &errs);
+  if (slice_required) AddLabelKeyErrors(key_path(kSliceRequiredTopology), *slice_required, &errs);
   if (group_name) {
     if (GoParsesAsUint64(*group_name)) {
       errs.push_back(
-          FieldError::Invalid(key_path(kGroupName), GoQuote(*group_name), "must not be a number"));
+          FieldError::Invalid(key_path(kPodSetGroupName), GoQuote(*group_name), "must not be a number"));
     }
-    if (slice_size) errs.push_back(FieldError::Forbidden(key_path(kGroupName), MayNot(kSliceSize)));
+    if (slice_size) errs.push_back(FieldError::Forbidden(key_path(kPodSetGroupName), MayNot(kSliceSize)));
     if (slice_required) {
-      errs.push_back(FieldError::Forbidden(key_path(kGroupName), MayNot(kSliceRequired)));
+      errs.push_back(FieldError::Forbidden(key_path(kPodSetGroupName), MayNot(kSliceRequiredTopology)));
     }
     if (!preferred && !required) {
       errs.push_back(FieldError::Forbidden(
-          key_path(kGroupName), absl::StrCat("may not be set when neither '", kPreferred, "' nor '",
-                                             kRequired, "' is specified")));
+          key_path(kPodSetGroupName), absl::StrCat("may not be set when neither '", kPreferredTopology, "' nor '",
+                                             kRequiredTopology, "' is specified")));
     }
   }
   std::string ignored;
   if (unconstrained && !GoParseBool(*unconstrained, &ignored)) {
-    errs.push_back(FieldError::Invalid(key_path(kUnconstrained), GoQuote(*unconstrained),
+    errs.push_back(FieldError::Invalid(key_path(kUnconstrainedTopology), GoQuote(*unconstrained),
                                        "must be a boolean value"));
   }
   if (slice_size) {
@@ -241,12 +235,12 @@ std::vector<FieldError> TasPodSetRequestErrors(const std::string& replica_path,
   if (slice_required && !slice_size) {
     errs.push_back(
         FieldError::Required(key_path(kSliceSize),
-                             absl::StrCat("must be set when '", kSliceRequired, "' is specified")));
+                             absl::StrCat("must be set when '", kSliceRequiredTopology, "' is specified")));
   }
   if (!slice_required && slice_size) {
     errs.push_back(FieldError::Forbidden(
         key_path(kSliceSize),
-        absl::StrCat("may not be set when '", kSliceRequired, "' is not specified")));
+        absl::StrCat("may not be set when '", kSliceRequiredTopology, "' is not specified")));
   }
   CheckConstraints(annotations_path, annotations, multi_layer, slice_required.has_value(),
                    slice_size.has_value(), group_name.has_value(), &errs);

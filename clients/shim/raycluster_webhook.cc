@@ -7,45 +7,37 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/json_fields.h"
+#include "clients/shim/kueue_keys.h"
 #include "clients/shim/pod_webhook_tas.h"
 #include "clients/shim/webhook_json.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kQueueNameLabel[] = "kueue.x-k8s.io/queue-name";
-constexpr char kElasticJobKey[] = "kueue.x-k8s.io/elastic-job";
-constexpr char kMultiKueueController[] = "kueue.x-k8s.io/multikueue";
-constexpr char kRequired[] = "kueue.x-k8s.io/podset-required-topology";
-constexpr char kPreferred[] = "kueue.x-k8s.io/podset-preferred-topology";
-constexpr char kUnconstrained[] = "kueue.x-k8s.io/podset-unconstrained-topology";
-constexpr char kSliceRequired[] = "kueue.x-k8s.io/podset-slice-required-topology";
-constexpr char kSliceSize[] = "kueue.x-k8s.io/podset-slice-size";
-constexpr char kConstraints[] = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
-constexpr char kGroupName[] = "kueue.x-k8s.io/podset-group-name";
 constexpr char kHead[] = "head";
 constexpr int kMaxPodSets = 18;
 constexpr char kHeadMeta[] = "spec.headGroupSpec.template.metadata";
 
 const nlohmann::json& Groups(const nlohmann::json& rc) {
   static const nlohmann::json kEmpty = nlohmann::json::array();
-  const nlohmann::json& groups = Member(Member(rc, "spec"), "workerGroupSpecs");
+  const nlohmann::json& groups = Field(Field(rc, "spec"), "workerGroupSpecs");
   return groups.is_array() ? groups : kEmpty;
 }
 
 const nlohmann::json& HeadTemplate(const nlohmann::json& rc) {
-  return Member(Member(Member(rc, "spec"), "headGroupSpec"), "template");
+  return Field(Field(Field(rc, "spec"), "headGroupSpec"), "template");
 }
 
 std::string WorkerPath(size_t i) { return absl::StrCat("spec.workerGroupSpecs[", i, "]"); }
 
 bool Managed(const nlohmann::json& rc, const JobWebhookOptions& options) {
   return options.manage_jobs_without_queue_name ||
-         !Entry(Member(Member(rc, "metadata"), "labels"), kQueueNameLabel).value_or("").empty();
+         !Entry(Field(Field(rc, "metadata"), "labels"), kQueueNameLabel).value_or("").empty();
 }
 
 bool Elastic(const nlohmann::json& rc, const JobWebhookOptions& options) {
-  return options.elastic_jobs && Entry(Member(Member(rc, "metadata"), "annotations"),
+  return options.elastic_jobs && Entry(Field(Field(rc, "metadata"), "annotations"),
                                        kElasticJobKey) == std::optional<std::string>("true");
 }
 
@@ -53,7 +45,7 @@ bool Elastic(const nlohmann::json& rc, const JobWebhookOptions& options) {
 // members, and indexes of the arrays on the way) unless there.
 void Gate(const nlohmann::json& doc, const nlohmann::json& pod_template,
           std::vector<std::string> tokens, std::vector<nlohmann::json>* ops) {
-  const nlohmann::json& gates = Member(Member(pod_template, "spec"), "schedulingGates");
+  const nlohmann::json& gates = Field(Field(pod_template, "spec"), "schedulingGates");
   const nlohmann::json gate = {{"name", kElasticJobKey}};
   for (const char* t : {"spec", "schedulingGates"}) tokens.push_back(t);
   if (!gates.is_array()) {
@@ -69,7 +61,7 @@ void Gate(const nlohmann::json& doc, const nlohmann::json& pod_template,
 
 // A template's scheduling gates as Go prints a []PodSchedulingGate value: JSON, null when unset.
 std::string GatesText(const nlohmann::json& pod_template) {
-  const nlohmann::json& gates = Member(Member(pod_template, "spec"), "schedulingGates");
+  const nlohmann::json& gates = Field(Field(pod_template, "spec"), "schedulingGates");
   if (!gates.is_array()) return "null";
   nlohmann::json out = nlohmann::json::array();
   for (const nlohmann::json& g : gates) out.push_back({{"name", Entry(g, "name").value_or("")}});
@@ -77,13 +69,13 @@ std::string GatesText(const nlohmann::json& pod_template) {
 }
 
 bool HasElasticGate(const nlohmann::json& pod_template) {
-  return ListHas(Member(Member(pod_template, "spec"), "schedulingGates"), kElasticJobKey, "name");
+  return ListHas(Field(Field(pod_template, "spec"), "schedulingGates"), kElasticJobKey, "name");
 }
 
 void CheckElastic(const nlohmann::json& rc, std::vector<FieldError>* errs) {
   const nlohmann::json& groups = Groups(rc);
   for (size_t i = 0; i < groups.size(); ++i) {
-    const nlohmann::json& t = Member(groups[i], "template");
+    const nlohmann::json& t = Field(groups[i], "template");
     if (!HasElasticGate(t)) {
       errs->push_back(FieldError::Invalid(WorkerPath(i) + ".template.spec.schedulingGates",
                                           GatesText(t),
@@ -95,9 +87,9 @@ void CheckElastic(const nlohmann::json& rc, std::vector<FieldError>* errs) {
                                         GatesText(HeadTemplate(rc)),
                                         "an elastic job must have the ElasticJobSchedulingGate"));
   }
-  const nlohmann::json& spec = Member(rc, "spec");
-  if (Member(spec, "enableInTreeAutoscaling") == true &&
-      Entry(spec, "managedBy") == std::optional<std::string>(kMultiKueueController)) {
+  const nlohmann::json& spec = Field(rc, "spec");
+  if (Field(spec, "enableInTreeAutoscaling") == true &&
+      Entry(spec, "managedBy") == std::optional<std::string>(kMultiKueueControllerName)) {
     errs->push_back(FieldError::Forbidden(
         "spec.enableInTreeAutoscaling",
         "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"));
@@ -115,11 +107,11 @@ struct TasPodSet {
 
 // NewPodSetTopologyRequest(...).Build()'s error for these annotations, "" when it builds.
 std::string BuildError(const nlohmann::json& a, const JobWebhookOptions& options) {
-  const std::optional<std::string> unconstrained = Entry(a, kUnconstrained);
-  const bool required = Entry(a, kRequired).has_value(),
-             preferred = Entry(a, kPreferred).has_value();
-  const std::optional<std::string> constraints = Entry(a, kConstraints);
-  const std::optional<std::string> slice_required = Entry(a, kSliceRequired);
+  const std::optional<std::string> unconstrained = Entry(a, kUnconstrainedTopology);
+  const bool required = Entry(a, kRequiredTopology).has_value(),
+             preferred = Entry(a, kPreferredTopology).has_value();
+  const std::optional<std::string> constraints = Entry(a, kSliceConstraints);
+  const std::optional<std::string> slice_required = Entry(a, kSliceRequiredTopology);
   const std::optional<std::string> slice_size = Entry(a, kSliceSize);
   std::string error;
   if (!required && !preferred) {
@@ -160,14 +152,14 @@ void CheckSliceBound(const TasPodSet& ps, std::vector<FieldError>* errs) {
                               absl::StrCat("must not be greater than pod set count ", ps.count)));
     }
   }
-  if (std::optional<std::string> text = Entry(ps.annotations, kConstraints)) {
+  if (std::optional<std::string> text = Entry(ps.annotations, kSliceConstraints)) {
     const nlohmann::json layers = nlohmann::json::parse(*text, nullptr, false);
     if (layers.is_array() && !layers.empty() && layers[0].is_object() &&
-        Member(layers[0], "size").is_number_integer()) {
+        Field(layers[0], "size").is_number_integer()) {
       const int64_t first = layers[0]["size"].get<int64_t>();
       if (first > ps.count) {
         errs->push_back(
-            FieldError::Invalid(absl::StrCat(path, "[", kConstraints, "]"), absl::StrCat(first),
+            FieldError::Invalid(absl::StrCat(path, "[", kSliceConstraints, "]"), absl::StrCat(first),
                                 absl::StrCat("must not be greater than pod set count ", ps.count)));
       }
     }
@@ -189,7 +181,7 @@ void CheckGroups(const std::vector<TasPodSet>& pod_sets, std::vector<FieldError>
     }
   }
   const auto key = [](const TasPodSet& ps) {
-    return absl::StrCat(ps.meta_path, ".annotations[", kGroupName, "]");
+    return absl::StrCat(ps.meta_path, ".annotations[", kPodSetGroupName, "]");
   };
   for (const auto& [name, members] : groups) {
     if (members.size() != 2) {
@@ -215,7 +207,7 @@ void CheckGroups(const std::vector<TasPodSet>& pod_sets, std::vector<FieldError>
     if (!valid) {
       const std::string group = name;  // a structured binding cannot be captured (C++17)
       const auto detail = [&](const TasPodSet& other) {
-        return absl::StrCat("must specify '", kRequired, "' or '", kPreferred,
+        return absl::StrCat("must specify '", kRequiredTopology, "' or '", kPreferredTopology,
                             "' topology consistent with '", other.meta_path,
                             ".annotations' in group '", group, "'");
       };
@@ -232,22 +224,22 @@ void CheckTopology(const nlohmann::json& rc, const JobWebhookOptions& options,
   auto add = [&](std::string name, int64_t count, std::string meta_path,
                  const nlohmann::json& pod_template) {
     TasPodSet ps{std::move(name), count, std::move(meta_path),
-                 Member(Member(pod_template, "metadata"), "annotations")};
+                 Field(Field(pod_template, "metadata"), "annotations")};
     // Build takes the required topology before the preferred one.
-    ps.required = Entry(ps.annotations, kRequired);
-    if (!ps.required) ps.preferred = Entry(ps.annotations, kPreferred);
-    if (ps.required || ps.preferred) ps.group = Entry(ps.annotations, kGroupName);
+    ps.required = Entry(ps.annotations, kRequiredTopology);
+    if (!ps.required) ps.preferred = Entry(ps.annotations, kPreferredTopology);
+    if (ps.required || ps.preferred) ps.group = Entry(ps.annotations, kPodSetGroupName);
     pod_sets.push_back(std::move(ps));
   };
   add(kHead, 1, kHeadMeta, HeadTemplate(rc));
   const nlohmann::json& groups = Groups(rc);
   for (size_t i = 0; i < groups.size(); ++i) {
-    const nlohmann::json& replicas = Member(groups[i], "replicas");
-    const nlohmann::json& hosts = Member(groups[i], "numOfHosts");
+    const nlohmann::json& replicas = Field(groups[i], "replicas");
+    const nlohmann::json& hosts = Field(groups[i], "numOfHosts");
     int64_t count = replicas.is_number_integer() ? replicas.get<int64_t>() : 1;
     if (hosts.is_number_integer() && hosts.get<int64_t>() > 1) count *= hosts.get<int64_t>();
     add(absl::AsciiStrToLower(Entry(groups[i], "groupName").value_or("")), count,
-        WorkerPath(i) + ".template.metadata", Member(groups[i], "template"));
+        WorkerPath(i) + ".template.metadata", Field(groups[i], "template"));
   }
   std::string build_error;
   for (const TasPodSet& ps : pod_sets) {
@@ -281,7 +273,7 @@ std::vector<nlohmann::json> DefaultRayCluster(const nlohmann::json& rc, JobWebho
     Gate(rc, HeadTemplate(rc), {"spec", "headGroupSpec", "template"}, &ops);
     const nlohmann::json& groups = Groups(rc);
     for (size_t i = 0; i < groups.size(); ++i) {
-      Gate(rc, Member(groups[i], "template"),
+      Gate(rc, Field(groups[i], "template"),
            {"spec", "workerGroupSpecs", absl::StrCat(i), "template"}, &ops);
     }
   }
@@ -293,10 +285,10 @@ std::vector<FieldError> ValidateRayClusterCreate(const nlohmann::json& rc,
                                                  std::string* denial) {
   std::vector<FieldError> errs;
   if (Managed(rc, options)) {
-    const nlohmann::json& spec = Member(rc, "spec");
+    const nlohmann::json& spec = Field(rc, "spec");
     if (Elastic(rc, options)) {
       CheckElastic(rc, &errs);
-    } else if (Member(spec, "enableInTreeAutoscaling") == true) {
+    } else if (Field(spec, "enableInTreeAutoscaling") == true) {
       errs.push_back(FieldError::Invalid(
           "spec.enableInTreeAutoscaling", "true",
           absl::StrCat("a kueue-managed RayCluster can use autoscaling only as an elastic job: "

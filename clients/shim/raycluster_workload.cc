@@ -8,29 +8,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/json_fields.h"
+#include "clients/shim/kueue_keys.h"
 #include "common/manifest/manifest.h"
 #include "common/workload_names.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
 constexpr char kWorkloadSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
 // KubeRay's RayFTEnabledAnnotationKey.
 constexpr char kRayFtEnabledAnnotation[] = "ray.io/ft-enabled";
-
-std::string Str(const nlohmann::json& obj, const std::string& key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const nlohmann::json& Member(const nlohmann::json& obj, const char* key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
 
 nlohmann::json ObjectOr(const nlohmann::json& v) {
   return v.is_object() ? v : nlohmann::json::object();
@@ -87,18 +75,18 @@ void RaiseRequests(const std::vector<std::pair<std::string, std::string>>& floor
 
 // rayutils.IsGCSFaultToleranceEnabled.
 bool GcsFaultTolerance(const nlohmann::json& cluster) {
-  const nlohmann::json meta = ObjectOr(Member(cluster, "metadata"));
-  const nlohmann::json& annotations = Member(meta, "annotations");
+  const nlohmann::json meta = ObjectOr(Field(cluster, "metadata"));
+  const nlohmann::json& annotations = Field(meta, "annotations");
   if (annotations.is_object() && annotations.contains(kRayFtEnabledAnnotation) &&
       absl::AsciiStrToLower(Str(annotations, kRayFtEnabledAnnotation)) == "true") {
     return true;
   }
-  return !Member(Member(cluster, "spec"), "gcsFaultToleranceOptions").is_null();
+  return !Field(Field(cluster, "spec"), "gcsFaultToleranceOptions").is_null();
 }
 
 // KubeRay's autoscaler sidecar as Kueue accounts it: its name and resources only.
 nlohmann::json AutoscalerContainer(const nlohmann::json& spec) {
-  const nlohmann::json& resources = Member(Member(spec, "autoscalerOptions"), "resources");
+  const nlohmann::json& resources = Field(Field(spec, "autoscalerOptions"), "resources");
   if (resources.is_object()) return {{"name", "autoscaler"}, {"resources", resources}};
   const nlohmann::json fixed = {{"cpu", "500m"}, {"memory", "512Mi"}};
   return {{"name", "autoscaler"}, {"resources", {{"requests", fixed}, {"limits", fixed}}}};
@@ -112,16 +100,16 @@ int64_t IntOr(const nlohmann::json& v, int64_t fallback) {
 
 bool RayClusterElastic(const nlohmann::json& cluster, bool elastic_jobs) {
   return elastic_jobs &&
-         Str(Member(Member(cluster, "metadata"), "annotations"), kElasticJobAnnotation) == "true";
+         Str(Field(Field(cluster, "metadata"), "annotations"), kElasticJobKey) == "true";
 }
 
 bool RayClusterSuspended(const nlohmann::json& cluster) {
-  return Member(Member(cluster, "spec"), "suspend") == true;
+  return Field(Field(cluster, "spec"), "suspend") == true;
 }
 
 absl::StatusOr<nlohmann::json> RayClusterPodSets(const nlohmann::json& cluster) {
-  const nlohmann::json spec = ObjectOr(Member(cluster, "spec"));
-  nlohmann::json head_template = ObjectOr(Member(Member(spec, "headGroupSpec"), "template"));
+  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
+  nlohmann::json head_template = ObjectOr(Field(Field(spec, "headGroupSpec"), "template"));
   if (GcsFaultTolerance(cluster)) {
     nlohmann::json& containers = head_template["spec"]["containers"];
     if (!containers.is_array() || containers.empty() || !containers[0].is_object()) {
@@ -131,35 +119,35 @@ absl::StatusOr<nlohmann::json> RayClusterPodSets(const nlohmann::json& cluster) 
     }
     RaiseRequests({{"cpu", "200m"}, {"memory", "256Mi"}}, &containers[0]["resources"]["requests"]);
   }
-  if (Member(spec, "enableInTreeAutoscaling") == true) {
+  if (Field(spec, "enableInTreeAutoscaling") == true) {
     nlohmann::json& containers = head_template["spec"]["containers"];
     if (!containers.is_array()) containers = nlohmann::json::array();
     containers.push_back(AutoscalerContainer(spec));
   }
   nlohmann::json pod_sets = nlohmann::json::array();
   pod_sets.push_back({{"name", kRayHeadPodSet}, {"count", 1}, {"template", head_template}});
-  for (const nlohmann::json& group : ArrayOr(Member(spec, "workerGroupSpecs"))) {
-    int64_t count = IntOr(Member(group, "replicas"), 1);
-    if (const int64_t hosts = IntOr(Member(group, "numOfHosts"), 0); hosts > 1) count *= hosts;
+  for (const nlohmann::json& group : ArrayOr(Field(spec, "workerGroupSpecs"))) {
+    int64_t count = IntOr(Field(group, "replicas"), 1);
+    if (const int64_t hosts = IntOr(Field(group, "numOfHosts"), 0); hosts > 1) count *= hosts;
     pod_sets.push_back({{"name", absl::AsciiStrToLower(Str(group, "groupName"))},
                         {"count", count},
-                        {"template", ObjectOr(Member(group, "template"))}});
+                        {"template", ObjectOr(Field(group, "template"))}});
   }
   return pod_sets;
 }
 
 absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster,
                                                    const RayClusterWorkloadOptions& options) {
-  const nlohmann::json meta = ObjectOr(Member(cluster, "metadata"));
-  const nlohmann::json labels = ObjectOr(Member(meta, "labels"));
-  const nlohmann::json annotations = ObjectOr(Member(meta, "annotations"));
+  const nlohmann::json meta = ObjectOr(Field(cluster, "metadata"));
+  const nlohmann::json labels = ObjectOr(Field(meta, "labels"));
+  const nlohmann::json annotations = ObjectOr(Field(meta, "annotations"));
   const std::string name = Str(meta, "name"), uid = Str(meta, "uid");
   if (name.empty() || uid.empty()) {
     return absl::InvalidArgumentError("metadata.name and metadata.uid are required");
   }
   const bool elastic = RayClusterElastic(cluster, options.elastic_jobs);
   // A RayCluster names no extra part of its own (unlike RayJob): the generation.
-  const std::string extra = elastic ? absl::StrCat(IntOr(Member(meta, "generation"), 1)) : "";
+  const std::string extra = elastic ? absl::StrCat(IntOr(Field(meta, "generation"), 1)) : "";
   absl::StatusOr<nlohmann::json> pod_sets = RayClusterPodSets(cluster);
   if (!pod_sets.ok()) return pod_sets.status();
 
@@ -174,7 +162,7 @@ absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster
   const std::string wl_name = GeneratedWorkloadName(kRayClusterKind, "ray.io", name, uid, extra);
   if (elastic) {
     // The first slice names the chain (Kueue's prepareWorkloadSlice).
-    wl_annotations[kElasticJobAnnotation] = "true";
+    wl_annotations[kElasticJobKey] = "true";
     wl_annotations[kWorkloadSliceNameAnnotation] = wl_name;
   }
   nlohmann::json wl_spec = {{"queueName", Str(labels, "kueue.x-k8s.io/queue-name")},
@@ -212,9 +200,9 @@ absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster
 }
 
 bool RayClusterActive(const nlohmann::json& cluster, const std::vector<nlohmann::json>& pods) {
-  if (Str(Member(cluster, "status"), "state") == "ready") return true;
+  if (Str(Field(cluster, "status"), "state") == "ready") return true;
   for (const nlohmann::json& pod : pods) {
-    const std::string phase = Str(Member(pod, "status"), "phase");
+    const std::string phase = Str(Field(pod, "status"), "phase");
     if (phase != "Succeeded" && phase != "Failed") return true;
   }
   return false;
@@ -240,8 +228,8 @@ nlohmann::json MergePatchBetween(const nlohmann::json& from, const nlohmann::jso
 absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluster,
                                                     const std::vector<PodSetInfo>& infos,
                                                     bool elastic) {
-  const nlohmann::json spec = ObjectOr(Member(cluster, "spec"));
-  const nlohmann::json groups = ArrayOr(Member(spec, "workerGroupSpecs"));
+  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
+  const nlohmann::json groups = ArrayOr(Field(spec, "workerGroupSpecs"));
   const size_t expected = groups.size() + 1;
   if (infos.size() != expected) {
     return absl::FailedPreconditionError(
@@ -264,8 +252,8 @@ absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluste
 }
 
 nlohmann::json RayClusterStopPatch(const nlohmann::json& cluster, const v1::Workload* workload) {
-  const nlohmann::json spec = ObjectOr(Member(cluster, "spec"));
-  const nlohmann::json groups = ArrayOr(Member(spec, "workerGroupSpecs"));
+  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
+  const nlohmann::json groups = ArrayOr(Field(spec, "workerGroupSpecs"));
   nlohmann::json want = spec;
   want["suspend"] = true;
   // Restore (RestorePodSetsInfo): skipped when the Workload has another number of pod sets.

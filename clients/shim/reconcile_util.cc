@@ -10,12 +10,6 @@
 
 namespace admitd::shim::reconcile {
 
-std::string Str(const nlohmann::json& obj, const std::string& key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 nlohmann::json Meta(const nlohmann::json& obj) {
   if (!obj.is_object()) return nlohmann::json::object();
   auto it = obj.find("metadata");

@@ -16,14 +16,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "clients/shim/admitd_link.h"
+#include "clients/shim/json_fields.h"
 #include "common/trace/trace_context.h"
 #include "admitd/v1/objects.pb.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim::reconcile {
 
-// obj[key] when obj is an object and that is a string; "" otherwise.
-std::string Str(const nlohmann::json& obj, const std::string& key);
+using shim::Str;  // clients/shim/json_fields.h
 // obj["metadata"], or an empty object.
 nlohmann::json Meta(const nlohmann::json& obj);
 // The object exists and is not being deleted (no metadata.deletionTimestamp).

@@ -6,17 +6,12 @@
 #include "absl/time/clock.h"
 #include "clients/shim/elastic_pods.h"
 #include "clients/shim/job_multikueue.h"
+#include "clients/shim/json_fields.h"
 #include "clients/shim/reconcile_util.h"
 #include "common/log.h"
 
 namespace admitd::shim {
 namespace {
-
-std::string Str(const nlohmann::json& obj, const std::string& key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // The Job that controls `pod`, as "ns/name", or "".
 std::string OwnerJobKey(const nlohmann::json& pod) {

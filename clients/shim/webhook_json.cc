@@ -10,27 +10,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "clients/shim/json_fields.h"
+#include "clients/shim/kueue_keys.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kMaxExecTimeLabel[] = "kueue.x-k8s.io/max-exec-time-seconds";
-constexpr char kAdmissionGatedBy[] = "kueue.x-k8s.io/admission-gated-by";
 constexpr size_t kMaxGateNameLength = 63;
 
 }  // namespace
 
 // ---- Reading an object's JSON ------------------------------------------------------------------
 
-const nlohmann::json& Member(const nlohmann::json& obj, std::string_view key) {
-  static const nlohmann::json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
 std::optional<std::string> Entry(const nlohmann::json& map, std::string_view key) {
-  const nlohmann::json& v = Member(map, key);
+  const nlohmann::json& v = Field(map, key);
   if (!v.is_string()) return std::nullopt;
   return v.get<std::string>();
 }
@@ -43,10 +36,10 @@ bool ListHas(const nlohmann::json& list, const std::string& value, const char* m
 }
 
 bool ControlledByOneOf(const nlohmann::json& meta, const std::vector<OwnerKind>& kinds) {
-  const nlohmann::json& owners = Member(meta, "ownerReferences");
+  const nlohmann::json& owners = Field(meta, "ownerReferences");
   if (!owners.is_array()) return false;
   for (const nlohmann::json& ref : owners) {
-    if (Member(ref, "controller") != true) continue;
+    if (Field(ref, "controller") != true) continue;
     const std::string api_version = Entry(ref, "apiVersion").value_or("");
     const std::string kind = Entry(ref, "kind").value_or("");
     return std::any_of(kinds.begin(), kinds.end(), [&](const OwnerKind& k) {
@@ -88,7 +81,7 @@ void AddAt(const nlohmann::json& doc, const std::vector<std::string>& tokens, nl
   while (existing + 1 < tokens.size()) {
     const nlohmann::json* next = nullptr;
     if (cur->is_object()) {
-      next = &Member(*cur, tokens[existing]);
+      next = &Field(*cur, tokens[existing]);
     } else if (index_arrays && cur->is_array()) {
       // A name where an index is due (an object of the wrong type in the request) ends the walk.
       size_t i = 0;
@@ -107,7 +100,7 @@ void SetEntries(const nlohmann::json& doc, const std::vector<std::string>& token
                 std::vector<nlohmann::json>* ops) {
   if (entries.empty()) return;
   const nlohmann::json* map = &doc;
-  for (const std::string& t : tokens) map = &Member(*map, t);
+  for (const std::string& t : tokens) map = &Field(*map, t);
   if (!map->is_object()) {
     AddAt(doc, tokens, nlohmann::json(entries), ops);
     return;
@@ -123,7 +116,7 @@ void AppendToList(const nlohmann::json& doc, const std::vector<std::string>& tok
                   const std::vector<nlohmann::json>& items, std::vector<nlohmann::json>* ops) {
   if (items.empty()) return;
   const nlohmann::json* list = &doc;
-  for (const std::string& t : tokens) list = &Member(*list, t);
+  for (const std::string& t : tokens) list = &Field(*list, t);
   if (!list->is_array()) {
     AddAt(doc, tokens, nlohmann::json(items), ops);
     return;

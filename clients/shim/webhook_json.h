@@ -5,7 +5,7 @@
 // as field errors print them, and the checks of jobframework.ValidateJobOnCreate and
 // ValidateJobOnUpdate that read only strings (see field_errors.h for the error texts).
 //
-//   const nlohmann::json& labels = Member(Member(pod, "metadata"), "labels");
+//   const nlohmann::json& labels = Field(Field(pod, "metadata"), "labels");
 //   std::vector<nlohmann::json> ops;
 //   if (!Entry(labels, kQueueNameLabel)) {
 //     SetEntries(pod, {"metadata", "labels"}, {{kQueueNameLabel, "default"}}, &ops);
@@ -25,14 +25,12 @@
 
 #include "clients/shim/field_errors.h"
 #include "clients/shim/job_webhook.h"
+#include "clients/shim/json_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
 
 // ---- Reading an object's JSON ------------------------------------------------------------------
-
-// obj[key] when `obj` is an object with that member; a null value otherwise.
-const nlohmann::json& Member(const nlohmann::json& obj, std::string_view key);
 
 // The string at `key` of a string map, or nullopt when absent (or not a string, or `map` is not
 // an object).

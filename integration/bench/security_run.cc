@@ -19,7 +19,7 @@ namespace {
 
 constexpr char kIssuer[] = "https://kubernetes.default.svc.cluster.local";
 
-struct Setting {
+struct SecuritySetting {
   const char* name;
   std::vector<std::string> args;        // for admitd
   ConnectionOptions client;    // target filled in per run
@@ -82,7 +82,7 @@ jwt:
   mtls.key_file = dir + "/client.key";
   ConnectionOptions bearer = verify_server;
   bearer.token = token;
-  std::vector<Setting> settings = {
+  std::vector<SecuritySetting> settings = {
       {"plaintext", {}, {}},
       {"TLS", tls, verify_server},
       {"mTLS + policy", with(tls, {"--client-ca-file", dir + "/ca.crt", "--authorization-policy",
@@ -96,7 +96,7 @@ jwt:
   std::vector<RawReport> reports;
   int failed = 0;
   for (size_t i = 0; i < settings.size(); ++i) {
-    Setting& setting = settings[i];
+    SecuritySetting& setting = settings[i];
     auto process = testing::Process::Start(admitd_binary, absl::StrCat(dir, "/data-", i),
                                            with(admitd_args, setting.args));
     if (!process.ok()) {

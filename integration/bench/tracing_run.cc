@@ -48,7 +48,7 @@ class CountingCollector final : public collector::TraceService::Service {
   std::unique_ptr<grpc::Server> server_;
 };
 
-struct Setting {
+struct TracingSetting {
   const char* name;
   std::vector<std::string> args;  // for admitd
 };
@@ -65,7 +65,7 @@ int RunTracingComparison(const std::string& admitd_binary,
   }
   const std::string dir = tmpl;
   CountingCollector sink;
-  const std::vector<Setting> settings = {
+  const std::vector<TracingSetting> settings = {
       {"tracing off", {}},
       {"tracing 10 %", {"--otlp-endpoint", sink.address(), "--trace-sample-ratio", "0.1"}},
       {"tracing 100 %", {"--otlp-endpoint", sink.address(), "--trace-sample-ratio", "1"}},
