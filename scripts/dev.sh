@@ -6,8 +6,9 @@
 #          demo queues and admitd-shim connecting the two, all in a temporary directory, and
 #          prints the kubectl commands to try, until Ctrl-C (see docs/shim.md);
 #   test   checks the Helm charts (helm/check.sh, with the helm fetched into tools/bin), then runs
-#          every test (ctest), then the sanitizer build's unit tests and a bounded run of each fuzz
-#          target (see docs/testing.md; SANITIZE=0 skips that part).
+#          every test (ctest) while the sanitizer build compiles beside them, then the sanitizer
+#          build's unit tests and a bounded run of each fuzz target (see docs/testing.md;
+#          SANITIZE=0 skips that part).
 #   sanitize  only the sanitizer part of `test`.
 #   charts    only the chart checks of `test`.
 #   build  only builds.
@@ -85,17 +86,55 @@ build() {
 # clang with AddressSanitizer and UndefinedBehaviorSanitizer, at -O1 with line tables only (fast to
 # build, still symbolized): the unit tests (not the integration tests or benchmarks) and the fuzz
 # targets, which CTest runs for ADMITD_FUZZ_SECONDS each from a copy of fuzz/corpus/.
-sanitize() {
-  echo "==> sanitizer build in $SANITIZE_BUILD_DIR (clang, ASan+UBSan, fuzz targets)"
+sanitize_configure() {
   cmake -S . -B "$SANITIZE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DADMITD_SANITIZE=ON -DADMITD_FUZZ=ON >/dev/null
-  cmake --build "$SANITIZE_BUILD_DIR" -j"$(nproc)" --target unit_tests fuzzers
+}
+
+SANITIZE_TARGETS=(unit_tests fuzzers)
+
+sanitize_test() {
   echo "==> unit tests under ASan+UBSan, then each fuzz target"
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir "$SANITIZE_BUILD_DIR" --output-on-failure -j2 --timeout 600 -L 'unit|fuzz'
+}
+
+sanitize() {
+  echo "==> sanitizer build in $SANITIZE_BUILD_DIR (clang, ASan+UBSan, fuzz targets)"
+  sanitize_configure
+  ninja -C "$SANITIZE_BUILD_DIR" -j"$(nproc)" "${SANITIZE_TARGETS[@]}"
+  sanitize_test
+}
+
+# Every test, then the sanitizer part. The tests spend much of their time waiting on the
+# processes and sockets they drive and leave about half of the cores idle, so the sanitizer build
+# runs beside them at the lowest CPU priority (nice 19), its output in a log printed if it fails.
+test_all() {
+  if [ "${SANITIZE:-1}" = 0 ]; then
+    echo "==> testing"
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600 "$@"
+    return
+  fi
+  sanitize_configure
+  local log=$SANITIZE_BUILD_DIR/sanitizer-build.log
+  echo "==> sanitizer build in $SANITIZE_BUILD_DIR beside the tests, at nice 19 (log: $log)"
+  (exec nice -n 19 ninja -C "$SANITIZE_BUILD_DIR" -j"$(nproc)" "${SANITIZE_TARGETS[@]}" >"$log" 2>&1) &
+  SANITIZE_BUILD_PID=$!
+  trap 'kill -TERM $SANITIZE_BUILD_PID 2>/dev/null || true' EXIT
+  echo "==> testing"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600 "$@"
+  echo "==> waiting for the sanitizer build"
+  if ! wait "$SANITIZE_BUILD_PID"; then
+    tail -n 60 "$log" >&2
+    echo "dev.sh: the sanitizer build failed; its whole log is $log" >&2
+    exit 1
+  fi
+  trap - EXIT
+  tail -n 1 "$log"
+  sanitize_test
 }
 
 serve() {
@@ -246,9 +285,7 @@ case "$cmd" in
   demo) install_missing; build; demo ;;
   test)
     install_missing; charts; build
-    echo "==> testing"
-    ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 --timeout 600 "$@"
-    [ "${SANITIZE:-1}" = 0 ] || sanitize
+    test_all "$@"
     ;;
   sanitize) install_missing; sanitize ;;
   charts) install_missing; charts ;;
