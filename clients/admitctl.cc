@@ -1,4 +1,5 @@
 // admitctl: the command line for admitd. `admitctl help` lists the commands.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -61,45 +62,6 @@ grpc::Status Call(const std::function<grpc::Status(grpc::ClientContext*)>& call,
   retry.timeout = timeout;
   retry.prepare = AddTrace;
   return CallWithRetry(call, retry);
-}
-
-v1::ObjectKind KindFromName(const std::string& name) {
-  static const std::map<std::string, v1::ObjectKind> kKinds = {
-      {"resourceflavor", v1::OBJECT_KIND_RESOURCE_FLAVOR},
-      {"resourceflavors", v1::OBJECT_KIND_RESOURCE_FLAVOR},
-      {"rf", v1::OBJECT_KIND_RESOURCE_FLAVOR},
-      {"flavor", v1::OBJECT_KIND_RESOURCE_FLAVOR},
-      {"flavors", v1::OBJECT_KIND_RESOURCE_FLAVOR},
-      {"cohort", v1::OBJECT_KIND_COHORT},
-      {"cohorts", v1::OBJECT_KIND_COHORT},
-      {"clusterqueue", v1::OBJECT_KIND_CLUSTER_QUEUE},
-      {"clusterqueues", v1::OBJECT_KIND_CLUSTER_QUEUE},
-      {"cq", v1::OBJECT_KIND_CLUSTER_QUEUE},
-      {"localqueue", v1::OBJECT_KIND_LOCAL_QUEUE},
-      {"localqueues", v1::OBJECT_KIND_LOCAL_QUEUE},
-      {"lq", v1::OBJECT_KIND_LOCAL_QUEUE},
-      {"workloadpriorityclass", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
-      {"workloadpriorityclasses", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
-      {"wpc", v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS},
-      {"admissioncheck", v1::OBJECT_KIND_ADMISSION_CHECK},
-      {"admissionchecks", v1::OBJECT_KIND_ADMISSION_CHECK},
-      {"ac", v1::OBJECT_KIND_ADMISSION_CHECK},
-      {"workload", v1::OBJECT_KIND_WORKLOAD},
-      {"workloads", v1::OBJECT_KIND_WORKLOAD},
-      {"wl", v1::OBJECT_KIND_WORKLOAD},
-      {"namespace", v1::OBJECT_KIND_NAMESPACE},
-      {"namespaces", v1::OBJECT_KIND_NAMESPACE},
-      {"ns", v1::OBJECT_KIND_NAMESPACE},
-      {"multikueueconfig", v1::OBJECT_KIND_MULTIKUEUE_CONFIG},
-      {"multikueueconfigs", v1::OBJECT_KIND_MULTIKUEUE_CONFIG},
-      {"multikueuecluster", v1::OBJECT_KIND_MULTIKUEUE_CLUSTER},
-      {"multikueueclusters", v1::OBJECT_KIND_MULTIKUEUE_CLUSTER},
-      {"mkc", v1::OBJECT_KIND_MULTIKUEUE_CLUSTER},
-      {"event", v1::OBJECT_KIND_EVENT},
-      {"events", v1::OBJECT_KIND_EVENT},
-      {"ev", v1::OBJECT_KIND_EVENT}};
-  auto it = kKinds.find(name);
-  return it == kKinds.end() ? v1::OBJECT_KIND_UNSPECIFIED : it->second;
 }
 
 std::string Json(const google::protobuf::Message& m) {
@@ -568,6 +530,11 @@ int Run(int argc, char** argv) {
     return args.positional.empty() && !args.help ? 2 : 0;
   }
   const std::string cmd = args.positional[0];
+  const std::vector<CommandHelp>& commands = AdmitctlCommands();
+  if (std::none_of(commands.begin(), commands.end(),
+                   [&](const CommandHelp& c) { return c.name == cmd; })) {
+    return Usage(UnknownCommand(cmd));
+  }
   if (cmd == "version") {
     std::printf("admitctl 0.1.0 (API admitd.v1)\n");
     return 0;
@@ -614,7 +581,7 @@ int Run(int argc, char** argv) {
   if (cmd == "check") return Check(client, args);
   if (cmd == "resize") return Resize(client, args);
   if (cmd == "directives") return Directives(client, args);
-  return Usage("unknown command " + cmd);
+  return Usage(absl::StrCat("command ", cmd, " is listed but not handled"));
 }
 
 }  // namespace

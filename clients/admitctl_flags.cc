@@ -3,51 +3,127 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace admitd::clients {
 namespace {
 
-constexpr char kCommands[] = R"(usage: admitctl [flags] COMMAND ...
+// The commands as --help lists them. A synopsis of several lines is written with "\n"; the help
+// starts beside its last line, or below it when the synopsis is too wide.
+const std::vector<CommandHelp>& Commands() {
+  static const std::vector<CommandHelp> kCommands = {
+      {"apply", "apply -f FILE|DIR|- [-f ...]",
+       "create or update queue objects; submit Workload documents"},
+      {"submit", "submit -f FILE", "submit Workload manifests"},
+      {"import", "import -f FILE [--cluster NAME]",
+       "record Workloads admitted by a running Kueue (with their status) as admitted, without "
+       "scheduling them; workloads Kueue made for pods become pod Workloads of --cluster"},
+      {"get", "get KIND [NAME] [-n NS | -A] [-o json]", ""},  // the kinds, added below
+      {"delete", "delete KIND NAME [-n NS]", ""},
+      {"admit", "admit NAME [-n NS] [--wait] [--timeout 30s]", ""},
+      {"explain", "explain NAME [-n NS]",
+       "why a workload is pending, and what the next attempt would do"},
+      {"release",
+       "release NAME [-n NS] --finished[=succeeded|failed] | --stopped | --reclaimable PODSET=N,...",
+       ""},
+      {"resize",
+       "resize NAME [-n NS] --count PODSET=N [--count ...] [--generation G]\n"
+       "resize --job-uid UID [--job-kind Job --job-name NAME --job-api-version batch/v1] [-n NS]\n"
+       "       --count PODSET=N [--count ...] [--generation G]",
+       "change a job's pod counts: in place (scale-down, or not admitted yet), or a new workload "
+       "slice (scale-up of an admitted elastic job; needs the job's new generation)"},
+      {"deactivate", "deactivate NAME [-n NS]",
+       "set spec.active=false (evicts a workload holding quota)"},
+      {"activate", "activate NAME [-n NS]", "set spec.active=true (requeues it)"},
+      {"check",
+       "check NAME CHECK STATE [-n NS] [--message TEXT] [--requeue-after SECONDS]",
+       "report an admission check: Pending, Ready, Retry, Rejected"},
+      {"directives", "directives --cluster NAME",
+       "what a pod shim of that cluster must still do (UNGATE, DELETE, REMOVE_FINALIZER), per "
+       "pod"},
+      {"events", "events [NAME] [-n NS | -A] [-w]",
+       "the events recorded on workloads (Kueue's types, reasons and messages), oldest first; "
+       "-w keeps following"},
+      {"audit", "audit [-w]",
+       "the audit trail: who applied, deleted or imported what, and when, oldest first (as far "
+       "as the event log reaches)"},
+      {"watch", "watch [--since REV] [--kind KIND] [-n NS]",
+       "follow the changes of objects after revision REV (of one kind, in one namespace)"},
+      {"cycles", "cycles [N] [--advance SECONDS]",
+       "run N scheduling cycles (with --manual-scheduling); with --manual-clock, move the clock "
+       "forward first"},
+      {"version", "version", "admitctl's version and the API it speaks"},
+  };
+  return kCommands;
+}
 
-Commands:
-  apply -f FILE|DIR|- [-f ...]        create or update queue objects; submit Workload documents
-  submit -f FILE                      submit Workload manifests
-  import -f FILE [--cluster NAME]     record Workloads admitted by a running Kueue (with their
-                                      status) as admitted, without scheduling them; workloads
-                                      Kueue made for pods become pod Workloads of --cluster
-  get KIND [NAME] [-n NS | -A] [-o json]
-                                      kinds: resourceflavor(s)/rf/flavor, cohort(s),
-                                      clusterqueue(s)/cq, localqueue(s)/lq,
-                                      workloadpriorityclass(es)/wpc,
-                                      admissioncheck(s)/ac, namespace(s)/ns,
-                                      workload(s)/wl, event(s)/ev
-  delete KIND NAME [-n NS]
-  admit NAME [-n NS] [--wait] [--timeout 30s]
-  explain NAME [-n NS]                why a workload is pending, and what the next attempt would do
-  release NAME [-n NS] --finished[=succeeded|failed] | --stopped | --reclaimable PODSET=N,...
-  resize NAME [-n NS] --count PODSET=N [--count ...] [--generation G]
-  resize --job-uid UID [--job-kind Job --job-name NAME --job-api-version batch/v1] [-n NS]
-         --count PODSET=N [--count ...] [--generation G]
-                                      change a job's pod counts: in place (scale-down, or not
-                                      admitted yet), or a new workload slice (scale-up of an
-                                      admitted elastic job; needs the job's new generation)
-  deactivate NAME [-n NS]             set spec.active=false (evicts a workload holding quota)
-  activate NAME [-n NS]               set spec.active=true (requeues it)
-  check NAME CHECK STATE [-n NS] [--message TEXT] [--requeue-after SECONDS]
-                                      report an admission check: Pending, Ready, Retry, Rejected
-  directives --cluster NAME           what a pod shim of that cluster must still do (UNGATE,
-                                      DELETE, REMOVE_FINALIZER), per pod
-  events [NAME] [-n NS | -A] [-w]     the events recorded on workloads (Kueue's types, reasons
-                                      and messages), oldest first; -w keeps following
-  audit [-w]                          the audit trail: who applied, deleted or imported what,
-                                      and when, oldest first (as far as the event log reaches)
-  watch [--since REV] [--kind KIND] [-n NS]
-  cycles [N] [--advance SECONDS]      run N scheduling cycles (with --manual-scheduling); with
-                                      --manual-clock, move the clock forward first
-  version
+// Each kind: its name, its plural, and the short names and aliases that mean it too.
+struct KindNames {
+  v1::ObjectKind kind;
+  const char* name;
+  const char* plural;
+  std::vector<const char*> aliases;
+};
 
-Flags:
-)";
+const std::vector<KindNames>& Kinds() {
+  static const std::vector<KindNames> kKinds = {
+      {v1::OBJECT_KIND_RESOURCE_FLAVOR, "resourceflavor", "resourceflavors", {"rf", "flavor", "flavors"}},
+      {v1::OBJECT_KIND_COHORT, "cohort", "cohorts", {}},
+      {v1::OBJECT_KIND_CLUSTER_QUEUE, "clusterqueue", "clusterqueues", {"cq"}},
+      {v1::OBJECT_KIND_LOCAL_QUEUE, "localqueue", "localqueues", {"lq"}},
+      {v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS, "workloadpriorityclass", "workloadpriorityclasses",
+       {"wpc"}},
+      {v1::OBJECT_KIND_ADMISSION_CHECK, "admissioncheck", "admissionchecks", {"ac"}},
+      {v1::OBJECT_KIND_MULTIKUEUE_CONFIG, "multikueueconfig", "multikueueconfigs", {}},
+      {v1::OBJECT_KIND_MULTIKUEUE_CLUSTER, "multikueuecluster", "multikueueclusters", {"mkc"}},
+      {v1::OBJECT_KIND_NAMESPACE, "namespace", "namespaces", {"ns"}},
+      {v1::OBJECT_KIND_WORKLOAD, "workload", "workloads", {"wl"}},
+      {v1::OBJECT_KIND_EVENT, "event", "events", {"ev"}},
+  };
+  return kKinds;
+}
+
+// "resourceflavor(s)/rf/flavor(s), cohort(s), ...": each kind's names, plurals folded in.
+std::string KindList() {
+  auto fold = [](const std::string& one, const std::string& many) {
+    if (many == one + "s") return absl::StrCat(one, "(s)");
+    if (many == one + "es") return absl::StrCat(one, "(es)");
+    return absl::StrCat(one, "/", many);
+  };
+  std::vector<std::string> kinds;
+  for (const KindNames& k : Kinds()) {
+    std::string names = fold(k.name, k.plural);
+    for (size_t i = 0; i < k.aliases.size(); ++i) {
+      const std::string alias = k.aliases[i];
+      if (i + 1 < k.aliases.size() && k.aliases[i + 1] == alias + "s") {
+        absl::StrAppend(&names, "/", fold(alias, k.aliases[++i]));
+      } else {
+        absl::StrAppend(&names, "/", alias);
+      }
+    }
+    kinds.push_back(std::move(names));
+  }
+  return absl::StrJoin(kinds, ", ");
+}
+
+// `text` in lines of at most `width` characters, each but the first indented by `indent`.
+std::string Wrap(const std::string& text, size_t indent, size_t width) {
+  std::string out;
+  size_t line = 0;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (line > 0 && line + 1 + word.size() > width) {
+      absl::StrAppend(&out, "\n", std::string(indent, ' '));
+      line = 0;
+    } else if (line > 0) {
+      out += ' ';
+      ++line;
+    }
+    absl::StrAppend(&out, word);
+    line += word.size();
+  }
+  return out;
+}
 
 constexpr char kEnvironment[] = R"(
 Environment: $ADMITD_SERVER, $ADMITD_CA_FILE, $ADMITD_CERT_FILE, $ADMITD_KEY_FILE,
@@ -57,6 +133,28 @@ Exit codes: 0 ok, 1 the server refused or failed, 2 bad usage or manifest.
 )";
 
 }  // namespace
+
+const std::vector<CommandHelp>& AdmitctlCommands() { return Commands(); }
+
+v1::ObjectKind KindFromName(const std::string& name) {
+  for (const KindNames& k : Kinds()) {
+    if (name == k.name || name == k.plural) return k.kind;
+    for (const char* alias : k.aliases) {
+      if (name == alias) return k.kind;
+    }
+  }
+  return v1::OBJECT_KIND_UNSPECIFIED;
+}
+
+std::string UnknownCommand(const std::string& name) {
+  std::vector<std::string> known;
+  for (const CommandHelp& c : Commands()) known.push_back(c.name);
+  std::string message = absl::StrCat("unknown command \"", name, "\"");
+  if (std::string closest = settings::Closest(name, known); !closest.empty()) {
+    absl::StrAppend(&message, "; did you mean \"", closest, "\"?");
+  }
+  return message;
+}
 
 std::string Args::Get(const std::string& flag, const std::string& def) const {
   auto it = flags.find(flag);
@@ -157,8 +255,27 @@ absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv) {
 }
 
 std::string AdmitctlUsage() {
+  constexpr size_t kHelpColumn = 36, kWidth = 100;  // as the flags' help
+  std::string out = "usage: admitctl [flags] COMMAND ...\n\nCommands:\n";
+  for (const CommandHelp& c : Commands()) {
+    std::vector<std::string> lines = absl::StrSplit(c.synopsis, '\n');
+    for (size_t i = 0; i + 1 < lines.size(); ++i) absl::StrAppend(&out, "  ", lines[i], "\n");
+    std::string help = c.name == "get" ? absl::StrCat("kinds: ", KindList()) : c.help;
+    absl::StrAppend(&out, "  ", lines.back());
+    if (help.empty()) {
+      out += "\n";
+      continue;
+    }
+    const size_t used = 2 + lines.back().size();
+    if (used + 2 > kHelpColumn) {
+      absl::StrAppend(&out, "\n", std::string(kHelpColumn, ' '));
+    } else {
+      out += std::string(kHelpColumn - used, ' ');
+    }
+    absl::StrAppend(&out, Wrap(help, kHelpColumn, kWidth - kHelpColumn), "\n");
+  }
   Args scratch;
-  return absl::StrCat(kCommands, AdmitctlFlags(&scratch).FlagHelp(), kEnvironment);
+  return absl::StrCat(out, "\nFlags:\n", AdmitctlFlags(&scratch).FlagHelp(), kEnvironment);
 }
 
 }  // namespace admitd::clients

@@ -1,6 +1,7 @@
-// admitctl's command line: its flags declared once each (names, value, meaning, the commands that
-// read it), parsed into Args; --help and docs/configuration.md's table come from the same table.
-// An unknown flag is refused with the closest known one suggested.
+// admitctl's command line: its commands, the kinds they name and its flags, each declared once
+// (a flag's names, value, meaning and the commands that read it), parsed into Args; --help and
+// docs/configuration.md's table come from the same tables. An unknown flag or command is refused
+// with the closest known one suggested.
 //
 //   absl::StatusOr<Args> args = ParseArgs({"get", "wl", "-n", "team-a"});
 //   args->Get("-n");  // "team-a"
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "admitd/v1/queue_service.pb.h"
 #include "common/settings.h"
 
 namespace admitd::clients {
@@ -32,7 +34,22 @@ struct Args {
 settings::Table AdmitctlFlags(Args* args);
 // INVALID_ARGUMENT names the flag at fault.
 absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv);
-// The --help text: the commands, then the flags.
+// One command as --help shows it: its name, how it is called (lines separated by "\n") and what
+// it does.
+struct CommandHelp {
+  std::string name;
+  std::string synopsis;
+  std::string help;
+};
+// The commands, in the order --help lists them.
+const std::vector<CommandHelp>& AdmitctlCommands();
+// The kind a name given to get, delete or watch --kind means (a kind's name, its plural or a short
+// name, as kubectl takes them), or OBJECT_KIND_UNSPECIFIED.
+v1::ObjectKind KindFromName(const std::string& name);
+// The message for an unknown command, with the closest known one suggested.
+std::string UnknownCommand(const std::string& name);
+
+// The --help text: the commands (with the kinds), then the flags.
 std::string AdmitctlUsage();
 
 }  // namespace admitd::clients

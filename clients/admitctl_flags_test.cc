@@ -1,5 +1,6 @@
 #include "clients/admitctl_flags.h"
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -57,6 +58,36 @@ TEST(AdmitctlFlagsTest, HelpListsTheCommandsAndEveryFlag) {
     const std::string first = s.flag.substr(0, s.flag.find(','));
     EXPECT_THAT(usage, HasSubstr("  " + first)) << s.flag;
   }
+}
+
+TEST(AdmitctlFlagsTest, HelpListsEveryCommandAndEveryKindItTakes) {
+  const std::string usage = AdmitctlUsage();
+  for (const CommandHelp& c : AdmitctlCommands()) {
+    EXPECT_THAT(usage, HasSubstr("\n  " + c.name + " ")) << c.name;
+  }
+  EXPECT_THAT(usage, HasSubstr("resourceflavor(s)/rf/flavor(s), cohort(s)"));
+  EXPECT_THAT(usage, HasSubstr("workloadpriorityclass(es)/wpc"));
+  EXPECT_THAT(usage, HasSubstr("multikueuecluster(s)/mkc"));
+  for (absl::string_view line : absl::StrSplit(usage, '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+}
+
+TEST(AdmitctlFlagsTest, KindsByNamePluralAndShortName) {
+  EXPECT_EQ(KindFromName("cq"), v1::OBJECT_KIND_CLUSTER_QUEUE);
+  EXPECT_EQ(KindFromName("clusterqueues"), v1::OBJECT_KIND_CLUSTER_QUEUE);
+  EXPECT_EQ(KindFromName("flavors"), v1::OBJECT_KIND_RESOURCE_FLAVOR);
+  EXPECT_EQ(KindFromName("mkc"), v1::OBJECT_KIND_MULTIKUEUE_CLUSTER);
+  EXPECT_EQ(KindFromName("multikueueconfigs"), v1::OBJECT_KIND_MULTIKUEUE_CONFIG);
+  EXPECT_EQ(KindFromName("ev"), v1::OBJECT_KIND_EVENT);
+  EXPECT_EQ(KindFromName("pods"), v1::OBJECT_KIND_UNSPECIFIED);
+}
+
+TEST(AdmitctlFlagsTest, AnUnknownCommandIsRefusedWithTheClosestKnownOne) {
+  EXPECT_EQ(UnknownCommand("sumbit"), "unknown command \"sumbit\"; did you mean \"submit\"?");
+  EXPECT_EQ(UnknownCommand("deactvate"),
+            "unknown command \"deactvate\"; did you mean \"deactivate\"?");
+  EXPECT_EQ(UnknownCommand("frobnicate"), "unknown command \"frobnicate\"");
 }
 
 }  // namespace

@@ -26,12 +26,17 @@ set(ADMITD_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initi
 # compiled a few at a time as one translation unit, so the gRPC, protobuf and Abseil headers they
 # all include are parsed once per batch instead of once per file (docs/testing.md#build-time).
 # A file's internal names (anonymous namespaces, statics) must therefore be unique in its library.
+# (Not for the generated protobuf code: each .pb.cc defines the same file-level statics.)
+function(admitd_unity_build target)
+  if(ADMITD_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()
+
 function(admitd_library name)
   cmake_parse_arguments(A "" "" "SRCS;DEPS" ${ARGN})
   add_library(${name} STATIC ${A_SRCS})
-  if(ADMITD_UNITY_BUILD)
-    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
-  endif()
+  admitd_unity_build(${name})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_compile_options(${name} PRIVATE ${ADMITD_WARNINGS})
   target_link_libraries(${name} PUBLIC ${A_DEPS})
