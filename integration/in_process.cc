@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,19 @@ void InProcessTest::FreshDataDir() {
   config_.data_dir = absl::StrCat(::testing::TempDir(), "/", test != nullptr ? test->test_suite_name() : "test",
                                   "_", getpid(), "_", counter++);
   std::filesystem::remove_all(config_.data_dir);
+  data_dirs_.push_back(config_.data_dir);
+}
+
+void InProcessTest::TearDown() {
+  Stop();
+  for (const std::string& dir : data_dirs_) {
+    if (HasFailure()) {
+      std::fprintf(stderr, "data dir kept: %s\n", dir.c_str());
+    } else {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
 }
 
 void InProcessTest::Start() {

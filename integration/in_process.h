@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/testing/wait_for.h"
 #include "gtest/gtest.h"
@@ -22,7 +23,9 @@ class InProcessTest : public ::testing::Test {
  protected:
   // Listens on port 0, with a fresh data dir (see FreshDataDir).
   InProcessTest();
-  void TearDown() override { Stop(); }
+  // Stops the server and removes the test's data dirs, unless the test failed: then they stay
+  // for a look, and their paths are printed.
+  void TearDown() override;
 
   // Points config_ at a new empty data dir named after the test suite. A directory left by an
   // earlier process with the same pid is removed: it would be recovered as the starting state.
@@ -42,6 +45,9 @@ class InProcessTest : public ::testing::Test {
   Config config_;
   std::unique_ptr<AdmitdServer> server_;
   std::unique_ptr<Client> client_;
+
+ private:
+  std::vector<std::string> data_dirs_;  // every one FreshDataDir made
 };
 
 }  // namespace admitd::testing
