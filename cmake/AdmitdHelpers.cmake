@@ -71,6 +71,16 @@ function(admitd_test name)
     set_property(GLOBAL APPEND PROPERTY ADMITD_UNIT_TESTS ${name})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${A_LABELS}")
+  # gtest_discover_tests passes one label only (a list loses its separators on the way), so a
+  # test of several labels gets them all from a file CTest reads after the discovered tests.
+  list(LENGTH A_LABELS label_count)
+  if(label_count GREATER 1)
+    set(labels_file ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+    file(WRITE ${labels_file} "foreach(t IN LISTS ${name}_TESTS)\n"
+               "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${A_LABELS}\")\n"
+               "endforeach()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${labels_file})
+  endif()
 endfunction()
 
 function(admitd_bench name)

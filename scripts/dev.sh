@@ -21,6 +21,8 @@ PACKAGES=(
   libabsl-dev librocksdb-dev libyaml-cpp-dev libcli11-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev libjemalloc-dev
   prometheus-cpp-dev prometheus docker-compose mold
+  etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev
   python3 python3-kubernetes python3-yaml python3-grpcio unzip openssl
 )
 BUILD_DIR=${BUILD_DIR:-build}

@@ -1,0 +1,169 @@
+#include "integration/ha/etcd_cluster.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/ha/etcd_client.h"
+
+namespace admitd::testing {
+namespace {
+
+constexpr char kEtcd[] = "/usr/bin/etcd";
+
+// A loopback port nothing listens on right now.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
+                                                                const std::string& dir,
+                                                                absl::Duration timeout) {
+  if (access(kEtcd, X_OK) != 0) {
+    return absl::UnavailableError(absl::StrCat(kEtcd, " is missing: install etcd-server"));
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return absl::InternalError(absl::StrCat(dir, ": ", error.message()));
+  std::unique_ptr<EtcdCluster> cluster(new EtcdCluster());
+  std::vector<std::string> peers;
+  for (int i = 0; i < members; ++i) {
+    Member m;
+    m.name = absl::StrCat("m", i);
+    m.data_dir = absl::StrCat(dir, "/", m.name);
+    m.log_path = absl::StrCat(dir, "/", m.name, ".log");
+    m.client_port = FreePort();
+    m.peer_port = FreePort();
+    std::filesystem::remove_all(m.data_dir);
+    peers.push_back(absl::StrCat(m.name, "=", Url(m.peer_port)));
+    cluster->members_.push_back(std::move(m));
+  }
+  cluster->initial_cluster_ = absl::StrJoin(peers, ",");
+  for (Member& m : cluster->members_) {
+    if (absl::Status s = cluster->Spawn(m, /*existing=*/false); !s.ok()) return s;
+  }
+  const absl::Time until = absl::Now() + timeout;
+  for (const Member& m : cluster->members_) {
+    if (absl::Status s = cluster->WaitUntilServing(m, until); !s.ok()) return s;
+  }
+  return cluster;
+}
+
+EtcdCluster::~EtcdCluster() {
+  for (int i = 0; i < static_cast<int>(members_.size()); ++i) Kill(i);
+}
+
+std::vector<std::string> EtcdCluster::endpoints() const {
+  std::vector<std::string> out;
+  for (const Member& m : members_) out.push_back(absl::StrCat("127.0.0.1:", m.client_port));
+  return out;
+}
+
+void EtcdCluster::Kill(int member) {
+  Member& m = members_.at(member);
+  if (m.pid <= 0) return;
+  kill(m.pid, SIGKILL);
+  waitpid(m.pid, nullptr, 0);
+  m.pid = -1;
+}
+
+absl::Status EtcdCluster::Restart(int member, absl::Duration timeout) {
+  Member& m = members_.at(member);
+  Kill(member);
+  if (absl::Status s = Spawn(m, /*existing=*/true); !s.ok()) return s;
+  return WaitUntilServing(m, absl::Now() + timeout);
+}
+
+std::string EtcdCluster::Log(int member) const {
+  std::ifstream in(members_.at(member).log_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  return log.size() > 4000 ? log.substr(log.size() - 4000) : log;
+}
+
+absl::Status EtcdCluster::Spawn(Member& m, bool existing) {
+  std::vector<std::string> args = {
+      kEtcd,
+      "--name", m.name,
+      "--data-dir", m.data_dir,
+      "--listen-client-urls", Url(m.client_port),
+      "--advertise-client-urls", Url(m.client_port),
+      "--listen-peer-urls", Url(m.peer_port),
+      "--initial-advertise-peer-urls", Url(m.peer_port),
+      "--initial-cluster", initial_cluster_,
+      "--initial-cluster-state", existing ? "existing" : "new",
+      "--initial-cluster-token", "admitd-test",
+      "--heartbeat-interval", "50",
+      "--election-timeout", "500",
+      "--logger", "zap",
+      "--log-level", "warn",
+  };
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    const int fd = open(m.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(kEtcd, argv.data());
+    _exit(127);
+  }
+  m.pid = pid;
+  return absl::OkStatus();
+}
+
+absl::Status EtcdCluster::WaitUntilServing(const Member& m, absl::Time until) {
+  etcdserverpb::RangeRequest probe;
+  probe.set_key("/admitd-test/probe");
+  absl::Status last;
+  while (absl::Now() < until) {
+    if (waitpid(m.pid, nullptr, WNOHANG) == m.pid) {
+      return absl::UnavailableError(absl::StrCat("etcd member ", m.name, " exited: ", m.log_path));
+    }
+    // A new client each time: a channel that found nothing listening waits out gRPC's reconnect
+    // backoff (a second and growing) before it tries again.
+    absl::StatusOr<std::unique_ptr<ha::EtcdClient>> client = ha::EtcdClient::Create(
+        {.endpoints = {absl::StrCat("127.0.0.1:", m.client_port)},
+         .call_timeout = absl::Milliseconds(500)});
+    if (!client.ok()) return client.status();
+    absl::StatusOr<etcdserverpb::RangeResponse> r = (*client)->Range(probe);
+    if (r.ok()) return absl::OkStatus();
+    last = r.status();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("etcd member ", m.name, " did not serve in time (", last.message(), "); log: ",
+                   m.log_path));
+}
+
+}  // namespace admitd::testing

@@ -1,0 +1,175 @@
+// Leader election with fencing (server/ha/leader_election.h) against a real 3-member etcd.
+#include "server/ha/leader_election.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "integration/ha/etcd_cluster.h"
+
+namespace admitd::ha {
+namespace {
+
+using testing::EtcdCluster;
+
+class HaElectionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/etcd_election_", getpid()));
+    absl::StatusOr<std::unique_ptr<EtcdCluster>> etcd = EtcdCluster::Start(3, *dir_);
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    etcd_ = etcd->release();
+  }
+  static void TearDownTestSuite() {
+    delete etcd_;
+    etcd_ = nullptr;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+
+  // A client of every member, as a replica has.
+  std::unique_ptr<EtcdClient> Client() {
+    absl::StatusOr<std::unique_ptr<EtcdClient>> c =
+        EtcdClient::Create({.endpoints = etcd_->endpoints(), .call_timeout = absl::Seconds(1)});
+    EXPECT_TRUE(c.ok()) << c.status();
+    return *std::move(c);
+  }
+
+  // A replica of the test's own domain.
+  ElectionOptions Replica(const std::string& id) {
+    ElectionOptions o;
+    o.domain = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    o.id = id;
+    o.address = absl::StrCat(id, ".admitd:50051");
+    o.ttl = absl::Seconds(2);
+    o.poll = absl::Milliseconds(50);
+    return o;
+  }
+
+  // A transaction that puts `key`.
+  static etcdserverpb::TxnRequest PutTxn(const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(value);
+    return txn;
+  }
+
+  // The value of `key`, or "" when it does not exist.
+  std::string Read(EtcdClient& client, const std::string& key) {
+    etcdserverpb::RangeRequest r;
+    r.set_key(key);
+    absl::StatusOr<etcdserverpb::RangeResponse> answer = client.Range(r);
+    EXPECT_TRUE(answer.ok()) << answer.status();
+    return answer.ok() && !answer->kvs().empty() ? answer->kvs(0).value() : "";
+  }
+
+  static std::string* dir_;
+  static EtcdCluster* etcd_;
+};
+
+std::string* HaElectionTest::dir_ = nullptr;
+EtcdCluster* HaElectionTest::etcd_ = nullptr;
+
+TEST_F(HaElectionTest, OneReplicaLeadsAndTheOthersSeeIt) {
+  std::unique_ptr<EtcdClient> c1 = Client(), c2 = Client();
+  LeaderElection r1(c1.get(), Replica("r1")), r2(c2.get(), Replica("r2"));
+  absl::StatusOr<int64_t> term = r1.Campaign(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(term.ok()) << term.status();
+  EXPECT_GT(*term, 0);
+  EXPECT_TRUE(r1.leading());
+
+  absl::StatusOr<int64_t> second = r2.Campaign(absl::Now() + absl::Milliseconds(500));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(second.status())) << second.status();
+  EXPECT_FALSE(r2.leading());
+  absl::StatusOr<LeaderInfo> leader = r2.Leader();
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  EXPECT_EQ(leader->id, "r1");
+  EXPECT_EQ(leader->address, "r1.admitd:50051");
+  EXPECT_EQ(leader->term, *term);
+
+  // A resigned leader's key goes at once; the next term is greater.
+  ASSERT_TRUE(r1.Resign().ok());
+  absl::StatusOr<int64_t> next = r2.Campaign(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_GT(*next, *term);
+}
+
+TEST_F(HaElectionTest, ALeaderThatStopsRenewingIsReplacedWithinItsLease) {
+  std::unique_ptr<EtcdClient> c1 = Client(), c2 = Client();
+  std::atomic<bool> lost{false};
+  ElectionOptions o1 = Replica("r1");
+  o1.on_lost = [&] { lost = true; };
+  LeaderElection r1(c1.get(), o1), r2(c2.get(), Replica("r2"));
+  ASSERT_TRUE(r1.Campaign(absl::Now() + absl::Seconds(10)).ok());
+
+  r1.PauseRenewalForTesting(true);  // as a process stopped with SIGSTOP would
+  const absl::Time paused = absl::Now();
+  absl::StatusOr<int64_t> term = r2.Campaign(absl::Now() + absl::Seconds(10));
+  const absl::Duration takeover = absl::Now() - paused;
+  ASSERT_TRUE(term.ok()) << term.status();
+  // etcd ends the lease one TTL after the last renewal (plus its own granularity).
+  EXPECT_LT(takeover, absl::Seconds(2) + absl::Seconds(2)) << takeover;
+  EXPECT_TRUE(lost);
+  EXPECT_FALSE(r1.leading());
+  EXPECT_TRUE(absl::IsFailedPrecondition(r1.FencedTxn(PutTxn("/t/late", "r1")).status()));
+
+  absl::StatusOr<etcdserverpb::TxnResponse> w = r2.FencedTxn(PutTxn("/t/renewed", "r2"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->succeeded());
+  EXPECT_EQ(Read(*c1, "/t/renewed"), "r2");
+  EXPECT_EQ(Read(*c1, "/t/late"), "");
+}
+
+TEST_F(HaElectionTest, ALeaderThatBelievesItLeadsIsFencedOnceTheKeyMovedOn) {
+  std::unique_ptr<EtcdClient> c1 = Client(), c2 = Client();
+  LeaderElection r1(c1.get(), Replica("r1")), r2(c2.get(), Replica("r2"));
+  absl::StatusOr<int64_t> t1 = r1.Campaign(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(t1.ok()) << t1.status();
+  // The key disappears behind r1's back (an operator, or a lease lost while r1 still renews its
+  // belief): r2 takes it, while r1's renewals keep succeeding on its own, still valid lease.
+  etcdserverpb::TxnRequest remove;
+  remove.add_success()->mutable_request_delete_range()->set_key(
+      LeaderElection::LeaderKey(Replica("x").domain));
+  ASSERT_TRUE(c2->Txn(remove).ok());
+  absl::StatusOr<int64_t> t2 = r2.Campaign(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(t2.ok()) << t2.status();
+  EXPECT_GT(*t2, *t1);
+  EXPECT_TRUE(r1.leading());  // it has not noticed yet
+
+  absl::StatusOr<etcdserverpb::TxnResponse> stale = r1.FencedTxn(PutTxn("/t/stale", "r1"));
+  EXPECT_TRUE(absl::IsAborted(stale.status())) << stale.status();
+  EXPECT_FALSE(r1.leading());
+  EXPECT_EQ(Read(*c2, "/t/stale"), "");
+  absl::StatusOr<etcdserverpb::TxnResponse> fresh = r2.FencedTxn(PutTxn("/t/fresh", "r2"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(Read(*c2, "/t/fresh"), "r2");
+}
+
+TEST_F(HaElectionTest, TheLeaderKeepsLeadingWhenAnEtcdMemberDies) {
+  std::unique_ptr<EtcdClient> c1 = Client();
+  LeaderElection r1(c1.get(), Replica("r1"));
+  ASSERT_TRUE(r1.Campaign(absl::Now() + absl::Seconds(10)).ok());
+  const std::string first = c1->endpoint();
+  etcd_->Kill(0);  // the member every client reaches first
+
+  // Calls move to the next member; renewals keep the lease through two TTLs.
+  int written = 0;
+  for (int i = 0; i < 10 && written < 3; ++i) {
+    if (r1.FencedTxn(PutTxn(absl::StrCat("/t/after-kill-", written), "r1")).ok()) ++written;
+  }
+  EXPECT_EQ(written, 3);
+  absl::SleepFor(absl::Seconds(4));
+  EXPECT_TRUE(r1.leading());
+  EXPECT_NE(c1->endpoint(), first);
+  ASSERT_TRUE(etcd_->Restart(0).ok()) << etcd_->Log(0);
+}
+
+}  // namespace
+}  // namespace admitd::ha

@@ -1,0 +1,114 @@
+#include "server/ha/etcd_client.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace admitd::ha {
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdOptions options) {
+  if (options.endpoints.empty()) {
+    return absl::InvalidArgumentError("etcd: no endpoint given");
+  }
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(options)));
+}
+
+EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
+  for (const std::string& endpoint : options_.endpoints) {
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+    members_.push_back(Member{endpoint, etcdserverpb::KV::NewStub(channel),
+                              etcdserverpb::Lease::NewStub(channel)});
+  }
+}
+
+const std::string& EtcdClient::endpoint() const {
+  return members_[current_.load() % members_.size()].endpoint;
+}
+
+const EtcdClient::Member& EtcdClient::Pick(grpc::ClientContext* context) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+  return members_[current_.load() % members_.size()];
+}
+
+absl::Status EtcdClient::Done(const Member& member, const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    // Move on from this member, unless another call already has.
+    size_t index = static_cast<size_t>(&member - members_.data());
+    size_t expected = current_.load();
+    if (expected % members_.size() == index) current_.compare_exchange_strong(expected, expected + 1);
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat("etcd ", member.endpoint, ": ", status.error_message()));
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
+    const etcdserverpb::RangeRequest& request) {
+  grpc::ClientContext context;
+  const Member& m = Pick(&context);
+  etcdserverpb::RangeResponse response;
+  absl::Status s = Done(m, m.kv->Range(&context, request, &response));
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request) {
+  grpc::ClientContext context;
+  const Member& m = Pick(&context);
+  etcdserverpb::TxnResponse response;
+  absl::Status s = Done(m, m.kv->Txn(&context, request, &response));
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<int64_t> EtcdClient::GrantLease(absl::Duration ttl) {
+  grpc::ClientContext context;
+  const Member& m = Pick(&context);
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(ttl)))));
+  etcdserverpb::LeaseGrantResponse response;
+  absl::Status s = Done(m, m.lease->LeaseGrant(&context, request, &response));
+  if (!s.ok()) return s;
+  if (!response.error().empty()) return absl::UnavailableError("etcd: " + response.error());
+  return response.id();
+}
+
+absl::StatusOr<absl::Duration> EtcdClient::RenewLease(int64_t lease) {
+  // LeaseKeepAlive is a stream of renewals; one renewal per stream keeps every call independent
+  // (a renewal is sent a few times per TTL, so the stream's cost does not matter).
+  grpc::ClientContext context;
+  const Member& m = Pick(&context);
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                                           etcdserverpb::LeaseKeepAliveResponse>>
+      stream = m.lease->LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease);
+  etcdserverpb::LeaseKeepAliveResponse response;
+  const bool answered = stream->Write(request) && stream->Read(&response);
+  stream->WritesDone();
+  if (!answered) {
+    context.TryCancel();
+    absl::Status s = Done(m, stream->Finish());
+    return s.ok() ? absl::UnavailableError(absl::StrCat("etcd ", m.endpoint, ": no renewal"))
+                  : s;
+  }
+  context.TryCancel();  // the server keeps the stream open; nothing more is read from it
+  stream->Finish();
+  if (response.ttl() <= 0) {
+    return absl::NotFoundError(absl::StrCat("etcd: lease ", lease, " has expired"));
+  }
+  return absl::Seconds(response.ttl());
+}
+
+absl::Status EtcdClient::RevokeLease(int64_t lease) {
+  grpc::ClientContext context;
+  const Member& m = Pick(&context);
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  etcdserverpb::LeaseRevokeResponse response;
+  return Done(m, m.lease->LeaseRevoke(&context, request, &response));
+}
+
+}  // namespace admitd::ha
