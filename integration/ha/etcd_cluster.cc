@@ -119,8 +119,8 @@ absl::Status EtcdCluster::Spawn(Member& m, bool existing) {
       "--initial-cluster", initial_cluster_,
       "--initial-cluster-state", existing ? "existing" : "new",
       "--initial-cluster-token", "admitd-test",
-      "--heartbeat-interval", "50",
-      "--election-timeout", "500",
+      "--heartbeat-interval", "100",
+      "--election-timeout", "1000",
       "--logger", "zap",
       "--log-level", "warn",
   };

@@ -1,6 +1,6 @@
 // A real etcd cluster for the high-availability tests: Debian's etcd-server, one process per
-// member on loopback ports picked free, each with a fresh data dir under `dir`, tuned for fast
-// elections (50 ms heartbeats, 500 ms election timeout). Members can be killed and restarted.
+// member on loopback ports picked free, each with a fresh data dir under `dir` (etcd's default
+// 100 ms heartbeats and 1 s election timeout). Members can be killed and restarted.
 //
 //   absl::StatusOr<std::unique_ptr<EtcdCluster>> etcd = EtcdCluster::Start(3, dir);
 //   (*etcd)->endpoints();  // {"127.0.0.1:41235", ...}
