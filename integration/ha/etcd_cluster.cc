@@ -21,20 +21,26 @@ namespace {
 
 constexpr char kEtcd[] = "/usr/bin/etcd";
 
-// A loopback port nothing listens on right now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+// `n` distinct loopback ports nothing listens on right now (held open together while chosen, so
+// no port is handed out twice).
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    int port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port = ntohs(addr.sin_port);
+    }
+    fds.push_back(fd);
+    ports.push_back(port);
   }
-  close(fd);
-  return port;
+  for (int fd : fds) close(fd);
+  return ports;
 }
 
 std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
@@ -50,15 +56,30 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) return absl::InternalError(absl::StrCat(dir, ": ", error.message()));
+  // A port picked free can be taken by another process before etcd binds it (tests run side by
+  // side): then the member exits, and the cluster starts again on new ports.
+  absl::Status last;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    absl::StatusOr<std::unique_ptr<EtcdCluster>> cluster = StartOnce(members, dir, timeout);
+    if (cluster.ok()) return cluster;
+    last = cluster.status();
+  }
+  return last;
+}
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartOnce(int members,
+                                                                    const std::string& dir,
+                                                                    absl::Duration timeout) {
   std::unique_ptr<EtcdCluster> cluster(new EtcdCluster());
   std::vector<std::string> peers;
+  const std::vector<int> ports = FreePorts(2 * members);
   for (int i = 0; i < members; ++i) {
     Member m;
     m.name = absl::StrCat("m", i);
     m.data_dir = absl::StrCat(dir, "/", m.name);
     m.log_path = absl::StrCat(dir, "/", m.name, ".log");
-    m.client_port = FreePort();
-    m.peer_port = FreePort();
+    m.client_port = ports[2 * i];
+    m.peer_port = ports[2 * i + 1];
     std::filesystem::remove_all(m.data_dir);
     peers.push_back(absl::StrCat(m.name, "=", Url(m.peer_port)));
     cluster->members_.push_back(std::move(m));

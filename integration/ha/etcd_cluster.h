@@ -23,8 +23,9 @@ namespace admitd::testing {
 
 class EtcdCluster {
  public:
-  // Starts `members` members and waits until each answers a read. UNAVAILABLE when etcd is not
-  // installed or the cluster does not come up within `timeout` (the members' logs say why).
+  // Starts `members` members and waits until each answers a read (trying new ports up to three
+  // times). UNAVAILABLE when etcd is not installed or the cluster does not come up within
+  // `timeout` (the members' logs say why).
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(
       int members, const std::string& dir, absl::Duration timeout = absl::Seconds(30));
   // Kills every member still running.
@@ -49,6 +50,9 @@ class EtcdCluster {
     pid_t pid = -1;
   };
   EtcdCluster() = default;
+  static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartOnce(int members,
+                                                                const std::string& dir,
+                                                                absl::Duration timeout);
   absl::Status Spawn(Member& m, bool existing);
   absl::Status WaitUntilServing(const Member& m, absl::Time until);
 
