@@ -1,7 +1,7 @@
 # One helper per kind of target, so each folder's CMakeLists.txt reads as a declaration.
 #
 #   admitd_library(NAME SRCS a.cc b.cc DEPS lib...)
-#   admitd_test(NAME SRCS a_test.cc DEPS lib... [LABELS l...])   # GoogleTest, registered in CTest
+#   admitd_test(NAME SRCS a_test.cc... DEPS lib... [LABELS l...]) # GoogleTest, registered in CTest
 #   admitd_bench(NAME SRCS a_bench.cc DEPS lib...)                # Google Benchmark, not in CTest
 #   admitd_fuzzer(NAME SRCS a_fuzz.cc DEPS lib...)                # libFuzzer (ADMITD_FUZZ=ON only)
 #
@@ -22,10 +22,11 @@ endif()
 
 set(ADMITD_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 
-# The libraries compile as unity builds (ADMITD_UNITY_BUILD, on by default): their files are
-# compiled a few at a time as one translation unit, so the gRPC, protobuf and Abseil headers they
-# all include are parsed once per batch instead of once per file (docs/testing.md#build-time).
-# A file's internal names (anonymous namespaces, statics) must therefore be unique in its library.
+# The libraries and the test programs compile as unity builds (ADMITD_UNITY_BUILD, on by default):
+# their files are compiled a few at a time as one translation unit, so the gRPC, protobuf,
+# GoogleTest and Abseil headers they all include are parsed once per batch instead of once per file
+# (docs/testing.md#build-time). A file's internal names (anonymous namespaces, statics) must
+# therefore be unique in its target.
 # (Not for the generated protobuf code: each .pb.cc defines the same file-level statics.)
 function(admitd_unity_build target)
   if(ADMITD_UNITY_BUILD)
@@ -45,7 +46,9 @@ endfunction()
 # The tests' own code compiles without optimization (the code under test is in the libraries,
 # at the build's level), and with one precompiled header: GoogleTest, GoogleMock, the Workload
 # protos and the standard and Abseil headers most tests include, parsed once instead of in every
-# test. Both cut the build's longest part, compiling the tests (docs/testing.md#build-time).
+# test. A folder's tests of one kind share one program (one admitd_test with all their files), so
+# the unity build can batch them; CTest still runs each test case as its own process. All three
+# cut the build's longest part, compiling the tests (docs/testing.md#build-time).
 set(ADMITD_TEST_OPTIONS ${ADMITD_WARNINGS} -O0
     $<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>)
 add_library(admitd_test_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch.cc)
@@ -61,6 +64,7 @@ target_precompile_headers(admitd_test_pch PRIVATE
 function(admitd_test name)
   cmake_parse_arguments(A "" "" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${A_SRCS})
+  admitd_unity_build(${name})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_options(${name} PRIVATE ${ADMITD_TEST_OPTIONS})
   target_precompile_headers(${name} REUSE_FROM admitd_test_pch)

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/shim/admitd_webhook_context.h"
 #include "clients/shim/webhook_server.h"
+#include "clients/shim/webhook_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -21,24 +22,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using webhook_testing::FakeContext;
+using webhook_testing::Texts;
+using webhook_testing::kDns1123;
 
-constexpr char kDns1123[] =
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-
-class FakeContext : public JobWebhookContext {
- public:
-  bool DefaultLocalQueueExists(const std::string& ns) override { return queues.count(ns) > 0; }
-  bool DefaultPriorityClassExists() override { return priority_class; }
-  bool NamespaceManaged(const std::string& ns) override { return ns != "kube-system"; }
-  bool LocalQueueUsesMultiKueue(const std::string& ns, const std::string& name) override {
-    return multikueue.count(ns + "/" + name) > 0;
-  }
-  std::set<std::string> queues;
-  std::set<std::string> multikueue;  // "ns/name" of LocalQueues of MultiKueue ClusterQueues
-  bool priority_class = false;
-};
 
 // A Job as the API server hands it to the webhook (parallelism and suspend defaulted).
 nlohmann::json Job(const nlohmann::json& labels = nlohmann::json::object(),
@@ -52,12 +39,6 @@ nlohmann::json Job(const nlohmann::json& labels = nlohmann::json::object(),
   if (!labels.empty()) job["metadata"]["labels"] = labels;
   if (!annotations.empty()) job["metadata"]["annotations"] = annotations;
   return job;
-}
-
-std::vector<std::string> Texts(const std::vector<FieldError>& errs) {
-  std::vector<std::string> out;
-  for (const FieldError& e : errs) out.push_back(e.ToString());
-  return out;
 }
 
 class JobWebhookTest : public ::testing::Test {

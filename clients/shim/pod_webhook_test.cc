@@ -10,6 +10,7 @@
 #include "clients/shim/pod_webhook_role_hash.h"
 #include "clients/shim/pod_webhook_tas.h"
 #include "clients/shim/webhook_server.h"
+#include "clients/shim/webhook_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -19,25 +20,15 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using webhook_testing::FakeContext;
+using webhook_testing::Texts;
+using webhook_testing::kDns1123;
 
-constexpr char kDns1123[] =
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 constexpr char kBothLabel[] =
     "both the 'kueue.x-k8s.io/pod-group-total-count' annotation and the "
     "'kueue.x-k8s.io/pod-group-name' label should be set";
 constexpr char kSets[] = "kueue.x-k8s.io/pod-group-sets";
 constexpr char kSetsPath[] = "metadata.annotations[kueue.x-k8s.io/pod-group-sets]";
-
-class FakeContext : public JobWebhookContext {
- public:
-  bool DefaultLocalQueueExists(const std::string& ns) override { return queues.count(ns) > 0; }
-  bool DefaultPriorityClassExists() override { return priority_class; }
-  bool NamespaceManaged(const std::string& ns) override { return ns != "kube-system"; }
-  std::set<std::string> queues;
-  bool priority_class = false;
-};
 
 // A pod as the API server hands it to the webhook: one container asking for 1 CPU.
 nlohmann::json Pod(const nlohmann::json& labels = nlohmann::json::object(),
@@ -56,12 +47,6 @@ nlohmann::json Pod(const nlohmann::json& labels = nlohmann::json::object(),
 nlohmann::json Gated(nlohmann::json pod) {
   pod["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
   return pod;
-}
-
-std::vector<std::string> Texts(const std::vector<FieldError>& errs) {
-  std::vector<std::string> out;
-  for (const FieldError& e : errs) out.push_back(e.ToString());
-  return out;
 }
 
 class PodWebhookTest : public ::testing::Test {

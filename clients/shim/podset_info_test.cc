@@ -34,7 +34,7 @@ std::map<std::string, v1::ResourceFlavor> Flavors() {
   return {{"spot", spot}};
 }
 
-nlohmann::json Job() {
+nlohmann::json SpotJob() {
   return nlohmann::json::parse(R"({
     "metadata": {"name": "sample-job", "annotations": {}},
     "spec": {"suspend": true, "parallelism": 3,
@@ -50,7 +50,7 @@ TEST(PodSetInfoTest, FlavorsAndQueuesGoIntoTheTemplateAndTheJobStarts) {
   ASSERT_EQ(infos->size(), 1u);
   EXPECT_EQ((*infos)[0].count, 3);
   EXPECT_EQ((*infos)[0].tolerations.size(), 1u);  // one distinct flavor for two resources
-  absl::StatusOr<nlohmann::json> patch = StartPatch(Job(), *infos, /*elastic=*/false);
+  absl::StatusOr<nlohmann::json> patch = StartPatch(SpotJob(), *infos, /*elastic=*/false);
   ASSERT_TRUE(patch.ok()) << patch.status();
   const nlohmann::json& spec = (*patch)["spec"];
   EXPECT_EQ(spec["suspend"], false);
@@ -66,7 +66,7 @@ TEST(PodSetInfoTest, FlavorsAndQueuesGoIntoTheTemplateAndTheJobStarts) {
 }
 
 TEST(PodSetInfoTest, APartiallyAdmittedJobRunsTheAdmittedCount) {
-  nlohmann::json job = Job();
+  nlohmann::json job = SpotJob();
   job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = "1";
   job["metadata"]["annotations"]["kueue.x-k8s.io/job-completions-equal-parallelism"] = "true";
   absl::StatusOr<nlohmann::json> patch =
@@ -77,7 +77,7 @@ TEST(PodSetInfoTest, APartiallyAdmittedJobRunsTheAdmittedCount) {
 }
 
 TEST(PodSetInfoTest, ConflictsAndMismatchesAreKueuesErrors) {
-  nlohmann::json job = Job();
+  nlohmann::json job = SpotJob();
   job["spec"]["template"]["spec"]["nodeSelector"] = {{"instance", "on-demand"}};
   absl::StatusOr<nlohmann::json> patch = StartPatch(job, *PodSetInfos(Admitted(3), Flavors()), false);
   EXPECT_EQ(patch.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -90,7 +90,7 @@ TEST(PodSetInfoTest, ConflictsAndMismatchesAreKueuesErrors) {
   EXPECT_EQ(PodSetInfos(two, Flavors()).status().message(),
             "invalid podset infos: expecting 1 podset, got 2");
   // An elastic slice replaces the workload annotation an earlier slice left.
-  job = Job();
+  job = SpotJob();
   job["spec"]["template"]["metadata"]["annotations"] = {{"kueue.x-k8s.io/workload", "old"}};
   EXPECT_FALSE(StartPatch(job, *PodSetInfos(Admitted(3), Flavors()), false).ok());
   patch = StartPatch(job, *PodSetInfos(Admitted(3), Flavors()), true);
@@ -104,7 +104,7 @@ TEST(PodSetInfoTest, StoppingSuspendsClearsTheStartTimeAndRestoresTheTemplate) {
   v1::PodTemplate* stored = wl.mutable_spec()->mutable_pod_sets(0)->mutable_template_();
   (*stored->mutable_labels())["app"] = "x";
   // The running Job: unsuspended with the podset info merged in, partially admitted.
-  nlohmann::json job = Job();
+  nlohmann::json job = SpotJob();
   job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = "1";
   job["metadata"]["annotations"]["kueue.x-k8s.io/job-completions-equal-parallelism"] = "true";
   nlohmann::json started = *StartPatch(job, *PodSetInfos(wl, Flavors()), false);

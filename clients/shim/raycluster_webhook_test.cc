@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "clients/shim/webhook_server.h"
+#include "clients/shim/webhook_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -14,15 +15,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-class FakeContext : public JobWebhookContext {
- public:
-  bool DefaultLocalQueueExists(const std::string& ns) override { return queues.count(ns) > 0; }
-  bool DefaultPriorityClassExists() override { return priority_class; }
-  bool NamespaceManaged(const std::string& ns) override { return ns != "kube-system"; }
-  std::set<std::string> queues;
-  bool priority_class = false;
-};
+using webhook_testing::FakeContext;
+using webhook_testing::Texts;
 
 // A RayCluster as the API server hands it to the webhook: a head and one worker group.
 nlohmann::json Cluster(const nlohmann::json& labels = {{"kueue.x-k8s.io/queue-name", "lq"}},
@@ -43,12 +37,6 @@ nlohmann::json Cluster(const nlohmann::json& labels = {{"kueue.x-k8s.io/queue-na
 nlohmann::json Elastic(nlohmann::json rc) {
   rc["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
   return rc;
-}
-
-std::vector<std::string> Texts(const std::vector<FieldError>& errs) {
-  std::vector<std::string> out;
-  for (const FieldError& e : errs) out.push_back(e.ToString());
-  return out;
 }
 
 class RayClusterWebhookTest : public ::testing::Test {

@@ -8,7 +8,7 @@ namespace {
 
 // A RayCluster as the API server returns it (the CRD's defaults applied), suspended by the
 // webhook: a head and two worker groups.
-nlohmann::json Cluster() {
+nlohmann::json SuspendedCluster() {
   return nlohmann::json::parse(R"({
     "apiVersion": "ray.io/v1", "kind": "RayCluster",
     "metadata": {"name": "raycluster-a", "namespace": "team-a", "generation": 1,
@@ -33,7 +33,7 @@ nlohmann::json Cluster() {
 }
 
 TEST(RayClusterWorkloadTest, KueuesWorkloadForARayCluster) {
-  absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(Cluster(), {});
+  absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(SuspendedCluster(), {});
   ASSERT_TRUE(wl.ok()) << wl.status();
   EXPECT_EQ(wl->metadata().name(), "raycluster-raycluster-a-9cb53");  // Kueue's computed vector
   EXPECT_EQ(wl->metadata().namespace_(), "team-a");
@@ -62,7 +62,7 @@ TEST(RayClusterWorkloadTest, KueuesWorkloadForARayCluster) {
 }
 
 TEST(RayClusterWorkloadTest, UnsetReplicasCountOnceAndLabelsSetTheSpec) {
-  nlohmann::json rc = Cluster();
+  nlohmann::json rc = SuspendedCluster();
   rc["spec"]["workerGroupSpecs"][0].erase("replicas");
   rc["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high";
   rc["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "90";
@@ -75,7 +75,7 @@ TEST(RayClusterWorkloadTest, UnsetReplicasCountOnceAndLabelsSetTheSpec) {
 }
 
 TEST(RayClusterWorkloadTest, AutoscalingAddsKubeRaysSidecarToTheHead) {
-  nlohmann::json rc = Cluster();
+  nlohmann::json rc = SuspendedCluster();
   rc["spec"]["enableInTreeAutoscaling"] = true;
   absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(rc, {});
   ASSERT_TRUE(wl.ok()) << wl.status();
@@ -95,7 +95,7 @@ TEST(RayClusterWorkloadTest, AutoscalingAddsKubeRaysSidecarToTheHead) {
 }
 
 TEST(RayClusterWorkloadTest, GcsFaultToleranceRaisesTheRayContainersRequests) {
-  nlohmann::json rc = Cluster();
+  nlohmann::json rc = SuspendedCluster();
   rc["metadata"]["annotations"]["ray.io/ft-enabled"] = "True";
   rc["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
       {"cpu", "100m"}, {"memory", "1Gi"}};
@@ -114,7 +114,7 @@ TEST(RayClusterWorkloadTest, GcsFaultToleranceRaisesTheRayContainersRequests) {
 }
 
 TEST(RayClusterWorkloadTest, AnElasticClustersNameIncludesItsGeneration) {
-  nlohmann::json rc = Cluster();
+  nlohmann::json rc = SuspendedCluster();
   rc["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
   absl::StatusOr<v1::Workload> first = WorkloadForRayCluster(rc, {});
   ASSERT_TRUE(first.ok()) << first.status();
@@ -149,7 +149,7 @@ std::vector<PodSetInfo> Infos(int n) {
 }
 
 TEST(RayClusterWorkloadTest, StartUnsuspendsAndMergesEachGroupsInfo) {
-  const nlohmann::json rc = Cluster();
+  const nlohmann::json rc = SuspendedCluster();
   absl::StatusOr<nlohmann::json> patch = RayClusterStartPatch(rc, Infos(3), /*elastic=*/false);
   ASSERT_TRUE(patch.ok()) << patch.status();
   nlohmann::json after = rc;
@@ -181,15 +181,15 @@ TEST(RayClusterWorkloadTest, StartUnsuspendsAndMergesEachGroupsInfo) {
 }
 
 TEST(RayClusterWorkloadTest, StopSuspendsAndRestoresTheWorkloadsTemplates) {
-  absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(Cluster(), {});
+  absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(SuspendedCluster(), {});
   ASSERT_TRUE(wl.ok()) << wl.status();
-  nlohmann::json running = Cluster();
+  nlohmann::json running = SuspendedCluster();
   running.merge_patch(*RayClusterStartPatch(running, Infos(3), false));
   nlohmann::json patch = RayClusterStopPatch(running, &*wl);
   nlohmann::json after = running;
   after.merge_patch(patch);
   EXPECT_EQ(after["spec"]["suspend"], true);
-  EXPECT_EQ(after["spec"], Cluster()["spec"]);  // exactly as it was before the start
+  EXPECT_EQ(after["spec"], SuspendedCluster()["spec"]);  // exactly as it was before the start
   // Stopped and restored: nothing more to do.
   EXPECT_EQ(RayClusterStopPatch(after, &*wl), nlohmann::json::object());
   // A Workload of another shape: only suspended.
@@ -203,7 +203,7 @@ TEST(RayClusterWorkloadTest, StopSuspendsAndRestoresTheWorkloadsTemplates) {
 }
 
 TEST(RayClusterWorkloadTest, ActiveWhileReadyOrWhileAPodRemains) {
-  nlohmann::json rc = Cluster();
+  nlohmann::json rc = SuspendedCluster();
   EXPECT_FALSE(RayClusterActive(rc, {}));
   rc["status"]["state"] = "ready";
   EXPECT_TRUE(RayClusterActive(rc, {}));

@@ -26,15 +26,17 @@
 #include "clients/shim/kube_client.h"
 #include "clients/shim/pod_webhook_role_hash.h"
 #include "clients/shim/test_cluster.h"
+#include "clients/shim/webhook_testing.h"
 #include "common/testing/wait_for.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace admitd::shim {
 namespace {
+using webhook_testing::FakeContext;
 
 constexpr char kJobs[] = "/apis/batch/v1/namespaces/default/jobs";
-constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+constexpr char kDefaultPods[] = "/api/v1/namespaces/default/pods";
 constexpr char kAdmissionApi[] = "/apis/admissionregistration.k8s.io/v1/";
 
 using ::admitd::testing::WaitFor;
@@ -123,13 +125,6 @@ std::string PresentedCertificate(int port) {
   close(fd);
   return out;
 }
-
-class FakeContext : public JobWebhookContext {
- public:
-  bool DefaultLocalQueueExists(const std::string& ns) override { return false; }
-  bool DefaultPriorityClassExists() override { return false; }
-  bool NamespaceManaged(const std::string& ns) override { return ns != "kube-system"; }
-};
 
 nlohmann::json Job(const std::string& name, const nlohmann::json& labels,
                    const nlohmann::json& annotations) {
@@ -286,10 +281,10 @@ TEST_F(WebhookServerTest, PodsAreGatedAndDeniedAsKueueDoes) {
   RegisterPods(first_.cert_pem);
 
   absl::StatusOr<nlohmann::json> created = kube_.Create(
-      kPods,
+      kDefaultPods,
       Pod("queued", {{"kueue.x-k8s.io/queue-name", "user-queue"}}, nlohmann::json::object()));
   ASSERT_TRUE(created.ok()) << created.status();
-  absl::StatusOr<nlohmann::json> stored = kube_.Get(absl::StrCat(kPods, "/queued"));
+  absl::StatusOr<nlohmann::json> stored = kube_.Get(absl::StrCat(kDefaultPods, "/queued"));
   ASSERT_TRUE(stored.ok()) << stored.status();
   const nlohmann::json& meta = (*stored)["metadata"];
   EXPECT_EQ(meta["labels"]["kueue.x-k8s.io/managed"], "true");
@@ -301,13 +296,13 @@ TEST_F(WebhookServerTest, PodsAreGatedAndDeniedAsKueueDoes) {
   EXPECT_EQ(meta["annotations"]["kueue.x-k8s.io/role-hash"], PodRoleHash((*stored)["spec"]));
 
   // A pod without a queue is not Kueue's: stored as sent.
-  created = kube_.Create(kPods, Pod("plain", nlohmann::json::object(), nlohmann::json::object()));
+  created = kube_.Create(kDefaultPods, Pod("plain", nlohmann::json::object(), nlohmann::json::object()));
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_FALSE((*created)["metadata"]["labels"].contains("kueue.x-k8s.io/managed"));
   EXPECT_FALSE((*created)["spec"].contains("schedulingGates"));
 
   absl::StatusOr<nlohmann::json> denied = kube_.Create(
-      kPods,
+      kDefaultPods,
       Pod("bad",
           {{"kueue.x-k8s.io/queue-name", "user-queue"}, {"kueue.x-k8s.io/pod-group-name", "g"}},
           nlohmann::json::object()));
@@ -318,11 +313,11 @@ TEST_F(WebhookServerTest, PodsAreGatedAndDeniedAsKueueDoes) {
                   "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: "
                   "both the 'kueue.x-k8s.io/pod-group-total-count' annotation and the "
                   "'kueue.x-k8s.io/pod-group-name' label should be set"));
-  EXPECT_FALSE(kube_.Get(absl::StrCat(kPods, "/bad")).ok());
+  EXPECT_FALSE(kube_.Get(absl::StrCat(kDefaultPods, "/bad")).ok());
 
   // Updates are validated too: a pod that is not gated cannot be moved to a queue.
   absl::StatusOr<nlohmann::json> moved =
-      kube_.Patch(absl::StrCat(kPods, "/plain"),
+      kube_.Patch(absl::StrCat(kDefaultPods, "/plain"),
                   {{"metadata", {{"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}}}});
   EXPECT_EQ(moved.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(moved.status().message(),

@@ -1,11 +1,12 @@
 #include "server/engine/conditions.h"
 
 #include "gtest/gtest.h"
+#include "server/engine/engine_test_fixture.h"
 
 namespace admitd::engine {
 namespace {
 
-const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+using testing_fixture::kT0;
 
 TEST(ConditionsTest, TransitionTimeMovesOnlyWithTheStatus) {
   v1::Workload wl;

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine.h"
+#include "server/engine/engine_test_fixture.h"
 #include "server/pods/pod_group.h"
 
 namespace admitd::engine {
@@ -17,7 +18,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+using testing_fixture::kT0;
 
 google::protobuf::Timestamp Ts(absl::Time t) {
   google::protobuf::Timestamp ts;

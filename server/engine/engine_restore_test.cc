@@ -7,11 +7,12 @@
 #include "gtest/gtest.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine.h"
+#include "server/engine/engine_test_fixture.h"
 
 namespace admitd::engine {
 namespace {
 
-const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+using testing_fixture::kT0;
 
 // Builds the same state twice through the same calls; returns the Changes as bytes.
 std::vector<std::string> Script(Engine& engine) {

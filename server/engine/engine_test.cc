@@ -5,12 +5,13 @@
 #include "gtest/gtest.h"
 #include "common/status.h"
 #include "server/engine/conditions.h"
+#include "server/engine/engine_test_fixture.h"
 
 namespace admitd::engine {
 namespace {
 
 
-const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+using testing_fixture::kT0;
 
 struct FlavorSpec {
   std::string name;

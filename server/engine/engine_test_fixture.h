@@ -1,6 +1,6 @@
-// Test-only: the fixture the engine's API tests share (engine_objects_test.cc,
-// engine_workloads_test.cc). A fresh Engine, a clock that ticks a second per call, and builders
-// for Kueue's objects.
+// Test-only: what the engine's tests share: the fixture of its API tests (engine_objects_test.cc,
+// engine_workloads_test.cc and more: a fresh Engine, a clock that ticks a second per call),
+// builders for Kueue's objects, and the tests' start of time kT0.
 #ifndef ADMITD_SERVER_ENGINE_ENGINE_TEST_FIXTURE_H_
 #define ADMITD_SERVER_ENGINE_ENGINE_TEST_FIXTURE_H_
 

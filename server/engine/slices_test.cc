@@ -10,11 +10,12 @@
 #include "server/engine/conditions.h"
 #include "server/engine/engine.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/engine_test_fixture.h"
 
 namespace admitd::engine {
 namespace {
 
-const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+using testing_fixture::kT0;
 constexpr char kJobUid[] = "78d1e61a-c399-4c09-800f-a0bbfb5fe71e";
 
 TEST(GeneratedWorkloadNameTest, MatchesKueuesNames) {
