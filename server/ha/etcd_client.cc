@@ -15,9 +15,13 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdOptions optio
 }
 
 EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
+  // etcd's answers are as large as the ranges asked for (gRPC's default limit is 4 MiB); the
+  // callers bound them by the keys they ask for at once.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
   for (const std::string& endpoint : options_.endpoints) {
     std::shared_ptr<grpc::Channel> channel =
-        grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+        grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
     members_.push_back(Member{endpoint, etcdserverpb::KV::NewStub(channel),
                               etcdserverpb::Lease::NewStub(channel)});
   }

@@ -1,7 +1,12 @@
 #include "server/ha/log_batch.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "admitd/ha/v1/log.pb.h"
 
@@ -49,10 +54,80 @@ absl::StatusOr<store::Batch> DecodeBatch(absl::string_view bytes) {
   return batch;
 }
 
+std::vector<std::string> EncodeChunks(const store::Batch& batch, size_t max_chunk_bytes) {
+  const std::string entry = EncodeBatch(batch);
+  const size_t parts = std::max<size_t>(1, (entry.size() + max_chunk_bytes - 1) / max_chunk_bytes);
+  std::vector<std::string> chunks;
+  chunks.reserve(parts);
+  for (size_t i = 0; i < parts; ++i) {
+    v1::LogChunk chunk;
+    chunk.set_part(static_cast<uint32_t>(i));
+    chunk.set_parts(static_cast<uint32_t>(parts));
+    chunk.set_data(entry.substr(i * max_chunk_bytes, max_chunk_bytes));
+    chunks.push_back(chunk.SerializeAsString());
+  }
+  return chunks;
+}
+
 std::string LogPrefix(const std::string& domain) { return absl::StrCat("/admitd/", domain, "/log/"); }
 
-std::string LogKey(const std::string& domain, uint64_t revision) {
-  return absl::StrCat(LogPrefix(domain), absl::StrFormat("%020u", revision));
+std::string LogEnd(const std::string& domain) { return absl::StrCat("/admitd/", domain, "/log0"); }
+
+std::string LogKey(const std::string& domain, uint64_t revision, uint32_t part) {
+  return absl::StrCat(LogPrefix(domain), absl::StrFormat("%020u/%06u", revision, part));
+}
+
+bool ParseLogKey(const std::string& domain, absl::string_view key, uint64_t* revision,
+                 uint32_t* part) {
+  if (!absl::ConsumePrefix(&key, LogPrefix(domain))) return false;
+  if (key.size() != 27 || key[20] != '/') return false;
+  return absl::SimpleAtoi(key.substr(0, 20), revision) &&
+         absl::SimpleAtoi(key.substr(21), part);
+}
+
+absl::Status BatchAssembler::Add(absl::string_view key, absl::string_view value) {
+  uint64_t revision = 0;
+  uint32_t part = 0;
+  if (!ParseLogKey(domain_, key, &revision, &part)) {
+    return absl::DataLossError(absl::StrCat("\"", key, "\" is not a key of the log of domain ",
+                                            domain_));
+  }
+  v1::LogChunk chunk;
+  if (!chunk.ParseFromArray(value.data(), static_cast<int>(value.size())) || chunk.parts() == 0 ||
+      chunk.part() != part || chunk.part() >= chunk.parts()) {
+    return absl::DataLossError(absl::StrCat("the value of ", key, " is not a chunk of a batch"));
+  }
+  if (parts_ != 0 && (revision != revision_ || part != next_part_ || chunk.parts() != parts_)) {
+    return absl::DataLossError(absl::StrCat("the log's batch ", revision_, " has ", next_part_,
+                                            " of its ", parts_, " parts, then comes ", key));
+  }
+  if (parts_ == 0 && part != 0) {
+    return absl::DataLossError(absl::StrCat("the log's batch ", revision, " starts at part ", part));
+  }
+  if (parts_ == 0) {
+    revision_ = revision;
+    parts_ = chunk.parts();
+    next_part_ = 0;
+    data_.clear();
+  }
+  data_.append(chunk.data());
+  if (++next_part_ < parts_) return absl::OkStatus();
+  absl::StatusOr<store::Batch> batch = DecodeBatch(data_);
+  parts_ = 0;
+  data_.clear();
+  if (!batch.ok()) return batch.status();
+  if (batch->revision != revision) {
+    return absl::DataLossError(
+        absl::StrCat("the log's key ", key, " holds the batch of revision ", batch->revision));
+  }
+  complete_.push_back(*std::move(batch));
+  return absl::OkStatus();
+}
+
+std::vector<store::Batch> BatchAssembler::TakeComplete() {
+  std::vector<store::Batch> out;
+  out.swap(complete_);
+  return out;
 }
 
 }  // namespace admitd::ha

@@ -1,0 +1,84 @@
+// The replicated log of one admission domain, kept in etcd (docs/high-availability.md): the
+// leader appends each committed batch under /admitd/<domain>/log/, fenced by its leadership and by
+// a fence key of its own; every replica reads the log back and applies it to its local store.
+//
+// Fencing. Besides the leadership comparison (LeaderElection::FencedTxn), every append compares
+// the mod revision of /admitd/<domain>/log-fence with the one this log last set there (TakeOver).
+// A transaction whose answer never came (etcd lost quorum, the call timed out) may still be
+// applied later; TakeOver moves the fence first, so such a transaction either landed before it
+// (and TakeOver's read sees it) or fails its comparison: the log never gains a write its leader
+// did not account for.
+//
+// A batch larger than one etcd request (max_chunk_bytes) is cut into parts written by several
+// transactions; readers apply a batch only once all its parts are there, and TakeOver deletes
+// the parts of a batch its leader left incomplete, which no caller was told had committed.
+//
+//   ReplicatedLog log(etcd, &election, {.domain = "prod"});
+//   ADMITD_RETURN_IF_ERROR(log.TakeOver(local));  // once elected: the fence, then catch up
+//   ADMITD_RETURN_IF_ERROR(log.Append(batch));     // then local->Commit(batch)
+//   log.CatchUp(follower_store);                   // on the other replicas
+//
+// Thread safety: Append and TakeOver are called by one thread (the leader's committer); CatchUp
+// may be called from any thread on a store nobody else commits to.
+#ifndef ADMITD_SERVER_HA_REPLICATED_LOG_H_
+#define ADMITD_SERVER_HA_REPLICATED_LOG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/ha/etcd_client.h"
+#include "server/ha/leader_election.h"
+#include "store/store.h"
+
+namespace admitd::ha {
+
+struct LogOptions {
+  std::string domain;
+  // etcd refuses requests over 1.5 MiB (--max-request-bytes) and transactions of more than 128
+  // operations (--max-txn-ops) by default; one append's transaction stays below both.
+  size_t max_chunk_bytes = 1 << 20;
+  size_t max_txn_bytes = 1 << 20;
+  size_t max_txn_ops = 64;
+  // Keys read per etcd range while catching up: at most this many chunks' bytes in one answer.
+  int64_t read_page_keys = 16;
+};
+
+class ReplicatedLog {
+ public:
+  // `etcd` and `election` outlive the log; `election` may be null on a replica that only reads.
+  ReplicatedLog(EtcdClient* etcd, LeaderElection* election, LogOptions options);
+
+  // Makes this replica, which leads, the log's writer: moves the fence (see above), applies to
+  // `local` every complete batch after its revision, and deletes what follows (parts of an
+  // incomplete batch). Afterwards `local` holds exactly the log and Append may be called.
+  // FAILED_PRECONDITION when this replica does not lead; ABORTED when it stopped leading;
+  // UNAVAILABLE or DEADLINE_EXCEEDED when etcd did not answer; DATA_LOSS when the log cannot be
+  // read back; a commit error of `local`.
+  absl::Status TakeOver(store::Store* local);
+
+  // Appends `batch` (its revision above everything appended before). OK once etcd has committed
+  // every part. ABORTED (nothing of it will ever count) when this replica no longer leads or
+  // another TakeOver moved the fence; otherwise, on an error, the batch may or may not be in the
+  // log, and only TakeOver may be called next.
+  absl::Status Append(const store::Batch& batch);
+
+  // Applies to `local` every complete batch of the log after local->revision(), in order; the
+  // number applied. A batch still incomplete at the end is left for a later call.
+  absl::StatusOr<uint64_t> CatchUp(store::Store* local);
+
+  // The fence key of `domain`.
+  static std::string FenceKey(const std::string& domain);
+
+ private:
+  EtcdClient* const etcd_;
+  LeaderElection* const election_;
+  const LogOptions options_;
+  int64_t fence_revision_ = 0;  // the fence key's mod revision this log set; 0 before TakeOver
+};
+
+}  // namespace admitd::ha
+
+#endif  // ADMITD_SERVER_HA_REPLICATED_LOG_H_
