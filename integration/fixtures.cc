@@ -172,7 +172,8 @@ std::string ErrorReason(const grpc::Status& status) {
 absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binary,
                                                         const std::string& data_dir,
                                                         const std::vector<std::string>& extra_args,
-                                                        absl::Duration timeout) {
+                                                        absl::Duration timeout,
+                                                        const std::string& ready) {
   auto process = std::unique_ptr<Process>(new Process());
   static int counter = 0;
   process->log_path_ = absl::StrCat(data_dir, ".", getpid(), ".", counter++, ".log");
@@ -194,7 +195,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
   while (absl::Now() < deadline) {
     std::string log = process->Log();
     size_t at = log.find("msg=listening addr=");
-    if (at != std::string::npos && log.find("msg=serving") != std::string::npos) {
+    if (at != std::string::npos && log.find(ready) != std::string::npos) {
       size_t start = at + std::string("msg=listening addr=").size();
       process->address_ = log.substr(start, log.find(' ', start) - start);
       return process;

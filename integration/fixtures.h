@@ -73,11 +73,13 @@ int64_t PeakRssKib(pid_t pid);
 class Process {
  public:
   // Starts `binary` with --listen 127.0.0.1:0 --data-dir `data_dir` plus `extra_args`, and
-  // waits until its log says it serves (then address() is known).
+  // waits until its log says where it listens (then address() is known) and holds `ready` (an
+  // HA follower says msg=following).
   static absl::StatusOr<std::unique_ptr<Process>> Start(const std::string& binary,
                                                         const std::string& data_dir,
                                                         const std::vector<std::string>& extra_args,
-                                                        absl::Duration timeout = absl::Seconds(30));
+                                                        absl::Duration timeout = absl::Seconds(30),
+                                                        const std::string& ready = "msg=serving");
   ~Process();
   const std::string& address() const { return address_; }
   pid_t pid() const { return pid_; }

@@ -379,6 +379,37 @@ settings::Table ConfigTable(Config* c) {
        .help = "the first delay before reconnecting to a lost worker",
        .default_text = "5s",
        .parse = Duration(&c->multikueue_reconnect_backoff, absl::Milliseconds(10))});
+  add({.flag = "--ha-etcd-endpoints",
+       .key = "ha.etcdEndpoints",
+       .value = "HOST:PORT,...",
+       .help = "run as one replica of an HA group whose log and leader election are in this "
+               "etcd cluster (docs/high-availability.md); unset: alone, without etcd",
+       .parse = List(&c->ha_etcd_endpoints)});
+  add({.flag = "--ha-domain",
+       .key = "ha.domain",
+       .value = "NAME",
+       .help = "the admission domain: its replicas elect one leader and share one log",
+       .default_text = "default",
+       .parse = NonEmpty(&c->ha_domain)});
+  add({.flag = "--ha-id",
+       .key = "ha.id",
+       .value = "NAME",
+       .help = "this replica's name in the domain",
+       .default_text = "the host name",
+       .parse = NonEmpty(&c->ha_id)});
+  add({.flag = "--ha-advertise-address",
+       .key = "ha.advertiseAddress",
+       .value = "HOST:PORT",
+       .help = "where the other replicas send clients while this one leads",
+       .default_text = "--listen",
+       .parse = NonEmpty(&c->ha_advertise_address)});
+  add({.flag = "--ha-lease-ttl",
+       .key = "ha.leaseTTL",
+       .value = "DURATION",
+       .help = "the leader's lease in etcd: a leader that cannot renew it for this long is "
+               "replaced",
+       .default_text = "5s",
+       .parse = Duration(&c->ha_lease_ttl, absl::Seconds(1))});
   return t;
 }
 
@@ -417,6 +448,9 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
                             ") and ", kMaxMessage));
   }
   if (auto s = CheckSecurity(config); !s.ok()) return s;
+  if (!config.ha_etcd_endpoints.empty() && (config.manual_scheduling || config.manual_clock)) {
+    return Bad("--ha-etcd-endpoints", "is not valid with --manual-scheduling or --manual-clock");
+  }
   if (config.manual_clock && !config.manual_scheduling) {
     return Bad(config.manual_clock_start ? "--manual-clock-start" : "--manual-clock",
                "is only valid with --manual-scheduling");

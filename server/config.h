@@ -129,6 +129,15 @@ struct Config {
   int64_t multikueue_step_size = 3;
   absl::Duration multikueue_round_timeout = absl::Minutes(5);
   absl::Duration multikueue_reconnect_backoff = absl::Seconds(5);
+  // High availability (docs/high-availability.md): the etcd members (host:port each; empty: one
+  // admitd alone, without etcd), the admission domain whose replicas elect one leader, this
+  // replica's name in it (default: the host name), the address followers send clients to
+  // (default: --listen) and the leader's lease.
+  std::vector<std::string> ha_etcd_endpoints;
+  std::string ha_domain = "default";
+  std::string ha_id;
+  std::string ha_advertise_address;
+  absl::Duration ha_lease_ttl = absl::Seconds(5);
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "server/config.h"
 #include "common/log.h"
+#include "server/ha/replica.h"
 #include "server/server.h"
 
 namespace {
@@ -40,16 +41,31 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<std::unique_ptr<admitd::AdmitdServer>> server =
-      admitd::AdmitdServer::Start(*config);
-  if (!server.ok()) {
-    ADMITD_LOG(kError, "cannot start", {{"error", server.status().ToString()}});
-    return 1;
+  // One replica of an HA group (docs/high-availability.md), or admitd alone.
+  std::unique_ptr<admitd::ha::Replica> replica;
+  std::unique_ptr<admitd::AdmitdServer> server;
+  if (!config->ha_etcd_endpoints.empty()) {
+    absl::StatusOr<std::unique_ptr<admitd::ha::Replica>> started =
+        admitd::ha::Replica::Start(*config);
+    if (!started.ok()) {
+      ADMITD_LOG(kError, "cannot start", {{"error", started.status().ToString()}});
+      return 1;
+    }
+    replica = *std::move(started);
+  } else {
+    absl::StatusOr<std::unique_ptr<admitd::AdmitdServer>> started =
+        admitd::AdmitdServer::Start(*config);
+    if (!started.ok()) {
+      ADMITD_LOG(kError, "cannot start", {{"error", started.status().ToString()}});
+      return 1;
+    }
+    server = *std::move(started);
   }
   int signal = 0;
   sigwait(&signals, &signal);
   ADMITD_LOG(kInfo, "signal received", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"}});
-  (*server)->Shutdown(absl::Seconds(10));
+  if (replica != nullptr) replica->Shutdown(absl::Seconds(10));
+  if (server != nullptr) server->Shutdown(absl::Seconds(10));
   return 0;
 }
 

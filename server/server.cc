@@ -118,15 +118,7 @@ std::vector<prometheus::MetricFamily> ServingFamilies(const WatchHub& hub,
 }
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
-    const Config& config, std::function<absl::Time()> clock) {
-  std::unique_ptr<AdmitdServer> server(new AdmitdServer());
-  server->config_ = config;
-  // Before the store is opened: bad certificate, authentication or policy files stop the
-  // start at once.
-  ADMITD_ASSIGN_OR_RETURN(TransportSecurity security, MakeTransportSecurity(config));
-  ADMITD_ASSIGN_OR_RETURN(server->access_, MakeAccessControl(config, clock));
-
+store::StoreOptions AdmitdServer::StoreOptionsFor(const Config& config) {
   store::StoreOptions store_options;
   store_options.path = config.data_dir;
   store_options.sync = config.sync;
@@ -140,7 +132,22 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
       ADMITD_LOG(kWarning, "rocksdb", {{"message", message}});
     }
   };
-  ADMITD_ASSIGN_OR_RETURN(server->store_, store::Store::Open(store_options));
+  return store_options;
+}
+
+absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
+    const Config& config, std::function<absl::Time()> clock, std::unique_ptr<store::Store> store) {
+  std::unique_ptr<AdmitdServer> server(new AdmitdServer());
+  server->config_ = config;
+  // Before the store is opened: bad certificate, authentication or policy files stop the
+  // start at once.
+  ADMITD_ASSIGN_OR_RETURN(TransportSecurity security, MakeTransportSecurity(config));
+  ADMITD_ASSIGN_OR_RETURN(server->access_, MakeAccessControl(config, clock));
+  if (store != nullptr) {
+    server->store_ = std::move(store);
+  } else {
+    ADMITD_ASSIGN_OR_RETURN(server->store_, store::Store::Open(StoreOptionsFor(config)));
+  }
 
   engine::EngineOptions engine_options;
   engine_options.backoff_base = absl::Seconds(config.backoff_base_seconds);

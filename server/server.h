@@ -41,12 +41,15 @@ namespace admitd {
 
 class AdmitdServer {
  public:
-  // Opens the store, starts serving (health NOT_SERVING), recovers the engine from the store,
-  // then starts the sequencer and flips health to SERVING. Errors: the store cannot be opened
-  // (FAILED_PRECONDITION when another admitd holds it), the address cannot be bound, or the
-  // stored state cannot be recovered.
+  // Opens the store (or takes `store`, already open: an HA leader's), starts serving (health
+  // NOT_SERVING), recovers the engine from the store, then starts the sequencer and flips health
+  // to SERVING. Errors: the store cannot be opened (FAILED_PRECONDITION when another admitd holds
+  // it), the address cannot be bound, or the stored state cannot be recovered.
   static absl::StatusOr<std::unique_ptr<AdmitdServer>> Start(
-      const Config& config, std::function<absl::Time()> clock = [] { return absl::Now(); });
+      const Config& config, std::function<absl::Time()> clock = [] { return absl::Now(); },
+      std::unique_ptr<store::Store> store = nullptr);
+  // The options of the RocksDB store `config` asks for, logging through admitd's log.
+  static store::StoreOptions StoreOptionsFor(const Config& config);
   ~AdmitdServer();
 
   // "host:port" actually bound (the port resolved when the config asked for port 0).

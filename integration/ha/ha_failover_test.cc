@@ -1,0 +1,164 @@
+// Three real admitd replicas over a real 3-member etcd: one leads, the others refuse calls
+// naming it; the leader killed with SIGKILL in the middle of concurrent Submits, a follower takes
+// over with every acknowledged workload, and the killed replica comes back as a follower.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "google/rpc/error_details.pb.h"
+#include "gtest/gtest.h"
+#include "integration/fixtures.h"
+#include "integration/ha/ha_fixture.h"
+
+#ifndef ADMITD_BINARY
+#error "ADMITD_BINARY must name the admitd executable"
+#endif
+
+namespace admitd::ha {
+namespace {
+
+// HaTest::Client() is an etcd client; this is admitd's.
+using AdmitdClient = testing::Client;
+using testing::Process;
+
+class HaFailoverTest : public HaTest {
+ protected:
+  // Replica `i` on its own data dir, following until elected; the lease as Replica() sets it.
+  std::unique_ptr<Process> StartReplica(int i) {
+    const std::string data = absl::StrCat(*dir_, "/admitd-", i);
+    absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
+        ADMITD_BINARY, data,
+        {"--ha-etcd-endpoints", absl::StrJoin(etcd_->endpoints(), ","), "--ha-domain",
+         Replica("x").domain, "--ha-id", absl::StrCat("r", i), "--ha-lease-ttl", "2s"},
+        absl::Seconds(30), "msg=following");
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *std::move(p) : nullptr;
+  }
+
+  // Submits workload `name`; the call's status.
+  static grpc::Status Submit(AdmitdClient& client, const std::string& name) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::SubmitRequest req;
+    *req.mutable_workload() = testing::Workload("ns", name, "lq", 1, {{"cpu", "100m"}});
+    v1::SubmitResponse resp;
+    return client.admission->Submit(&ctx, req, &resp);
+  }
+
+  // The index of the replica that accepts a Submit within `timeout`, -1 when none does.
+  static int Leader(std::vector<std::unique_ptr<AdmitdClient>>& clients, const std::vector<int>& among,
+                    absl::Duration timeout, int* probes) {
+    const absl::Time until = absl::Now() + timeout;
+    while (absl::Now() < until) {
+      for (int i : among) {
+        grpc::Status s = Submit(*clients[i], absl::StrCat("probe-", (*probes)++));
+        if (s.ok()) return i;
+        // Only a follower (NOT_LEADER), a dead replica, or one between roles (its follower's
+        // server stopping cancels the call it was taking) may refuse.
+        EXPECT_TRUE(s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                    s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                    s.error_code() == grpc::StatusCode::CANCELLED)
+            << s.error_code() << ": " << s.error_message();
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return -1;
+  }
+};
+
+TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
+  std::vector<std::unique_ptr<Process>> replicas;
+  std::vector<std::unique_ptr<AdmitdClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    replicas.push_back(StartReplica(i));
+    ASSERT_NE(replicas.back(), nullptr);
+    clients.push_back(std::make_unique<AdmitdClient>(replicas.back()->address()));
+  }
+  int probes = 0;
+  const int first = Leader(clients, {0, 1, 2}, absl::Seconds(20), &probes);
+  ASSERT_GE(first, 0);
+  for (const v1::ApplyRequest& req :
+       {testing::Flavor("default"), testing::ClusterQueue("cq", {"default"}, {{"cpu", "1000"}}),
+        testing::LocalQueue("ns", "lq", "cq")}) {
+    grpc::ClientContext ctx;
+    v1::ApplyResponse resp;
+    grpc::Status s = clients[first]->queues->Apply(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  // A follower refuses, naming the leader.
+  const int follower = (first + 1) % 3;
+  grpc::Status refused = Submit(*clients[follower], "to-a-follower");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(testing::ErrorReason(refused), "NOT_LEADER");
+  EXPECT_NE(refused.error_message().find(replicas[first]->address()), std::string::npos)
+      << refused.error_message();
+
+  // 4 clients submit to the leader; it is killed once 200 were acknowledged.
+  absl::Mutex mu;
+  std::set<std::string> acknowledged;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < 4; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string name = absl::StrCat("w-", t, "-", i);
+        if (!Submit(*clients[first], name).ok()) return;
+        absl::MutexLock lock(&mu);
+        acknowledged.insert(name);
+      }
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    {
+      absl::MutexLock lock(&mu);
+      if (acknowledged.size() >= 200) break;
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const absl::Time killed = absl::Now();
+  EXPECT_TRUE(WIFSIGNALED(replicas[first]->Kill(SIGKILL)));
+  stop = true;
+  for (std::thread& t : submitters) t.join();
+  ASSERT_GE(acknowledged.size(), 200u);
+
+  std::vector<int> others;
+  for (int i = 0; i < 3; ++i) {
+    if (i != first) others.push_back(i);
+  }
+  const int second = Leader(clients, others, absl::Seconds(30), &probes);
+  const absl::Duration takeover = absl::Now() - killed;
+  ASSERT_GE(second, 0) << replicas[others[0]]->Log() << replicas[others[1]]->Log();
+  std::printf("failover: leader r%d killed, r%d took over after %s (lease 2s), %zu acknowledged\n",
+              first, second, absl::FormatDuration(takeover).c_str(), acknowledged.size());
+  EXPECT_LT(takeover, absl::Seconds(15));
+
+  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(*clients[second], "ns");
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::set<std::string> names;
+  for (const v1::Workload& wl : *all) {
+    EXPECT_TRUE(names.insert(wl.metadata().name()).second) << wl.metadata().name();
+  }
+  for (const std::string& name : acknowledged) EXPECT_TRUE(names.count(name)) << name;
+
+  // The killed replica comes back as a follower of the new leader.
+  replicas[first] = StartReplica(first);
+  ASSERT_NE(replicas[first], nullptr);
+  clients[first] = std::make_unique<AdmitdClient>(replicas[first]->address());
+  grpc::Status back = Submit(*clients[first], "to-the-old-leader");
+  EXPECT_EQ(back.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(testing::ErrorReason(back), "NOT_LEADER");
+}
+
+}  // namespace
+}  // namespace admitd::ha
