@@ -9,6 +9,8 @@
 #          every test (ctest) while the sanitizer build compiles beside them, then the sanitizer
 #          build's unit tests and a bounded run of each fuzz target (see docs/testing.md;
 #          SANITIZE=0 skips that part).
+#   ha     runs an HA group: one etcd member and three admitd replicas on free local ports, in a
+#          temporary directory, until Ctrl-C (see docs/high-availability.md);
 #   sanitize  only the sanitizer part of `test`.
 #   charts    only the chart checks of `test`.
 #   build  only builds.
@@ -245,6 +247,68 @@ TXT
   exit 1
 }
 
+# An HA group on this machine (docs/high-availability.md): one etcd member and three admitd
+# replicas (lease 2 s) on free local ports, each logging into a temporary directory that Ctrl-C
+# removes; the demo queues applied through the leader.
+ha() {
+  DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/admitd-ha.XXXXXX")
+  DEMO_PIDS=()
+  trap demo_stop EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  local dir=$DEMO_DIR client peer
+  read -r client peer < <(/usr/bin/python3 -c 'import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])')
+  echo "==> etcd on 127.0.0.1:$client (data in $dir/etcd)"
+  etcd --name ha --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "ha=http://127.0.0.1:$peer" 2>"$dir/etcd.log" &
+  DEMO_PIDS+=($!)
+  local i addrs=()
+  for i in 0 1 2; do
+    "$BUILD_DIR/server/admitd" --listen 127.0.0.1:0 --data-dir "$dir/admitd-$i" \
+      --ha-etcd-endpoints "127.0.0.1:$client" --ha-domain demo --ha-id "r$i" --ha-lease-ttl 2s \
+      2>"$dir/admitd-$i.log" &
+    DEMO_PIDS+=($!)
+    addrs+=("$(demo_wait_for "admitd r$i" "$!" "$dir/admitd-$i.log" \
+      's/.*msg="\{0,1\}listening"\{0,1\} addr=\([^ ]*\).*/\1/p')")
+  done
+  local leader=""
+  for _ in $(seq 1 200); do
+    for i in 0 1 2; do
+      grep -q 'msg=leading' "$dir/admitd-$i.log" && leader=$i && break 2
+    done
+    sleep 0.1
+  done
+  if [ -z "$leader" ]; then
+    echo "dev.sh: no replica leads; see $dir/admitd-*.log" >&2
+    exit 1
+  fi
+  local ctl="$BUILD_DIR/clients/admitctl --server ${addrs[$leader]}"
+  for _ in $(seq 1 100); do
+    $ctl get clusterqueues >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  $ctl apply -f clients/examples/demo.yaml
+  cat <<TXT
+
+Running: etcd on 127.0.0.1:$client and admitd replicas r0 on ${addrs[0]}, r1 on ${addrs[1]},
+r2 on ${addrs[2]}; r$leader leads (pid ${DEMO_PIDS[$((leader + 1))]}). Try, in another shell:
+  $ctl get clusterqueues
+  $BUILD_DIR/clients/admitctl --server ${addrs[$(((leader + 1) % 3))]} get clusterqueues   # a follower: names the leader
+  kill -9 ${DEMO_PIDS[$((leader + 1))]}   # another replica takes over within seconds, with every write
+Logs: $dir/{etcd,admitd-0,admitd-1,admitd-2}.log. Ctrl-C stops everything and removes $dir.
+TXT
+  # Until Ctrl-C, or until etcd stops: a replica killed to watch a failover does not end it.
+  local rc=0
+  wait "${DEMO_PIDS[0]}" || rc=$?
+  echo "dev.sh: etcd exited (status $rc); stopping the replicas" >&2
+  exit 1
+}
+
 # Prints what `sed_expr` extracts from `file` once it appears there (the process `pid` writes it);
 # fails, showing the end of the process's log (`file` with the extension .log), when the process
 # exits first or 30 s pass.
@@ -285,6 +349,7 @@ shift || true
 case "$cmd" in
   serve) install_missing; build; serve "$@" ;;
   demo) install_missing; build; demo ;;
+  ha) install_missing; build; ha ;;
   test)
     install_missing; charts; build
     test_all "$@"
@@ -292,5 +357,5 @@ case "$cmd" in
   sanitize) install_missing; sanitize ;;
   charts) install_missing; charts ;;
   build) install_missing; build ;;
-  *) echo "usage: scripts/dev.sh serve|demo|test|sanitize|charts|build" >&2; exit 2 ;;
+  *) echo "usage: scripts/dev.sh serve|demo|ha|test|sanitize|charts|build" >&2; exit 2 ;;
 esac
