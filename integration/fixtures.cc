@@ -223,6 +223,20 @@ int Process::Kill(int signal) {
   return wstatus;
 }
 
+absl::StatusOr<int> Process::WaitForExit(absl::Duration timeout) {
+  if (pid_ <= 0) return absl::FailedPreconditionError("the process has ended already");
+  const absl::Time until = absl::Now() + timeout;
+  while (true) {
+    int wstatus = 0;
+    if (waitpid(pid_, &wstatus, WNOHANG) == pid_) {
+      pid_ = -1;
+      return wstatus;
+    }
+    if (absl::Now() >= until) return absl::DeadlineExceededError("the process still runs");
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
 std::string Process::Log() const {
   std::ifstream in(log_path_);
   std::stringstream ss;

@@ -85,6 +85,9 @@ class Process {
   pid_t pid() const { return pid_; }
   // Sends `signal` and waits for the exit; returns the wait status.
   int Kill(int signal);
+  // Waits up to `timeout` for the process to exit by itself; its wait status, or
+  // DEADLINE_EXCEEDED while it still runs.
+  absl::StatusOr<int> WaitForExit(absl::Duration timeout);
   std::string Log() const;
 
  private:

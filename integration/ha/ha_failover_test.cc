@@ -32,6 +32,9 @@ using testing::Process;
 
 class HaFailoverTest : public HaTest {
  protected:
+  std::vector<std::unique_ptr<Process>> replicas;
+  std::vector<std::unique_ptr<AdmitdClient>> clients;
+
   // Replica `i` on its own data dir, following until elected; the lease as Replica() sets it.
   std::unique_ptr<Process> StartReplica(int i) {
     const std::string data = absl::StrCat(*dir_, "/admitd-", i);
@@ -54,13 +57,25 @@ class HaFailoverTest : public HaTest {
     return client.admission->Submit(&ctx, req, &resp);
   }
 
+  // Starts three replicas; the index of the one that leads, -1 when none does within 20 s.
+  int StartGroup() {
+    for (int i = 0; i < 3; ++i) {
+      replicas.push_back(StartReplica(i));
+      if (replicas.back() == nullptr) return -1;
+      clients.push_back(std::make_unique<AdmitdClient>(replicas.back()->address()));
+    }
+    return Leader({0, 1, 2}, absl::Seconds(20));
+  }
+
+  // The replicas but `i`.
+  static std::vector<int> Others(int i) { return {(i + 1) % 3, (i + 2) % 3}; }
+
   // The index of the replica that accepts a Submit within `timeout`, -1 when none does.
-  static int Leader(std::vector<std::unique_ptr<AdmitdClient>>& clients, const std::vector<int>& among,
-                    absl::Duration timeout, int* probes) {
+  int Leader(const std::vector<int>& among, absl::Duration timeout) {
     const absl::Time until = absl::Now() + timeout;
     while (absl::Now() < until) {
       for (int i : among) {
-        grpc::Status s = Submit(*clients[i], absl::StrCat("probe-", (*probes)++));
+        grpc::Status s = Submit(*clients[i], absl::StrCat("probe-", probes_++));
         if (s.ok()) return i;
         // Only a follower (NOT_LEADER), a dead replica, or one between roles (its follower's
         // server stopping cancels the call it was taking) may refuse.
@@ -73,18 +88,13 @@ class HaFailoverTest : public HaTest {
     }
     return -1;
   }
+
+ private:
+  int probes_ = 0;
 };
 
 TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
-  std::vector<std::unique_ptr<Process>> replicas;
-  std::vector<std::unique_ptr<AdmitdClient>> clients;
-  for (int i = 0; i < 3; ++i) {
-    replicas.push_back(StartReplica(i));
-    ASSERT_NE(replicas.back(), nullptr);
-    clients.push_back(std::make_unique<AdmitdClient>(replicas.back()->address()));
-  }
-  int probes = 0;
-  const int first = Leader(clients, {0, 1, 2}, absl::Seconds(20), &probes);
+  const int first = StartGroup();
   ASSERT_GE(first, 0);
   for (const v1::ApplyRequest& req :
        {testing::Flavor("default"), testing::ClusterQueue("cq", {"default"}, {{"cpu", "1000"}}),
@@ -132,11 +142,8 @@ TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
   for (std::thread& t : submitters) t.join();
   ASSERT_GE(acknowledged.size(), 200u);
 
-  std::vector<int> others;
-  for (int i = 0; i < 3; ++i) {
-    if (i != first) others.push_back(i);
-  }
-  const int second = Leader(clients, others, absl::Seconds(30), &probes);
+  const std::vector<int> others = Others(first);
+  const int second = Leader(others, absl::Seconds(30));
   const absl::Duration takeover = absl::Now() - killed;
   ASSERT_GE(second, 0) << replicas[others[0]]->Log() << replicas[others[1]]->Log();
   std::printf("failover: leader r%d killed, r%d took over after %s (lease 2s), %zu acknowledged\n",
@@ -158,6 +165,45 @@ TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
   grpc::Status back = Submit(*clients[first], "to-the-old-leader");
   EXPECT_EQ(back.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(testing::ErrorReason(back), "NOT_LEADER");
+}
+
+TEST_F(HaFailoverTest, APausedLeaderIsFencedAndStepsDown) {
+  const int first = StartGroup();
+  ASSERT_GE(first, 0);
+  std::set<std::string> acknowledged;
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = absl::StrCat("before-", i);
+    ASSERT_TRUE(Submit(*clients[first], name).ok());
+    acknowledged.insert(name);
+  }
+
+  // Stopped past its lease (as a long stall would): another replica leads.
+  ASSERT_EQ(::kill(replicas[first]->pid(), SIGSTOP), 0);
+  const std::vector<int> others = Others(first);
+  const int second = Leader(others, absl::Seconds(30));
+  ASSERT_GE(second, 0);
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = absl::StrCat("after-", i);
+    ASSERT_TRUE(Submit(*clients[second], name).ok());
+    acknowledged.insert(name);
+  }
+
+  // Resumed, the old leader commits nothing (the fence refuses it) and exits to come back as a
+  // follower.
+  ASSERT_EQ(::kill(replicas[first]->pid(), SIGCONT), 0);
+  grpc::Status late = Submit(*clients[first], "to-the-paused-leader");
+  EXPECT_FALSE(late.ok());
+  absl::StatusOr<int> exited = replicas[first]->WaitForExit(absl::Seconds(15));
+  ASSERT_TRUE(exited.ok()) << exited.status() << replicas[first]->Log();
+  EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3) << *exited;
+  EXPECT_NE(replicas[first]->Log().find("lost the leadership"), std::string::npos);
+
+  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(*clients[second], "ns");
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::set<std::string> names;
+  for (const v1::Workload& wl : *all) names.insert(wl.metadata().name());
+  for (const std::string& name : acknowledged) EXPECT_TRUE(names.count(name)) << name;
+  EXPECT_FALSE(names.count("to-the-paused-leader"));
 }
 
 }  // namespace
