@@ -171,11 +171,7 @@ TXT
 # runs without its webhook, which needs a serving certificate: Jobs are not suspended at creation,
 # so the sample Job asks for `suspend: true` itself.
 demo() {
-  DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/admitd-demo.XXXXXX")
-  DEMO_PIDS=()
-  trap demo_stop EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
+  demo_begin admitd-demo
   local dir=$DEMO_DIR
   command -v kubectl >/dev/null ||
     echo "dev.sh: no kubectl on PATH: the demo runs, but the commands below need one" >&2
@@ -251,11 +247,7 @@ TXT
 # replicas (lease 2 s) on free local ports, each logging into a temporary directory that Ctrl-C
 # removes; the demo queues applied through the leader.
 ha() {
-  DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/admitd-ha.XXXXXX")
-  DEMO_PIDS=()
-  trap demo_stop EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
+  demo_begin admitd-ha
   local dir=$DEMO_DIR client peer
   read -r client peer < <(/usr/bin/python3 -c 'import socket
 socks = [socket.socket() for _ in range(2)]
@@ -307,6 +299,16 @@ TXT
   wait "${DEMO_PIDS[0]}" || rc=$?
   echo "dev.sh: etcd exited (status $rc); stopping the replicas" >&2
   exit 1
+}
+
+# A temporary directory named after $1 for the processes the caller starts into DEMO_PIDS, which
+# demo_stop stops, and removes with the directory, on exit, Ctrl-C or SIGTERM.
+demo_begin() {
+  DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+  DEMO_PIDS=()
+  trap demo_stop EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
 }
 
 # Prints what `sed_expr` extracts from `file` once it appears there (the process `pid` writes it);
