@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Checks the deployment files with whichever tools are present, skipping what is absent, so CI
 # can run it on a machine with or without them (`scripts/dev.sh test` fetches helm and sets HELM):
-#   helm (from $HELM, else PATH): lint --strict each chart, render it with several sets of values,
-#     check that the rendered YAML parses and has the expected kinds (with Debian's python3-yaml),
-#     and make sure bad values are refused, each for the reason given;
-#   docker-compose: validate docker-compose.yaml (a schema check; no engine is needed).
+#   helm (from $HELM, else PATH): lint --strict each chart, render it with several sets of values
+#     (admitd alone and as an HA group), check that the rendered YAML parses and has the expected
+#     kinds and shape (with Debian's python3-yaml), and make sure bad values are refused, each for
+#     the reason given;
+#   docker-compose: validate docker-compose.yaml with and without its ha profile (a schema check;
+#     no engine is needed), and the ha profile's services against each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -104,6 +106,84 @@ must_ship_observability() {
     { echo "helm: rendering $chart with $*: dashboards or rules differ" >&2; exit 1; }
 }
 
+# Renders the admitd chart $1 in HA mode with the values after $2, and checks the group's shape
+# against $2 (JSON: replicas, tls, etcdTLS (a Secret name or null), antiAffinity, domain,
+# endpoints, leaseTTL): a StatefulSet of that many replicas started in parallel and replaced by
+# hand (OnDelete), each pod passing its name as --ha-id and its stable name through the peers
+# Service as --ha-advertise-address (plus the etcd certificate flags and mount only with
+# etcdTLS); readiness that only the leader passes and startup and liveness that followers pass;
+# a peers Service that publishes not-ready pods; a budget that never blocks a drain; the
+# anti-affinity; the ha section of the config file. Needs python3-yaml (skipped without).
+# shellcheck disable=SC2016  # $(POD_NAME) is Kubernetes' expansion, expected as it is
+HA_CHECK='
+import json, sys, yaml
+want = json.loads(sys.argv[1])
+ns, name = "admitd-system", "r-admitd"
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d is not None]
+def one(kind, obj_name=name):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == obj_name]
+    assert len(found) == 1, "want one %s %s" % (kind, obj_name)
+    return found[0]
+sts, peers, pdb = one("StatefulSet"), one("Service", name + "-headless"), one("PodDisruptionBudget")
+spec = sts["spec"]
+assert spec["replicas"] == want["replicas"], spec["replicas"]
+assert spec["podManagementPolicy"] == "Parallel", spec.get("podManagementPolicy")
+assert spec["updateStrategy"] == {"type": "OnDelete"}, spec.get("updateStrategy")
+assert spec["serviceName"] == peers["metadata"]["name"]
+assert peers["spec"]["clusterIP"] == "None" and peers["spec"]["publishNotReadyAddresses"] is True
+pod = spec["template"]["spec"]
+(c,) = pod["containers"]
+args = c["args"]
+assert args[:3] == ["--config=/etc/admitd/admitd.yaml", "--ha-id=$(POD_NAME)",
+    "--ha-advertise-address=$(POD_NAME).%s-headless.%s.svc:50051" % (name, ns)], args
+env = {e["name"]: e for e in c["env"]}
+assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}, env
+etcd_flags = [a for a in args if a.startswith("--ha-etcd-")]
+mounts = {m["name"]: m for m in c["volumeMounts"]}
+volumes = {v["name"]: v for v in pod["volumes"]}
+if want["etcdTLS"]:
+    d = "/etc/admitd-etcd-tls"
+    assert etcd_flags == ["--ha-etcd-ca-file=%s/ca.crt" % d, "--ha-etcd-cert-file=%s/tls.crt" % d,
+                          "--ha-etcd-key-file=%s/tls.key" % d], etcd_flags
+    assert mounts["etcd-tls"]["mountPath"] == d and mounts["etcd-tls"]["readOnly"] is True
+    assert volumes["etcd-tls"]["secret"]["secretName"] == want["etcdTLS"]
+    assert sorted(i["key"] for i in volumes["etcd-tls"]["secret"]["items"]) == \
+        ["ca.crt", "tls.crt", "tls.key"]
+else:
+    assert not etcd_flags and "etcd-tls" not in mounts and "etcd-tls" not in volumes, etcd_flags
+startup, live, ready = c["startupProbe"], c["livenessProbe"], c["readinessProbe"]
+if want["tls"]:
+    for probe, path in ((startup, "/healthz"), (live, "/healthz"), (ready, "/readyz")):
+        assert probe["httpGet"] == {"scheme": "HTTPS", "port": "metrics", "path": path}, probe
+else:
+    for probe in (startup, live):
+        assert probe["grpc"] == {"port": 50051, "service": "liveness"}, probe
+    assert ready["grpc"].get("service", "") == "" and ready["grpc"]["port"] == 50051, ready
+labels = spec["selector"]["matchLabels"]
+assert pdb["apiVersion"] == "policy/v1" and pdb["spec"]["selector"]["matchLabels"] == labels
+assert pdb["spec"]["minAvailable"] == 0 and "maxUnavailable" not in pdb["spec"], pdb["spec"]
+assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow", pdb["spec"]
+term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+anti = pod["affinity"]["podAntiAffinity"]
+if want["antiAffinity"] == "required":
+    assert anti == {"requiredDuringSchedulingIgnoredDuringExecution": [term]}, anti
+else:
+    assert anti == {"preferredDuringSchedulingIgnoredDuringExecution":
+                    [{"weight": 100, "podAffinityTerm": term}]}, anti
+config = yaml.safe_load(one("ConfigMap")["data"]["admitd.yaml"])
+assert config["ha"] == {"etcdEndpoints": want["endpoints"], "domain": want["domain"],
+                        "leaseTTL": want["leaseTTL"]}, config["ha"]
+assert not config.get("manualScheduling"), config
+'
+must_form_ha_group() {
+  local chart=$1 want=$2 out
+  shift 2
+  [ "$have_yaml" = 1 ] || { echo "helm: HA group content: skipped (no yaml)"; return; }
+  out=$("$HELM" template r "$chart" --namespace admitd-system --set ha.enabled=true "$@")
+  "$PYTHON" -c "$HA_CHECK" "$want" <<<"$out" ||
+    { echo "helm: rendering $chart in HA mode with $*: not the expected group" >&2; exit 1; }
+}
+
 # Renders chart $1 with the values after $3, and checks that its webhook configurations hold the
 # webhooks $2 (names sorted, space-separated) and that the shim's arguments hold $3 ("-": no
 # --integrations flag).
@@ -165,6 +245,75 @@ if [ -n "$HELM" ]; then
   must_refuse "$chart" "unknownKey" --set grafanaDashboards.unknownKey=1
   must_refuse "$chart" "unknownKey" --set prometheusRule.unknownKey=1
   must_refuse "$chart" "/prometheusRule/enabled" --set-string prometheusRule.enabled=yes
+  # Alone (the default): no HA flag, no ha section, no disruption budget (the kinds above).
+  if "$HELM" template r "$chart" | grep -qE -- '--ha-|^    ha:'; then
+    echo "helm: rendering $chart without ha.enabled: HA settings present" >&2
+    exit 1
+  fi
+  # HA: a group of replicas on etcd, leader-only readiness, a budget; with several value sets.
+  etcd=(--set 'ha.etcd.endpoints={etcd-0.etcd:2379,etcd-1.etcd:2379,etcd-2.etcd:2379}')
+  endpoints='["etcd-0.etcd:2379", "etcd-1.etcd:2379", "etcd-2.etcd:2379"]'
+  "$HELM" lint --strict "$chart" --set ha.enabled=true "${etcd[@]}" --set ha.etcd.tls=etcd-client \
+    >/dev/null || { echo "helm: lint of $chart in HA mode failed" >&2; exit 1; }
+  group="PodDisruptionBudget Secret Service Service StatefulSet"
+  must_render "$chart" "ConfigMap ConfigMap $group" --set ha.enabled=true "${etcd[@]}"
+  must_render "$chart" "ConfigMap ConfigMap ${group/Secret /}" --set ha.enabled=true "${etcd[@]}" \
+    --set tls.enabled=false
+  must_render "$chart" "ConfigMap ${group/Secret/PrometheusRule Secret}" --set ha.enabled=true \
+    "${etcd[@]}" -f "$chart/ci/auth-values.yaml" --set grafanaDashboards.enabled=false \
+    --set prometheusRule.enabled=true
+  must_form_ha_group "$chart" '{"replicas": 3, "tls": true, "etcdTLS": null,
+    "antiAffinity": "preferred", "domain": "admitd-system-r-admitd", "leaseTTL": "5s",
+    "endpoints": '"$endpoints"'}' "${etcd[@]}"
+  must_form_ha_group "$chart" '{"replicas": 5, "tls": false, "etcdTLS": "etcd-client",
+    "antiAffinity": "required", "domain": "queues", "leaseTTL": "2s",
+    "endpoints": ["10.0.0.7:2379"]}' --set 'ha.etcd.endpoints={10.0.0.7:2379}' \
+    --set ha.replicas=5 --set tls.enabled=false --set ha.etcd.tls=etcd-client \
+    --set ha.podAntiAffinity=required --set ha.domain=queues --set ha.leaseTTL=2s
+  # A podAntiAffinity of one's own replaces the chart's; the rest of affinity is kept.
+  node=affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+  node+=".nodeSelectorTerms[0].matchExpressions[0]"
+  anti="affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+  own=$("$HELM" template r "$chart" --set ha.enabled=true "${etcd[@]}" --set "$node.key=pool" \
+    --set "$node.operator=Exists" --set "$anti.weight=7" --set "$anti.podAffinityTerm.topologyKey=zone")
+  for want in "key: pool" "weight: 7" "topologyKey: zone"; do
+    grep -q -- "$want" <<<"$own" ||
+      { echo "helm: rendering $chart in HA mode with an affinity: no $want" >&2; exit 1; }
+  done
+  if grep -q "kubernetes.io/hostname" <<<"$own"; then
+    echo "helm: rendering $chart in HA mode: the chart's anti-affinity overrode the given one" >&2
+    exit 1
+  fi
+  # The serving certificate the chart makes names every replica (the followers' hint).
+  if command -v openssl >/dev/null && [ "$have_yaml" = 1 ]; then
+    sans=$("$HELM" template r "$chart" --namespace admitd-system --set ha.enabled=true \
+      "${etcd[@]}" |
+      "$PYTHON" -c 'import base64, sys, yaml
+[sys.stdout.write(base64.b64decode(d["data"]["tls.crt"]).decode())
+ for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Secret"]' |
+      openssl x509 -noout -ext subjectAltName)
+    for want in "DNS:*.r-admitd-headless.admitd-system.svc" "DNS:r-admitd.admitd-system.svc"; do
+      grep -qF -- "$want" <<<"$sans" ||
+        { echo "helm: the HA serving certificate does not name $want: $sans" >&2; exit 1; }
+    done
+  fi
+  must_refuse "$chart" "ha.enabled needs ha.etcd.endpoints" --set ha.enabled=true
+  must_refuse "$chart" "replicaCount is 3, but must stay 1" --set ha.enabled=true "${etcd[@]}" \
+    --set replicaCount=3
+  must_refuse "$chart" "ha.enabled does not go with config.manualScheduling" --set ha.enabled=true \
+    "${etcd[@]}" --set config.manualScheduling=true
+  must_refuse "$chart" "/ha/replicas" --set ha.enabled=true "${etcd[@]}" --set ha.replicas=1
+  must_refuse "$chart" "/ha/etcd/endpoints/0" --set ha.enabled=true \
+    --set 'ha.etcd.endpoints={etcd-0.etcd}'
+  must_refuse "$chart" "/ha/etcd/endpoints/0" --set ha.enabled=true \
+    --set 'ha.etcd.endpoints={http://etcd:2379}'
+  must_refuse "$chart" "/ha/podAntiAffinity" --set ha.enabled=true "${etcd[@]}" \
+    --set ha.podAntiAffinity=sometimes
+  must_refuse "$chart" "/ha/leaseTTL" --set ha.enabled=true "${etcd[@]}" --set ha.leaseTTL=5
+  must_refuse "$chart" "/ha/domain" --set ha.enabled=true "${etcd[@]}" --set ha.domain=a/b
+  must_refuse "$chart" "/ha/enabled" --set-string ha.enabled=yes
+  must_refuse "$chart" "unknownKey" --set ha.unknownKey=1
+  must_refuse "$chart" "unknownKey" --set ha.etcd.unknownKey=1
   echo "helm chart $chart: ok"
 
   chart=helm/admitd-shim
@@ -242,9 +391,50 @@ else
   echo "helm charts: skipped: helm not found"
 fi
 
+# The compose file as docker-compose resolves it: the ha profile's etcd members and admitd
+# replicas carry that profile and nothing else does, so a plain `up` starts what it did before;
+# each replica names itself after its service, advertises its service name and lists every etcd
+# member; each member and replica has a volume of its own.
+COMPOSE_HA='
+import sys, yaml
+services = yaml.safe_load(sys.stdin)["services"]
+ha = {n for n, s in services.items() if "profiles" in s}
+etcd = sorted(n for n in ha if n.startswith("etcd-"))
+replicas = sorted(n for n in ha if n.startswith("admitd-ha-"))
+assert len(etcd) == 3 and len(replicas) == 3 and ha == set(etcd + replicas), sorted(ha)
+for name in ha:
+    assert services[name]["profiles"] == ["ha"], name
+for name, s in services.items():
+    if name not in ha:
+        assert not set(s.get("depends_on", {})) & ha, name + " depends on the ha profile"
+endpoints = ",".join("%s:2379" % n for n in etcd)
+volumes = []
+for name in replicas:
+    cmd = services[name]["command"]
+    flags = dict(zip(cmd[1::2], cmd[2::2]))
+    assert cmd[0] == "--allow-insecure-listen", cmd
+    assert flags == {"--ha-etcd-endpoints": endpoints, "--ha-domain": "compose",
+                     "--ha-id": name, "--ha-advertise-address": name + ":50051"}, flags
+    assert set(services[name]["depends_on"]) == set(etcd), name
+    volumes += [v.split(":")[0] for v in services[name]["volumes"]]
+for name in etcd:
+    cmd = services[name]["command"]
+    flags = dict(zip(cmd[0::2], cmd[1::2]))
+    assert flags["--name"] == name and flags["--initial-cluster-state"] == "new", flags
+    assert flags["--initial-cluster"] == ",".join("%s=http://%s:2380" % (m, m) for m in etcd)
+    assert flags["--advertise-client-urls"] == "http://%s:2379" % name, flags
+    assert flags["--initial-advertise-peer-urls"] == "http://%s:2380" % name, flags
+    volumes += [v.split(":")[0] for v in services[name]["volumes"]]
+assert len(set(volumes)) == len(volumes) == 6, volumes
+'
 if command -v docker-compose >/dev/null; then
   docker-compose -f docker-compose.yaml config -q
-  echo "docker-compose.yaml: ok"
+  docker-compose -f docker-compose.yaml --profile ha config -q
+  if [ "$have_yaml" = 1 ]; then
+    docker-compose -f docker-compose.yaml --profile ha config | "$PYTHON" -c "$COMPOSE_HA" ||
+      { echo "docker-compose.yaml: the ha profile is not the expected group" >&2; exit 1; }
+  fi
+  echo "docker-compose.yaml: ok (and the ha profile)"
 else
   echo "docker-compose.yaml: skipped: docker-compose not found"
 fi
