@@ -50,6 +50,7 @@ int Run(int argc, char** argv) {
   ConnectionOptions connection =
       ConnectionOptionsFromEnvironment(args.Get("--server", env != nullptr ? env : "localhost:50051"));
   connection.tls = args.Has("--tls");
+  connection.follow_leader = args.Has("--follow-leader");
   connection.ca_file = args.Get("--ca-file", connection.ca_file);
   connection.cert_file = args.Get("--cert-file", connection.cert_file);
   connection.key_file = args.Get("--key-file", connection.key_file);

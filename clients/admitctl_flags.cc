@@ -191,8 +191,12 @@ settings::Table AdmitctlFlags(Args* args) {
            .switch_value = "true",
            .parse = record(std::move(name), true)});
   };
-  value("--server", "--server", "HOST:PORT", "admitd's gRPC address ($ADMITD_SERVER)",
+  value("--server", "--server", "HOST:PORT",
+        "admitd's gRPC address, or an HA group's replicas as HOST:PORT,HOST:PORT,... "
+        "($ADMITD_SERVER)",
         "localhost:50051");
+  flag("--follow-leader", "--follow-leader",
+       "send calls to the leader among the addresses --server resolves to (implied by a list)");
   value("-f,--filename", "-f", "FILE|DIR|-",
         "manifests to apply, submit or import (a directory: its .yaml, .yml and .json files; "
         "-: standard input)",

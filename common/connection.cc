@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/replica_target.h"
 
 namespace admitd {
 namespace {
@@ -80,9 +81,23 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect(const ConnectionOptions& 
     return absl::InvalidArgumentError(
         "a client certificate needs its key and the reverse (--cert-file with --key-file)");
   }
+  std::string target = options.target;
+  if (IsReplicaList(target)) {
+    std::string authority;
+    absl::StatusOr<std::string> list = ReplicaListTarget(target, &authority);
+    if (!list.ok()) return list.status();
+    target = *std::move(list);
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, authority);
+  }
+  if (options.follow_leader || IsReplicaList(options.target)) {
+    args.SetServiceConfigJSON(FollowLeaderServiceConfig());
+    // A new leader takes calls on an address whose connection just went away: come back in
+    // a tenth of a second rather than gRPC's first second.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  }
   const bool tls = options.tls || !options.ca_file.empty() || !options.cert_file.empty() ||
                    !options.token_file.empty() || !options.token.empty();
-  if (!tls) return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  if (!tls) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   for (const std::string* file :
        {&options.ca_file, &options.cert_file, &options.key_file, &options.token_file}) {
     if (!file->empty() && !Readable(*file)) {
@@ -109,7 +124,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Connect(const ConnectionOptions& 
   if (!options.server_name.empty()) {
     args.SetSslTargetNameOverride(options.server_name);
   }
-  return grpc::CreateCustomChannel(options.target, creds, args);
+  return grpc::CreateCustomChannel(target, creds, args);
 }
 
 }  // namespace admitd

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "grpc/health/v1/health.pb.h"
 #include "common/log.h"
+#include "server/health_names.h"
 #include "server/parse_errors.h"
 #include "server/recovery.h"
 #include "server/transport_security.h"
@@ -19,9 +20,6 @@ namespace admitd {
 namespace {
 
 const char* const kServices[] = {"admitd.v1.AdmissionService", "admitd.v1.QueueService"};
-// SERVING while the process runs, whatever the other services say: for liveness probes, which
-// must not restart a server that waits for its disk to take writes again.
-const char* const kLivenessService = "liveness";
 
 // Shutdown keeps refusing calls (UNAVAILABLE) until none arrived for this long, so callers have
 // stopped sending before gRPC closes the connections: gRPC cancels a call that arrives after
@@ -228,6 +226,10 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, security.grpc, &server->port_);
+  // A replica's leader server binds the address its follower server still serves, so that the
+  // handover refuses no connection (server/ha/replica.h); alone, a second process on the same
+  // address is an error, not a silent share.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, config.ha_etcd_endpoints.empty() ? 0 : 1);
   builder.RegisterService(server->queue_service_.get());
   builder.RegisterService(server->admission_service_.get());
   builder.RegisterService(server->pod_service_.get());

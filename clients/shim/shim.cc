@@ -36,14 +36,14 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   if (!kube.ok()) return kube.status();
   // The credentials for admitd are checked now, so a missing file stops the start.
   ConnectionOptions admitd_connection{.target = config.admitd,
-                                               .tls = config.admitd_tls,
-                                               .ca_file = config.admitd_ca_file,
-                                               .cert_file = config.admitd_cert_file,
-                                               .key_file = config.admitd_key_file,
-                                               .server_name = config.admitd_server_name,
-                                               .token_file = config.admitd_token_file};
-  if (absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-          Connect(admitd_connection);
+                                      .follow_leader = config.admitd_follow_leader,
+                                      .tls = config.admitd_tls,
+                                      .ca_file = config.admitd_ca_file,
+                                      .cert_file = config.admitd_cert_file,
+                                      .key_file = config.admitd_key_file,
+                                      .server_name = config.admitd_server_name,
+                                      .token_file = config.admitd_token_file};
+  if (absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = Connect(admitd_connection);
       !channel.ok()) {
     return absl::Status(channel.status().code(),
                         absl::StrCat("--admitd credentials: ", channel.status().message()));

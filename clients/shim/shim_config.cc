@@ -55,8 +55,14 @@ settings::Table ShimConfigTable(ShimConfig* c) {
   auto add = [&t](Setting s) { t.Add(std::move(s)); };
   add({.flag = "--admitd",
        .value = "HOST:PORT",
-       .help = "admitd's gRPC address (required; $ADMITD_SERVER)",
+       .help = "admitd's gRPC address, or an HA group's replicas as HOST:PORT,HOST:PORT,... "
+               "(required; $ADMITD_SERVER)",
        .parse = String(&c->admitd)});
+  add({.flag = "--admitd-follow-leader",
+       .help = "send calls to the leader among the addresses --admitd resolves to, e.g. a "
+               "headless Service of an HA group (implied by a list)",
+       .switch_value = "true",
+       .parse = Bool(&c->admitd_follow_leader)});
   add({.flag = "--cluster",
        .value = "NAME",
        .help = "this cluster's name in admitd (required)",

@@ -20,7 +20,8 @@ namespace admitd::shim {
 
 struct ShimConfig {
   std::string kubeconfig;  // empty: in-cluster
-  std::string admitd;      // host:port
+  std::string admitd;      // host:port, or host:port,host:port,... (an HA group)
+  bool admitd_follow_leader = false;  // implied by a list
   // TLS to admitd: its CA, this shim's client certificate, the name in admitd's certificate, and
   // a bearer token file (a projected service-account token). Any of them turns TLS on.
   bool admitd_tls = false;

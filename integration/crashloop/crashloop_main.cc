@@ -12,12 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -26,6 +24,7 @@
 #include "integration/crashloop/checker.h"
 #include "integration/crashloop/ledger.h"
 #include "integration/crashloop/load.h"
+#include "integration/crashloop/round.h"
 #include "integration/fixtures.h"
 
 #ifndef ADMITD_BINARY
@@ -105,99 +104,48 @@ std::unique_ptr<testing::Process> StartServer(const Options& options, const std:
 // The three checks after a restart, with the round's resolution of cut-off writes.
 void Check(testing::Client& client, std::vector<WorkerLedger>& ledgers, Totals* totals,
            const std::string& label, absl::Duration recovery) {
-  std::vector<std::string> clusters;
-  for (const WorkerLedger& l : ledgers) clusters.push_back(l.cluster);
-  absl::StatusOr<ServerState> state = ReadServerState(client, clusters, absl::Seconds(30));
+  RoundCheck check = CheckServer(client, ledgers);
   ++totals->checks;
-  if (!state.ok()) {
+  if (!check.read.ok()) {
     std::printf("%s: cannot read the server's state\n", label.c_str());
-    Report({std::string(state.status().message())}, totals);
+    Report({std::string(check.read.message())}, totals);
     return;
   }
-  std::vector<std::string> violations = CheckQuota(*state);
-  for (std::string& v : CheckSlices(*state)) violations.push_back(std::move(v));
-  Resolution resolution;
-  for (WorkerLedger& ledger : ledgers) {
-    for (std::string& v : CheckLedger(*state, &ledger, &resolution))
-      violations.push_back(std::move(v));
-  }
-  totals->resolution.applied += resolution.applied;
-  totals->resolution.not_applied += resolution.not_applied;
-  int holding = 0;
-  for (const auto& [key, wl] : state->workloads) holding += testing::HoldsQuota(wl) ? 1 : 0;
+  totals->resolution.applied += check.resolution.applied;
+  totals->resolution.not_applied += check.resolution.not_applied;
   std::printf(
       "%s: recovered in %.2f s; %zu workloads (%d holding quota) at revision %llu; "
       "cut-off writes applied %lld, not applied %lld; %s\n",
-      label.c_str(), absl::ToDoubleSeconds(recovery), state->workloads.size(), holding,
-      static_cast<unsigned long long>(state->revision), static_cast<long long>(resolution.applied),
-      static_cast<long long>(resolution.not_applied),
-      violations.empty() ? "OK" : absl::StrCat(violations.size(), " VIOLATIONS").c_str());
-  Report(violations, totals);
+      label.c_str(), absl::ToDoubleSeconds(recovery), check.workloads, check.holding,
+      static_cast<unsigned long long>(check.revision),
+      static_cast<long long>(check.resolution.applied),
+      static_cast<long long>(check.resolution.not_applied),
+      check.violations.empty() ? "OK" : absl::StrCat(check.violations.size(), " VIOLATIONS").c_str());
+  Report(check.violations, totals);
 }
 
 // One round of load on a running server, ended by SIGKILL.
 void RunRound(const Options& options, int round, std::mt19937_64& rng, testing::Process& process,
               std::vector<WorkerLedger>& ledgers, Totals* totals) {
-  for (WorkerLedger& l : ledgers) {
-    l.acked = OpCounts();
-    l.reads = l.cut_off = 0;
-    l.refusals.clear();
-  }
-  std::atomic<bool> stop{false};
-  std::atomic<int64_t> acked{0};
-  std::atomic<int> running{static_cast<int>(ledgers.size())};
-  std::vector<std::thread> threads;
-  const absl::Time start = absl::Now();
-  for (size_t w = 0; w < ledgers.size(); ++w) {
-    const uint64_t seed = rng();
-    threads.emplace_back([&, w, seed] {
-      RunWorker(process.address(), seed, &ledgers[w], &stop, &acked);
-      running.fetch_sub(1);
-    });
-  }
-  std::string moment;
-  if (options.ops_per_round > 0) {
-    const int64_t target = 1 + static_cast<int64_t>(rng() % options.ops_per_round);
-    const absl::Time give_up = start + absl::Seconds(120);
-    while (acked.load() < target && running.load() > 0 && absl::Now() < give_up) {
-      absl::SleepFor(absl::Microseconds(200));
-    }
-    moment = absl::StrCat("after ", acked.load(), " acknowledged writes (target ", target, ")");
-  } else {
-    const double fraction = std::uniform_real_distribution<double>(0, 1)(rng);
-    const absl::Time at = start + absl::Seconds(options.seconds_per_round * fraction);
-    while (absl::Now() < at && running.load() > 0) {
-      absl::SleepFor(std::min(absl::Milliseconds(5), at - absl::Now()));
-    }
-    moment = absl::StrFormat("at %.3f s", absl::ToDoubleSeconds(absl::Now() - start));
-  }
-  const int wstatus = process.Kill(SIGKILL);
-  stop = true;
-  for (std::thread& t : threads) t.join();
+  RoundLoad load =
+      RunLoadAndKill(process.address(), ledgers,
+                     {.seconds = options.seconds_per_round, .ops = options.ops_per_round}, rng,
+                     [&] { return process.Kill(SIGKILL); });
   ++totals->kills;
-
-  OpCounts round_acked;
-  int64_t reads = 0, cut_off = 0;
-  std::vector<std::string> violations;
-  for (const WorkerLedger& l : ledgers) {
-    round_acked.Add(l.acked);
-    reads += l.reads;
-    cut_off += l.cut_off;
-    for (const std::string& r : l.refusals) violations.push_back("refused: " + r);
-  }
-  if (!WIFSIGNALED(wstatus) || WTERMSIG(wstatus) != SIGKILL) {
+  std::vector<std::string> violations = std::move(load.refusals);
+  if (!WIFSIGNALED(load.kill_status) || WTERMSIG(load.kill_status) != SIGKILL) {
     violations.push_back(absl::StrCat("admitd ended on its own before the kill (wait status ",
-                                      wstatus, "):\n", process.Log()));
+                                      load.kill_status, "):\n", process.Log()));
   }
-  totals->acked.Add(round_acked);
-  totals->reads += reads;
-  totals->cut_off += cut_off;
+  totals->acked.Add(load.acked);
+  totals->reads += load.reads;
+  totals->cut_off += load.cut_off;
   std::printf(
       "round %d/%d: SIGKILL %s; acknowledged %lld writes (%s), %lld reads; %lld writes "
       "cut off\n",
-      round, options.rounds, moment.c_str(), static_cast<long long>(round_acked.Total()),
-      round_acked.ToString().c_str(), static_cast<long long>(reads),
-      static_cast<long long>(cut_off));
+      round, options.rounds, load.moment.c_str(), static_cast<long long>(load.acked.Total()),
+      load.acked.ToString().c_str(), static_cast<long long>(load.reads),
+      static_cast<long long>(load.cut_off));
   Report(violations, totals);
   std::fflush(stdout);
 }

@@ -16,8 +16,10 @@
 #include "absl/synchronization/mutex.h"
 #include "google/rpc/error_details.pb.h"
 #include "gtest/gtest.h"
+#include "common/connection.h"
 #include "integration/fixtures.h"
 #include "integration/ha/ha_fixture.h"
+#include "integration/ha/replica_group.h"
 
 #ifndef ADMITD_BINARY
 #error "ADMITD_BINARY must name the admitd executable"
@@ -32,20 +34,12 @@ using testing::Process;
 
 class HaFailoverTest : public HaTest {
  protected:
-  std::vector<std::unique_ptr<Process>> replicas;
-  std::vector<std::unique_ptr<AdmitdClient>> clients;
-
-  // Replica `i` on its own data dir, following until elected; the lease as Replica() sets it.
-  std::unique_ptr<Process> StartReplica(int i) {
-    const std::string data = absl::StrCat(*dir_, "/admitd-", i);
-    absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
-        ADMITD_BINARY, data,
-        {"--ha-etcd-endpoints", absl::StrJoin(etcd_->endpoints(), ","), "--ha-domain",
-         Replica("x").domain, "--ha-id", absl::StrCat("r", i), "--ha-lease-ttl", "2s"},
-        absl::Seconds(30), "msg=following");
-    EXPECT_TRUE(p.ok()) << p.status();
-    return p.ok() ? *std::move(p) : nullptr;
-  }
+  HaFailoverTest()
+      : group({.admitd = ADMITD_BINARY,
+               .etcd = etcd_->endpoints(),
+               .domain = Replica("x").domain,
+               .dir = absl::StrCat(*dir_, "/", Replica("x").domain),
+               .lease_ttl = "2s"}) {}
 
   // Submits workload `name`; the call's status.
   static grpc::Status Submit(AdmitdClient& client, const std::string& name) {
@@ -57,40 +51,23 @@ class HaFailoverTest : public HaTest {
     return client.admission->Submit(&ctx, req, &resp);
   }
 
+  // The index of the replica of `among` that answers a read within `timeout`, -1 when none does.
+  int Leader(const std::vector<int>& among, absl::Duration timeout) {
+    absl::StatusOr<int> leader = group.FindLeader(among, timeout, testing::ReplicaGroup::ReadProbe);
+    EXPECT_TRUE(leader.ok()) << leader.status();
+    return leader.ok() ? *leader : -1;
+  }
+
   // Starts three replicas; the index of the one that leads, -1 when none does within 20 s.
   int StartGroup() {
-    for (int i = 0; i < 3; ++i) {
-      replicas.push_back(StartReplica(i));
-      if (replicas.back() == nullptr) return -1;
-      clients.push_back(std::make_unique<AdmitdClient>(replicas.back()->address()));
-    }
-    return Leader({0, 1, 2}, absl::Seconds(20));
+    absl::Status started = group.StartAll();
+    EXPECT_TRUE(started.ok()) << started;
+    return started.ok() ? Leader(group.All(), absl::Seconds(20)) : -1;
   }
 
-  // The replicas but `i`.
-  static std::vector<int> Others(int i) { return {(i + 1) % 3, (i + 2) % 3}; }
+  AdmitdClient& client(int i) { return group.client(i); }
 
-  // The index of the replica that accepts a Submit within `timeout`, -1 when none does.
-  int Leader(const std::vector<int>& among, absl::Duration timeout) {
-    const absl::Time until = absl::Now() + timeout;
-    while (absl::Now() < until) {
-      for (int i : among) {
-        grpc::Status s = Submit(*clients[i], absl::StrCat("probe-", probes_++));
-        if (s.ok()) return i;
-        // Only a follower (NOT_LEADER), a dead replica, or one between roles (its follower's
-        // server stopping cancels the call it was taking) may refuse.
-        EXPECT_TRUE(s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                    s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-                    s.error_code() == grpc::StatusCode::CANCELLED)
-            << s.error_code() << ": " << s.error_message();
-      }
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return -1;
-  }
-
- private:
-  int probes_ = 0;
+  testing::ReplicaGroup group;
 };
 
 TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
@@ -101,16 +78,16 @@ TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
         testing::LocalQueue("ns", "lq", "cq")}) {
     grpc::ClientContext ctx;
     v1::ApplyResponse resp;
-    grpc::Status s = clients[first]->queues->Apply(&ctx, req, &resp);
+    grpc::Status s = client(first).queues->Apply(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
 
   // A follower refuses, naming the leader.
   const int follower = (first + 1) % 3;
-  grpc::Status refused = Submit(*clients[follower], "to-a-follower");
+  grpc::Status refused = Submit(client(follower), "to-a-follower");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(testing::ErrorReason(refused), "NOT_LEADER");
-  EXPECT_NE(refused.error_message().find(replicas[first]->address()), std::string::npos)
+  EXPECT_NE(refused.error_message().find(group.process(first).address()), std::string::npos)
       << refused.error_message();
 
   // 4 clients submit to the leader; it is killed once 200 were acknowledged.
@@ -122,7 +99,7 @@ TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
     submitters.emplace_back([&, t] {
       for (int i = 0; !stop.load(); ++i) {
         const std::string name = absl::StrCat("w-", t, "-", i);
-        if (!Submit(*clients[first], name).ok()) return;
+        if (!Submit(client(first), name).ok()) return;
         absl::MutexLock lock(&mu);
         acknowledged.insert(name);
       }
@@ -137,20 +114,20 @@ TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
     absl::SleepFor(absl::Milliseconds(1));
   }
   const absl::Time killed = absl::Now();
-  EXPECT_TRUE(WIFSIGNALED(replicas[first]->Kill(SIGKILL)));
+  EXPECT_TRUE(WIFSIGNALED(group.Kill(first, SIGKILL)));
   stop = true;
   for (std::thread& t : submitters) t.join();
   ASSERT_GE(acknowledged.size(), 200u);
 
-  const std::vector<int> others = Others(first);
+  const std::vector<int> others = group.Others(first);
   const int second = Leader(others, absl::Seconds(30));
   const absl::Duration takeover = absl::Now() - killed;
-  ASSERT_GE(second, 0) << replicas[others[0]]->Log() << replicas[others[1]]->Log();
+  ASSERT_GE(second, 0) << group.process(others[0]).Log() << group.process(others[1]).Log();
   std::printf("failover: leader r%d killed, r%d took over after %s (lease 2s), %zu acknowledged\n",
               first, second, absl::FormatDuration(takeover).c_str(), acknowledged.size());
   EXPECT_LT(takeover, absl::Seconds(15));
 
-  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(*clients[second], "ns");
+  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(client(second), "ns");
   ASSERT_TRUE(all.ok()) << all.status();
   std::set<std::string> names;
   for (const v1::Workload& wl : *all) {
@@ -159,10 +136,9 @@ TEST_F(HaFailoverTest, AFollowerTakesOverWithEveryAcknowledgedWrite) {
   for (const std::string& name : acknowledged) EXPECT_TRUE(names.count(name)) << name;
 
   // The killed replica comes back as a follower of the new leader.
-  replicas[first] = StartReplica(first);
-  ASSERT_NE(replicas[first], nullptr);
-  clients[first] = std::make_unique<AdmitdClient>(replicas[first]->address());
-  grpc::Status back = Submit(*clients[first], "to-the-old-leader");
+  absl::Status back_up = group.Start(first);
+  ASSERT_TRUE(back_up.ok()) << back_up;
+  grpc::Status back = Submit(client(first), "to-the-old-leader");
   EXPECT_EQ(back.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(testing::ErrorReason(back), "NOT_LEADER");
 }
@@ -173,37 +149,104 @@ TEST_F(HaFailoverTest, APausedLeaderIsFencedAndStepsDown) {
   std::set<std::string> acknowledged;
   for (int i = 0; i < 20; ++i) {
     const std::string name = absl::StrCat("before-", i);
-    ASSERT_TRUE(Submit(*clients[first], name).ok());
+    ASSERT_TRUE(Submit(client(first), name).ok());
     acknowledged.insert(name);
   }
 
   // Stopped past its lease (as a long stall would): another replica leads.
-  ASSERT_EQ(::kill(replicas[first]->pid(), SIGSTOP), 0);
-  const std::vector<int> others = Others(first);
+  ASSERT_EQ(::kill(group.process(first).pid(), SIGSTOP), 0);
+  const std::vector<int> others = group.Others(first);
   const int second = Leader(others, absl::Seconds(30));
   ASSERT_GE(second, 0);
   for (int i = 0; i < 20; ++i) {
     const std::string name = absl::StrCat("after-", i);
-    ASSERT_TRUE(Submit(*clients[second], name).ok());
+    ASSERT_TRUE(Submit(client(second), name).ok());
     acknowledged.insert(name);
   }
 
   // Resumed, the old leader commits nothing (the fence refuses it) and exits to come back as a
   // follower.
-  ASSERT_EQ(::kill(replicas[first]->pid(), SIGCONT), 0);
-  grpc::Status late = Submit(*clients[first], "to-the-paused-leader");
+  ASSERT_EQ(::kill(group.process(first).pid(), SIGCONT), 0);
+  grpc::Status late = Submit(client(first), "to-the-paused-leader");
   EXPECT_FALSE(late.ok());
-  absl::StatusOr<int> exited = replicas[first]->WaitForExit(absl::Seconds(15));
-  ASSERT_TRUE(exited.ok()) << exited.status() << replicas[first]->Log();
+  absl::StatusOr<int> exited = group.process(first).WaitForExit(absl::Seconds(15));
+  ASSERT_TRUE(exited.ok()) << exited.status() << group.process(first).Log();
   EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 3) << *exited;
-  EXPECT_NE(replicas[first]->Log().find("lost the leadership"), std::string::npos);
+  EXPECT_NE(group.process(first).Log().find("lost the leadership"), std::string::npos);
 
-  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(*clients[second], "ns");
+  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(client(second), "ns");
   ASSERT_TRUE(all.ok()) << all.status();
   std::set<std::string> names;
   for (const v1::Workload& wl : *all) names.insert(wl.metadata().name());
   for (const std::string& name : acknowledged) EXPECT_TRUE(names.count(name)) << name;
   EXPECT_FALSE(names.count("to-the-paused-leader"));
+}
+
+TEST_F(HaFailoverTest, AClientOfTheWholeGroupFollowsTheLeader) {
+  const int first = StartGroup();
+  ASSERT_GE(first, 0);
+  // One channel to all three replicas (common/connection.h): calls go to the leader only.
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = Connect({.target = group.List()});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  AdmitdClient whole(*channel);
+  for (const v1::ApplyRequest& req :
+       {testing::Flavor("default"), testing::ClusterQueue("cq", {"default"}, {{"cpu", "1000"}}),
+        testing::LocalQueue("ns", "lq", "cq")}) {
+    grpc::ClientContext ctx;
+    v1::ApplyResponse resp;
+    grpc::Status s = whole.queues->Apply(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  // Two submitters through the group's channel; the leader is killed under them. Not one call
+  // fails: those sent before the kill are tried again, later ones wait for the new leader.
+  absl::Mutex mu;
+  std::set<std::string> acknowledged;
+  std::vector<std::string> failed;
+  std::atomic<int> sent{0};
+  std::atomic<bool> stop{false};
+  absl::Duration slowest;
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < 2; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string name = absl::StrCat("g-", t, "-", i);
+        const absl::Time start = absl::Now();
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        v1::SubmitRequest req;
+        *req.mutable_workload() = testing::Workload("ns", name, "lq", 1, {{"cpu", "100m"}});
+        v1::SubmitResponse resp;
+        grpc::Status s = whole.admission->Submit(&ctx, req, &resp);
+        ++sent;
+        absl::MutexLock lock(&mu);
+        slowest = std::max(slowest, absl::Now() - start);
+        if (s.ok()) {
+          acknowledged.insert(name);
+        } else {
+          failed.push_back(absl::StrCat(name, ": ", s.error_code(), " ", s.error_message()));
+        }
+      }
+    });
+  }
+  while (sent.load() < 100) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(WIFSIGNALED(group.Kill(first, SIGKILL)));
+  const int before = sent.load();
+  while (sent.load() < before + 100) absl::SleepFor(absl::Milliseconds(1));
+  stop = true;
+  for (std::thread& t : submitters) t.join();
+  std::printf("a client of the group: %zu Submits acknowledged across the failover, the slowest "
+              "in %s\n",
+              acknowledged.size(), absl::FormatDuration(slowest).c_str());
+  EXPECT_TRUE(failed.empty()) << absl::StrJoin(failed, "\n");
+
+  absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(whole, "ns");
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::set<std::string> names;
+  for (const v1::Workload& wl : *all) {
+    EXPECT_TRUE(names.insert(wl.metadata().name()).second) << wl.metadata().name();
+  }
+  for (const std::string& name : acknowledged) EXPECT_TRUE(names.count(name)) << name;
 }
 
 }  // namespace

@@ -39,10 +39,13 @@ class HaLogTest : public HaTest {
     std::unique_ptr<ReplicatedLog> log;
     std::unique_ptr<ReplicatedStore> store;
   };
+  // A leader whose lease outlasts a busy machine's stalls (these tests are about the log; the
+  // election has its own).
   std::unique_ptr<Leader> Lead(const std::string& id, size_t max_chunk_bytes = 1 << 20,
-                               absl::Duration ttl = absl::Seconds(2)) {
+                               absl::Duration ttl = absl::Seconds(10),
+                               absl::Duration call_timeout = absl::Seconds(5)) {
     auto leader = std::make_unique<Leader>();
-    leader->etcd = Client();
+    leader->etcd = Client(call_timeout);
     ElectionOptions o = Replica(id);
     o.ttl = ttl;
     leader->election = std::make_unique<LeaderElection>(leader->etcd.get(), o);
@@ -167,7 +170,7 @@ TEST_F(HaLogTest, ABatchLargerThanAnEtcdRequestIsSplitAndAppliedWhole) {
 
 TEST_F(HaLogTest, ADeposedLeaderCommitsNothing) {
   std::unique_ptr<EtcdClient> c3 = Client();
-  std::unique_ptr<Leader> r1 = Lead("r1");
+  std::unique_ptr<Leader> r1 = Lead("r1", 1 << 20, /*ttl=*/absl::Seconds(2));
   ReplicatedStore& s1 = *r1->store;
   ASSERT_TRUE(s1.Commit(Change(1, "team-a/job", "from r1")).ok());
 
@@ -227,7 +230,8 @@ TEST_F(HaLogTest, ABatchCutShortByACrashIsNeverAppliedAndTheNextLeaderDropsIt) {
 TEST_F(HaLogTest, AnAnswerLostWithEtcdsQuorumIsSettledBeforeTheNextWrite) {
   std::unique_ptr<EtcdClient> c3 = Client();
   // A lease that outlives the outage: the leader keeps leading through it.
-  std::unique_ptr<Leader> r1 = Lead("r1", 1 << 20, /*ttl=*/absl::Seconds(60));
+  std::unique_ptr<Leader> r1 =
+      Lead("r1", 1 << 20, /*ttl=*/absl::Seconds(60), /*call_timeout=*/absl::Seconds(1));
   ReplicatedStore& leader = *r1->store;
   ASSERT_TRUE(leader.Commit(Change(1, "team-a/job", "before")).ok());
 

@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "google/rpc/error_details.pb.h"
 #include "server/grpc_status.h"
+#include "server/health_names.h"
 
 namespace admitd::ha {
 
@@ -64,12 +65,16 @@ absl::StatusOr<int> FollowerServer::Start(const std::string& address,
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, std::move(credentials), &port);
+  // The leader's server binds the same address before this one stops (server/ha/replica.h).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 1);
   builder.RegisterCallbackGenericService(refusals_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve on ", address));
   }
   server_->GetHealthCheckService()->SetServingStatus(false);
+  // A follower is alive: a liveness probe must not restart it for not leading.
+  server_->GetHealthCheckService()->SetServingStatus(kLivenessService, true);
   return port;
 }
 

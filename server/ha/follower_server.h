@@ -1,5 +1,5 @@
 // What a follower replica serves (docs/high-availability.md): gRPC health says NOT_SERVING for
-// every service name, so a Kubernetes Service with a gRPC readiness probe routes to the leader
+// every service name but "liveness" (SERVING: the process runs), so a Kubernetes Service with a gRPC readiness probe routes to the leader
 // only, and every other call answers UNAVAILABLE naming the leader: in the message, and in a
 // google.rpc.ErrorInfo (reason NOT_LEADER, domain admitd.io, metadata leader, leaderId and term)
 // that clients follow.

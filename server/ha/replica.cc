@@ -48,6 +48,8 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(const Config& config) {
   }
   ADMITD_LOG(kInfo, "listening", {{"addr", r->config_.listen}, {"role", "follower"}});
   if (election.address.empty()) election.address = r->config_.listen;
+  r->id_ = election.id;
+  r->address_ = election.address;
   r->election_ = std::make_unique<LeaderElection>(r->etcd_.get(), std::move(election));
   LogOptions log;
   log.domain = config.ha_domain;
@@ -87,9 +89,16 @@ void Replica::Run() {
   }
   if (ShutDown(absl::ZeroDuration())) return;
 
-  // Lead: the log first (the follower's server still refusing calls), then the server on the
-  // follower's address.
+  // Lead: the log first, then the whole server on the follower's address. Meanwhile the
+  // follower's server refuses calls naming this replica, the leader to retry with. The leader's
+  // server binds the address beside it (SO_REUSEPORT) before it stops, so no connection is
+  // refused in between: a client connected to the follower's server is told to go away and
+  // reconnects at once.
   const absl::Time elected = absl::Now();
+  ADMITD_LOG(kInfo, "elected", {{"domain", config_.ha_domain},
+                                {"term", absl::StrCat(election_->term())},
+                                {"revision", absl::StrCat(local_->revision())}});
+  follower_->SetLeader(LeaderInfo{.id = id_, .address = address_, .term = election_->term()});
   while (true) {
     absl::Status taken = log_->TakeOver(local_.get());
     if (taken.ok()) break;
@@ -98,7 +107,6 @@ void Replica::Run() {
     if (ShutDown(absl::Milliseconds(200))) return;
   }
   const uint64_t revision = local_->revision();
-  follower_->Shutdown();
   auto store = std::make_unique<ReplicatedStore>(std::move(local_), log_.get());
   absl::StatusOr<std::unique_ptr<AdmitdServer>> server =
       AdmitdServer::Start(config_, [] { return absl::Now(); }, std::move(store));
@@ -107,6 +115,7 @@ void Replica::Run() {
                {{"error", server.status().ToString()}});
     std::_Exit(1);
   }
+  follower_->Shutdown();
   ADMITD_LOG(kInfo, "leading",
              {{"domain", config_.ha_domain},
               {"term", absl::StrCat(election_->term())},

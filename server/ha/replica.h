@@ -3,9 +3,10 @@
 //
 // It opens its own RocksDB store and, as a follower, serves FollowerServer (health NOT_SERVING,
 // every call refused naming the leader) while it applies the replicated log to its store and
-// campaigns for the domain's leader key. Once elected it stops the follower server, takes the log
-// over onto its store (ReplicatedLog::TakeOver) and starts a whole AdmitdServer on the same
-// address over a ReplicatedStore: from then on every batch is acknowledged only once etcd has it.
+// campaigns for the domain's leader key. Once elected it takes the log over onto its store
+// (ReplicatedLog::TakeOver), starts a whole AdmitdServer on the same address over a
+// ReplicatedStore (both servers bind it with SO_REUSEPORT for the moment they overlap) and stops
+// the follower server: from then on every batch is acknowledged only once etcd has it.
 // A leader that loses its lease exits at once with status 3, for its supervisor to start it
 // again as a follower: its engine holds state nobody else will accept, and the fence already
 // refuses its writes.
@@ -19,6 +20,7 @@
 #define ADMITD_SERVER_HA_REPLICA_H_
 
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -54,6 +56,8 @@ class Replica {
   bool ShutDown(absl::Duration wait);
 
   Config config_;  // listen and the advertised address resolved once bound
+  std::string id_;       // in the domain
+  std::string address_;  // advertised to clients
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<LeaderElection> election_;
   std::unique_ptr<ReplicatedLog> log_;
