@@ -317,6 +317,18 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   return server;
 }
 
+void AdmitdServer::RecordEvent(v1::Event event) {
+  sequencer_->Enqueue(Command{
+      .apply = [event = std::move(event)](engine::Engine& e, absl::Time now) {
+        e.RecordAudit(event, now);
+      },
+      .respond = [](const absl::Status& commit) {
+        if (!commit.ok()) {
+          ADMITD_LOG(kWarning, "an audit event was not recorded", {{"error", commit.ToString()}});
+        }
+      }});
+}
+
 absl::Status AdmitdServer::Recover() {
   const absl::Time start = absl::Now();
   uint64_t objects = 0;

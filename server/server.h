@@ -58,6 +58,11 @@ class AdmitdServer {
   // The metrics endpoint's port (0 when --metrics-listen is not set).
   int metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
   const Metrics& metrics() const { return *metrics_; }
+  // The /metrics registry, for collectors of the process around the server (an HA replica's).
+  MetricsRegistry& metrics_registry() { return metrics_->registry(); }
+  // Records `event` (an audit record, as Engine::RecordAudit takes it) in the next batch: it is
+  // stored, replicated and watched like every event. Dropped when the sequencer refuses work.
+  void RecordEvent(v1::Event event);
 
   // Flips health to NOT_SERVING and refuses new calls with UNAVAILABLE (they never reach the
   // sequencer), ends Watch streams, answers every command the sequencer accepted with its real

@@ -46,7 +46,11 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(const Config& config) {
   if (absl::EndsWith(config.listen, ":0")) {
     r->config_.listen = absl::StrCat(config.listen.substr(0, config.listen.size() - 1), port);
   }
-  ADMITD_LOG(kInfo, "listening", {{"addr", r->config_.listen}, {"role", "follower"}});
+  if (!config.metrics_listen.empty()) {
+    ADMITD_RETURN_IF_ERROR(r->StartFollowerEndpoint({.tls = security.metrics}));
+  }
+  ADMITD_LOG(kInfo, "listening",
+             {{"addr", r->config_.listen}, {"role", "follower"}, {"metrics", r->config_.metrics_listen}});
   if (election.address.empty()) election.address = r->config_.listen;
   r->id_ = election.id;
   r->address_ = election.address;
@@ -75,6 +79,7 @@ void Replica::Run() {
     absl::StatusOr<uint64_t> applied = log_->CatchUp(local_.get());
     if (applied.ok()) {
       failures = 0;
+      status_.Applied(local_->revision(), absl::Now());
     } else if (++failures, (failures & (failures - 1)) == 0) {  // the 1st, 2nd, 4th... failure
       ADMITD_LOG(kWarning, "cannot apply the replicated log; retrying",
                  {{"error", applied.status().ToString()}, {"attempts", absl::StrCat(failures)}});
@@ -82,6 +87,9 @@ void Replica::Run() {
     absl::StatusOr<LeaderInfo> leader = election_->Leader();
     if (leader.ok()) {
       follower_->SetLeader(*leader);
+      status_.SetTerm(leader->term);
+      absl::MutexLock lock(&mu_);
+      last_leader_ = *leader;
     } else if (absl::IsNotFound(leader.status())) {
       follower_->SetLeader(LeaderInfo{});
     }
@@ -107,6 +115,8 @@ void Replica::Run() {
     if (ShutDown(absl::Milliseconds(200))) return;
   }
   const uint64_t revision = local_->revision();
+  status_.Leading(election_->term(), revision);
+  follower_http_.reset();  // the leader's server serves --metrics-listen from here on
   auto store = std::make_unique<ReplicatedStore>(std::move(local_), log_.get());
   absl::StatusOr<std::unique_ptr<AdmitdServer>> server =
       AdmitdServer::Start(config_, [] { return absl::Now(); }, std::move(store));
@@ -116,6 +126,8 @@ void Replica::Run() {
     std::_Exit(1);
   }
   follower_->Shutdown();
+  status_.AddTo((*server)->metrics_registry());
+  (*server)->RecordEvent(LeaderElectedEvent(absl::Now() - elected));
   ADMITD_LOG(kInfo, "leading",
              {{"domain", config_.ha_domain},
               {"term", absl::StrCat(election_->term())},
@@ -123,6 +135,64 @@ void Replica::Run() {
               {"took", absl::FormatDuration(absl::Now() - elected)}});
   absl::MutexLock lock(&mu_);
   server_ = *std::move(server);
+}
+
+absl::Status Replica::StartFollowerEndpoint(const HttpEndpointOptions& options) {
+  follower_metrics_ = std::make_unique<MetricsRegistry>();
+  status_.AddTo(*follower_metrics_);
+  HttpEndpoint::Routes routes;
+  routes["/metrics"] = [m = follower_metrics_.get()] {
+    return HttpReply{200, kPrometheusTextType, m->Render()};
+  };
+  routes["/healthz"] = [] { return HttpReply{200, kPrometheusTextType, "ok\n"}; };
+  routes["/readyz"] = [this] {
+    LeaderInfo leader;
+    {
+      absl::MutexLock lock(&mu_);
+      leader = last_leader_;
+    }
+    return HttpReply{503, kPrometheusTextType,
+                     absl::StrCat(NotLeader(config_.ha_domain, leader).message(), "\n")};
+  };
+  absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
+      HttpEndpoint::Start(config_.metrics_listen, std::move(routes), options);
+  if (!endpoint.ok()) {
+    return absl::Status(endpoint.status().code(),
+                        absl::StrCat("--metrics-listen: ", endpoint.status().message()));
+  }
+  follower_http_ = *std::move(endpoint);
+  // Port 0 chooses a port once: the leader's server later serves the same one.
+  if (absl::EndsWith(config_.metrics_listen, ":0")) {
+    config_.metrics_listen = absl::StrCat(
+        config_.metrics_listen.substr(0, config_.metrics_listen.size() - 1), follower_http_->port());
+  }
+  return absl::OkStatus();
+}
+
+v1::Event Replica::LeaderElectedEvent(absl::Duration took) const {
+  LeaderInfo previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous = last_leader_;
+  }
+  v1::Event event;
+  v1::ObjectReference* about = event.mutable_regarding();
+  about->set_api_version("admitd.io/v1");
+  about->set_kind("HADomain");
+  about->set_name(config_.ha_domain);
+  event.set_type("Normal");
+  event.set_reason("LeaderElected");
+  event.set_action("LeaderElected");
+  event.set_reporting_controller("admitd-ha");
+  event.set_user(absl::StrCat("replica ", id_));
+  std::string note = absl::StrCat(id_, " at ", address_, " leads HA domain ", config_.ha_domain,
+                                  " (term ", election_->term(), ")");
+  if (previous.term != 0) {
+    absl::StrAppend(&note, " after ", previous.id, " (term ", previous.term, ")");
+  }
+  absl::StrAppend(&note, "; it took the log over and served in ", absl::FormatDuration(took));
+  event.set_note(std::move(note));
+  return event;
 }
 
 void Replica::Shutdown(absl::Duration grace) {
@@ -134,6 +204,7 @@ void Replica::Shutdown(absl::Duration grace) {
   if (runner_.joinable()) runner_.join();
   if (server_ != nullptr) server_->Shutdown(grace);
   if (follower_ != nullptr) follower_->Shutdown();
+  follower_http_.reset();
   if (election_ != nullptr) (void)election_->Resign();
 }
 

@@ -28,7 +28,10 @@
 #include "absl/time/time.h"
 #include "server/config.h"
 #include "server/ha/etcd_client.h"
+#include "common/http_endpoint.h"
+#include "common/metrics_registry.h"
 #include "server/ha/follower_server.h"
+#include "server/ha/ha_status.h"
 #include "server/ha/leader_election.h"
 #include "server/ha/replicated_log.h"
 #include "server/server.h"
@@ -49,11 +52,16 @@ class Replica {
   void Shutdown(absl::Duration grace);
 
  private:
-  explicit Replica(const Config& config) : config_(config) {}
+  explicit Replica(const Config& config) : config_(config), status_(config.ha_domain) {}
   // Follows until elected or shut down, then leads.
   void Run();
   // Whether Shutdown was called, waiting at most `wait` for it.
   bool ShutDown(absl::Duration wait);
+  // A follower's /metrics (the HA gauges), /healthz and /readyz (503: not the leader), on
+  // --metrics-listen.
+  absl::Status StartFollowerEndpoint(const HttpEndpointOptions& options);
+  // The audit event of this replica's election, recorded through the leader's server.
+  v1::Event LeaderElectedEvent(absl::Duration took) const;
 
   Config config_;  // listen and the advertised address resolved once bound
   std::string id_;       // in the domain
@@ -63,8 +71,12 @@ class Replica {
   std::unique_ptr<ReplicatedLog> log_;
   std::unique_ptr<FollowerServer> follower_;
   std::unique_ptr<store::Store> local_;  // until the leader's server takes it
+  HaStatus status_;                      // outlives both servers' metrics registries
+  LeaderInfo last_leader_;               // the last one seen while following
+  std::unique_ptr<MetricsRegistry> follower_metrics_;
+  std::unique_ptr<HttpEndpoint> follower_http_;  // while following
   std::unique_ptr<AdmitdServer> server_;  // while leading
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::thread runner_;
 };
