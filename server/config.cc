@@ -410,6 +410,22 @@ settings::Table ConfigTable(Config* c) {
                "replaced",
        .default_text = "5s",
        .parse = Duration(&c->ha_lease_ttl, absl::Seconds(1))});
+  add({.flag = "--ha-etcd-ca-file",
+       .key = "ha.etcdCAFile",
+       .value = "FILE",
+       .help = "TLS to etcd: the CA bundle etcd's certificate must chain to (reloaded on change)",
+       .parse = String(&c->ha_etcd_ca_file)});
+  add({.flag = "--ha-etcd-cert-file",
+       .key = "ha.etcdCertFile",
+       .value = "FILE",
+       .help = "TLS to etcd: this replica's client certificate, for an etcd with "
+               "--client-cert-auth (reloaded on change)",
+       .parse = String(&c->ha_etcd_cert_file)});
+  add({.flag = "--ha-etcd-key-file",
+       .key = "ha.etcdKeyFile",
+       .value = "FILE",
+       .help = "TLS to etcd: the client certificate's key",
+       .parse = String(&c->ha_etcd_key_file)});
   return t;
 }
 
@@ -450,6 +466,16 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
   if (auto s = CheckSecurity(config); !s.ok()) return s;
   if (!config.ha_etcd_endpoints.empty() && (config.manual_scheduling || config.manual_clock)) {
     return Bad("--ha-etcd-endpoints", "is not valid with --manual-scheduling or --manual-clock");
+  }
+  if (config.ha_etcd_endpoints.empty()) {
+    for (const auto& [flag, value] : {std::pair{"--ha-etcd-ca-file", &config.ha_etcd_ca_file},
+                                      std::pair{"--ha-etcd-cert-file", &config.ha_etcd_cert_file},
+                                      std::pair{"--ha-etcd-key-file", &config.ha_etcd_key_file}}) {
+      if (!value->empty()) return Bad(flag, "is only valid with --ha-etcd-endpoints");
+    }
+  }
+  if (config.ha_etcd_cert_file.empty() != config.ha_etcd_key_file.empty()) {
+    return Bad("--ha-etcd-cert-file", "and --ha-etcd-key-file are given together or not at all");
   }
   if (config.manual_clock && !config.manual_scheduling) {
     return Bad(config.manual_clock_start ? "--manual-clock-start" : "--manual-clock",

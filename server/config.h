@@ -138,6 +138,10 @@ struct Config {
   std::string ha_id;
   std::string ha_advertise_address;
   absl::Duration ha_lease_ttl = absl::Seconds(5);
+  // TLS to etcd: its CA bundle, and this replica's client certificate and key.
+  std::string ha_etcd_ca_file;
+  std::string ha_etcd_cert_file;
+  std::string ha_etcd_key_file;
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

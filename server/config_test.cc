@@ -381,5 +381,37 @@ TEST(ConfigTest, TlsAndAuthSettingsMustAgree) {
   EXPECT_EQ(file->authorization_policy, "/etc/policy.yaml");
 }
 
+TEST(ConfigTest, HaFlagsAndTheirRefusals) {
+  bool help;
+  absl::StatusOr<Config> c =
+      ParseConfig({"--ha-etcd-endpoints", "e1:2379,e2:2379", "--ha-domain", "prod", "--ha-id", "r1",
+                   "--ha-lease-ttl", "3s", "--ha-etcd-ca-file", "/ca.crt", "--ha-etcd-cert-file",
+                   "/tls.crt", "--ha-etcd-key-file", "/tls.key"},
+                  &help);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ha_etcd_endpoints, (std::vector<std::string>{"e1:2379", "e2:2379"}));
+  EXPECT_EQ(c->ha_domain, "prod");
+  EXPECT_EQ(c->ha_id, "r1");
+  EXPECT_EQ(c->ha_lease_ttl, absl::Seconds(3));
+  EXPECT_EQ(c->ha_etcd_ca_file, "/ca.crt");
+  EXPECT_EQ(c->ha_etcd_cert_file, "/tls.crt");
+  EXPECT_EQ(c->ha_etcd_key_file, "/tls.key");
+
+  EXPECT_EQ(ParseConfig({"--ha-etcd-ca-file", "/ca.crt"}, &help).status().message(),
+            "--ha-etcd-ca-file: is only valid with --ha-etcd-endpoints");
+  EXPECT_EQ(ParseConfig({"--ha-etcd-endpoints", "e:1", "--ha-etcd-cert-file", "/tls.crt"}, &help)
+                .status()
+                .message(),
+            "--ha-etcd-cert-file: and --ha-etcd-key-file are given together or not at all");
+  EXPECT_EQ(ParseConfig({"--ha-etcd-endpoints", "e:1", "--manual-scheduling"}, &help)
+                .status()
+                .message(),
+            "--ha-etcd-endpoints: is not valid with --manual-scheduling or --manual-clock");
+  EXPECT_THAT(ParseConfig({"--ha-etcd-endpoints", "e:1", "--ha-lease-ttl", "100ms"}, &help)
+                  .status()
+                  .message(),
+              HasSubstr("--ha-lease-ttl"));
+}
+
 }  // namespace
 }  // namespace admitd

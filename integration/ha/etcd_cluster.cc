@@ -49,7 +49,8 @@ std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
                                                                 const std::string& dir,
-                                                                absl::Duration timeout) {
+                                                                absl::Duration timeout,
+                                                                std::optional<EtcdTls> tls) {
   if (access(kEtcd, X_OK) != 0) {
     return absl::UnavailableError(absl::StrCat(kEtcd, " is missing: install etcd-server"));
   }
@@ -60,7 +61,7 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
   // side): then the member exits, and the cluster starts again on new ports.
   absl::Status last;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    absl::StatusOr<std::unique_ptr<EtcdCluster>> cluster = StartOnce(members, dir, timeout);
+    absl::StatusOr<std::unique_ptr<EtcdCluster>> cluster = StartOnce(members, dir, timeout, tls);
     if (cluster.ok()) return cluster;
     last = cluster.status();
   }
@@ -69,8 +70,10 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(int members,
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::StartOnce(int members,
                                                                     const std::string& dir,
-                                                                    absl::Duration timeout) {
+                                                                    absl::Duration timeout,
+                                                                    const std::optional<EtcdTls>& tls) {
   std::unique_ptr<EtcdCluster> cluster(new EtcdCluster());
+  cluster->tls_ = tls;
   std::vector<std::string> peers;
   const std::vector<int> ports = FreePorts(2 * members);
   for (int i = 0; i < members; ++i) {
@@ -128,13 +131,17 @@ std::string EtcdCluster::Log(int member) const {
   return log.size() > 4000 ? log.substr(log.size() - 4000) : log;
 }
 
+std::string EtcdCluster::ClientUrl(int port) const {
+  return absl::StrCat(tls_.has_value() ? "https" : "http", "://127.0.0.1:", port);
+}
+
 absl::Status EtcdCluster::Spawn(Member& m, bool existing) {
   std::vector<std::string> args = {
       kEtcd,
       "--name", m.name,
       "--data-dir", m.data_dir,
-      "--listen-client-urls", Url(m.client_port),
-      "--advertise-client-urls", Url(m.client_port),
+      "--listen-client-urls", ClientUrl(m.client_port),
+      "--advertise-client-urls", ClientUrl(m.client_port),
       "--listen-peer-urls", Url(m.peer_port),
       "--initial-advertise-peer-urls", Url(m.peer_port),
       "--initial-cluster", initial_cluster_,
@@ -145,6 +152,10 @@ absl::Status EtcdCluster::Spawn(Member& m, bool existing) {
       "--logger", "zap",
       "--log-level", "warn",
   };
+  if (tls_.has_value()) {
+    args.insert(args.end(), {"--cert-file", tls_->cert_file, "--key-file", tls_->key_file,
+                             "--trusted-ca-file", tls_->ca_file, "--client-cert-auth"});
+  }
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
@@ -173,9 +184,14 @@ absl::Status EtcdCluster::WaitUntilServing(const Member& m, absl::Time until) {
     }
     // A new client each time: a channel that found nothing listening waits out gRPC's reconnect
     // backoff (a second and growing) before it tries again.
-    absl::StatusOr<std::unique_ptr<ha::EtcdClient>> client = ha::EtcdClient::Create(
-        {.endpoints = {absl::StrCat("127.0.0.1:", m.client_port)},
-         .call_timeout = absl::Milliseconds(500)});
+    ha::EtcdOptions options{.endpoints = {absl::StrCat("127.0.0.1:", m.client_port)},
+                            .call_timeout = absl::Milliseconds(500)};
+    if (tls_.has_value()) {
+      options.ca_file = tls_->ca_file;
+      options.cert_file = tls_->client_cert_file;
+      options.key_file = tls_->client_key_file;
+    }
+    absl::StatusOr<std::unique_ptr<ha::EtcdClient>> client = ha::EtcdClient::Create(options);
     if (!client.ok()) return client.status();
     absl::StatusOr<etcdserverpb::RangeResponse> r = (*client)->Range(probe);
     if (r.ok()) return absl::OkStatus();

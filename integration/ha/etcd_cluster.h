@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,21 @@
 
 namespace admitd::testing {
 
+// Client TLS: members serve https on their client URLs with `cert_file`/`key_file` and require
+// client certificates signed by `ca_file`; the cluster's own probes present `client_cert_file`.
+struct EtcdTls {
+  std::string ca_file, cert_file, key_file;
+  std::string client_cert_file, client_key_file;
+};
+
 class EtcdCluster {
  public:
   // Starts `members` members and waits until each answers a read (trying new ports up to three
   // times). UNAVAILABLE when etcd is not installed or the cluster does not come up within
   // `timeout` (the members' logs say why).
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(
-      int members, const std::string& dir, absl::Duration timeout = absl::Seconds(30));
+      int members, const std::string& dir, absl::Duration timeout = absl::Seconds(30),
+      std::optional<EtcdTls> tls = std::nullopt);
   // Kills every member still running.
   ~EtcdCluster();
 
@@ -52,10 +61,13 @@ class EtcdCluster {
   EtcdCluster() = default;
   static absl::StatusOr<std::unique_ptr<EtcdCluster>> StartOnce(int members,
                                                                 const std::string& dir,
-                                                                absl::Duration timeout);
+                                                                absl::Duration timeout,
+                                                                const std::optional<EtcdTls>& tls);
+  std::string ClientUrl(int port) const;
   absl::Status Spawn(Member& m, bool existing);
   absl::Status WaitUntilServing(const Member& m, absl::Time until);
 
+  std::optional<EtcdTls> tls_;
   std::string initial_cluster_;
   std::vector<Member> members_;
 };

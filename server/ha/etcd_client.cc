@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/connection.h"
 
 namespace admitd::ha {
 
@@ -11,21 +12,31 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdOptions optio
   if (options.endpoints.empty()) {
     return absl::InvalidArgumentError("etcd: no endpoint given");
   }
-  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(options)));
-}
-
-EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
+  std::unique_ptr<EtcdClient> client(new EtcdClient(std::move(options)));
   // etcd's answers are as large as the ranges asked for (gRPC's default limit is 4 MiB); the
   // callers bound them by the keys they ask for at once.
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  for (const std::string& endpoint : options_.endpoints) {
-    std::shared_ptr<grpc::Channel> channel =
-        grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
-    members_.push_back(Member{endpoint, etcdserverpb::KV::NewStub(channel),
-                              etcdserverpb::Lease::NewStub(channel)});
+  const EtcdOptions& o = client->options_;
+  for (const std::string& endpoint : o.endpoints) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        Connect({.target = endpoint,
+                 .tls = !o.ca_file.empty() || !o.cert_file.empty(),
+                 .ca_file = o.ca_file,
+                 .cert_file = o.cert_file,
+                 .key_file = o.key_file},
+                args);
+    if (!channel.ok()) {
+      return absl::Status(channel.status().code(),
+                          absl::StrCat("etcd: ", channel.status().message()));
+    }
+    client->members_.push_back(Member{endpoint, etcdserverpb::KV::NewStub(*channel),
+                                      etcdserverpb::Lease::NewStub(*channel)});
   }
+  return client;
 }
+
+EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {}
 
 const std::string& EtcdClient::endpoint() const {
   return members_[current_.load() % members_.size()].endpoint;

@@ -30,16 +30,23 @@
 namespace admitd::ha {
 
 struct EtcdOptions {
-  // host:port of each member's client URL (plain HTTP/2).
+  // host:port of each member's client URL.
   std::vector<std::string> endpoints;
   // The deadline of one call.
   absl::Duration call_timeout = absl::Seconds(2);
+  // TLS (any of them set; the files are read again when they change): the CA bundle etcd's
+  // certificate must chain to (empty: the system's), and a client certificate with its key for
+  // an etcd that requires them (--client-cert-auth).
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
 };
 
 class EtcdClient {
  public:
-  // INVALID_ARGUMENT when no endpoint is given. Connects lazily: a member that is down is
-  // noticed by the first call sent to it.
+  // INVALID_ARGUMENT when no endpoint is given, or a certificate without its key (or the
+  // reverse); FAILED_PRECONDITION naming a TLS file that cannot be read. Connects lazily: a
+  // member that is down is noticed by the first call sent to it.
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Create(EtcdOptions options);
 
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);

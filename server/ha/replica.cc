@@ -27,7 +27,10 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(const Config& config) {
   std::unique_ptr<Replica> r(new Replica(config));
   ADMITD_ASSIGN_OR_RETURN(TransportSecurity security, MakeTransportSecurity(config));
   ADMITD_ASSIGN_OR_RETURN(r->local_, store::Store::Open(AdmitdServer::StoreOptionsFor(config)));
-  ADMITD_ASSIGN_OR_RETURN(r->etcd_, EtcdClient::Create({.endpoints = config.ha_etcd_endpoints}));
+  ADMITD_ASSIGN_OR_RETURN(r->etcd_, EtcdClient::Create({.endpoints = config.ha_etcd_endpoints,
+                                                         .ca_file = config.ha_etcd_ca_file,
+                                                         .cert_file = config.ha_etcd_cert_file,
+                                                         .key_file = config.ha_etcd_key_file}));
   ElectionOptions election;
   election.domain = config.ha_domain;
   election.id = config.ha_id.empty() ? HostName() : config.ha_id;
