@@ -30,7 +30,10 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdOptions optio
       return absl::Status(channel.status().code(),
                           absl::StrCat("etcd: ", channel.status().message()));
     }
-    client->members_.push_back(Member{endpoint, etcdserverpb::KV::NewStub(*channel),
+    // Connected from the start, so that another member can take a call at once when the one in
+    // use goes away.
+    (*channel)->GetState(/*try_to_connect=*/true);
+    client->members_.push_back(Member{endpoint, *channel, etcdserverpb::KV::NewStub(*channel),
                                       etcdserverpb::Lease::NewStub(*channel)});
   }
   return client;
@@ -44,7 +47,19 @@ const std::string& EtcdClient::endpoint() const {
 
 const EtcdClient::Member& EtcdClient::Pick(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
-  return members_[current_.load() % members_.size()];
+  const size_t current = current_.load();
+  const size_t n = members_.size();
+  // Asking a channel's state asks it to connect again after its connection went away.
+  if (members_[current % n].channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
+    for (size_t k = 1; k < n; ++k) {
+      if (members_[(current + k) % n].channel->GetState(true) == GRPC_CHANNEL_READY) {
+        size_t expected = current;
+        current_.compare_exchange_strong(expected, current + k);
+        return members_[(current + k) % n];
+      }
+    }
+  }
+  return members_[current % n];
 }
 
 absl::Status EtcdClient::Done(const Member& member, const grpc::Status& status) {

@@ -3,7 +3,8 @@
 //
 // It knows every member of one etcd cluster and sends each call to the member it last reached;
 // a call that fails with UNAVAILABLE (the member is down or not reachable) moves it to the next
-// member for the following calls. No call is retried by the client itself: a transaction whose
+// member for the following calls, and a call is sent to another member whose connection is up
+// when the current one's is down. No call is retried by the client itself: a transaction whose
 // answer never came may have been applied, and only the caller can tell, by reading.
 //
 //   absl::StatusOr<std::unique_ptr<EtcdClient>> etcd =
@@ -66,11 +67,14 @@ class EtcdClient {
  private:
   struct Member {
     std::string endpoint;
+    std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
   };
   explicit EtcdClient(EtcdOptions options);
-  // The member for the next call, and a context with the call's deadline.
+  // The member for the next call, and a context with the call's deadline: the current one, or
+  // after it the first whose connection is up when the current one's is not (a member that went
+  // away is passed over before a call is lost to it).
   const Member& Pick(grpc::ClientContext* context) const;
   // The call's status as absl::Status; after UNAVAILABLE from `member`, the next member is picked.
   absl::Status Done(const Member& member, const grpc::Status& status);
