@@ -410,6 +410,13 @@ settings::Table ConfigTable(Config* c) {
                "replaced",
        .default_text = "5s",
        .parse = Duration(&c->ha_lease_ttl, absl::Seconds(1))});
+  add({.flag = "--ha-log-trim-interval",
+       .key = "ha.logTrimInterval",
+       .value = "DURATION",
+       .help = "how often the leader deletes from etcd the part of the replicated log every live "
+               "replica has applied, and compacts etcd's history",
+       .default_text = "10s",
+       .parse = Duration(&c->ha_log_trim_interval, absl::Milliseconds(100))});
   add({.flag = "--ha-etcd-ca-file",
        .key = "ha.etcdCAFile",
        .value = "FILE",

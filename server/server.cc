@@ -134,7 +134,8 @@ store::StoreOptions AdmitdServer::StoreOptionsFor(const Config& config) {
 }
 
 absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
-    const Config& config, std::function<absl::Time()> clock, std::unique_ptr<store::Store> store) {
+    const Config& config, std::function<absl::Time()> clock, std::unique_ptr<store::Store> store,
+    const std::vector<grpc::Service*>& services) {
   std::unique_ptr<AdmitdServer> server(new AdmitdServer());
   server->config_ = config;
   // Before the store is opened: bad certificate, authentication or policy files stop the
@@ -233,6 +234,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   builder.RegisterService(server->queue_service_.get());
   builder.RegisterService(server->admission_service_.get());
   builder.RegisterService(server->pod_service_.get());
+  for (grpc::Service* service : services) builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(16 << 20);
   // gRPC's own memory (transport buffers, call arenas) within a budget, a backstop: the intake
   // bound and the stream limit keep calls well under it. Over it gRPC reads more slowly (smaller
@@ -315,6 +317,11 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   ADMITD_LOG(kInfo, "serving", {{"revision", absl::StrCat(server->engine_->revision())},
                                 {"manual_scheduling", config.manual_scheduling ? "true" : "false"}});
   return server;
+}
+
+absl::Status AdmitdServer::Authorize(const grpc::ServerContextBase& rpc,
+                                     const auth::Request& request) const {
+  return CheckCall(access_.get(), rpc, request).status();
 }
 
 void AdmitdServer::RecordEvent(v1::Event event) {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -45,9 +46,11 @@ class AdmitdServer {
   // NOT_SERVING), recovers the engine from the store, then starts the sequencer and flips health
   // to SERVING. Errors: the store cannot be opened (FAILED_PRECONDITION when another admitd holds
   // it), the address cannot be bound, or the stored state cannot be recovered.
+  // `services` are served beside admitd's own (an HA leader's replication service).
   static absl::StatusOr<std::unique_ptr<AdmitdServer>> Start(
       const Config& config, std::function<absl::Time()> clock = [] { return absl::Now(); },
-      std::unique_ptr<store::Store> store = nullptr);
+      std::unique_ptr<store::Store> store = nullptr,
+      const std::vector<grpc::Service*>& services = {});
   // The options of the RocksDB store `config` asks for, logging through admitd's log.
   static store::StoreOptions StoreOptionsFor(const Config& config);
   ~AdmitdServer();
@@ -60,6 +63,9 @@ class AdmitdServer {
   const Metrics& metrics() const { return *metrics_; }
   // The /metrics registry, for collectors of the process around the server (an HA replica's).
   MetricsRegistry& metrics_registry() { return metrics_->registry(); }
+  // Whether the caller of `rpc` may make `request` (always OK without an authorization policy):
+  // for services added beside admitd's own.
+  absl::Status Authorize(const grpc::ServerContextBase& rpc, const auth::Request& request) const;
   // Records `event` (an audit record, as Engine::RecordAudit takes it) in the next batch: it is
   // stored, replicated and watched like every event. Dropped when the sequencer refuses work.
   void RecordEvent(v1::Event event);

@@ -61,6 +61,8 @@ class RocksDbStore final : public Store {
   absl::StatusOr<uint64_t> CompactEvents() override;
   absl::Status Recover() override;
   absl::Status Close() override;
+  // RocksDB's checkpoint: hard links to the table files, copies of the rest (rocksdb_checkpoint.cc).
+  absl::StatusOr<uint64_t> Checkpoint(const std::string& dir) const override;
   // write_stopped (0/1), delayed_write_rate_bytes, pending_compaction_bytes,
   // running_compactions, sst_files_bytes, memtable_bytes: RocksDB's properties, summed over the
   // column families.

@@ -56,6 +56,30 @@ TEST_F(RocksDbStoreTest, StateSurvivesCloseAndReopen) {
   EXPECT_TRUE(store->Commit(PutBatch(13, "ns/late", "x")).ok());
 }
 
+TEST_F(RocksDbStoreTest, ACheckpointOpensAsTheSameStore) {
+  StoreOptions options{.path = dirs_.Fresh()};
+  auto store = OpenOrDie(options);
+  for (uint64_t r = 1; r <= 5; ++r) {
+    ASSERT_TRUE(store->Commit(PutBatch(r, absl::StrCat("ns/w", r), absl::StrCat("v", r))).ok());
+  }
+  const std::string copy = dirs_.Fresh() + "/copy";
+  absl::StatusOr<uint64_t> revision = store->Checkpoint(copy);
+  ASSERT_TRUE(revision.ok()) << revision.status();
+  EXPECT_EQ(*revision, 5u);
+  // Later writes are not in the copy; a second checkpoint into the same place is refused.
+  ASSERT_TRUE(store->Commit(PutBatch(6, "ns/w6", "v6")).ok());
+  EXPECT_EQ(store->Checkpoint(copy).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  auto copied = OpenOrDie({.path = copy});
+  ASSERT_NE(copied, nullptr);
+  EXPECT_EQ(copied->revision(), 5u);
+  EXPECT_EQ(ObjectsOf(*copied, v1::OBJECT_KIND_WORKLOAD).size(), 5u);
+  EXPECT_THAT(EventRevisions(*copied), ElementsAre(1u, 2u, 3u, 4u, 5u));
+  ASSERT_TRUE(store->Close().ok());
+  EXPECT_EQ(store->Checkpoint(dirs_.Fresh() + "/late").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 // Batch r writes a workload and a ClusterQueue and logs their two events (revisions 2r-1, 2r).
 Batch TwoKindBatch(uint64_t r) {
   Batch b;

@@ -126,6 +126,14 @@ class Store {
   // failed fsync). Serialized with Commit by the caller. FAILED_PRECONDITION after Close().
   virtual absl::Status Recover() = 0;
 
+  // Writes a consistent copy of the whole database (objects, events, revision) into the new
+  // directory `dir`, as files a store can be opened on (Store::Open with path `dir`), and
+  // returns the revision it holds. Serialized with Commit by the caller. UNIMPLEMENTED for a
+  // store without files; FAILED_PRECONDITION after Close() or when `dir` exists.
+  virtual absl::StatusOr<uint64_t> Checkpoint(const std::string& dir) const {
+    return absl::UnimplementedError("this store keeps no files to copy");
+  }
+
   // Figures that show the database's health, for the metrics: name (admitd_rocksdb_<name>) and
   // value. Empty for a store that has none, or once closed.
   virtual std::vector<std::pair<std::string, uint64_t>> Health() const { return {}; }

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "httplib.h"
 #include "integration/fixtures.h"
 #include "integration/ha/ha_fixture.h"
 #include "integration/ha/replica_group.h"
@@ -59,6 +61,38 @@ class HaGroupTest : public HaTest {
   }
 
   AdmitdClient& client(int i) { return group.client(i); }
+
+  // With --metrics-listen 127.0.0.1:0 among the extra arguments: the port of replica i's
+  // metrics endpoint, from its log (0 when it says none).
+  int MetricsPort(int i) {
+    const std::string log = group.process(i).Log();
+    const std::string marker = "metrics=127.0.0.1:";
+    const size_t at = log.rfind(marker);
+    int port = 0;
+    if (at == std::string::npos) return 0;
+    const size_t start = at + marker.size();
+    EXPECT_TRUE(absl::SimpleAtoi(log.substr(start, log.find_first_of(" \n", start) - start), &port));
+    return port;
+  }
+
+  static httplib::Result Get(int port, const std::string& path) {
+    httplib::Client http("127.0.0.1", port);
+    http.set_read_timeout(5);
+    return http.Get(path);
+  }
+
+  // The value of the series `series` (name and labels, as rendered) on replica i's /metrics;
+  // -1 when absent.
+  double Metric(int i, const std::string& series) {
+    httplib::Result r = Get(MetricsPort(i), "/metrics");
+    if (!r) return -1;
+    const size_t at = r->body.find(series + " ");
+    double value = -1;
+    if (at == std::string::npos) return -1;
+    const size_t start = at + series.size() + 1;
+    (void)absl::SimpleAtod(r->body.substr(start, r->body.find('\n', start) - start), &value);
+    return value;
+  }
 
   testing::ReplicaGroup group;
 };

@@ -17,23 +17,6 @@ class HaObservabilityTest : public HaGroupTest {
  protected:
   HaObservabilityTest() : HaGroupTest({"--metrics-listen", "127.0.0.1:0"}) {}
 
-  // The port of replica i's metrics endpoint, from its log.
-  int MetricsPort(int i) {
-    const std::string log = group.process(i).Log();
-    const size_t at = log.find("metrics=127.0.0.1:");
-    int port = 0;
-    if (at == std::string::npos) return 0;
-    const size_t start = at + std::string("metrics=127.0.0.1:").size();
-    EXPECT_TRUE(absl::SimpleAtoi(log.substr(start, log.find_first_of(" \n", start) - start), &port));
-    return port;
-  }
-
-  static httplib::Result Get(int port, const std::string& path) {
-    httplib::Client http("127.0.0.1", port);
-    http.set_read_timeout(5);
-    return http.Get(path);
-  }
-
   // The audit events of kind HADomain, oldest first.
   static std::vector<v1::Event> ElectionEvents(AdmitdClient& client) {
     grpc::ClientContext ctx;

@@ -84,6 +84,18 @@ absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
   return response;
 }
 
+absl::Status EtcdClient::Compact(int64_t revision) {
+  grpc::ClientContext context;
+  const Member& m = Pick(&context);
+  etcdserverpb::CompactionRequest request;
+  request.set_revision(revision);
+  etcdserverpb::CompactionResponse response;
+  grpc::Status s = m.kv->Compact(&context, request, &response);
+  // Compacted that far already (by another leader, or etcd's own auto-compaction): done.
+  if (s.error_code() == grpc::StatusCode::OUT_OF_RANGE) return absl::OkStatus();
+  return Done(m, s);
+}
+
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request) {
   grpc::ClientContext context;
   const Member& m = Pick(&context);

@@ -52,6 +52,9 @@ class EtcdClient {
 
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
+  // Drops the history (old versions of keys, deleted keys) up to etcd revision `revision`, so
+  // that etcd's database stays bounded; OK when it was compacted that far already.
+  absl::Status Compact(int64_t revision);
 
   // A new lease of `ttl` (rounded up to whole seconds, at least 1); its id.
   absl::StatusOr<int64_t> GrantLease(absl::Duration ttl);

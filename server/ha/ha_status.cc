@@ -36,7 +36,11 @@ void HaStatus::Applied(uint64_t revision, absl::Time now) {
   caught_up_unix_nanos_.store(absl::ToUnixNanos(now));
 }
 
-void HaStatus::Leading(int64_t term, uint64_t revision) {
+void HaStatus::Leading(int64_t term, uint64_t revision, std::function<uint64_t()> revision_now) {
+  {
+    absl::MutexLock lock(&mu_);
+    revision_now_ = std::move(revision_now);
+  }
   term_.store(term);
   applied_.store(revision);
   failovers_.fetch_add(1);
@@ -67,8 +71,13 @@ void HaStatus::AddTo(MetricsRegistry& registry) const {
                                        "replica's store."},
         {"admitd_ha_replication_lag_seconds",
          "0 on the leader; on a follower, seconds since it last read the log to its end."}};
-    const double values[] = {static_cast<double>(term_.load()),
-                             static_cast<double>(applied_.load()), LagSeconds(absl::Now())};
+    uint64_t applied = applied_.load();
+    {
+      absl::MutexLock lock(&mu_);
+      if (revision_now_) applied = revision_now_();
+    }
+    const double values[] = {static_cast<double>(term_.load()), static_cast<double>(applied),
+                             LagSeconds(absl::Now())};
     for (int i = 0; i < 3; ++i) {
       prometheus::MetricFamily f = Family(gauges[i].first, gauges[i].second, MetricType::Gauge);
       f.metric.push_back(Value(values[i], {domain}, MetricType::Gauge));

@@ -20,8 +20,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/metrics_registry.h"
 
@@ -37,8 +39,9 @@ class HaStatus {
   // A follower read the log to its end at `now`, its store then at `revision`.
   void Applied(uint64_t revision, absl::Time now);
   void SetTerm(int64_t term) { term_.store(term); }
-  // This replica took the leadership over; its store is at `revision`.
-  void Leading(int64_t term, uint64_t revision);
+  // This replica took the leadership over; its store is at `revision`, and from then on at
+  // what `revision_now` says (read at each scrape).
+  void Leading(int64_t term, uint64_t revision, std::function<uint64_t()> revision_now = nullptr);
 
   bool leading() const { return leading_.load(); }
   uint64_t applied_revision() const { return applied_.load(); }
@@ -52,6 +55,8 @@ class HaStatus {
   std::atomic<uint64_t> applied_{0};
   std::atomic<int64_t> caught_up_unix_nanos_{0};  // 0: never
   std::atomic<int64_t> failovers_{0};
+  mutable absl::Mutex mu_;
+  std::function<uint64_t()> revision_now_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace admitd::ha

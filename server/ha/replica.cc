@@ -76,16 +76,16 @@ bool Replica::ShutDown(absl::Duration wait) {
 }
 
 void Replica::Run() {
-  // Follow: apply the log, and campaign a second at a time.
+  // Follow: bootstrap when the log cannot bring this store up to date, apply the log, and
+  // campaign a second at a time once the store follows the log.
   int failures = 0;
   while (!ShutDown(absl::ZeroDuration())) {
-    absl::StatusOr<uint64_t> applied = log_->CatchUp(local_.get());
-    if (applied.ok()) {
+    absl::Status followed = FollowOnce();
+    if (followed.ok()) {
       failures = 0;
-      status_.Applied(local_->revision(), absl::Now());
     } else if (++failures, (failures & (failures - 1)) == 0) {  // the 1st, 2nd, 4th... failure
-      ADMITD_LOG(kWarning, "cannot apply the replicated log; retrying",
-                 {{"error", applied.status().ToString()}, {"attempts", absl::StrCat(failures)}});
+      ADMITD_LOG(kWarning, "cannot follow the replicated log; retrying",
+                 {{"error", followed.ToString()}, {"attempts", absl::StrCat(failures)}});
     }
     absl::StatusOr<LeaderInfo> leader = election_->Leader();
     if (leader.ok()) {
@@ -95,6 +95,11 @@ void Replica::Run() {
       last_leader_ = *leader;
     } else if (absl::IsNotFound(leader.status())) {
       follower_->SetLeader(LeaderInfo{});
+    }
+    if (!followed.ok()) {
+      // Not up to date: never a candidate. Wait a little before trying again.
+      if (ShutDown(absl::Seconds(1))) return;
+      continue;
     }
     if (election_->Campaign(absl::Now() + absl::Seconds(1)).ok()) break;
   }
@@ -118,11 +123,18 @@ void Replica::Run() {
     if (ShutDown(absl::Milliseconds(200))) return;
   }
   const uint64_t revision = local_->revision();
-  status_.Leading(election_->term(), revision);
+  if (absl::StatusOr<ReplicatedLog::State> state = log_->ReadState(); state.ok()) {
+    (void)WriteLogId(state->id);  // the log this store follows, named by its first leader
+  }
+  Unregister();  // a leader's entry would hold trimming back at its last follower revision
   follower_http_.reset();  // the leader's server serves --metrics-listen from here on
   auto store = std::make_unique<ReplicatedStore>(std::move(local_), log_.get());
-  absl::StatusOr<std::unique_ptr<AdmitdServer>> server =
-      AdmitdServer::Start(config_, [] { return absl::Now(); }, std::move(store));
+  leader_store_ = store.get();
+  status_.Leading(election_->term(), revision,
+                  [s = leader_store_] { return s->revision(); });
+  snapshots_ = std::make_unique<SnapshotService>(config_.ha_domain, leader_store_, config_.data_dir);
+  absl::StatusOr<std::unique_ptr<AdmitdServer>> server = AdmitdServer::Start(
+      config_, [] { return absl::Now(); }, std::move(store), {snapshots_.get()});
   if (!server.ok()) {
     ADMITD_LOG(kError, "elected, but cannot serve; exiting",
                {{"error", server.status().ToString()}});
@@ -130,14 +142,22 @@ void Replica::Run() {
   }
   follower_->Shutdown();
   status_.AddTo((*server)->metrics_registry());
+  // A snapshot holds every object: under an authorization policy, only a caller that may run
+  // the scheduler (an admin, or the replicas' own identity) gets one.
+  snapshots_->SetAuthorizer([s = server->get()](const grpc::ServerContextBase& rpc) {
+    return s->Authorize(rpc, {.verb = auth::Verb::kRun, .resource = auth::Resource::kScheduler});
+  });
   (*server)->RecordEvent(LeaderElectedEvent(absl::Now() - elected));
   ADMITD_LOG(kInfo, "leading",
              {{"domain", config_.ha_domain},
               {"term", absl::StrCat(election_->term())},
               {"revision", absl::StrCat(revision)},
               {"took", absl::FormatDuration(absl::Now() - elected)}});
-  absl::MutexLock lock(&mu_);
-  server_ = *std::move(server);
+  {
+    absl::MutexLock lock(&mu_);
+    server_ = *std::move(server);
+  }
+  TrimLoop();
 }
 
 absl::Status Replica::StartFollowerEndpoint(const HttpEndpointOptions& options) {
@@ -172,14 +192,14 @@ absl::Status Replica::StartFollowerEndpoint(const HttpEndpointOptions& options) 
   return absl::OkStatus();
 }
 
-v1::Event Replica::LeaderElectedEvent(absl::Duration took) const {
+::admitd::v1::Event Replica::LeaderElectedEvent(absl::Duration took) const {
   LeaderInfo previous;
   {
     absl::MutexLock lock(&mu_);
     previous = last_leader_;
   }
-  v1::Event event;
-  v1::ObjectReference* about = event.mutable_regarding();
+  ::admitd::v1::Event event;
+  ::admitd::v1::ObjectReference* about = event.mutable_regarding();
   about->set_api_version("admitd.io/v1");
   about->set_kind("HADomain");
   about->set_name(config_.ha_domain);
@@ -206,6 +226,7 @@ void Replica::Shutdown(absl::Duration grace) {
   }
   if (runner_.joinable()) runner_.join();
   if (server_ != nullptr) server_->Shutdown(grace);
+  Unregister();
   if (follower_ != nullptr) follower_->Shutdown();
   follower_http_.reset();
   if (election_ != nullptr) (void)election_->Resign();

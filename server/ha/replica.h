@@ -34,6 +34,8 @@
 #include "server/ha/ha_status.h"
 #include "server/ha/leader_election.h"
 #include "server/ha/replicated_log.h"
+#include "server/ha/replicated_store.h"
+#include "server/ha/snapshot.h"
 #include "server/server.h"
 #include "store/store.h"
 
@@ -57,11 +59,28 @@ class Replica {
   void Run();
   // Whether Shutdown was called, waiting at most `wait` for it.
   bool ShutDown(absl::Duration wait);
+  // One round of following (replica_follow.cc): bootstraps the store when the log cannot bring
+  // it up to date (another log's, or behind the trimmed log), applies the log, and registers
+  // the revision applied. OK when the store follows the log: then this replica may lead.
+  absl::Status FollowOnce();
+  // Replaces the store with a snapshot of the leader's.
+  absl::Status Bootstrap(const ReplicatedLog::State& state);
+  // /admitd/<domain>/replicas/<id> = the revision applied, bound to a lease of the replica's
+  // own: the leader trims the log up to the lowest live replica's.
+  absl::Status Register(uint64_t revision);
+  void Unregister();
+  // The name of the log this store follows (a file in the data dir); "" when none.
+  std::string ReadLogId() const;
+  absl::Status WriteLogId(const std::string& id) const;
+  // While leading (replica_trim.cc): every --ha-log-trim-interval, trims the log up to the
+  // lowest revision every live replica and every snapshot being sent has, until shutdown.
+  void TrimLoop();
+
   // A follower's /metrics (the HA gauges), /healthz and /readyz (503: not the leader), on
   // --metrics-listen.
   absl::Status StartFollowerEndpoint(const HttpEndpointOptions& options);
   // The audit event of this replica's election, recorded through the leader's server.
-  v1::Event LeaderElectedEvent(absl::Duration took) const;
+  ::admitd::v1::Event LeaderElectedEvent(absl::Duration took) const;
 
   Config config_;  // listen and the advertised address resolved once bound
   std::string id_;       // in the domain
@@ -75,6 +94,9 @@ class Replica {
   LeaderInfo last_leader_;               // the last one seen while following
   std::unique_ptr<MetricsRegistry> follower_metrics_;
   std::unique_ptr<HttpEndpoint> follower_http_;  // while following
+  int64_t registry_lease_ = 0;  // Register's lease; 0: none
+  ReplicatedStore* leader_store_ = nullptr;  // while leading, owned by server_
+  std::unique_ptr<SnapshotService> snapshots_;  // while leading, served by server_
   std::unique_ptr<AdmitdServer> server_;  // while leading
   mutable absl::Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,14 +1,24 @@
 #include "server/ha/replicated_log.h"
 
+#include <random>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "server/ha/log_batch.h"
 
 namespace admitd::ha {
 namespace {
+
+// 128 random bits, in hex: a log's name.
+std::string NewLogId() {
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(random(), absl::kZeroPad8));
+  return id;
+}
 
 // The transactions of one append: each holds whole chunks, below the size and operation limits.
 std::vector<etcdserverpb::TxnRequest> AppendTxns(const std::string& domain,
@@ -47,12 +57,72 @@ std::string ReplicatedLog::FenceKey(const std::string& domain) {
   return absl::StrCat("/admitd/", domain, "/log-fence");
 }
 
+std::string ReplicatedLog::IdKey(const std::string& domain) {
+  return absl::StrCat("/admitd/", domain, "/log-id");
+}
+
+std::string ReplicatedLog::TrimmedKey(const std::string& domain) {
+  return absl::StrCat("/admitd/", domain, "/log-trimmed");
+}
+
+absl::StatusOr<ReplicatedLog::State> ReplicatedLog::ReadState() {
+  int64_t read_at = 0;
+  return ReadStateAt(0, &read_at);
+}
+
+absl::StatusOr<ReplicatedLog::State> ReplicatedLog::ReadStateAt(int64_t at, int64_t* read_at) {
+  // log-fence, log-id and log-trimmed: every key from "log-" to "log." (the log's own keys are
+  // under "log/").
+  etcdserverpb::RangeRequest range;
+  range.set_key(absl::StrCat("/admitd/", options_.domain, "/log-"));
+  range.set_range_end(absl::StrCat("/admitd/", options_.domain, "/log."));
+  range.set_revision(at);
+  absl::StatusOr<etcdserverpb::RangeResponse> answer = etcd_->Range(range);
+  if (!answer.ok()) return answer.status();
+  *read_at = answer->header().revision();
+  State state;
+  for (const mvccpb::KeyValue& kv : answer->kvs()) {
+    if (kv.key() == IdKey(options_.domain)) state.id = kv.value();
+    if (kv.key() == TrimmedKey(options_.domain) && !absl::SimpleAtoi(kv.value(), &state.trimmed)) {
+      return absl::DataLossError(absl::StrCat(kv.key(), " holds \"", kv.value(),
+                                              "\", not a revision"));
+    }
+  }
+  return state;
+}
+
+absl::Status ReplicatedLog::Trim(uint64_t upto) {
+  const int64_t fence = fence_revision_.load();
+  if (fence == 0 || election_ == nullptr) {
+    return absl::FailedPreconditionError("only the log's writer trims it (TakeOver first)");
+  }
+  etcdserverpb::TxnRequest trim;
+  etcdserverpb::Compare* same = trim.add_compare();
+  same->set_key(FenceKey(options_.domain));
+  same->set_target(etcdserverpb::Compare::MOD);
+  same->set_result(etcdserverpb::Compare::EQUAL);
+  same->set_mod_revision(fence);
+  etcdserverpb::DeleteRangeRequest* del = trim.add_success()->mutable_request_delete_range();
+  del->set_key(LogKey(options_.domain, 0, 0));
+  del->set_range_end(LogKey(options_.domain, upto + 1, 0));
+  etcdserverpb::PutRequest* put = trim.add_success()->mutable_request_put();
+  put->set_key(TrimmedKey(options_.domain));
+  put->set_value(absl::StrCat(upto));
+  absl::StatusOr<etcdserverpb::TxnResponse> answer = election_->FencedTxn(trim);
+  if (!answer.ok()) return answer.status();
+  if (!answer->succeeded()) {
+    return absl::AbortedError(absl::StrCat("the log of domain ", options_.domain,
+                                           " was taken over by another writer"));
+  }
+  return etcd_->Compact(answer->header().revision());
+}
+
 absl::Status ReplicatedLog::TakeOver(store::Store* local) {
   if (election_ == nullptr || !election_->leading()) {
     return absl::FailedPreconditionError(
         absl::StrCat("not the leader of domain ", options_.domain, ": the log is not ours to write"));
   }
-  fence_revision_ = 0;
+  fence_revision_.store(0);
   etcdserverpb::TxnRequest move;
   etcdserverpb::PutRequest* put = move.add_success()->mutable_request_put();
   put->set_key(FenceKey(options_.domain));
@@ -60,6 +130,27 @@ absl::Status ReplicatedLog::TakeOver(store::Store* local) {
   absl::StatusOr<etcdserverpb::TxnResponse> moved = election_->FencedTxn(move);
   if (!moved.ok()) return moved.status();
   const int64_t fence_revision = moved->header().revision();  // the put's: the fence's mod revision
+
+  // The log's first leader names it, and declares what its store already holds (a store that
+  // ran alone before) as reachable by snapshot only.
+  absl::StatusOr<State> state = ReadState();
+  if (!state.ok()) return state.status();
+  if (state->id.empty()) {
+    etcdserverpb::TxnRequest name;
+    etcdserverpb::Compare* absent = name.add_compare();
+    absent->set_key(IdKey(options_.domain));
+    absent->set_target(etcdserverpb::Compare::VERSION);
+    absent->set_result(etcdserverpb::Compare::EQUAL);
+    absent->set_version(0);
+    etcdserverpb::PutRequest* id = name.add_success()->mutable_request_put();
+    id->set_key(IdKey(options_.domain));
+    id->set_value(NewLogId());
+    etcdserverpb::PutRequest* trimmed = name.add_success()->mutable_request_put();
+    trimmed->set_key(TrimmedKey(options_.domain));
+    trimmed->set_value(absl::StrCat(local->revision()));
+    absl::StatusOr<etcdserverpb::TxnResponse> named = election_->FencedTxn(name);
+    if (!named.ok()) return named.status();
+  }
 
   // Everything that landed before the fence moved is now visible: apply the complete batches,
   // then delete the parts that follow them.
@@ -70,19 +161,20 @@ absl::Status ReplicatedLog::TakeOver(store::Store* local) {
   del->set_range_end(LogEnd(options_.domain));
   absl::StatusOr<etcdserverpb::TxnResponse> dropped = election_->FencedTxn(drop);
   if (!dropped.ok()) return dropped.status();
-  fence_revision_ = fence_revision;
+  fence_revision_.store(fence_revision);
   return absl::OkStatus();
 }
 
 absl::Status ReplicatedLog::Append(const store::Batch& batch) {
-  if (fence_revision_ == 0) {
+  const int64_t fence = fence_revision_.load();
+  if (fence == 0) {
     return absl::FailedPreconditionError("the log was not taken over (TakeOver) since it last failed");
   }
   for (const etcdserverpb::TxnRequest& txn :
-       AppendTxns(options_.domain, batch, options_, FenceKey(options_.domain), fence_revision_)) {
+       AppendTxns(options_.domain, batch, options_, FenceKey(options_.domain), fence)) {
     absl::StatusOr<etcdserverpb::TxnResponse> answer = election_->FencedTxn(txn);
     if (!answer.ok() || !answer->succeeded()) {
-      fence_revision_ = 0;  // until TakeOver has settled what landed
+      fence_revision_.store(0);  // until TakeOver has settled what landed
       if (!answer.ok()) return answer.status();
       return absl::AbortedError(absl::StrCat(
           "the log of domain ", options_.domain,
@@ -92,18 +184,31 @@ absl::Status ReplicatedLog::Append(const store::Batch& batch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> ReplicatedLog::CatchUp(store::Store* local) {
+absl::StatusOr<uint64_t> ReplicatedLog::CatchUp(store::Store* local, const std::string& log_id) {
+  // The state and every page are read at one etcd revision: the log as it was then.
+  int64_t at = 0;
+  absl::StatusOr<State> state = ReadStateAt(0, &at);
+  if (!state.ok()) return state.status();
+  if (!log_id.empty() && !state->id.empty() && state->id != log_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this store followed another log (", log_id, ") than the one of domain ", options_.domain,
+        " (", state->id, "): it must be bootstrapped from a snapshot"));
+  }
+  if (state->trimmed > local->revision()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the log of domain ", options_.domain, " was trimmed through revision ", state->trimmed,
+        ", past this store's ", local->revision(), ": it must be bootstrapped from a snapshot"));
+  }
   uint64_t applied = 0;
   BatchAssembler assembler(options_.domain);  // a batch may span pages
   etcdserverpb::RangeRequest range;
   range.set_key(LogKey(options_.domain, local->revision() + 1, 0));
   range.set_range_end(LogEnd(options_.domain));
   range.set_limit(options_.read_page_keys);
+  range.set_revision(at);
   while (true) {
     absl::StatusOr<etcdserverpb::RangeResponse> page = etcd_->Range(range);
     if (!page.ok()) return page.status();
-    // Every page reads the log as the first one found it.
-    if (range.revision() == 0) range.set_revision(page->header().revision());
     for (const mvccpb::KeyValue& kv : page->kvs()) {
       ADMITD_RETURN_IF_ERROR(assembler.Add(kv.key(), kv.value()));
     }

@@ -9,6 +9,13 @@
 // (and TakeOver's read sees it) or fails its comparison: the log never gains a write its leader
 // did not account for.
 //
+// Trimming. The leader deletes the batches every live replica has applied (Trim) and records how
+// far in /admitd/<domain>/log-trimmed; a store whose revision is below that point cannot catch
+// up from the log any more (CatchUp refuses with FAILED_PRECONDITION) and is bootstrapped from a
+// snapshot of the leader's store. /admitd/<domain>/log-id names the log, set by its first
+// leader: a store that followed another log (a data dir of another domain, an etcd started
+// afresh) is refused the same way.
+//
 // A batch larger than one etcd request (max_chunk_bytes) is cut into parts written by several
 // transactions; readers apply a batch only once all its parts are there, and TakeOver deletes
 // the parts of a batch its leader left incomplete, which no caller was told had committed.
@@ -18,11 +25,12 @@
 //   ADMITD_RETURN_IF_ERROR(log.Append(batch));     // then local->Commit(batch)
 //   log.CatchUp(follower_store);                   // on the other replicas
 //
-// Thread safety: Append and TakeOver are called by one thread (the leader's committer); CatchUp
-// may be called from any thread on a store nobody else commits to.
+// Thread safety: Append and TakeOver are called by one thread (the leader's committer); Trim and
+// ReadState from any; CatchUp from any thread on a store nobody else commits to.
 #ifndef ADMITD_SERVER_HA_REPLICATED_LOG_H_
 #define ADMITD_SERVER_HA_REPLICATED_LOG_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,6 +58,11 @@ class ReplicatedLog {
  public:
   // `etcd` and `election` outlive the log; `election` may be null on a replica that only reads.
   ReplicatedLog(EtcdClient* etcd, LeaderElection* election, LogOptions options);
+  ReplicatedLog(ReplicatedLog&& other) noexcept
+      : etcd_(other.etcd_),
+        election_(other.election_),
+        options_(other.options_),
+        fence_revision_(other.fence_revision_.load()) {}
 
   // Makes this replica, which leads, the log's writer: moves the fence (see above), applies to
   // `local` every complete batch after its revision, and deletes what follows (parts of an
@@ -67,16 +80,36 @@ class ReplicatedLog {
 
   // Applies to `local` every complete batch of the log after local->revision(), in order; the
   // number applied. A batch still incomplete at the end is left for a later call.
-  absl::StatusOr<uint64_t> CatchUp(store::Store* local);
+  // FAILED_PRECONDITION, with nothing applied, when the log was trimmed past local->revision()
+  // or, with `log_id` given, when the log is another one: `local` must be bootstrapped.
+  absl::StatusOr<uint64_t> CatchUp(store::Store* local, const std::string& log_id = "");
 
-  // The fence key of `domain`.
+  // What names the log and how far it was trimmed.
+  struct State {
+    std::string id;        // "" before its first leader
+    uint64_t trimmed = 0;  // batches up to this revision are gone from the log
+  };
+  absl::StatusOr<State> ReadState();
+
+  // The leader, which took the log over: deletes the batches up to revision `upto` (every live
+  // replica has them) and compacts etcd's history up to the deletion, so that etcd's size stays
+  // bounded. ABORTED when another TakeOver moved the fence; an etcd error otherwise.
+  absl::Status Trim(uint64_t upto);
+
+  // The keys of `domain`'s fence, identity and trim point.
   static std::string FenceKey(const std::string& domain);
+  static std::string IdKey(const std::string& domain);
+  static std::string TrimmedKey(const std::string& domain);
 
  private:
   EtcdClient* const etcd_;
   LeaderElection* const election_;
   const LogOptions options_;
-  int64_t fence_revision_ = 0;  // the fence key's mod revision this log set; 0 before TakeOver
+  // Reads the state at etcd's revision `at` (0: the latest); the revision read at.
+  absl::StatusOr<State> ReadStateAt(int64_t at, int64_t* read_at);
+
+  // The fence key's mod revision this log set; 0 before TakeOver. Read by Trim on another thread.
+  std::atomic<int64_t> fence_revision_{0};
 };
 
 }  // namespace admitd::ha

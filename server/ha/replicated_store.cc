@@ -11,6 +11,7 @@ ReplicatedStore::ReplicatedStore(std::unique_ptr<store::Store> local, Replicated
     : local_(std::move(local)), log_(log) {}
 
 absl::Status ReplicatedStore::Commit(const store::Batch& batch) {
+  absl::MutexLock lock(&mu_);
   if (absl::Status valid = store::CheckBatch(batch, local_->revision()); !valid.ok()) return valid;
   const bool changes = !batch.writes.empty() || !batch.events.empty();
   if (changes && batch.revision <= local_->revision()) {
@@ -37,6 +38,7 @@ absl::Status ReplicatedStore::Commit(const store::Batch& batch) {
 }
 
 absl::Status ReplicatedStore::Recover() {
+  absl::MutexLock lock(&mu_);
   // A no-op on a healthy local store; needed after its own failure, or one TakeOver met.
   if (absl::Status local = local_->Recover(); !local.ok()) return local;
   if (absl::Status taken = log_->TakeOver(local_.get()); !taken.ok()) {
@@ -46,6 +48,11 @@ absl::Status ReplicatedStore::Recover() {
   }
   broken_ = absl::OkStatus();
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ReplicatedStore::Checkpoint(const std::string& dir) const {
+  absl::MutexLock lock(&mu_);
+  return local_->Checkpoint(dir);
 }
 
 }  // namespace admitd::ha

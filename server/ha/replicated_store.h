@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/ha/replicated_log.h"
 #include "store/store.h"
 
@@ -63,12 +64,16 @@ class ReplicatedStore final : public store::Store {
     return local_->Health();
   }
   absl::Status Close() override { return local_->Close(); }
+  // The local store's copy, between two commits.
+  absl::StatusOr<uint64_t> Checkpoint(const std::string& dir) const override;
 
  private:
   std::unique_ptr<store::Store> local_;
   ReplicatedLog* const log_;
+  // Serializes Commit and Recover (the committer's) with Checkpoint (a snapshot's).
+  mutable absl::Mutex mu_;
   // Why Commit refuses until Recover succeeds; OK while it takes writes.
-  absl::Status broken_;
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace admitd::ha
