@@ -6,6 +6,7 @@
 //   admitd-bench --raw N [--seconds D]
 //   admitd-bench --raw N --security [--seconds D]   plaintext, TLS, mTLS and tokens compared
 //   admitd-bench --raw N --tracing [--seconds D]    tracing off, at 10 % and at 100 % compared
+//   admitd-bench --raw N --ha [--seconds D]         one admitd, then an HA group on etcd, compared
 //
 // Without --server it starts the admitd binary on a temporary data dir (fsync on) and reports
 // its peak memory. A run of a config first simulates the same schedule through the engine in
@@ -28,6 +29,7 @@
 #include "integration/bench/bench_config.h"
 #include "integration/bench/raw_run.h"
 #include "integration/bench/schedule_run.h"
+#include "integration/bench/ha_run.h"
 #include "integration/bench/security_run.h"
 #include "integration/bench/simulate_run.h"
 #include "integration/bench/tracing_run.h"
@@ -44,7 +46,7 @@ constexpr char kUsage[] =
     "usage: admitd-bench --config FILE [--time-scale F] [--no-simulate]\n"
     "       admitd-bench --config FILE --simulate [--time-scale F]\n"
     "       admitd-bench --config FILE [--time-scale F] --find-scale [--max-scale M]\n"
-    "       admitd-bench --raw N [--seconds D] [--security | --tracing]\n"
+    "       admitd-bench --raw N [--seconds D] [--security | --tracing | --ha]\n"
     "  --simulate           run the schedule through the admission engine alone, in virtual\n"
     "                       time (no server, no latency), and print that report only\n"
     "  --no-simulate        skip the simulation a run of a config starts with (its simulated\n"
@@ -53,6 +55,8 @@ constexpr char kUsage[] =
     "                       TLS + service-account token + policy servers, compared\n"
     "  --tracing            the raw run with tracing off, at 10 % and at 100 % sampling\n"
     "                       (OTLP/gRPC to a counting collector in this process), compared\n"
+    "  --ha                 the raw run against one admitd, then against the leader of three\n"
+    "                       replicas over a 3-member etcd started here, compared\n"
     "  --server HOST:PORT   use a running admitd instead of starting one\n"
     "  --admitd PATH        the admitd binary to start (default: the one built with this)\n"
     "  --admitd-arg ARG     an extra argument for the started admitd (repeatable)\n"
@@ -72,6 +76,7 @@ struct Options {
   int raw = 0;
   bool security = false;
   bool tracing = false;
+  bool ha = false;
   double seconds = 5;
   double timeout_s = 0;
 };
@@ -300,6 +305,8 @@ int Main(int argc, char** argv) {
       options.security = true;
     } else if (flag == "--tracing") {
       options.tracing = true;
+    } else if (flag == "--ha") {
+      options.ha = true;
     } else if (flag == "--raw") {
       double n = 0;
       number(&n);
@@ -316,6 +323,10 @@ int Main(int argc, char** argv) {
   if (options.raw > 0 && options.tracing) {
     return RunTracingComparison(options.admitd, options.admitd_args, options.raw,
                                 absl::Seconds(options.seconds));
+  }
+  if (options.raw > 0 && options.ha) {
+    return RunHaComparison(options.admitd, options.admitd_args, options.raw,
+                           absl::Seconds(options.seconds));
   }
   if (options.raw > 0 && options.security) {
     return RunSecurityComparison(options.admitd, options.admitd_args, options.raw,

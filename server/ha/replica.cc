@@ -26,7 +26,7 @@ std::string HostName() {
 absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(const Config& config) {
   std::unique_ptr<Replica> r(new Replica(config));
   ADMITD_ASSIGN_OR_RETURN(TransportSecurity security, MakeTransportSecurity(config));
-  ADMITD_ASSIGN_OR_RETURN(r->local_, store::Store::Open(AdmitdServer::StoreOptionsFor(config)));
+  ADMITD_ASSIGN_OR_RETURN(r->local_, store::Store::Open(r->LocalStoreOptions()));
   ADMITD_ASSIGN_OR_RETURN(r->etcd_, EtcdClient::Create({.endpoints = config.ha_etcd_endpoints,
                                                          .ca_file = config.ha_etcd_ca_file,
                                                          .cert_file = config.ha_etcd_cert_file,
@@ -68,6 +68,15 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(const Config& config) {
 }
 
 Replica::~Replica() { Shutdown(absl::Seconds(10)); }
+
+store::StoreOptions Replica::LocalStoreOptions() const {
+  store::StoreOptions options = AdmitdServer::StoreOptionsFor(config_);
+  // The log in etcd is what is durable: a batch is acknowledged once etcd's quorum has it. What
+  // a crash of the machine takes from the local store's tail, the log gives back (or, once
+  // trimmed past it, a snapshot): no fsync per batch here.
+  options.sync = false;
+  return options;
+}
 
 bool Replica::ShutDown(absl::Duration wait) {
   absl::MutexLock lock(&mu_);

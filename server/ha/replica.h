@@ -59,6 +59,8 @@ class Replica {
   void Run();
   // Whether Shutdown was called, waiting at most `wait` for it.
   bool ShutDown(absl::Duration wait);
+  // The local store's options: the config's, without an fsync per batch (the log is durable).
+  store::StoreOptions LocalStoreOptions() const;
   // One round of following (replica_follow.cc): bootstraps the store when the log cannot bring
   // it up to date (another log's, or behind the trimmed log), applies the log, and registers
   // the revision applied. OK when the store follows the log: then this replica may lead.

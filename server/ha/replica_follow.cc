@@ -94,7 +94,7 @@ absl::Status Replica::Bootstrap(const ReplicatedLog::State& state) {
   std::filesystem::rename(fresh, config_.data_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot move the snapshot in place: ", ec.message()));
   std::filesystem::remove_all(replaced, ec);
-  ADMITD_ASSIGN_OR_RETURN(local_, store::Store::Open(AdmitdServer::StoreOptionsFor(config_)));
+  ADMITD_ASSIGN_OR_RETURN(local_, store::Store::Open(LocalStoreOptions()));
   ADMITD_RETURN_IF_ERROR(WriteLogId(state.id));
   ADMITD_LOG(kInfo, "bootstrapped", {{"revision", absl::StrCat(revision)},
                                      {"took", absl::FormatDuration(absl::Now() - start)}});

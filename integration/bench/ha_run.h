@@ -1,0 +1,22 @@
+// The cost of high availability, measured: the raw run (null RPCs and Submit -> admitted ->
+// Finished cycles) against one admitd alone, then against the leader of a group of three
+// replicas over a 3-member etcd (Debian's etcd-server, on this machine), in one run: every
+// durable Submit acknowledged only once etcd's quorum has its batch. Each figure is printed next
+// to the single-node one.
+#ifndef ADMITD_INTEGRATION_BENCH_HA_RUN_H_
+#define ADMITD_INTEGRATION_BENCH_HA_RUN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace admitd::bench {
+
+// 0 when both runs completed without errors or violations.
+int RunHaComparison(const std::string& admitd_binary, const std::vector<std::string>& admitd_args,
+                    int clients, absl::Duration duration);
+
+}  // namespace admitd::bench
+
+#endif  // ADMITD_INTEGRATION_BENCH_HA_RUN_H_
