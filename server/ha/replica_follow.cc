@@ -49,7 +49,17 @@ absl::Status Replica::FollowOnce() {
   const std::string local_id = ReadLogId();
   // A log exists (it had a leader): the store must be this log's, and not behind its trimming.
   if (!state.id.empty()) {
-    const bool foreign = local_id.empty() ? local_->revision() > 0 : local_id != state.id;
+    if (local_id.empty() && local_->revision() > 0) {
+      // Never replaced automatically: it may be the only copy of a single admitd's state.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the store in ", config_.data_dir, " (revision ", local_->revision(),
+          ") never followed the log of HA domain ", config_.ha_domain,
+          ": it ran alone, or its ", kLogIdFile, " is gone. It is not replaced by a snapshot "
+          "automatically: to make it the group's state, start it first, alone, on a domain "
+          "without a log; to join this group, remove the data dir"));
+    }
+    // An empty store joins any log; a store that followed another one is replaced.
+    const bool foreign = !local_id.empty() && local_id != state.id;
     if (foreign || state.trimmed > local_->revision()) return Bootstrap(state);
     ADMITD_RETURN_IF_ERROR(WriteLogId(state.id));
   }
