@@ -85,7 +85,10 @@ void FollowerServer::SetLeader(const LeaderInfo& leader) {
 
 void FollowerServer::Shutdown() {
   if (server_ == nullptr) return;
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  // Nothing a follower serves is worth waiting for: refusals end at once, and the clients'
+  // health watches must end now, so that they reconnect to the leader's server on this address
+  // and hear SERVING (a watch left open would say NOT_SERVING until cancelled).
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));
   server_->Wait();
   server_.reset();
 }
