@@ -63,19 +63,33 @@ void Dispatcher::Subscribe() {
         req.set_page_token(page->next_page_token());
       } while (!req.page_token().empty());
     }
-    v1::ListWorkloadsRequest req;
-    req.set_page_size(5000);
-    do {
-      absl::StatusOr<v1::ListWorkloadsResponse> page = engine.ListWorkloads(req);
-      if (!page.ok()) break;
-      for (const v1::Workload& wl : page->workloads()) {
-        if (wl.status().admission_checks().empty() && wl.status().cluster_name().empty()) continue;
-        snapshot->workloads[Key(wl.metadata())] = wl;
-      }
-      req.set_page_token(page->next_page_token());
-    } while (!req.page_token().empty());
   };
-  command.respond = [this, snapshot](const absl::Status&) {
+  command.respond = [this, snapshot](const absl::Status&) { ReadWorkloadPage(snapshot, ""); };
+  sequencer_->Enqueue(std::move(command));
+}
+
+void Dispatcher::ReadWorkloadPage(std::shared_ptr<Local> snapshot, std::string token) {
+  // One page a command: a store of many workloads is read between other commands, not in one
+  // long stop of the sequencer (100,000 workloads take most of a second to copy).
+  auto next = std::make_shared<std::string>();
+  Command command;
+  command.apply = [snapshot, token, next](engine::Engine& engine, absl::Time) {
+    v1::ListWorkloadsRequest req;
+    req.set_page_size(2000);
+    req.set_page_token(token);
+    absl::StatusOr<v1::ListWorkloadsResponse> page = engine.ListWorkloads(req);
+    if (!page.ok()) return;
+    for (const v1::Workload& wl : page->workloads()) {
+      if (wl.status().admission_checks().empty() && wl.status().cluster_name().empty()) continue;
+      snapshot->workloads[Key(wl.metadata())] = wl;
+    }
+    *next = page->next_page_token();
+  };
+  command.respond = [this, snapshot, next](const absl::Status& commit) {
+    if (commit.ok() && !next->empty()) {
+      ReadWorkloadPage(snapshot, *next);
+      return;
+    }
     absl::MutexLock lock(&mu_);
     hub_pending_ = true;
     pending_snapshot_ = snapshot;

@@ -87,6 +87,8 @@ class Dispatcher {
 
   // Subscribes to the hub and reads the state it continues from (again after falling behind).
   void Subscribe();
+  // Reads the workloads into `snapshot` a page at a time from `token`, then hands it to Run.
+  void ReadWorkloadPage(std::shared_ptr<Local> snapshot, std::string token);
   void Run();
   // Applies the hub's events to the caches; marks what they touch.
   void DrainHub();
