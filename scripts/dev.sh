@@ -291,6 +291,7 @@ Running: etcd on 127.0.0.1:$client and admitd replicas r0 on ${addrs[0]}, r1 on 
 r2 on ${addrs[2]}; r$leader leads (pid ${DEMO_PIDS[$((leader + 1))]}). Try, in another shell:
   $ctl get clusterqueues
   $BUILD_DIR/clients/admitctl --server ${addrs[$(((leader + 1) % 3))]} get clusterqueues   # a follower: names the leader
+  $BUILD_DIR/clients/admitctl --server ${addrs[0]},${addrs[1]},${addrs[2]} get clusterqueues   # the group: follows the leader
   kill -9 ${DEMO_PIDS[$((leader + 1))]}   # another replica takes over within seconds, with every write
 Logs: $dir/{etcd,admitd-0,admitd-1,admitd-2}.log. Ctrl-C stops everything and removes $dir.
 TXT

@@ -5,6 +5,7 @@
 #define ADMITD_INTEGRATION_HA_HA_GROUP_FIXTURE_H_
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,19 @@ class HaGroupTest : public HaTest {
   }
 
   AdmitdClient& client(int i) { return group.client(i); }
+
+  // Every workload `client` lists in namespace "ns" is there once, and every one of
+  // `acknowledged` is among them.
+  static void ExpectEachAcknowledgedOnce(AdmitdClient& client,
+                                         const std::set<std::string>& acknowledged) {
+    absl::StatusOr<std::vector<v1::Workload>> all = testing::ListWorkloads(client, "ns");
+    ASSERT_TRUE(all.ok()) << all.status();
+    std::set<std::string> names;
+    for (const v1::Workload& wl : *all) {
+      EXPECT_TRUE(names.insert(wl.metadata().name()).second) << wl.metadata().name();
+    }
+    for (const std::string& name : acknowledged) EXPECT_TRUE(names.count(name)) << name;
+  }
 
   // With --metrics-listen 127.0.0.1:0 among the extra arguments: the port of replica i's
   // metrics endpoint, from its log (0 when it says none).

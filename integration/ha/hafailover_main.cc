@@ -310,10 +310,11 @@ int Main(int argc, char** argv) {
       continue;
     }
     std::printf(
-        "round %d/%d: SIGKILL of leader r%d %s, %lld writes acknowledged; r%d acknowledged a "
-        "write %.2f s later (its takeover: %s); %zu workloads (%d holding quota) at revision "
+        "round %d/%d: SIGKILL of leader r%d %s (%s), %lld writes acknowledged; r%d acknowledged "
+        "a write %.2f s later (its takeover: %s); %zu workloads (%d holding quota) at revision "
         "%llu; cut-off writes applied %lld, not applied %lld; %s\n",
         round, options.rounds, old, load.moment.c_str(),
+        absl::FormatTime("%H:%M:%E3S", killed, absl::UTCTimeZone()).c_str(),
         static_cast<long long>(load.acked.Total()), *leader, took, server_took.c_str(),
         check.workloads, check.holding, static_cast<unsigned long long>(check.revision),
         static_cast<long long>(check.resolution.applied),
