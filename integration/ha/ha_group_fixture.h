@@ -29,18 +29,19 @@ using testing::Process;
 
 class HaGroupTest : public HaTest {
  protected:
-  explicit HaGroupTest(std::vector<std::string> extra_args = {})
+  explicit HaGroupTest(std::vector<std::string> extra_args = {}, std::string lease_ttl = "2s")
       : group({.admitd = ADMITD_BINARY,
                .etcd = etcd_->endpoints(),
                .domain = Replica("x").domain,
                .dir = absl::StrCat(*dir_, "/", Replica("x").domain),
-               .lease_ttl = "2s",
+               .lease_ttl = std::move(lease_ttl),
                .extra_args = std::move(extra_args)}) {}
 
   // Submits workload `name`; the call's status.
-  static grpc::Status Submit(AdmitdClient& client, const std::string& name) {
+  static grpc::Status Submit(AdmitdClient& client, const std::string& name,
+                             absl::Duration deadline = absl::Seconds(5)) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
     v1::SubmitRequest req;
     *req.mutable_workload() = testing::Workload("ns", name, "lq", 1, {{"cpu", "100m"}});
     v1::SubmitResponse resp;

@@ -117,11 +117,12 @@ absl::StatusOr<int64_t> EtcdClient::GrantLease(absl::Duration ttl) {
   return response.id();
 }
 
-absl::StatusOr<absl::Duration> EtcdClient::RenewLease(int64_t lease) {
+absl::StatusOr<absl::Duration> EtcdClient::RenewLease(int64_t lease, absl::Time deadline) {
   // LeaseKeepAlive is a stream of renewals; one renewal per stream keeps every call independent
   // (a renewal is sent a few times per TTL, so the stream's cost does not matter).
   grpc::ClientContext context;
   const Member& m = Pick(&context);
+  if (deadline < absl::FromChrono(context.deadline())) context.set_deadline(absl::ToChronoTime(deadline));
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
                                            etcdserverpb::LeaseKeepAliveResponse>>
       stream = m.lease->LeaseKeepAlive(&context);

@@ -33,8 +33,9 @@ namespace admitd::ha {
 struct EtcdOptions {
   // host:port of each member's client URL.
   std::vector<std::string> endpoints;
-  // The deadline of one call.
-  absl::Duration call_timeout = absl::Seconds(2);
+  // The deadline of one call: longer than etcd takes to elect a new leader of its own (its
+  // default election timeout is 1 s), so that losing etcd's leader delays writes, not fails them.
+  absl::Duration call_timeout = absl::Seconds(5);
   // TLS (any of them set; the files are read again when they change): the CA bundle etcd's
   // certificate must chain to (empty: the system's), and a client certificate with its key for
   // an etcd that requires them (--client-cert-auth).
@@ -59,8 +60,9 @@ class EtcdClient {
   // A new lease of `ttl` (rounded up to whole seconds, at least 1); its id.
   absl::StatusOr<int64_t> GrantLease(absl::Duration ttl);
   // Renews the lease once and returns the time it has left; NOT_FOUND once it has expired or
-  // was revoked.
-  absl::StatusOr<absl::Duration> RenewLease(int64_t lease);
+  // was revoked. Gives up (DEADLINE_EXCEEDED) at `deadline` when that is before the call's own.
+  absl::StatusOr<absl::Duration> RenewLease(int64_t lease,
+                                            absl::Time deadline = absl::InfiniteFuture());
   // Ends the lease and deletes the keys bound to it.
   absl::Status RevokeLease(int64_t lease);
 

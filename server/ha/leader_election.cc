@@ -87,7 +87,8 @@ absl::StatusOr<int64_t> LeaderElection::Campaign(absl::Time until) {
     // replica can take the key the moment it is free.
     if (absl::Now() - renewed >= options_.ttl / 3) {
       const absl::Time sent = absl::Now();
-      absl::StatusOr<absl::Duration> left = etcd_->RenewLease(lease);
+      // Never blocked past the moment etcd may let the key go: the check below comes in time.
+      absl::StatusOr<absl::Duration> left = etcd_->RenewLease(lease, renewed + options_.ttl);
       if (left.ok()) {
         renewed = sent;
       } else if (absl::IsNotFound(left.status())) {
@@ -174,7 +175,8 @@ void LeaderElection::RenewLoop(int64_t lease, int64_t term) {
     }
     if (!paused) {
       const absl::Time sent = absl::Now();
-      absl::StatusOr<absl::Duration> left = etcd_->RenewLease(lease);
+      // Never blocked past the moment etcd may let the key go: the check below comes in time.
+      absl::StatusOr<absl::Duration> left = etcd_->RenewLease(lease, renewed + options_.ttl);
       if (left.ok()) {
         renewed = sent;
       } else if (absl::IsNotFound(left.status())) {
