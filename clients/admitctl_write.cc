@@ -44,22 +44,29 @@ int Submit(Client& client, const v1::Workload& wl, const std::string& source) {
   return 0;
 }
 
-}  // namespace
-
-int Apply(Client& client, const Args& args) {
-  if (!args.Has("-f")) return Usage("apply needs -f FILE");
+// Every manifest of every -f, in order; nullopt (the error printed) when one cannot be read.
+std::optional<std::vector<Manifest>> ReadAllManifests(const Args& args) {
   std::vector<Manifest> all;
   for (const std::string& path : args.flags.at("-f")) {
     auto parsed = ReadManifests(path);
     if (!parsed.ok()) {
       std::fprintf(stderr, "admitctl: %s\n", std::string(parsed.status().message()).c_str());
-      return 2;
+      return std::nullopt;
     }
     for (Manifest& m : *parsed) all.push_back(std::move(m));
   }
-  SortForApply(&all);
+  return all;
+}
+
+}  // namespace
+
+int Apply(Client& client, const Args& args) {
+  if (!args.Has("-f")) return Usage("apply needs -f FILE");
+  std::optional<std::vector<Manifest>> all = ReadAllManifests(args);
+  if (!all) return 2;
+  SortForApply(&*all);
   int rc = 0;
-  for (const Manifest& m : all) {
+  for (const Manifest& m : *all) {
     if (m.is_workload) {
       rc = std::max(rc, Submit(client, m.workload, m.source));
       continue;
@@ -105,19 +112,14 @@ int Import(Client& client, const Args& args) {
   if (!args.Has("-f")) return Usage("import needs -f FILE");
   v1::ImportRequest req;
   req.set_cluster(args.Get("--cluster"));
-  for (const std::string& path : args.flags.at("-f")) {
-    auto parsed = ReadManifests(path);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "admitctl: %s\n", std::string(parsed.status().message()).c_str());
+  std::optional<std::vector<Manifest>> all = ReadAllManifests(args);
+  if (!all) return 2;
+  for (const Manifest& m : *all) {
+    if (!m.is_workload) {
+      std::fprintf(stderr, "admitctl: %s: not a Workload (use apply)\n", m.source.c_str());
       return 2;
     }
-    for (const Manifest& m : *parsed) {
-      if (!m.is_workload) {
-        std::fprintf(stderr, "admitctl: %s: not a Workload (use apply)\n", m.source.c_str());
-        return 2;
-      }
-      *req.add_workloads() = m.workload;
-    }
+    *req.add_workloads() = m.workload;
   }
   v1::ImportResponse resp;
   grpc::Status s = Call([&](auto* ctx) { return client.queues().Import(ctx, req, &resp); });
