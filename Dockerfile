@@ -15,7 +15,7 @@ FROM debian:12 AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
-      libabsl-dev librocksdb-dev libyaml-cpp-dev libcli11-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev \
+      libabsl-dev librocksdb-dev libzstd-dev libyaml-cpp-dev libcli11-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev \
       libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev \
       prometheus-cpp-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*
@@ -33,7 +33,7 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 FROM debian:12-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 librocksdb7.8 libyaml-cpp0.7 \
-      libcpp-httplib0.11 libcurl4 libprometheus-cpp-core1.0 libjemalloc2 openssl \
+      libcpp-httplib0.11 libcurl4 libprometheus-cpp-core1.0 libjemalloc2 libzstd1 openssl \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 admitd \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/admitd --create-home \

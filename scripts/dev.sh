@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
-  libabsl-dev librocksdb-dev libyaml-cpp-dev libcli11-dev libssl-dev libcpp-httplib-dev
+  libabsl-dev librocksdb-dev libzstd-dev libyaml-cpp-dev libcli11-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev nlohmann-json3-dev libjemalloc-dev
   prometheus-cpp-dev prometheus docker-compose mold
   etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev

@@ -417,6 +417,13 @@ settings::Table ConfigTable(Config* c) {
                "replica has applied, and compacts etcd's history",
        .default_text = "10s",
        .parse = Duration(&c->ha_log_trim_interval, absl::Milliseconds(100))});
+  add({.flag = "--ha-commits-in-flight",
+       .key = "ha.commitsInFlight",
+       .value = "N",
+       .help = "batches the leader has on their way to etcd at once: etcd commits concurrent "
+               "requests together, so more of them raise throughput (each answered in order)",
+       .default_text = "4",
+       .parse = Int(&c->ha_commits_in_flight, 1, 64)});
   add({.flag = "--ha-etcd-ca-file",
        .key = "ha.etcdCAFile",
        .value = "FILE",

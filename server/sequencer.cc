@@ -16,9 +16,6 @@
 namespace admitd {
 namespace {
 
-// Applied batches allowed to wait for disk at once: one being synced, one queued behind it.
-constexpr int kMaxInFlight = 2;
-
 // A workload that is neither waiting nor holding an unfinished reservation: Admit --wait ends.
 bool Settled(const engine::Engine& engine, const std::string& key) {
   v1::GetWorkloadRequest get;
@@ -35,7 +32,13 @@ bool Settled(const engine::Engine& engine, const std::string& key) {
 
 Sequencer::Sequencer(engine::Engine* engine, store::Store* store, WatchHub* hub,
                      SequencerOptions options)
-    : engine_(engine), store_(store), hub_(hub), options_(std::move(options)) {
+    : engine_(engine),
+      store_(store),
+      hub_(hub),
+      options_(std::move(options)),
+      // Applied batches allowed to wait for the store at once: one being written and one queued
+      // behind it, or as many as the store's pipeline takes and one more.
+      max_in_flight_(store->pipeline() != nullptr ? store->pipeline()->depth() + 1 : 2) {
   if (options_.metrics != nullptr) {
     MetricsRegistry& r = options_.metrics->registry();
     // The failure counters exist from the start at 0, so a first failure is an increase.
@@ -204,12 +207,12 @@ void Sequencer::Run() {
           return true;
         }
         if (need_settle) return in_flight_ == 0;
-        if (in_flight_ >= kMaxInFlight) return false;  // the committer is behind: wait for it
+        if (in_flight_ >= max_in_flight_) return false;  // the committer is behind: wait for it
         return want_cycles || stopping_ || !queue_.empty() || !new_waiters_.empty() ||
                (have_waiters && !committed_changes_.empty());
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
-      if (in_flight_ < kMaxInFlight) {
+      if (in_flight_ < max_in_flight_) {
         // ProcessBatch moves the vector on to the committer, so it starts empty each time:
         // one allocation of the right size instead of a regrowth per doubling (each of which
         // also made glibc consolidate its free lists).
@@ -332,106 +335,6 @@ void Sequencer::ProcessBatch(std::vector<Command>& batch) {
   to_commit_.push_back(std::move(pending));
 }
 
-void Sequencer::RunCommitter() {
-  while (true) {
-    Pending pending;
-    bool probe = false;
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](Sequencer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return !s->to_commit_.empty() || s->committer_stop_ || s->repair_ == Repair::kProbe;
-          },
-          this));
-      if (to_commit_.empty()) {
-        if (committer_stop_) return;  // stopping, nothing left
-        // Probing the store: wait for the probe's time unless work arrives first.
-        mu_.AwaitWithDeadline(absl::Condition(
-                                  +[](Sequencer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-                                    return !s->to_commit_.empty() || s->committer_stop_ ||
-                                           s->repair_ != Repair::kProbe;
-                                  },
-                                  this),
-                              next_probe_);
-        if (!to_commit_.empty() || committer_stop_ || repair_ != Repair::kProbe) continue;
-        probe = true;
-      } else {
-        pending = std::move(to_commit_.front());
-        to_commit_.pop_front();
-      }
-    }
-    if (probe) {
-      ProbeStore();
-      continue;
-    }
-    const absl::Time start = absl::Now();
-    absl::Status commit = pending.refused;
-    if (commit.ok()) commit = health();  // an earlier batch of the pipeline may have failed
-    if (commit.ok() && !pending.changes.empty()) {
-      commit = Commit(pending.changes, pending.directives, &pending.times.written);
-      if (!commit.ok()) {
-        ADMITD_LOG(kError, "commit failed; refusing calls until the store takes writes again",
-                   {{"error", commit.ToString()}});
-        {
-          absl::MutexLock lock(&mu_);
-          health_ = absl::UnavailableError(absl::StrCat(
-              "admitd cannot write to its store and refuses calls until it can again (it "
-              "retries by itself; every write answered OK is safe): ",
-              commit.message()));
-          repair_ = Repair::kReload;
-          commit = health_;
-        }
-        if (options_.metrics != nullptr) {
-          options_.metrics->Add("admitd_commit_failures_total",
-                                "Batches the store failed to commit.", {});
-        }
-        NotifyHealth(commit);
-      }
-    }
-    // The metrics count the batch before anyone hears it committed, so a scrape after an answer
-    // sees what that answer did.
-    if (commit.ok() && !pending.changes.empty() && options_.metrics != nullptr) {
-      options_.metrics->CountChanges(pending.changes);
-      options_.metrics->Set("admitd_revision", "The revision of the last committed change.", {},
-                            static_cast<double>(pending.changes.back().revision));
-      options_.metrics->Add("admitd_commits_total", "Batches committed to the store.", {});
-    }
-    for (Command& cmd : pending.commands) cmd.respond(commit);
-    if (commit_seconds_ != nullptr && !pending.changes.empty()) {
-      commit_seconds_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
-    }
-    if (options_.traces != nullptr) {
-      pending.times.commit_start = start;
-      pending.times.answered = absl::Now();
-      if (pending.times.written == absl::Time()) pending.times.written = start;
-      static const std::vector<engine::Change> kNothing;
-      options_.traces->Record(pending.times, pending.served,
-                              commit.ok() ? pending.changes : kNothing, commit);
-    }
-    bool compact = false;
-    {
-      absl::MutexLock lock(&mu_);
-      stats_.commit_time += absl::Now() - start;
-      if (commit.ok() && !pending.changes.empty()) {
-        stats_.commits++;
-        compact = ++commits_since_compaction_ >= options_.compact_every_commits;
-        if (compact) commits_since_compaction_ = 0;
-        for (engine::Change& c : pending.changes) committed_changes_.push_back(std::move(c));
-      }
-      --in_flight_;
-    }
-    if (compact) {
-      absl::StatusOr<uint64_t> dropped = store_->CompactEvents();
-      if (!dropped.ok()) {
-        ADMITD_LOG(kWarning, "event log compaction failed",
-                   {{"error", dropped.status().ToString()}});
-      } else if (*dropped > 0) {
-        ADMITD_LOG(kDebug, "event log compacted", {{"dropped", absl::StrCat(*dropped)}});
-      }
-    }
-  }
-}
-
 void Sequencer::RepairEngine(Repair step) {
   absl::Status reloaded = absl::OkStatus();
   if (step == Repair::kReload || engine_stale_ || engine_->revision() != store_->revision()) {
@@ -475,37 +378,6 @@ void Sequencer::RepairEngine(Repair step) {
   ADMITD_LOG(kInfo, "the store takes writes again; taking calls",
              {{"revision", absl::StrCat(engine_->revision())}});
   NotifyHealth(absl::OkStatus());
-}
-
-void Sequencer::ProbeStore() {
-  const absl::Status recovered = store_->Recover();
-  int failures = 0;
-  absl::Duration retry_in;
-  {
-    absl::MutexLock lock(&mu_);
-    if (repair_ != Repair::kProbe) return;
-    if (recovered.ok()) {
-      repair_ = Repair::kReloadAfterProbe;  // wakes the sequencer thread
-    } else {
-      failures = ++failed_probes_;
-      retry_in = probe_backoff_;
-      next_probe_ = absl::Now() + probe_backoff_;
-      probe_backoff_ = std::min(probe_backoff_ * 2, options_.recover_backoff_max);
-    }
-  }
-  if (options_.metrics != nullptr) {
-    options_.metrics->Add("admitd_store_recovery_attempts_total",
-                          "Attempts to make the store take writes again after a failed commit.",
-                          {{"result", recovered.ok() ? "ok" : "failed"}});
-  }
-  if (recovered.ok()) {
-    ADMITD_LOG(kInfo, "the store takes writes again", {});
-  } else if ((failures & (failures - 1)) == 0) {  // the 1st, 2nd, 4th, 8th... failure
-    ADMITD_LOG(kWarning, "the store still refuses writes; retrying",
-               {{"error", recovered.ToString()},
-                {"attempts", absl::StrCat(failures)},
-                {"retry_in", absl::FormatDuration(retry_in)}});
-  }
 }
 
 void Sequencer::PublishMissedEvents() {

@@ -7,7 +7,9 @@
 // only then answers the commands. Concurrent callers therefore share fsyncs (group commit), and
 // an answered write is durable. While one batch is being synced the sequencer already applies
 // the next (a two-stage pipeline): its answers still wait for its own commit, which follows the
-// previous one.
+// previous one. A store whose commits wait on other machines (store::CommitPipeline: the
+// leader's store of an HA group) has several batches on their way at once; the committer still
+// answers them in order.
 //
 // A failed commit (a full disk, an I/O error) leaves the engine ahead of the disk. The failed
 // batch, any batch applied behind it and every command until the store takes writes again are
@@ -32,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -161,6 +164,24 @@ class Sequencer {
     std::vector<tracing::SpanContext> served;
   };
 
+  // A batch's changes as the store writes them, and the event headers the hub publishes once
+  // it is durable (sequencer_commit.cc).
+  struct Encoded {
+    std::shared_ptr<store::Batch> batch;
+    std::vector<v1::WatchEvent> headers;
+    std::vector<size_t> evented;  // the change each header belongs to (pods have none)
+  };
+  // A batch the committer started in the store's pipeline (or answers without the store), in
+  // the order it finishes them.
+  struct Started {
+    Pending pending;
+    Encoded encoded;
+    bool in_store = false;         // finished by the store's pipeline
+    absl::Status answer;           // the answer of a batch not in the store
+    std::shared_ptr<bool> ready;   // guarded by mu_: finishing will not block
+    absl::Time start;
+  };
+
   // What a failed commit still needs before commands are taken again.
   enum class Repair {
     kNone,
@@ -171,6 +192,15 @@ class Sequencer {
 
   void Run();
   void RunCommitter();
+  // The committer's ways through one batch: the store's Commit, or its pipeline's Start and,
+  // later, Finish. FinishBatch answers the batch's commands after the store's answer.
+  void CommitNow(Pending pending);
+  void StartInPipeline(Pending pending, std::deque<Started>* started);
+  void FinishFromPipeline(Started started);
+  void FinishBatch(Pending& pending, absl::Status commit, absl::Time start);
+  // The store refused a batch: commands are refused until it takes writes again. The status to
+  // answer with.
+  absl::Status CommitFailed(const absl::Status& error);
   // Sequencer thread, nothing in flight: the kReload and kReloadAfterProbe steps.
   void RepairEngine(Repair step);
   // Committer thread: one Store::Recover probe (the kProbe step).
@@ -181,9 +211,11 @@ class Sequencer {
   // Applies and schedules one batch (possibly empty: then it only cycles) and hands it to the
   // committer.
   void ProcessBatch(std::vector<Command>& batch);
-  // `written` (may be null) receives when the store write returned.
-  absl::Status Commit(const std::vector<engine::Change>& changes,
-                      const std::vector<v1::PodDirective>& directives, absl::Time* written);
+  // The last state of each object `changes` touch, as one store batch.
+  Encoded Encode(const std::vector<engine::Change>& changes) const;
+  // Publishes a durable batch's events and directives to the watch hub.
+  void Publish(Encoded& encoded, const std::vector<engine::Change>& changes,
+               const std::vector<v1::PodDirective>& directives);
   void NotifyWaiters(const std::vector<engine::Change>& changes, absl::Time now);
 
   // Constant after construction.
@@ -191,6 +223,7 @@ class Sequencer {
   store::Store* const store_;
   WatchHub* const hub_;
   const SequencerOptions options_;
+  const int max_in_flight_;
   // The histograms of options_.metrics (null without metrics), looked up once.
   prometheus::Histogram* batch_commands_ = nullptr;
   prometheus::Histogram* batch_seconds_ = nullptr;
@@ -206,7 +239,7 @@ class Sequencer {
   absl::Status health_ ABSL_GUARDED_BY(mu_);
   SequencerStats stats_ ABSL_GUARDED_BY(mu_);
 
-  // The committer's queue: at most kMaxInFlight applied batches wait for disk.
+  // The committer's queue: at most max_in_flight_ applied batches wait for the store.
   std::deque<Pending> to_commit_ ABSL_GUARDED_BY(mu_);
   // Committed batches' changes, for waiters; `in_flight_` counts batches not yet committed.
   std::vector<engine::Change> committed_changes_ ABSL_GUARDED_BY(mu_);

@@ -76,6 +76,31 @@ struct Batch {
   std::vector<LoggedEvent> events;  // strictly increasing revisions
 };
 
+// Commits that overlap, for a store whose commit waits on other machines (ha::ReplicatedStore
+// waits for a majority of etcd's members): the committer starts the next batches while the
+// first are on their way, and finishes them in the order it started them.
+//
+//   pipeline->Start(batch, [&] { /* Finish() will not block */ });
+//   ... more Starts, up to depth() unfinished ...
+//   absl::Status committed = pipeline->Finish();  // the oldest started batch
+//
+// Thread safety: Start and Finish are called by one thread (the committer's), and never while
+// the store's Commit or Recover runs.
+class CommitPipeline {
+ public:
+  virtual ~CommitPipeline() = default;
+  // Batches that may be started and not yet finished at once; at least 1.
+  virtual int depth() const = 0;
+  // Starts committing `batch`, which must be one Commit would take after every batch started
+  // before it. `ready` is called once, from any thread (possibly before Start returns), when
+  // Finish() of this batch will not block.
+  virtual void Start(std::shared_ptr<const Batch> batch, std::function<void()> ready) = 0;
+  // Ends the oldest started batch with what Commit would have answered for it. A batch started
+  // after one that failed fails too (UNAVAILABLE): Recover settles whether it landed.
+  // FAILED_PRECONDITION when none is started.
+  virtual absl::Status Finish() = 0;
+};
+
 class Store {
  public:
   // Opens (creating if needed) the database at options.path. FAILED_PRECONDITION when another
@@ -133,6 +158,10 @@ class Store {
   virtual absl::StatusOr<uint64_t> Checkpoint(const std::string& dir) const {
     return absl::UnimplementedError("this store keeps no files to copy");
   }
+
+  // The store's overlapping commits, or null when Commit is its only way to commit (a store on
+  // one machine, whose commits a single fsync each already group).
+  virtual CommitPipeline* pipeline() { return nullptr; }
 
   // Figures that show the database's health, for the metrics: name (admitd_rocksdb_<name>) and
   // value. Empty for a store that has none, or once closed.

@@ -4,6 +4,7 @@
 // an answer lost with etcd's quorum never put into the log anything its leader did not account
 // for.
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,14 @@ class HaLogTest : public HaTest {
     batch.writes.push_back({v1::OBJECT_KIND_WORKLOAD, key, deleted ? "" : value, deleted});
     batch.events.push_back({revision, absl::StrCat("event ", revision, " of ", key)});
     return batch;
+  }
+
+  // `size` bytes that do not compress (the log compresses what does): pseudo-random from `seed`.
+  static std::string Incompressible(size_t size, uint32_t seed) {
+    std::mt19937 random(seed);
+    std::string out(size, '\0');
+    for (char& c : out) c = static_cast<char>(random());
+    return out;
   }
 
   // Every object and event of `s`, and its revision, as text to compare.
@@ -147,7 +156,7 @@ TEST_F(HaLogTest, ABatchLargerThanAnEtcdRequestIsSplitAndAppliedWhole) {
   big.revision = 3;
   for (int i = 0; i < 3; ++i) {
     big.writes.push_back({v1::OBJECT_KIND_WORKLOAD, absl::StrCat("team-a/big-", i),
-                          std::string(1400 * 1024, static_cast<char>('a' + i)), false});
+                          Incompressible(1400 * 1024, i), false});
     big.events.push_back({static_cast<uint64_t>(i + 1), absl::StrCat("event ", i + 1)});
   }
   ASSERT_TRUE(leader.Commit(big).ok());
@@ -165,7 +174,7 @@ TEST_F(HaLogTest, ABatchLargerThanAnEtcdRequestIsSplitAndAppliedWhole) {
                 if (key == "team-a/big-1") value = std::string(v);
                 return absl::OkStatus();
               }).ok());
-  EXPECT_EQ(value, std::string(1400 * 1024, 'b'));
+  EXPECT_EQ(value, Incompressible(1400 * 1024, 1));
 }
 
 TEST_F(HaLogTest, ADeposedLeaderCommitsNothing) {
@@ -197,12 +206,12 @@ TEST_F(HaLogTest, ADeposedLeaderCommitsNothing) {
 TEST_F(HaLogTest, ABatchCutShortByACrashIsNeverAppliedAndTheNextLeaderDropsIt) {
   std::unique_ptr<EtcdClient> c3 = Client();
   std::unique_ptr<Leader> r1 = Lead("r1", /*max_chunk_bytes=*/64);
-  ASSERT_TRUE(r1->store->Commit(Change(1, "team-a/job", std::string(200, 'c'))).ok());
+  ASSERT_TRUE(r1->store->Commit(Change(1, "team-a/job", Incompressible(200, 1))).ok());
   EXPECT_GT(PartsInEtcd(*c3, 1), 1);
 
   // r1 dies after writing two of the parts of batch 2 (their transactions are its own).
   const std::vector<std::string> chunks =
-      EncodeChunks(Change(2, "team-a/job", std::string(300, 'p')), 64);
+      EncodeChunks(Change(2, "team-a/job", Incompressible(300, 2)), /*previous=*/1, 64);
   ASSERT_GT(chunks.size(), 2u);
   for (uint32_t part = 0; part < 2; ++part) {
     etcdserverpb::TxnRequest put;
@@ -225,6 +234,42 @@ TEST_F(HaLogTest, ABatchCutShortByACrashIsNeverAppliedAndTheNextLeaderDropsIt) {
   ASSERT_TRUE(reader.CatchUp(&follower).ok());
   EXPECT_EQ(Dump(follower), Dump(s2));
   EXPECT_NE(Dump(follower).find("the new leader's batch 2"), std::string::npos);
+}
+
+TEST_F(HaLogTest, ABatchEtcdTookBeforeItsPredecessorWaitsForItOrIsDropped) {
+  std::unique_ptr<EtcdClient> c3 = Client();
+  std::unique_ptr<Leader> r1 = Lead("r1");
+  ASSERT_TRUE(r1->store->Commit(Change(1, "team-a/job", "state 1")).ok());
+  // Batches 2 and 3 on their way at once; etcd takes 3 first.
+  auto put = [&](uint64_t revision, uint64_t previous) {
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::PutRequest* p = txn.add_success()->mutable_request_put();
+    p->set_key(LogKey(Domain(), revision));
+    p->set_value(EncodeChunks(Change(revision, "team-a/job", absl::StrCat("state ", revision)),
+                              previous, 1 << 20)[0]);
+    return FencedWrite(*r1->election, txn).status();
+  };
+  ASSERT_TRUE(put(3, 2).ok());
+  store::MemoryStore follower;
+  ReplicatedLog reader = Log(c3.get(), nullptr);
+  ASSERT_TRUE(reader.CatchUp(&follower).ok());
+  EXPECT_EQ(follower.revision(), 1u);  // 3 waits for 2
+  ASSERT_TRUE(put(2, 1).ok());
+  absl::StatusOr<uint64_t> applied = reader.CatchUp(&follower);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(*applied, 2u);
+  EXPECT_EQ(follower.revision(), 3u);
+
+  // Batch 5 landed, batch 4 never did, and the leader dies: the next one drops 5.
+  ASSERT_TRUE(put(5, 4).ok());
+  ASSERT_TRUE(r1->election->Resign().ok());
+  std::unique_ptr<Leader> r2 = Lead("r2");
+  EXPECT_EQ(r2->store->revision(), 3u);
+  EXPECT_EQ(PartsInEtcd(*c3, 5), 0);
+  ASSERT_TRUE(r2->store->Commit(Change(4, "team-a/job", "the new leader's batch 4")).ok());
+  ASSERT_TRUE(reader.CatchUp(&follower).ok());
+  EXPECT_EQ(Dump(follower), Dump(*r2->store));
+  EXPECT_NE(Dump(follower).find("the new leader's batch 4"), std::string::npos);
 }
 
 TEST_F(HaLogTest, AnAnswerLostWithEtcdsQuorumIsSettledBeforeTheNextWrite) {

@@ -86,7 +86,11 @@ TEST_F(HaObservabilityTest, EveryReplicaReportsItsRoleAndANewLeaderRecordsItsEle
   group.Kill(first, SIGKILL);
   const int second = Leader(group.Others(first), absl::Seconds(30));
   ASSERT_GE(second, 0);
-  elections = ElectionEvents(client(second));
+  // The new leader records its election once it serves: the event may commit just after.
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  do {
+    elections = ElectionEvents(client(second));
+  } while (elections.size() < 2 && absl::Now() < until);
   ASSERT_EQ(elections.size(), 2u);
   EXPECT_NE(elections[1].note().find("after r" + std::to_string(first)), std::string::npos)
       << elections[1].note();

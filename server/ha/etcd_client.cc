@@ -105,6 +105,29 @@ absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::Tx
   return response;
 }
 
+void EtcdClient::TxnAsync(etcdserverpb::TxnRequest request,
+                          std::function<void(absl::StatusOr<etcdserverpb::TxnResponse>)> done) {
+  struct Call {
+    grpc::ClientContext context;
+    etcdserverpb::TxnRequest request;
+    etcdserverpb::TxnResponse response;
+    std::function<void(absl::StatusOr<etcdserverpb::TxnResponse>)> done;
+  };
+  auto call = std::make_shared<Call>();
+  call->request = std::move(request);
+  call->done = std::move(done);
+  const Member& m = Pick(&call->context);
+  m.kv->async()->Txn(&call->context, &call->request, &call->response,
+                     [this, &m, call](const grpc::Status& status) {
+                       absl::Status s = Done(m, status);
+                       if (!s.ok()) {
+                         call->done(s);
+                       } else {
+                         call->done(std::move(call->response));
+                       }
+                     });
+}
+
 absl::StatusOr<int64_t> EtcdClient::GrantLease(absl::Duration ttl) {
   grpc::ClientContext context;
   const Member& m = Pick(&context);

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,11 @@ class EtcdClient {
 
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
+  // Txn without waiting: `done` is called once with its answer, on one of gRPC's threads. Calls
+  // overlap; etcd orders them as it receives them, which need not be the order they were made.
+  // The client must outlive every call it started.
+  void TxnAsync(etcdserverpb::TxnRequest request,
+                std::function<void(absl::StatusOr<etcdserverpb::TxnResponse>)> done);
   // Drops the history (old versions of keys, deleted keys) up to etcd revision `revision`, so
   // that etcd's database stays bounded; OK when it was compacted that far already.
   absl::Status Compact(int64_t revision);

@@ -122,7 +122,29 @@ absl::StatusOr<etcdserverpb::TxnResponse> LeaderElection::FencedTxn(
   etcdserverpb::TxnRequest fenced;
   CompareCreateRevision(key_, term, &fenced);
   *fenced.add_success()->mutable_request_txn() = txn;
-  absl::StatusOr<etcdserverpb::TxnResponse> answer = etcd_->Txn(fenced);
+  return Unfence(term, etcd_->Txn(fenced));
+}
+
+void LeaderElection::FencedTxnAsync(
+    const etcdserverpb::TxnRequest& txn,
+    std::function<void(absl::StatusOr<etcdserverpb::TxnResponse>)> done) {
+  const int64_t term = this->term();
+  if (term == 0) {
+    done(absl::FailedPreconditionError("not the leader"));
+    return;
+  }
+  etcdserverpb::TxnRequest fenced;
+  CompareCreateRevision(key_, term, &fenced);
+  *fenced.add_success()->mutable_request_txn() = txn;
+  etcd_->TxnAsync(std::move(fenced),
+                  [this, term, done = std::move(done)](
+                      absl::StatusOr<etcdserverpb::TxnResponse> answer) {
+                    done(Unfence(term, std::move(answer)));
+                  });
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> LeaderElection::Unfence(
+    int64_t term, absl::StatusOr<etcdserverpb::TxnResponse> answer) {
   if (!answer.ok()) return answer.status();
   if (!answer->succeeded()) {
     Lose(term);
@@ -130,7 +152,7 @@ absl::StatusOr<etcdserverpb::TxnResponse> LeaderElection::FencedTxn(
         absl::StrCat("deposed: the leader key of domain ", options_.domain, " is no longer term ",
                      term, "; nothing was written"));
   }
-  etcdserverpb::TxnResponse inner = answer->responses(0).response_txn();
+  etcdserverpb::TxnResponse inner = std::move(*answer->mutable_responses(0)->mutable_response_txn());
   *inner.mutable_header() = answer->header();
   return inner;
 }

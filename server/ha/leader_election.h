@@ -75,6 +75,10 @@ class LeaderElection {
   // when it does not lead to begin with. `succeeded` in the answer is that of `txn`'s own
   // comparisons.
   absl::StatusOr<etcdserverpb::TxnResponse> FencedTxn(const etcdserverpb::TxnRequest& txn);
+  // FencedTxn without waiting: `done` gets its answer once, on one of gRPC's threads (or on the
+  // calling one when this replica does not lead). The election must outlive the call.
+  void FencedTxnAsync(const etcdserverpb::TxnRequest& txn,
+                      std::function<void(absl::StatusOr<etcdserverpb::TxnResponse>)> done);
 
   // Gives up leadership: deletes the key (if still this replica's) and ends the lease.
   absl::Status Resign();
@@ -84,6 +88,9 @@ class LeaderElection {
 
  private:
   void RenewLoop(int64_t lease, int64_t term);
+  // FencedTxn's answer from etcd's answer to the fenced transaction of `term`.
+  absl::StatusOr<etcdserverpb::TxnResponse> Unfence(
+      int64_t term, absl::StatusOr<etcdserverpb::TxnResponse> answer);
   // Stops leading `term` (if still leading it) and says so through on_lost.
   void Lose(int64_t term);
   void StopRenewal();

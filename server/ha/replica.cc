@@ -137,7 +137,8 @@ void Replica::Run() {
   }
   Unregister();  // a leader's entry would hold trimming back at its last follower revision
   follower_http_.reset();  // the leader's server serves --metrics-listen from here on
-  auto store = std::make_unique<ReplicatedStore>(std::move(local_), log_.get());
+  auto store = std::make_unique<ReplicatedStore>(std::move(local_), log_.get(),
+                                                 config_.ha_commits_in_flight);
   leader_store_ = store.get();
   status_.Leading(election_->term(), revision,
                   [s = leader_store_] { return s->revision(); });

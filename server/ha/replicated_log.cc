@@ -2,6 +2,8 @@
 
 #include <random>
 #include <utility>
+
+#include "absl/synchronization/notification.h"
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -22,11 +24,12 @@ std::string NewLogId() {
 
 // The transactions of one append: each holds whole chunks, below the size and operation limits.
 std::vector<etcdserverpb::TxnRequest> AppendTxns(const std::string& domain,
-                                                 const store::Batch& batch,
+                                                 const store::Batch& batch, uint64_t previous,
                                                  const LogOptions& options,
                                                  const std::string& fence_key,
                                                  int64_t fence_revision) {
-  std::vector<std::string> chunks = EncodeChunks(batch, options.max_chunk_bytes);
+  std::vector<std::string> chunks =
+      EncodeChunks(batch, previous, options.max_chunk_bytes);
   std::vector<etcdserverpb::TxnRequest> txns;
   size_t bytes = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -161,27 +164,72 @@ absl::Status ReplicatedLog::TakeOver(store::Store* local) {
   del->set_range_end(LogEnd(options_.domain));
   absl::StatusOr<etcdserverpb::TxnResponse> dropped = election_->FencedTxn(drop);
   if (!dropped.ok()) return dropped.status();
+  previous_ = local->revision();
   fence_revision_.store(fence_revision);
   return absl::OkStatus();
 }
 
+absl::Status ReplicatedLog::Settle(const absl::StatusOr<etcdserverpb::TxnResponse>& answer,
+                                   uint64_t revision) {
+  if (answer.ok() && answer->succeeded()) return absl::OkStatus();
+  fence_revision_.store(0);  // until TakeOver has settled what landed
+  if (!answer.ok()) return answer.status();
+  return absl::AbortedError(absl::StrCat("the log of domain ", options_.domain,
+                                         " was taken over by another writer; batch ", revision,
+                                         " was not written"));
+}
+
 absl::Status ReplicatedLog::Append(const store::Batch& batch) {
+  absl::Notification appended;
+  absl::Status status;
+  AppendAsync(batch, [&](absl::Status s) {
+    status = std::move(s);
+    appended.Notify();
+  });
+  appended.WaitForNotification();
+  return status;
+}
+
+void ReplicatedLog::AppendAsync(const store::Batch& batch, std::function<void(absl::Status)> done) {
   const int64_t fence = fence_revision_.load();
   if (fence == 0) {
-    return absl::FailedPreconditionError("the log was not taken over (TakeOver) since it last failed");
+    done(absl::FailedPreconditionError(
+        "the log was not taken over (TakeOver) since it last failed"));
+    return;
   }
-  for (const etcdserverpb::TxnRequest& txn :
-       AppendTxns(options_.domain, batch, options_, FenceKey(options_.domain), fence)) {
-    absl::StatusOr<etcdserverpb::TxnResponse> answer = election_->FencedTxn(txn);
-    if (!answer.ok() || !answer->succeeded()) {
-      fence_revision_.store(0);  // until TakeOver has settled what landed
-      if (!answer.ok()) return answer.status();
-      return absl::AbortedError(absl::StrCat(
-          "the log of domain ", options_.domain,
-          " was taken over by another writer; batch ", batch.revision, " was not written"));
+  std::vector<etcdserverpb::TxnRequest> txns = AppendTxns(
+      options_.domain, batch, previous_, options_, FenceKey(options_.domain), fence);
+  previous_ = batch.revision;
+  if (txns.size() == 1) {
+    {
+      absl::MutexLock lock(&mu_);
+      ++appending_;
     }
+    election_->FencedTxnAsync(
+        txns[0], [this, revision = batch.revision, done = std::move(done)](
+                     absl::StatusOr<etcdserverpb::TxnResponse> answer) {
+          absl::Status settled = Settle(answer, revision);
+          {
+            absl::MutexLock lock(&mu_);
+            --appending_;
+          }
+          done(std::move(settled));
+        });
+    return;
   }
-  return absl::OkStatus();
+  // Parts are written one transaction after the other, once every batch before them is in the
+  // log: readers then never find an incomplete batch with another after it.
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &appending_));
+  }
+  absl::Status status = absl::OkStatus();
+  for (const etcdserverpb::TxnRequest& txn : txns) {
+    status = Settle(election_->FencedTxn(txn), batch.revision);
+    if (!status.ok()) break;
+  }
+  done(std::move(status));
 }
 
 absl::StatusOr<uint64_t> ReplicatedLog::CatchUp(store::Store* local, const std::string& log_id) {
@@ -201,6 +249,7 @@ absl::StatusOr<uint64_t> ReplicatedLog::CatchUp(store::Store* local, const std::
   }
   uint64_t applied = 0;
   BatchAssembler assembler(options_.domain);  // a batch may span pages
+  bool gap = false;  // a batch whose predecessor is not in the log (yet)
   etcdserverpb::RangeRequest range;
   range.set_key(LogKey(options_.domain, local->revision() + 1, 0));
   range.set_range_end(LogEnd(options_.domain));
@@ -212,11 +261,15 @@ absl::StatusOr<uint64_t> ReplicatedLog::CatchUp(store::Store* local, const std::
     for (const mvccpb::KeyValue& kv : page->kvs()) {
       ADMITD_RETURN_IF_ERROR(assembler.Add(kv.key(), kv.value()));
     }
-    for (const store::Batch& batch : assembler.TakeComplete()) {
-      ADMITD_RETURN_IF_ERROR(local->Commit(batch));
+    for (const LogEntry& entry : assembler.TakeComplete()) {
+      if (gap || (entry.previous.has_value() && *entry.previous != local->revision())) {
+        gap = true;  // the rest waits for the batch still on its way, or for TakeOver to drop it
+        break;
+      }
+      ADMITD_RETURN_IF_ERROR(local->Commit(entry.batch));
       ++applied;
     }
-    if (!page->more() || page->kvs().empty()) return applied;
+    if (gap || !page->more() || page->kvs().empty()) return applied;
     range.set_key(page->kvs(page->kvs_size() - 1).key() + '\0');  // the next key after it
   }
 }

@@ -20,23 +20,33 @@
 // transactions; readers apply a batch only once all its parts are there, and TakeOver deletes
 // the parts of a batch its leader left incomplete, which no caller was told had committed.
 //
+// Appends overlap (AppendAsync): the leader has several batches on their way to etcd at once, so
+// that etcd, which commits concurrent requests together, takes more of them per second. etcd may
+// take a later batch before an earlier one; each batch names the one before it, readers apply
+// only a contiguous log and stop before a batch whose predecessor is missing, and TakeOver
+// deletes such a batch (its predecessor failed, so no caller was told it had committed).
+//
 //   ReplicatedLog log(etcd, &election, {.domain = "prod"});
 //   ADMITD_RETURN_IF_ERROR(log.TakeOver(local));  // once elected: the fence, then catch up
 //   ADMITD_RETURN_IF_ERROR(log.Append(batch));     // then local->Commit(batch)
+//   log.AppendAsync(next, [](absl::Status s) { ... });  // or without waiting
 //   log.CatchUp(follower_store);                   // on the other replicas
 //
-// Thread safety: Append and TakeOver are called by one thread (the leader's committer); Trim and
-// ReadState from any; CatchUp from any thread on a store nobody else commits to.
+// Thread safety: Append, AppendAsync and TakeOver are called by one thread (the leader's
+// committer); Trim and ReadState from any; CatchUp from any thread on a store nobody else
+// commits to.
 #ifndef ADMITD_SERVER_HA_REPLICATED_LOG_H_
 #define ADMITD_SERVER_HA_REPLICATED_LOG_H_
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/ha/etcd_client.h"
 #include "server/ha/leader_election.h"
 #include "store/store.h"
@@ -62,7 +72,8 @@ class ReplicatedLog {
       : etcd_(other.etcd_),
         election_(other.election_),
         options_(other.options_),
-        fence_revision_(other.fence_revision_.load()) {}
+        fence_revision_(other.fence_revision_.load()),
+        previous_(other.previous_) {}
 
   // Makes this replica, which leads, the log's writer: moves the fence (see above), applies to
   // `local` every complete batch after its revision, and deletes what follows (parts of an
@@ -75,11 +86,18 @@ class ReplicatedLog {
   // Appends `batch` (its revision above everything appended before). OK once etcd has committed
   // every part. ABORTED (nothing of it will ever count) when this replica no longer leads or
   // another TakeOver moved the fence; otherwise, on an error, the batch may or may not be in the
-  // log, and only TakeOver may be called next.
+  // log, and only TakeOver may be called next (every append still on its way fails, or lands
+  // and is settled by TakeOver).
   absl::Status Append(const store::Batch& batch);
+  // Append without waiting: `done` gets Append's answer once, on one of gRPC's threads or on the
+  // calling one. The batch counts only once every batch appended before it has succeeded too.
+  // A batch of several transactions is written once the appends before it have answered, and
+  // the call returns after it.
+  void AppendAsync(const store::Batch& batch, std::function<void(absl::Status)> done);
 
   // Applies to `local` every complete batch of the log after local->revision(), in order; the
-  // number applied. A batch still incomplete at the end is left for a later call.
+  // number applied. A batch still incomplete at the end, and a batch whose predecessor is not
+  // in the log (still on its way) with all that follows it, are left for a later call.
   // FAILED_PRECONDITION, with nothing applied, when the log was trimmed past local->revision()
   // or, with `log_id` given, when the log is another one: `local` must be bootstrapped.
   absl::StatusOr<uint64_t> CatchUp(store::Store* local, const std::string& log_id = "");
@@ -107,9 +125,16 @@ class ReplicatedLog {
   const LogOptions options_;
   // Reads the state at etcd's revision `at` (0: the latest); the revision read at.
   absl::StatusOr<State> ReadStateAt(int64_t at, int64_t* read_at);
+  // An append's answer from etcd's answer to one of its transactions; a failure stops appends
+  // until TakeOver.
+  absl::Status Settle(const absl::StatusOr<etcdserverpb::TxnResponse>& answer, uint64_t revision);
 
   // The fence key's mod revision this log set; 0 before TakeOver. Read by Trim on another thread.
   std::atomic<int64_t> fence_revision_{0};
+  // The revision of the last batch appended (the next one's predecessor); the committer's.
+  uint64_t previous_ = 0;
+  absl::Mutex mu_;
+  int appending_ ABSL_GUARDED_BY(mu_) = 0;  // single-transaction appends not yet answered
 };
 
 }  // namespace admitd::ha

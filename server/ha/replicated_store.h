@@ -18,14 +18,19 @@
 // without a revision above revision(): the log is keyed by revision. The engine gives every change
 // a new revision, so the sequencer never sends one.
 //
-//   ReplicatedStore store(std::move(rocksdb), &log);  // the log taken over by this leader
+// The sequencer commits through pipeline() (store::CommitPipeline): up to `depth` batches are on
+// their way to etcd at once (ReplicatedLog::AppendAsync), and each is written to the local store
+// when it is finished, in order, once etcd has it and every batch before it.
+//
+//   ReplicatedStore store(std::move(rocksdb), &log, /*depth=*/4);  // the log taken over
 //   ADMITD_RETURN_IF_ERROR(store.Commit(batch));
 //
-// Thread safety: as store::Store's.
+// Thread safety: as store::Store's and store::CommitPipeline's.
 #ifndef ADMITD_SERVER_HA_REPLICATED_STORE_H_
 #define ADMITD_SERVER_HA_REPLICATED_STORE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,13 +45,17 @@
 
 namespace admitd::ha {
 
-class ReplicatedStore final : public store::Store {
+class ReplicatedStore final : public store::Store, private store::CommitPipeline {
  public:
   // `log` outlives the store and has been taken over onto `local` (ReplicatedLog::TakeOver).
-  ReplicatedStore(std::unique_ptr<store::Store> local, ReplicatedLog* log);
+  // `depth`: batches on their way to etcd at once (at least 1).
+  ReplicatedStore(std::unique_ptr<store::Store> local, ReplicatedLog* log, int depth = 4);
+  ~ReplicatedStore() override;  // waits for the answers of batches still on their way
 
   absl::Status Commit(const store::Batch& batch) override;
+  // FAILED_PRECONDITION while a started batch is not finished.
   absl::Status Recover() override;
+  store::CommitPipeline* pipeline() override { return this; }
 
   absl::Status ForEachObject(
       const std::function<absl::Status(v1::ObjectKind kind, absl::string_view key,
@@ -68,12 +77,30 @@ class ReplicatedStore final : public store::Store {
   absl::StatusOr<uint64_t> Checkpoint(const std::string& dir) const override;
 
  private:
+  // One started batch.
+  struct Started {
+    std::shared_ptr<const store::Batch> batch;
+    bool changes = false;  // it goes to the log (else only to the local store)
+    bool answered = false;  // the log's answer (or the refusal) is in `status`
+    absl::Status status;
+  };
+
+  int depth() const override { return depth_; }
+  void Start(std::shared_ptr<const store::Batch> batch, std::function<void()> ready) override;
+  absl::Status Finish() override;
+  // Why `batch` may not follow a store at `revision`: the Store contract's rules and the log's.
+  static absl::Status Check(const store::Batch& batch, uint64_t revision);
+
   std::unique_ptr<store::Store> local_;
   ReplicatedLog* const log_;
-  // Serializes Commit and Recover (the committer's) with Checkpoint (a snapshot's).
+  const int depth_;
+  // Serializes the committer's local writes, Recover, and Checkpoint (a snapshot's).
   mutable absl::Mutex mu_;
-  // Why Commit refuses until Recover succeeds; OK while it takes writes.
+  // Why commits are refused until Recover succeeds; OK while it takes writes.
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  // Started and not finished, oldest first; and the revision the newest of them reaches.
+  std::deque<std::shared_ptr<Started>> started_ ABSL_GUARDED_BY(mu_);
+  uint64_t started_revision_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace admitd::ha
