@@ -422,7 +422,7 @@ settings::Table ConfigTable(Config* c) {
        .value = "N",
        .help = "batches the leader has on their way to etcd at once: etcd commits concurrent "
                "requests together, so more of them raise throughput (each answered in order)",
-       .default_text = "4",
+       .default_text = "8",
        .parse = Int(&c->ha_commits_in_flight, 1, 64)});
   add({.flag = "--ha-etcd-ca-file",
        .key = "ha.etcdCAFile",

@@ -140,7 +140,7 @@ struct Config {
   absl::Duration ha_lease_ttl = absl::Seconds(5);
   absl::Duration ha_log_trim_interval = absl::Seconds(10);
   // Batches the leader has on their way to etcd at once (ReplicatedStore's pipeline depth).
-  int ha_commits_in_flight = 4;
+  int ha_commits_in_flight = 8;
   // TLS to etcd: its CA bundle, and this replica's client certificate and key.
   std::string ha_etcd_ca_file;
   std::string ha_etcd_cert_file;

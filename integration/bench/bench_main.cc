@@ -7,6 +7,7 @@
 //   admitd-bench --raw N --security [--seconds D]   plaintext, TLS, mTLS and tokens compared
 //   admitd-bench --raw N --tracing [--seconds D]    tracing off, at 10 % and at 100 % compared
 //   admitd-bench --raw N --ha [--seconds D]         one admitd, then an HA group on etcd, compared
+//   admitd-bench --raw N --ha-only [--seconds D]    the HA group alone, and etcd's size after it
 //
 // Without --server it starts the admitd binary on a temporary data dir (fsync on) and reports
 // its peak memory. A run of a config first simulates the same schedule through the engine in
@@ -46,7 +47,7 @@ constexpr char kUsage[] =
     "usage: admitd-bench --config FILE [--time-scale F] [--no-simulate]\n"
     "       admitd-bench --config FILE --simulate [--time-scale F]\n"
     "       admitd-bench --config FILE [--time-scale F] --find-scale [--max-scale M]\n"
-    "       admitd-bench --raw N [--seconds D] [--security | --tracing | --ha]\n"
+    "       admitd-bench --raw N [--seconds D] [--security | --tracing | --ha | --ha-only]\n"
     "  --simulate           run the schedule through the admission engine alone, in virtual\n"
     "                       time (no server, no latency), and print that report only\n"
     "  --no-simulate        skip the simulation a run of a config starts with (its simulated\n"
@@ -57,6 +58,8 @@ constexpr char kUsage[] =
     "                       (OTLP/gRPC to a counting collector in this process), compared\n"
     "  --ha                 the raw run against one admitd, then against the leader of three\n"
     "                       replicas over a 3-member etcd started here, compared\n"
+    "  --ha-only            the HA group alone (its null-RPC phase 5 s at most), then the\n"
+    "                       size of etcd's database: after 1,000,000 cycles, --seconds 700\n"
     "  --server HOST:PORT   use a running admitd instead of starting one\n"
     "  --admitd PATH        the admitd binary to start (default: the one built with this)\n"
     "  --admitd-arg ARG     an extra argument for the started admitd (repeatable)\n"
@@ -77,6 +80,7 @@ struct Options {
   bool security = false;
   bool tracing = false;
   bool ha = false;
+  bool ha_only = false;
   double seconds = 5;
   double timeout_s = 0;
 };
@@ -307,6 +311,9 @@ int Main(int argc, char** argv) {
       options.tracing = true;
     } else if (flag == "--ha") {
       options.ha = true;
+    } else if (flag == "--ha-only") {
+      options.ha = true;
+      options.ha_only = true;
     } else if (flag == "--raw") {
       double n = 0;
       number(&n);
@@ -326,7 +333,7 @@ int Main(int argc, char** argv) {
   }
   if (options.raw > 0 && options.ha) {
     return RunHaComparison(options.admitd, options.admitd_args, options.raw,
-                           absl::Seconds(options.seconds));
+                           absl::Seconds(options.seconds), options.ha_only);
   }
   if (options.raw > 0 && options.security) {
     return RunSecurityComparison(options.admitd, options.admitd_args, options.raw,

@@ -19,8 +19,12 @@ constexpr int kChannels = 2;  // so the client side is not one HTTP/2 connection
 class RawRun {
  public:
   RawRun(const std::string& address, int clients, absl::Duration duration, std::string prefix,
-         const ChannelFactory& connect, int server_pid)
-      : clients_(clients), duration_(duration), prefix_(std::move(prefix)), server_pid_(server_pid),
+         const ChannelFactory& connect, int server_pid, absl::Duration ping_duration)
+      : clients_(clients),
+        duration_(duration),
+        ping_duration_(ping_duration > absl::ZeroDuration() ? ping_duration : duration),
+        prefix_(std::move(prefix)),
+        server_pid_(server_pid),
         ns_(absl::StrCat(prefix_, "raw")) {
     for (int i = 0; i < kChannels; ++i) {
       channels_.push_back(connect ? std::make_unique<testing::Client>(connect(address))
@@ -66,6 +70,7 @@ class RawRun {
     report.watch_reconnects = watcher.reconnects();
 
     absl::MutexLock lock(&mu_);
+    report.cycles = completed_in_window_;
     report.workloads_per_second =
         static_cast<double>(completed_in_window_) / absl::ToDoubleSeconds(end - start);
     PerCall(cpu_start, cpu_end, completed_in_window_, &report.server_cpu_per_cycle_s,
@@ -140,7 +145,7 @@ class RawRun {
     const absl::Time start = absl::Now();
     const CpuSample cpu_start = SampleCpu();
     for (int c = 0; c < clients_; ++c) launch(c);
-    absl::SleepFor(duration_);
+    absl::SleepFor(ping_duration_);
     stop = true;
     const absl::Time end = absl::Now();
     const CpuSample cpu_end = SampleCpu();
@@ -287,6 +292,7 @@ class RawRun {
 
   const int clients_;
   const absl::Duration duration_;
+  const absl::Duration ping_duration_;
   const std::string prefix_;
   const int server_pid_;  // admitd, for its CPU; -1: not known
   const std::string ns_;
@@ -310,8 +316,9 @@ class RawRun {
 }  // namespace
 
 RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
-                 const std::string& prefix, ChannelFactory connect, int server_pid) {
-  RawRun run(address, clients, duration, prefix, connect, server_pid);
+                 const std::string& prefix, ChannelFactory connect, int server_pid,
+                 absl::Duration ping_duration) {
+  RawRun run(address, clients, duration, prefix, connect, server_pid, ping_duration);
   return run.Run();
 }
 

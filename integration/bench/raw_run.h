@@ -35,6 +35,7 @@ struct RawReport {
   // the null-RPC phase (per Ping) and the cycle phase (per completed workload cycle).
   double server_cpu_per_ping_s = -1, server_cpu_per_cycle_s = -1;
   double client_cpu_per_ping_s = 0, client_cpu_per_cycle_s = 0;
+  int64_t cycles = 0;  // workload cycles completed in the cycle phase
   bool ok() const { return errors == 0 && violations == 0 && workloads_per_second > 0; }
 };
 
@@ -42,9 +43,10 @@ struct RawReport {
 using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>(const std::string& address)>;
 
 // `server_pid`: admitd's process, whose CPU is sampled around each phase (-1: not sampled).
+// `ping_duration`: the null-RPC phase's length when not `duration`'s (zero).
 RawReport RunRaw(const std::string& address, int clients, absl::Duration duration,
                  const std::string& prefix, ChannelFactory connect = nullptr,
-                 int server_pid = -1);
+                 int server_pid = -1, absl::Duration ping_duration = absl::ZeroDuration());
 
 void PrintRawReport(const RawReport& report);
 

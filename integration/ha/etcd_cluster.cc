@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "server/ha/etcd_client.h"
 
 namespace admitd::testing {
@@ -201,6 +203,19 @@ absl::Status EtcdCluster::WaitUntilServing(const Member& m, absl::Time until) {
   return absl::UnavailableError(
       absl::StrCat("etcd member ", m.name, " did not serve in time (", last.message(), "); log: ",
                    m.log_path));
+}
+
+std::string EtcdCluster::DbSize(int member) const {
+  auto stub = etcdserverpb::Maintenance::NewStub(
+      grpc::CreateChannel(endpoints()[member], grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  etcdserverpb::StatusRequest req;
+  etcdserverpb::StatusResponse resp;
+  if (!stub->Status(&ctx, req, &resp).ok()) return "?";
+  return absl::StrFormat("%.1f MiB on disk, %.1f MiB in use",
+                         static_cast<double>(resp.dbsize()) / (1 << 20),
+                         static_cast<double>(resp.dbsizeinuse()) / (1 << 20));
 }
 
 }  // namespace admitd::testing

@@ -48,6 +48,9 @@ class EtcdCluster {
   absl::Status Restart(int member, absl::Duration timeout = absl::Seconds(30));
   // The end of a member's log, for failure messages.
   std::string Log(int member) const;
+  // What a member says of its database, as "X MiB on disk, Y MiB in use" ("?" when it does not
+  // answer; plaintext members only).
+  std::string DbSize(int member) const;
 
  private:
   struct Member {

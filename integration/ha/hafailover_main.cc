@@ -33,7 +33,6 @@
 #include "integration/fixtures.h"
 #include "integration/ha/etcd_cluster.h"
 #include "integration/ha/replica_group.h"
-#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 
 #ifndef ADMITD_BINARY
 #define ADMITD_BINARY "admitd"
@@ -132,20 +131,6 @@ absl::StatusOr<double> Preload(testing::Client& client, int64_t n) {
   for (std::thread& t : threads) t.join();
   if (failed) return absl::InternalError(error);
   return static_cast<double>(n) / std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
-}
-
-// What etcd's member at `endpoint` says of its database: its size on disk and the part in use.
-std::string EtcdDbSize(const std::string& endpoint) {
-  auto stub = etcdserverpb::Maintenance::NewStub(
-      grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  etcdserverpb::StatusRequest req;
-  etcdserverpb::StatusResponse resp;
-  if (!stub->Status(&ctx, req, &resp).ok()) return "?";
-  return absl::StrFormat("%.1f MiB on disk, %.1f MiB in use",
-                         static_cast<double>(resp.dbsize()) / (1 << 20),
-                         static_cast<double>(resp.dbsizeinuse()) / (1 << 20));
 }
 
 // What the new leader's log says its takeover took (log, engine, server), or "?".
@@ -254,7 +239,7 @@ int Main(int argc, char** argv) {
   }
   std::printf("stored %lld workloads on leader r%d at %.0f Submits/s; etcd's database: %s\n",
               static_cast<long long>(options.workloads), *leader, *rate,
-              EtcdDbSize((*etcd)->endpoints()[0]).c_str());
+              (*etcd)->DbSize(0).c_str());
   std::fflush(stdout);
 
   std::mt19937_64 rng(options.seed);
@@ -334,7 +319,7 @@ int Main(int argc, char** argv) {
         failovers.size(), static_cast<long long>(options.workloads), p50, failovers.back(), goal,
         failovers.back() <= goal ? "met" : (p50 <= goal ? "met at p50, not at max" : "not met"));
   }
-  std::printf("etcd's database after the run: %s\n", EtcdDbSize((*etcd)->endpoints()[0]).c_str());
+  std::printf("etcd's database after the run: %s\n", (*etcd)->DbSize(0).c_str());
   std::printf("acknowledged writes under load: %lld; violations: %lld\n",
               static_cast<long long>(acked), static_cast<long long>(violations));
   if (options.keep || violations > 0) {

@@ -22,7 +22,7 @@
 // their way to etcd at once (ReplicatedLog::AppendAsync), and each is written to the local store
 // when it is finished, in order, once etcd has it and every batch before it.
 //
-//   ReplicatedStore store(std::move(rocksdb), &log, /*depth=*/4);  // the log taken over
+//   ReplicatedStore store(std::move(rocksdb), &log, /*depth=*/8);  // the log taken over
 //   ADMITD_RETURN_IF_ERROR(store.Commit(batch));
 //
 // Thread safety: as store::Store's and store::CommitPipeline's.
@@ -49,7 +49,7 @@ class ReplicatedStore final : public store::Store, private store::CommitPipeline
  public:
   // `log` outlives the store and has been taken over onto `local` (ReplicatedLog::TakeOver).
   // `depth`: batches on their way to etcd at once (at least 1).
-  ReplicatedStore(std::unique_ptr<store::Store> local, ReplicatedLog* log, int depth = 4);
+  ReplicatedStore(std::unique_ptr<store::Store> local, ReplicatedLog* log, int depth = 8);
   ~ReplicatedStore() override;  // waits for the answers of batches still on their way
 
   absl::Status Commit(const store::Batch& batch) override;
