@@ -1,5 +1,5 @@
-"""End to end, with admitd as an HA group: one etcd member (Debian's etcd-server) and three admitd
-replicas as real processes; admitctl and the shim are given every replica's address and follow the
+"""End to end, with admitd as an HA group: three etcd members (Debian's etcd-server) and three
+admitd replicas as real processes; admitctl and the shim are given every replica's address and follow the
 leader. The leader is killed with SIGKILL while the shim's Jobs are being admitted: every Job
 still runs exactly once and completes, and the shim's watch resumes on the new leader without
 listing again.
@@ -20,24 +20,34 @@ ETCD = "/usr/bin/etcd"
 
 
 class HaStack(Stack):
-    """A Stack whose admitd is a group of three replicas over one etcd member."""
+    """A Stack whose admitd is a group of three replicas over a 3-member etcd."""
+
+    def start_etcd(self):
+        clients = [free_port() for _ in range(3)]
+        peers = [free_port() for _ in range(3)]
+        cluster = ",".join("m%d=http://127.0.0.1:%d" % (i, p) for i, p in enumerate(peers))
+        self.etcd_endpoints = ",".join("127.0.0.1:%d" % p for p in clients)
+        self.etcd, self.etcd_logs = [], []
+        for i in range(3):
+            path = os.path.join(self.tmp, "etcd-%d.log" % i)
+            self.etcd_logs.append(open(path, "w"))
+            self.more_logs.append(("etcd m%d" % i, path))
+            self.etcd.append(subprocess.Popen(
+                [ETCD, "--name", "m%d" % i, "--data-dir", os.path.join(self.tmp, "etcd-%d" % i),
+                 "--listen-client-urls", "http://127.0.0.1:%d" % clients[i],
+                 "--advertise-client-urls", "http://127.0.0.1:%d" % clients[i],
+                 "--listen-peer-urls", "http://127.0.0.1:%d" % peers[i],
+                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peers[i],
+                 "--initial-cluster", cluster, "--initial-cluster-state", "new",
+                 "--initial-cluster-token", "e2e", "--log-level", "warn"],
+                stdout=self.etcd_logs[i], stderr=subprocess.STDOUT))
 
     def start_admitd(self):
         if not hasattr(self, "replica_ports"):
-            self.etcd_port, peer = free_port(), free_port()
-            self.etcd_log = open(os.path.join(self.tmp, "etcd.log"), "w")
-            self.etcd = subprocess.Popen(
-                [ETCD, "--name", "m0", "--data-dir", os.path.join(self.tmp, "etcd"),
-                 "--listen-client-urls", "http://127.0.0.1:%d" % self.etcd_port,
-                 "--advertise-client-urls", "http://127.0.0.1:%d" % self.etcd_port,
-                 "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
-                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
-                 "--initial-cluster", "m0=http://127.0.0.1:%d" % peer, "--log-level", "warn"],
-                stdout=self.etcd_log, stderr=subprocess.STDOUT)
+            self.start_etcd()
             self.replica_ports = [free_port() for _ in range(3)]
             self.replicas = [None] * 3
             self.admitd_address = ",".join("127.0.0.1:%d" % p for p in self.replica_ports)
-            self.more_logs.append(("etcd", os.path.join(self.tmp, "etcd.log")))
             for i in range(3):
                 self.more_logs.append(("replica r%d" % i, self.replica_log(i)))
         for i in range(3):
@@ -55,7 +65,7 @@ class HaStack(Stack):
             self.replicas[i] = subprocess.Popen(
                 [ADMITD, "--listen", "127.0.0.1:%d" % self.replica_ports[i],
                  "--data-dir", os.path.join(self.tmp, "r%d" % i),
-                 "--ha-etcd-endpoints", "127.0.0.1:%d" % self.etcd_port, "--ha-domain", "e2e",
+                 "--ha-etcd-endpoints", self.etcd_endpoints, "--ha-domain", "e2e",
                  "--ha-id", "r%d" % i, "--ha-lease-ttl", "2s"] + self.admitd_args,
                 stdout=log, stderr=subprocess.STDOUT)
 
@@ -81,10 +91,11 @@ class HaStack(Stack):
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait(10)
-        if getattr(self, "etcd", None) is not None:
-            self.etcd.terminate()
-            self.etcd.wait(10)
-            self.etcd_log.close()
+        for member in getattr(self, "etcd", []):
+            member.terminate()
+            member.wait(10)
+        for log in getattr(self, "etcd_logs", []):
+            log.close()
         super().stop()
 
 
