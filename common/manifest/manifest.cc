@@ -138,6 +138,13 @@ void LabelSelector(Walker& w, const YAML::Node& node, const std::string& path,
           }}});
 }
 
+// spec.fairSharing of a ClusterQueue or a Cohort.
+void FairSharing(Walker& w, const YAML::Node& node, const std::string& path, v1::FairSharing* fs) {
+  w.Map(node, path, {{"weight", [&](const YAML::Node& n, const std::string& p) {
+                        fs->set_weight(w.Str(n, p));
+                      }}});
+}
+
 void ClusterQueueSpec(Walker& w, const YAML::Node& node, const std::string& path,
                       v1::ClusterQueueSpec* spec) {
   auto str = [&](std::function<void(const std::string&)> set) -> H {
@@ -182,6 +189,9 @@ void ClusterQueueSpec(Walker& w, const YAML::Node& node, const std::string& path
                               }}});
                     }}});
           }},
+         {"fairSharing", [&](const YAML::Node& n, const std::string& p) {
+            FairSharing(w, n, p, spec->mutable_fair_sharing());
+          }},
          {"admissionChecks", [&](const YAML::Node& n, const std::string& p) {  // v1beta1
             w.List(n, p, [&](const YAML::Node& x, const std::string& xp) {
               spec->mutable_admission_checks_strategy()->add_admission_checks()->set_name(
@@ -203,7 +213,7 @@ void ClusterQueueSpec(Walker& w, const YAML::Node& node, const std::string& path
                             });
                           }}});
           }}},
-        {"fairSharing", "admissionScope", "concurrentAdmissionPolicy"});
+        {"admissionScope", "concurrentAdmissionPolicy"});
 }
 
 void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
@@ -272,8 +282,10 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
              {"parentName", parent},
              {"resourceGroups", [&w, s](const YAML::Node& x, const std::string& xp) {
                 ResourceGroups(w, x, xp, s->mutable_resource_groups());
-              }}},
-            {"fairSharing"});
+              }},
+             {"fairSharing", [&w, s](const YAML::Node& x, const std::string& xp) {
+                FairSharing(w, x, xp, s->mutable_fair_sharing());
+              }}});
     };
   } else if (kind == "ClusterQueue") {
     auto* cq = m->object.mutable_cluster_queue();

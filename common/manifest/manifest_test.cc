@@ -40,6 +40,35 @@ TEST(ManifestTest, DemoAndSampleParse) {
   EXPECT_EQ(ps.template_().spec().containers(0).resources().requests().at("memory"), "200Mi");
 }
 
+TEST(ManifestTest, FairSharingWeightsOfClusterQueuesAndCohorts) {
+  auto parsed = ParseManifests(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohortName: org
+  fairSharing: {weight: 2}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org}
+spec:
+  fairSharing:
+    weight: "0.5"
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b}
+spec: {cohortName: org}
+)",
+                               "fair.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[0].object.cluster_queue().spec().fair_sharing().weight(), "2");
+  EXPECT_EQ((*parsed)[1].object.cohort().spec().fair_sharing().weight(), "0.5");
+  EXPECT_FALSE((*parsed)[2].object.cluster_queue().spec().has_fair_sharing());
+}
+
 TEST(ManifestTest, V1beta1NamesMapToTheSameFields) {
   auto parsed = ParseManifests(R"(
 apiVersion: kueue.x-k8s.io/v1beta1

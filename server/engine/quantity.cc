@@ -1,5 +1,7 @@
 #include "server/engine/quantity.h"
 
+#include <cmath>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -42,7 +44,16 @@ bool IsBinaryResource(absl::string_view resource) {
          absl::StartsWith(resource, "hugepages-");
 }
 
-absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_view text) {
+namespace {
+
+// A quantity's text split into value = mantissa * 10^exp10 * 2^exp2.
+struct Decimal {
+  int128 mantissa = 0;  // signed
+  int exp10 = 0;
+  int exp2 = 0;
+};
+
+absl::StatusOr<Decimal> ParseDecimal(absl::string_view text) {
   absl::string_view s = text;
   if (s.empty()) return Invalid();
   bool negative = false;
@@ -102,8 +113,24 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_v
   } else {
     return Invalid();
   }
+  return Decimal{negative ? -mantissa : mantissa, exp10, exp2};
+}
+
+}  // namespace
+
+absl::StatusOr<double> ParseQuantityAsDouble(absl::string_view text) {
+  absl::StatusOr<Decimal> d = ParseDecimal(text);
+  if (!d.ok()) return d.status();
+  return static_cast<double>(d->mantissa) * std::pow(10.0, d->exp10) * std::ldexp(1.0, d->exp2);
+}
+
+absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_view text) {
+  absl::StatusOr<Decimal> d = ParseDecimal(text);
+  if (!d.ok()) return d.status();
+  int exp10 = d->exp10;
+  const int exp2 = d->exp2;
   if (resource == "cpu") exp10 += 3;  // millicores
-  int128 value = negative ? -mantissa : mantissa;
+  int128 value = d->mantissa;
   auto too_large = [text] {
     return absl::InvalidArgumentError(absl::StrCat("quantity ", text, " is too large"));
   };

@@ -34,6 +34,11 @@ using Amount = absl::int128;
 // passes kMaxQuantity.
 absl::StatusOr<int64_t> ParseQuantity(absl::string_view resource, absl::string_view text);
 
+// The quantity as a floating-point number in its own units ("250m" -> 0.25, "1Ki" -> 1024), as
+// Kubernetes' AsFloat64Slow gives it: for values that are not amounts of a resource (fair
+// sharing weights). INVALID_ARGUMENT as ParseQuantity.
+absl::StatusOr<double> ParseQuantityAsDouble(absl::string_view text);
+
 // The canonical string: CPU as a milli quantity, memory-like resources as BinarySI
 // (1Gi, 10Mi, falling back to a plain number), everything else DecimalSI (1k, 2M).
 std::string FormatQuantity(absl::string_view resource, int64_t value);

@@ -114,5 +114,17 @@ TEST(QuantityTest, KubernetesCornerCases) {
   EXPECT_EQ(*ParseQuantity("cpu", ".5"), 500);
 }
 
+TEST(QuantityTest, AsDoubleReadsAQuantityInItsOwnUnits) {
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("0.5"), 0.5);
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("250m"), 0.25);
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("3"), 3);
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("1Ki"), 1024);
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("2e3"), 2000);
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("-1"), -1);
+  EXPECT_DOUBLE_EQ(*ParseQuantityAsDouble("1n"), 1e-9);
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseQuantityAsDouble("heavy").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseQuantityAsDouble("").status()));
+}
+
 }  // namespace
 }  // namespace admitd::engine

@@ -31,6 +31,7 @@ void ReadQuotas(const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& gro
 
 int QuotaTree::Intern(const FlavorResource& fr) {
   auto [it, inserted] = ids_.try_emplace(fr, static_cast<int>(ids_.size()));
+  if (inserted) pairs_.push_back(fr);
   return it->second;
 }
 
@@ -55,8 +56,13 @@ void QuotaTree::SetQuotas(Node* n,
     slot.nominal = 0;
     slot.has_borrowing_limit = slot.has_lending_limit = false;
     slot.borrowing_limit = slot.lending_limit = 0;
+    slot.own = false;
   }
-  for (const auto& [fr, v] : nominal) n->Grow(Intern(fr)).nominal = v;
+  for (const auto& [fr, v] : nominal) {
+    Slot& slot = n->Grow(Intern(fr));
+    slot.nominal = v;
+    slot.own = true;
+  }
   for (const auto& [fr, v] : borrowing) {
     Slot& slot = n->Grow(Intern(fr));
     slot.has_borrowing_limit = true;
@@ -93,6 +99,7 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
     Node* n = Cohort(name);
     n->is_object = true;
     SetQuotas(n, spec->resource_groups());
+    n->weight = WeightOf(spec->has_fair_sharing(), spec->fair_sharing());
   }
   for (const auto& [name, spec] : cohorts) {
     if (spec->parent_name().empty()) continue;
@@ -118,6 +125,7 @@ void QuotaTree::Rebuild(const std::map<std::string, const v1::ClusterQueueSpec*>
     node->name = name;
     node->is_cluster_queue = true;
     SetQuotas(node.get(), spec->resource_groups());
+    node->weight = WeightOf(spec->has_fair_sharing(), spec->fair_sharing());
     if (!spec->cohort_name().empty()) {
       node->parent = Cohort(spec->cohort_name());
       node->parent->children.push_back(node.get());
@@ -172,6 +180,7 @@ void QuotaTree::SetClusterQueue(const std::string& name, const v1::ClusterQueueS
     n->name = name;
     n->is_cluster_queue = true;
     SetQuotas(n, spec->resource_groups());
+    n->weight = WeightOf(spec->has_fair_sharing(), spec->fair_sharing());
     SetUsage(n, usage);
     if (!spec->cohort_name().empty()) {
       n->parent = Cohort(spec->cohort_name());
@@ -199,6 +208,7 @@ void QuotaTree::Derive(Node* n) {
   n->height = 0;
   for (Slot& slot : n->slots) {
     slot.subtree_quota = slot.nominal;
+    slot.declared = slot.own;
     if (!n->is_cluster_queue) slot.usage = 0;
   }
   for (Node* child : n->children) {
@@ -209,6 +219,7 @@ void QuotaTree::Derive(Node* n) {
       const Slot& c = child->slots[id];
       Slot& slot = n->slots[id];
       slot.subtree_quota += c.subtree_quota - c.local_quota;
+      slot.declared = slot.declared || c.declared;
       slot.usage += std::max<Amount>(0, c.usage - c.local_quota);
     }
   }

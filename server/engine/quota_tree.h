@@ -171,6 +171,26 @@ class QuotaTree {
   };
   void AddUsage(const UsageSum& usage, int sign);
 
+  // Fair sharing (§19.3, quota_tree_share.cc): a node's dominant resource share, its weight
+  // (spec.fairSharing.weight) and whether it borrows.
+  struct Share {
+    double ratio = 0;      // borrowed / lendable * 1000 of the dominant resource, unweighted
+    std::string resource;  // the dominant resource; "" when no borrowed resource has lendable
+    bool borrowing = false;
+    double weight = 1;
+    // ratio / weight: 0 when the ratio is, +infinity for weight 0.
+    double Precise() const;
+    // status.fairSharing.weightedShare: Precise() rounded up, INT64_MAX when infinite.
+    int64_t Weighted() const;
+  };
+  // The share of a ClusterQueue or of a cohort (`cohort` true), as it would be with `request`
+  // (may be null) more in use at that node; a node without a parent, or unknown, has share 0.
+  Share ShareOf(const std::string& name, bool cohort,
+                const FlavorResourceQuantities* request = nullptr) const;
+  // Kueue's CompareDRS: negative when `a` comes first for admission (a lower share), positive
+  // when `b` does, 0 when equal. A weight-0 node that borrows comes after every other.
+  static int CompareShares(const Share& a, const Share& b);
+
  private:
   // What one node holds for one flavor/resource pair. A pair a node never saw reads as zero
   // quota, zero usage and no limits.
@@ -183,6 +203,10 @@ class QuotaTree {
     Amount subtree_quota = 0;
     Amount local_quota = 0;
     Amount usage = 0;
+    // The pair is in the node's resource groups (`own`), or in those of any node of its subtree
+    // (`declared`: the keys of Kueue's SubtreeQuota).
+    bool own = false;
+    bool declared = false;
   };
   struct Node {
     std::string name;
@@ -196,6 +220,7 @@ class QuotaTree {
     uint64_t generation = 0;  // on roots only
     ClusterQueueState* state = nullptr;  // ClusterQueues: what the engine attached
     bool is_object = false;   // a cohort with a Cohort object (not only named by its members)
+    double weight = 1;        // spec.fairSharing.weight
 
     const Slot& At(int id) const {
       static const Slot kNone;
@@ -216,6 +241,9 @@ class QuotaTree {
   absl::InlinedVector<int, 4> IdsOf(const std::set<FlavorResource>& frs) const;
   // Reads a spec's quotas and limits into the node's slots (clearing the old ones).
   void SetQuotas(Node* n, const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& groups);
+  // Reads spec.fairSharing's weight (1 when absent or not a quantity).
+  static double WeightOf(bool has_fair_sharing, const v1::FairSharing& fs);
+  Share ShareAt(const Node& n, const FlavorResourceQuantities* request) const;
   void SetUsage(Node* n, const FlavorResourceAmounts& usage);
 
   bool WithinNominal(const Node& n, absl::Span<const int> ids) const;
@@ -241,6 +269,7 @@ class QuotaTree {
     bool operator()(PairView a, PairView b) const { return a == b; }
   };
   absl::flat_hash_map<FlavorResource, int, PairHash, PairEq> ids_;
+  std::vector<FlavorResource> pairs_;  // by id
   // By name. Hashed: every query names its ClusterQueue, and with a thousand of them a hash is
   // far cheaper than a walk of string comparisons; nothing depends on their order.
   absl::flat_hash_map<std::string, std::unique_ptr<Node>> cluster_queues_;

@@ -91,6 +91,24 @@ void CheckQuantity(Violations* out, const std::string& field, const std::string&
   }
 }
 
+// spec.fairSharing of a ClusterQueue or a Cohort: a weight that is a quantity, not negative, and
+// either 0 or above 1n (smaller ones collapse to 0 in the shares).
+// `fs` is null when the spec has none.
+void CheckFairSharing(Violations* out, const std::string& field, const v1::FairSharing* fs) {
+  if (fs == nullptr || !fs->has_weight()) return;
+  absl::StatusOr<double> weight = ParseQuantityAsDouble(fs->weight());
+  if (!weight.ok()) {
+    out->push_back({field + ".weight", absl::StrCat("Invalid value: ", Quote(fs->weight()), ": ",
+                                                    weight.status().message())});
+  } else if (*weight < 0) {
+    out->push_back({field, absl::StrCat("Invalid value: ", Quote(fs->weight()),
+                                        ": must be greater than or equal to 0")});
+  } else if (*weight > 0 && *weight <= 1e-9) {
+    out->push_back({field, absl::StrCat("Invalid value: ", Quote(fs->weight()),
+                                        ": When not 0, weight must be > 10e-9")});
+  }
+}
+
 // `field` names the list; it is called only when there is something to report.
 void CheckResourceList(Violations* out, absl::FunctionRef<std::string()> field,
                        const google::protobuf::Map<std::string, std::string>& list) {
@@ -277,6 +295,8 @@ Violations ValidateCohort(const v1::Cohort& cohort) {
   }
   CheckResourceGroups(&out, "spec.resourceGroups", cohort.spec().resource_groups(),
                       !cohort.spec().parent_name().empty(), "parent");
+  CheckFairSharing(&out, "spec.fairSharing",
+                   cohort.spec().has_fair_sharing() ? &cohort.spec().fair_sharing() : nullptr);
   return out;
 }
 
@@ -291,6 +311,8 @@ Violations ValidateClusterQueue(const v1::ClusterQueue& cq) {
   CheckEnum(&out, "spec.queueingStrategy", spec.queueing_strategy(),
             {"StrictFIFO", "BestEffortFIFO"});
   CheckEnum(&out, "spec.stopPolicy", spec.stop_policy(), {"None", "Hold", "HoldAndDrain"});
+  CheckFairSharing(&out, "spec.fairSharing",
+                   spec.has_fair_sharing() ? &spec.fair_sharing() : nullptr);
   const v1::FlavorFungibility& ff = spec.flavor_fungibility();
   CheckEnum(&out, "spec.flavorFungibility.whenCanBorrow", ff.when_can_borrow(),
             {"MayStopSearch", "TryNextFlavor"});

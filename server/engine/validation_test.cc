@@ -404,6 +404,31 @@ TEST(ClusterQueueValidation, AGoodClusterQueuePasses) {
   EXPECT_THAT(ValidateClusterQueue(cq), IsEmpty()) << Describe(ValidateClusterQueue(cq));
 }
 
+// Kueue's validateFairSharing: a weight that is negative, or above 0 but at most 1n, is refused
+// on ClusterQueues and Cohorts alike; 0 and decimal weights are taken.
+TEST(ClusterQueueValidation, FairSharingWeights) {
+  v1::ClusterQueue cq = GoodClusterQueue();
+  v1::Cohort cohort;
+  cohort.mutable_metadata()->set_name("org");
+  for (const char* ok : {"0", "1", "0.5", "250m", "2n"}) {
+    cq.mutable_spec()->mutable_fair_sharing()->set_weight(ok);
+    cohort.mutable_spec()->mutable_fair_sharing()->set_weight(ok);
+    EXPECT_THAT(ValidateClusterQueue(cq), IsEmpty()) << ok;
+    EXPECT_THAT(ValidateCohort(cohort), IsEmpty()) << ok;
+  }
+  cq.mutable_spec()->mutable_fair_sharing()->set_weight("-1");
+  EXPECT_THAT(ValidateClusterQueue(cq),
+              UnorderedElementsAre(Violation(
+                  "spec.fairSharing", "Invalid value: \"-1\": must be greater than or equal to 0")));
+  cohort.mutable_spec()->mutable_fair_sharing()->set_weight("1n");
+  EXPECT_THAT(ValidateCohort(cohort),
+              UnorderedElementsAre(Violation(
+                  "spec.fairSharing", "Invalid value: \"1n\": When not 0, weight must be > 10e-9")));
+  cq.mutable_spec()->mutable_fair_sharing()->set_weight("heavy");
+  ASSERT_EQ(ValidateClusterQueue(cq).size(), 1u);
+  EXPECT_EQ(ValidateClusterQueue(cq)[0].field, "spec.fairSharing.weight");
+}
+
 TEST(QueueObjectValidation, ResourceFlavorCohortLocalQueueAndPriorityClass) {
   v1::ResourceFlavor flavor;
   flavor.mutable_metadata()->set_name("spot");

@@ -1,0 +1,89 @@
+// QuotaTree's fair sharing (§19.3): each node's dominant resource share, weighted.
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "server/engine/quantity.h"
+#include "server/engine/quota_tree.h"
+
+namespace admitd::engine {
+
+double QuotaTree::Share::Precise() const {
+  if (ratio == 0) return 0;
+  if (weight == 0) return std::numeric_limits<double>::infinity();
+  return ratio / weight;
+}
+
+int64_t QuotaTree::Share::Weighted() const {
+  const double precise = Precise();
+  if (std::isinf(precise) || precise >= static_cast<double>(std::numeric_limits<int64_t>::max())) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return static_cast<int64_t>(std::ceil(precise));
+}
+
+int QuotaTree::CompareShares(const Share& a, const Share& b) {
+  auto cmp = [](double x, double y) { return x < y ? -1 : x > y ? 1 : 0; };
+  const bool a_zero = a.weight == 0 && a.ratio > 0;
+  const bool b_zero = b.weight == 0 && b.ratio > 0;
+  if (a_zero && b_zero) return cmp(a.ratio, b.ratio);
+  if (a_zero) return 1;
+  if (b_zero) return -1;
+  return cmp(a.Precise(), b.Precise());
+}
+
+double QuotaTree::WeightOf(bool has_fair_sharing, const v1::FairSharing& fs) {
+  if (!has_fair_sharing || !fs.has_weight()) return 1;
+  absl::StatusOr<double> weight = ParseQuantityAsDouble(fs.weight());
+  return weight.ok() && *weight >= 0 ? *weight : 1;  // validation refuses the others
+}
+
+QuotaTree::Share QuotaTree::ShareOf(const std::string& name, bool cohort,
+                                    const FlavorResourceQuantities* request) const {
+  const auto& nodes = cohort ? cohorts_ : cluster_queues_;
+  auto it = nodes.find(name);
+  if (it == nodes.end()) return Share{};
+  return ShareAt(*it->second, request);
+}
+
+QuotaTree::Share QuotaTree::ShareAt(const Node& n, const FlavorResourceQuantities* request) const {
+  Share share;
+  share.weight = n.weight;
+  if (n.parent == nullptr) return share;
+  // What the node uses beyond its subtree's quota, per resource, over the pairs it declares.
+  std::map<std::string, Amount> borrowed;  // by name: equal ratios go to the smaller name
+  for (size_t id = 0; id < n.slots.size(); ++id) {
+    const Slot& slot = n.slots[id];
+    if (!slot.declared) continue;
+    Amount usage = slot.usage;
+    if (request != nullptr) {
+      auto r = request->find(pairs_[id]);
+      if (r != request->end()) usage += r->second;
+    }
+    if (const Amount b = usage - slot.subtree_quota; b > 0) borrowed[pairs_[id].second] += b;
+  }
+  if (borrowed.empty()) return share;
+  share.borrowing = true;
+  // What the parent could lend of each resource: its potential quota over every pair of the
+  // resource the whole tree declares.
+  const Node* root = &n;
+  while (root->parent != nullptr) root = root->parent;
+  std::map<std::string, Amount> lendable;
+  for (size_t id = 0; id < root->slots.size(); ++id) {
+    if (!root->slots[id].declared) continue;
+    const std::string& resource = pairs_[id].second;
+    if (borrowed.count(resource) > 0) lendable[resource] += PotentialAt(*n.parent, id);
+  }
+  for (const auto& [resource, b] : borrowed) {
+    const Amount l = lendable[resource];
+    if (l <= 0) continue;
+    const double ratio = static_cast<double>(b) * 1000.0 / static_cast<double>(l);
+    if (ratio > share.ratio) {
+      share.ratio = ratio;
+      share.resource = resource;
+    }
+  }
+  return share;
+}
+
+}  // namespace admitd::engine
