@@ -198,6 +198,10 @@ class Sequencer {
   void StartInPipeline(Pending pending, std::deque<Started>* started);
   void FinishFromPipeline(Started started);
   void FinishBatch(Pending& pending, absl::Status commit, absl::Time start);
+  // The store's answer `commit` for a batch whose write began at `write_start`: timed, and
+  // published when OK; after a failure, the status to answer with (CommitFailed).
+  absl::Status Stored(Pending& pending, Encoded& encoded, absl::Status commit,
+                      absl::Time write_start);
   // The store refused a batch: commands are refused until it takes writes again. The status to
   // answer with.
   absl::Status CommitFailed(const absl::Status& error);

@@ -246,18 +246,20 @@ void Sequencer::CommitNow(Pending pending) {
   if (commit.ok() && !pending.changes.empty()) {
     Encoded encoded = Encode(pending.changes);
     const absl::Time write_start = absl::Now();
-    commit = store_->Commit(*encoded.batch);
-    pending.times.written = absl::Now();
-    if (store_commit_seconds_ != nullptr) {
-      store_commit_seconds_->Observe(absl::ToDoubleSeconds(pending.times.written - write_start));
-    }
-    if (commit.ok()) {
-      Publish(encoded, pending.changes, pending.directives);
-    } else {
-      commit = CommitFailed(commit);
-    }
+    commit = Stored(pending, encoded, store_->Commit(*encoded.batch), write_start);
   }
   FinishBatch(pending, std::move(commit), start);
+}
+
+absl::Status Sequencer::Stored(Pending& pending, Encoded& encoded, absl::Status commit,
+                               absl::Time write_start) {
+  pending.times.written = absl::Now();
+  if (store_commit_seconds_ != nullptr) {
+    store_commit_seconds_->Observe(absl::ToDoubleSeconds(pending.times.written - write_start));
+  }
+  if (!commit.ok()) return CommitFailed(commit);
+  Publish(encoded, pending.changes, pending.directives);
+  return commit;
 }
 
 void Sequencer::StartInPipeline(Pending pending, std::deque<Started>* started) {
@@ -289,16 +291,7 @@ void Sequencer::FinishFromPipeline(Started started) {
   Pending& pending = started.pending;
   absl::Status commit = started.answer;
   if (started.in_store) {
-    commit = store_->pipeline()->Finish();
-    pending.times.written = absl::Now();
-    if (store_commit_seconds_ != nullptr) {
-      store_commit_seconds_->Observe(absl::ToDoubleSeconds(pending.times.written - started.start));
-    }
-    if (commit.ok()) {
-      Publish(started.encoded, pending.changes, pending.directives);
-    } else {
-      commit = CommitFailed(commit);
-    }
+    commit = Stored(pending, started.encoded, store_->pipeline()->Finish(), started.start);
   } else if (commit.ok()) {
     commit = health();  // a batch before it failed after it was started: its answers may not go
   }
