@@ -1,6 +1,7 @@
 #include "clients/table.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -50,6 +51,14 @@ std::string Quota(const google::protobuf::RepeatedPtrField<v1::ResourceGroup>& g
     }
   }
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+// status.fairSharing.weightedShare; "inf" for a weight-0 node that borrows (INT64_MAX).
+template <typename Status>
+std::string WeightedShare(const Status& status) {
+  if (!status.has_fair_sharing()) return "-";
+  const int64_t share = status.fair_sharing().weighted_share();
+  return share == std::numeric_limits<int64_t>::max() ? "inf" : absl::StrCat(share);
 }
 
 }  // namespace
@@ -133,19 +142,31 @@ std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObj
                         absl::StrCat(o.resource_flavor().spec().node_taints_size())});
       }
       break;
-    case v1::OBJECT_KIND_COHORT:
+    case v1::OBJECT_KIND_COHORT: {
+      // WEIGHTED SHARE (status.fairSharing.weightedShare) only while fair sharing is on.
+      const bool shares = std::any_of(objects.begin(), objects.end(), [](const auto& o) {
+        return o.cohort().status().has_fair_sharing();
+      });
       rows.push_back({"NAME", "PARENT", "QUOTA"});
+      if (shares) rows.back().push_back("WEIGHTED SHARE");
       for (const auto& o : objects) {
         const std::string& parent = o.cohort().spec().parent_name();
         rows.push_back({ObjectName(o), parent.empty() ? "-" : parent,
                         Quota(o.cohort().spec().resource_groups())});
+        if (shares) rows.back().push_back(WeightedShare(o.cohort().status()));
       }
       break;
+    }
     case v1::OBJECT_KIND_CLUSTER_QUEUE:
       // PENDING splits into ACTIVE (waiting for an attempt) and INADMISSIBLE (tried and set aside),
       // as Kueue's status.pendingWorkloadsStatus does; STATUS is the Active condition.
       rows.push_back({"NAME", "COHORT", "STRATEGY", "PENDING", "ACTIVE", "INADMISSIBLE", "ADMITTED",
                       "STATUS", "QUOTA", "USAGE"});
+      if (std::any_of(objects.begin(), objects.end(), [](const auto& o) {
+            return o.cluster_queue().status().has_fair_sharing();
+          })) {
+        rows.back().push_back("WEIGHTED SHARE");
+      }
       for (const auto& o : objects) {
         const v1::ClusterQueue& cq = o.cluster_queue();
         std::string active = "-";
@@ -160,6 +181,9 @@ std::string QueueObjectTable(v1::ObjectKind kind, const std::vector<v1::QueueObj
                         absl::StrCat(cq.status().pending_inadmissible_workloads()),
                         absl::StrCat(cq.status().admitted_workloads()), active,
                         Quota(cq.spec().resource_groups()), Usage(cq.status().flavors_reservation())});
+        if (rows.front().size() > rows.back().size()) {
+          rows.back().push_back(WeightedShare(cq.status()));
+        }
       }
       break;
     case v1::OBJECT_KIND_LOCAL_QUEUE:

@@ -2,6 +2,8 @@
 // with a pending position, and one-line events.
 #include "clients/table.h"
 
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -9,6 +11,7 @@ namespace admitd::clients {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // An admitted slice of job-demo with the given pod set counts.
 v1::Workload Slice(const std::vector<std::pair<std::string, int>>& pod_sets) {
@@ -69,6 +72,28 @@ TEST(QueueObjectTableTest, ClusterQueuesShowActiveAndInadmissiblePendingCounts) 
   ns.mutable_namespace_()->mutable_metadata()->set_name("team-a");
   (*ns.mutable_namespace_()->mutable_metadata()->mutable_labels())["team"] = "a";
   EXPECT_THAT(QueueObjectTable(v1::OBJECT_KIND_NAMESPACE, {ns}), HasSubstr("team-a   team=a\n"));
+}
+
+TEST(QueueObjectTableTest, WeightedSharesShowOnlyWhileFairSharingIsOn) {
+  v1::QueueObject a, b;
+  a.mutable_cluster_queue()->mutable_metadata()->set_name("a");
+  b.mutable_cluster_queue()->mutable_metadata()->set_name("b");
+  EXPECT_THAT(QueueObjectTable(v1::OBJECT_KIND_CLUSTER_QUEUE, {a, b}),
+              Not(HasSubstr("WEIGHTED SHARE")));
+  a.mutable_cluster_queue()->mutable_status()->mutable_fair_sharing()->set_weighted_share(250);
+  b.mutable_cluster_queue()->mutable_status()->mutable_fair_sharing()->set_weighted_share(
+      std::numeric_limits<int64_t>::max());
+  const std::string table = QueueObjectTable(v1::OBJECT_KIND_CLUSTER_QUEUE, {a, b});
+  EXPECT_THAT(table, HasSubstr("WEIGHTED SHARE"));
+  EXPECT_THAT(table, HasSubstr("   250\n"));
+  EXPECT_THAT(table, HasSubstr("   inf\n"));
+
+  v1::QueueObject cohort;
+  cohort.mutable_cohort()->mutable_metadata()->set_name("org");
+  EXPECT_THAT(QueueObjectTable(v1::OBJECT_KIND_COHORT, {cohort}), Not(HasSubstr("SHARE")));
+  cohort.mutable_cohort()->mutable_status()->mutable_fair_sharing()->set_weighted_share(0);
+  EXPECT_THAT(QueueObjectTable(v1::OBJECT_KIND_COHORT, {cohort}),
+              HasSubstr("org    -        -       0\n"));
 }
 
 TEST(AdmitReportTest, APendingWorkloadSaysWhereItWaits) {

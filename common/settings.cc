@@ -261,7 +261,13 @@ absl::Status LoadRoot(const std::vector<Setting>& settings, const YAML::Node& ro
           siblings.push_back(sibling);
         }
       }
-      if (setting != nullptr) {
+      if (setting != nullptr && setting->section) {
+        if (!kv.second.IsMap() && !kv.second.IsNull()) return bad("must be a mapping");
+        if (absl::Status s = setting->parse("true"); !s.ok()) return bad(s.message());
+        if (kv.second.IsMap()) {
+          if (absl::Status s = load(kv.second, key); !s.ok()) return s;
+        }
+      } else if (setting != nullptr) {
         absl::StatusOr<std::string> text = AsText(kv.second);
         if (!text.ok()) return bad(text.status().message());
         if (absl::Status s = setting->parse(*text); !s.ok()) return bad(s.message());

@@ -14,7 +14,8 @@
 //
 // A parser receives a value as text, from the command line or from the file: a YAML scalar as
 // written, a sequence as its items joined by commas, a mapping as "key=value" pairs joined by
-// commas. Nested mappings are reached by dotted keys ("multiKueue.origin"). Errors a parser
+// commas. Nested mappings are reached by dotted keys ("multiKueue.origin"); a `section` setting
+// is told that its mapping is present before the keys inside it are read. Errors a parser
 // returns say what is wrong with the value; the table adds where it came from
 // ("--listen: ..." or "<file>: listen: ...").
 //
@@ -54,6 +55,10 @@ struct Setting {
   std::string switch_value;
   // The flag may be given more than once, each value passed to the parser in turn (help says so).
   bool repeatable = false;
+  // The key names a mapping whose presence is the value (Kueue's Configuration turns a feature
+  // on by its section's presence): the parser gets "true" when the file has the key (a mapping,
+  // possibly empty, or nothing), and the keys below it are read as settings of their own.
+  bool section = false;
   Parser parse;
 };
 

@@ -185,6 +185,29 @@ TEST(SettingsTest, YamlErrorsNameTheFileAndTheKey) {
               HasSubstr("/nonexistent/x.yaml"));
 }
 
+TEST(SettingsTest, ASectionIsOnByItsPresenceAndItsKeysAreRead) {
+  bool on = false;
+  std::string strategy = "unset";
+  Table t("prog");
+  t.Add({.key = "fair", .section = true, .parse = Bool(&on)});
+  t.Add({.key = "fair.strategy", .parse = String(&strategy)});
+  EXPECT_FALSE(t.LoadYaml("other: {}\n", "f.yaml").ok());
+  EXPECT_FALSE(on);
+  ASSERT_TRUE(t.LoadYaml("fair: {}\n", "f.yaml").ok());
+  EXPECT_TRUE(on);
+  EXPECT_EQ(strategy, "unset");
+  on = false;
+  ASSERT_TRUE(t.LoadYaml("fair:\n", "f.yaml").ok());  // present with nothing inside
+  EXPECT_TRUE(on);
+  on = false;
+  ASSERT_TRUE(t.LoadYaml("fair:\n  strategy: LessThanInitialShare\n", "f.yaml").ok());
+  EXPECT_TRUE(on);
+  EXPECT_EQ(strategy, "LessThanInitialShare");
+  EXPECT_EQ(t.LoadYaml("fair: yes\n", "f.yaml").message(), "f.yaml: fair: must be a mapping");
+  EXPECT_EQ(t.LoadYaml("fair: {strategi: x}\n", "f.yaml").message(),
+            "f.yaml: fair.strategi: unknown key (did you mean strategy?)");
+}
+
 TEST(SettingsTest, HelpAndDocsComeFromTheTable) {
   Values v;
   Table t = MakeTable(&v);

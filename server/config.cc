@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+#include "server/config_kueue.h"
 
 namespace admitd {
 
@@ -440,6 +441,7 @@ settings::Table ConfigTable(Config* c) {
        .value = "FILE",
        .help = "TLS to etcd: the client certificate's key",
        .parse = String(&c->ha_etcd_key_file)});
+  AddKueueSections(&t, c);
   return t;
 }
 
@@ -478,6 +480,7 @@ absl::StatusOr<Config> ParseConfig(const std::vector<std::string>& args, bool* h
                             ") and ", kMaxMessage));
   }
   if (auto s = CheckSecurity(config); !s.ok()) return s;
+  if (auto s = ResolveKueueSections(&config); !s.ok()) return s;
   if (!config.ha_etcd_endpoints.empty() && (config.manual_scheduling || config.manual_clock)) {
     return Bad("--ha-etcd-endpoints", "is not valid with --manual-scheduling or --manual-clock");
   }

@@ -28,6 +28,7 @@
 //   authenticationConfig: /etc/admitd/authn.yaml  # bearer tokens (service accounts, OIDC)
 //   authorizationPolicy: /etc/admitd/policy.yaml  # roles and bindings; unset: all allowed
 //   allowInsecureListen: false  # plaintext on a non-loopback address
+//   fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}
 //
 // Each setting is declared once, in ConfigTable: its flag, its key, its parser and its help line,
 // from which the --help text and docs/configuration.md's table come. Unknown keys and bad values
@@ -145,6 +146,12 @@ struct Config {
   std::string ha_etcd_ca_file;
   std::string ha_etcd_cert_file;
   std::string ha_etcd_key_file;
+  // Fair sharing (§19 of the semantics; config_kueue.h), Kueue's fairSharing section: on when
+  // the section is present (v1beta2) or as its `enable` says (v1beta1), and the preemption
+  // strategies tried in order.
+  bool fair_sharing = false;
+  std::optional<bool> fair_sharing_enable;
+  std::vector<std::string> fair_sharing_preemption_strategies;
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

@@ -136,6 +136,9 @@ std::vector<prometheus::MetricFamily> Metrics::CollectEngineState() {
   if (now) engine_state_ = *std::move(now);
   std::vector<prometheus::MetricFamily> out =
       ClusterQueueMetricFamilies(engine_state_.cluster_queues);
+  for (prometheus::MetricFamily& f : WeightedShareMetricFamilies(engine_state_.weighted_shares)) {
+    out.push_back(std::move(f));
+  }
   prometheus::MetricFamily objects = MetricFamilyOf(
       "admitd_engine_objects", "Objects the engine holds, per kind.", prometheus::MetricType::Gauge);
   for (const auto& [kind, count] : engine_state_.object_counts) {

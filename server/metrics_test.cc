@@ -1,6 +1,7 @@
 #include "server/metrics.h"
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -131,6 +132,24 @@ TEST(MetricsTest, ClusterQueueGaugesAreReadAtEachScrapeUnderKueuesNames) {
   EXPECT_THAT(m.Render(), HasSubstr("cluster_queue=\"b\""));
   answer = Metrics::EngineState{{QueueWithStatus("b", true)}, {}};
   EXPECT_THAT(m.Render(), Not(HasSubstr("cluster_queue=\"a\"")));
+}
+
+TEST(MetricsTest, WeightedSharesAreGaugesOnlyWhileFairSharingIsOn) {
+  Metrics m;
+  std::optional<Metrics::EngineState> answer = Metrics::EngineState{{}, {}, {}};
+  m.SetEngineSource([&] { return answer; });
+  EXPECT_THAT(m.Render(), Not(HasSubstr("weighted_share")));
+  answer = Metrics::EngineState{{},
+                                {},
+                                {{false, "a", "org", 62.5},
+                                 {false, "z", "org", std::numeric_limits<double>::infinity()},
+                                 {true, "org", "", std::numeric_limits<double>::infinity()}}};
+  const std::string text = m.Render();
+  EXPECT_EQ(m.Value("kueue_cluster_queue_weighted_share", {{"cluster_queue", "a"}, {"cohort", "org"}}),
+            62.5);
+  // A weight-0 queue that borrows is NaN; a cohort's infinity stays as Kueue reports it.
+  EXPECT_THAT(text, HasSubstr("kueue_cluster_queue_weighted_share{cluster_queue=\"z\",cohort=\"org\"} Nan\n"));
+  EXPECT_THAT(text, HasSubstr("kueue_cohort_weighted_share{cohort=\"org\"} +Inf\n"));
 }
 
 TEST(MetricsTest, CountsCommittedChangesUnderKueuesNames) {

@@ -1,5 +1,6 @@
 #include "server/queue_metrics.h"
 
+#include <cmath>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -116,6 +117,35 @@ std::vector<MetricFamily> ClusterQueueMetricFamilies(
                           &lending, &reservation, &usage}) {
     out.push_back(std::move(*f));
   }
+  return out;
+}
+
+std::vector<MetricFamily> WeightedShareMetricFamilies(
+    const std::vector<engine::NodeShare>& shares) {
+  if (shares.empty()) return {};
+  MetricFamily cq_share = MetricFamilyOf(
+      "kueue_cluster_queue_weighted_share",
+      "The ClusterQueue's dominant resource share: the largest ratio of its usage above nominal "
+      "quota to what the cohort can lend, over its resources, divided by its weight. 0: within "
+      "nominal quota; NaN: weight 0 and borrowing.",
+      MetricType::Gauge);
+  MetricFamily cohort_share = MetricFamilyOf(
+      "kueue_cohort_weighted_share",
+      "The Cohort's dominant resource share: the largest ratio of its usage above its subtree's "
+      "quota to what its parent can lend, over its resources, divided by its weight. 0: within "
+      "its quota.",
+      MetricType::Gauge);
+  for (const engine::NodeShare& s : shares) {
+    if (s.cohort) {
+      AddSample(&cohort_share, {{"cohort", s.name}}, s.precise);
+    } else {
+      AddSample(&cq_share, {{"cluster_queue", s.name}, {"cohort", s.parent_cohort}},
+                std::isinf(s.precise) ? std::nan("") : s.precise);
+    }
+  }
+  std::vector<MetricFamily> out;
+  out.push_back(std::move(cq_share));
+  out.push_back(std::move(cohort_share));
   return out;
 }
 

@@ -13,6 +13,10 @@
 // kueue_cluster_queue_resource_usage (admitted workloads). Quantities are in Kubernetes' base
 // units as Kueue reports them: CPU in cores, memory in bytes.
 //
+// While fair sharing is on, WeightedShareMetricFamilies gives
+// kueue_cluster_queue_weighted_share{cluster_queue,cohort} (NaN for a weight-0 queue that
+// borrows) and kueue_cohort_weighted_share{cohort} (+Inf for such a cohort, as Kueue reports it).
+//
 // Thread safety: a pure function.
 #ifndef ADMITD_SERVER_QUEUE_METRICS_H_
 #define ADMITD_SERVER_QUEUE_METRICS_H_
@@ -20,12 +24,17 @@
 #include <vector>
 
 #include "admitd/v1/objects.pb.h"
+#include "server/engine/engine.h"
 #include "prometheus/metric_family.h"
 
 namespace admitd {
 
 std::vector<prometheus::MetricFamily> ClusterQueueMetricFamilies(
     const std::vector<v1::ClusterQueue>& cluster_queues);
+
+// Nothing when `shares` is empty (fair sharing off).
+std::vector<prometheus::MetricFamily> WeightedShareMetricFamilies(
+    const std::vector<engine::NodeShare>& shares);
 
 }  // namespace admitd
 

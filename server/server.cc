@@ -44,6 +44,7 @@ std::optional<Metrics::EngineState> ReadEngineState(Sequencer* sequencer) {
     request.set_kind(v1::OBJECT_KIND_CLUSTER_QUEUE);
     Metrics::EngineState out;
     out.object_counts = engine.ObjectCounts();
+    out.weighted_shares = engine.WeightedShares();
     while (true) {
       absl::StatusOr<v1::ListObjectsResponse> page = engine.List(request);
       if (!page.ok()) return;
@@ -165,6 +166,13 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
   if (auto gate = config.feature_gates.find("ElasticJobsViaWorkloadSlices");
       gate != config.feature_gates.end()) {
     engine_options.elastic_jobs = gate->second;
+  }
+  engine_options.fair_sharing = config.fair_sharing;
+  engine_options.fair_preemption_strategies.clear();
+  for (const std::string& s : config.fair_sharing_preemption_strategies) {
+    engine_options.fair_preemption_strategies.push_back(
+        s == "LessThanInitialShare" ? engine::FairPreemptionStrategy::kLessThanInitialShare
+                                    : engine::FairPreemptionStrategy::kLessThanOrEqualToFinalShare);
   }
   server->engine_ = std::make_unique<engine::Engine>(engine_options);
   server->hub_ = std::make_unique<WatchHub>(kDefaultWatchBufferEvents,

@@ -466,6 +466,7 @@ CycleStats Engine::RunCycle(absl::Time now) { return impl_->RunCycle(now); }
 bool Engine::HasPendingHeads() const { return impl_->HasPendingHeads(); }
 uint64_t Engine::revision() const { return impl_->revision(); }
 std::vector<PendingCount> Engine::PendingCounts() const { return impl_->PendingCounts(); }
+std::vector<NodeShare> Engine::WeightedShares() const { return impl_->WeightedShares(); }
 std::vector<std::pair<std::string, int64_t>> Engine::ObjectCounts() const {
   return impl_->ObjectCounts();
 }

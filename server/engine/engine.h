@@ -65,6 +65,10 @@ struct Change {
   std::shared_ptr<const std::string> encoded;
 };
 
+// Fair sharing's preemption strategies (§19.6), as Kueue's fairSharing.preemptionStrategies
+// names them.
+enum class FairPreemptionStrategy { kLessThanOrEqualToFinalShare, kLessThanInitialShare };
+
 struct EngineOptions {
   int max_pod_sets = 18;  // Kueue's MaxPodSets
   // Record Kueue's Events on Workloads (QuotaReserved, Admitted, the pending reasons, evictions,
@@ -86,12 +90,27 @@ struct EngineOptions {
   absl::Duration backoff_base = absl::Seconds(60);
   absl::Duration backoff_max = absl::Seconds(3600);
   int backoff_limit_count = -1;
+  // Fair sharing (§19): admission order across a cohort by the tournament of dominant resource
+  // shares, preemption across it by share with these strategies tried in order, and
+  // status.fairSharing written. Off: the classical order and preemption of §6.4 and §7.
+  bool fair_sharing = false;
+  std::vector<FairPreemptionStrategy> fair_preemption_strategies = {
+      FairPreemptionStrategy::kLessThanOrEqualToFinalShare,
+      FairPreemptionStrategy::kLessThanInitialShare};
   // The largest object (a Workload, a queue object, a reported pod) accepted, encoded; etcd's
   // default request limit. 0: no limit.
   size_t max_object_bytes = 1536 * 1024;
   // A List page ends before it would pass this many bytes of objects (it always holds one), so
   // a client with gRPC's default 4 MiB receive limit can read every page. 0: no limit.
   size_t max_list_page_bytes = 3 * 1024 * 1024;
+};
+
+// A ClusterQueue's or Cohort's weighted share (§19.4), as Kueue's weighted_share gauges report it.
+struct NodeShare {
+  bool cohort = false;
+  std::string name;
+  std::string parent_cohort;  // a ClusterQueue's spec.cohortName
+  double precise = 0;         // +infinity for a weight-0 node that borrows
 };
 
 // A ClusterQueue's pending workloads as Kueue's pending_workloads metric counts them.
@@ -284,6 +303,8 @@ class Engine {
   bool HasPendingHeads() const;
   // Pending workloads per ClusterQueue, split into active and inadmissible.
   std::vector<PendingCount> PendingCounts() const;
+  // Every ClusterQueue's and cohort's weighted share while fair sharing is on; empty when off.
+  std::vector<NodeShare> WeightedShares() const;
   // How many objects of each kind the engine holds (Kueue's kind names; "Pod" for reported
   // pods), for the metrics.
   std::vector<std::pair<std::string, int64_t>> ObjectCounts() const;

@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/fair_tournament.h"
 
 namespace admitd::engine {
 
@@ -87,7 +88,7 @@ std::optional<Assignment> Engine::Impl::PartialAssignment(
       reduced[j].count = static_cast<int32_t>(ps.count() - delta * i / total_delta);
     }
     return AssignFlavors(cq, quota_tree_, flavors, reduced, &oracle, resume, /*explain=*/false,
-                         /*replaced=*/nullptr, nominated);
+                         /*replaced=*/nullptr, nominated, options_.fair_sharing);
   };
   auto usable = [&](const Assignment& a) {
     return a.fits || (a.preempt && !FindTargets(cq, entry, a.usage, a.needs_preemption).empty());
@@ -128,8 +129,9 @@ Assignment Engine::Impl::AssignWithTargets(
       entry.last_assignment.has_value() ? &entry.last_assignment->progress : nullptr;
   std::optional<SliceBase> base;
   if (WorkloadEntry* old = ReplacedSlice(entry, cq)) base = SliceBaseOf(*old);
-  Assignment assignment = AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets(), &oracle, resume,
-                                        /*explain=*/false, base ? &*base : nullptr, nominated);
+  Assignment assignment =
+      AssignFlavors(cq, quota_tree_, flavors, entry.pod_sets(), &oracle, resume,
+                    /*explain=*/false, base ? &*base : nullptr, nominated, options_.fair_sharing);
   targets->clear();
   if (assignment.preempt) {
     auto known = assignment.usage.size() == 1 && assignment.needs_preemption.size() == 1 &&
@@ -239,9 +241,19 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
     head.assignment = AssignWithTargets(cq, entry, flavors, &head.targets);
     nominated.push_back(std::move(head));
   }
-  // Iteration order (§6.4): lower borrowing level, then higher priority, then earlier time.
-  // (One head needs no sort, nor the buffer stable_sort allocates.)
-  if (nominated.size() > 1) {
+  // Iteration order: with fair sharing, the tournament of shares (§19.5), recomputed after each
+  // head; otherwise (§6.4) lower borrowing level, then higher priority, then earlier time. (One
+  // head needs no sort, nor the buffer stable_sort allocates.)
+  std::optional<FairTournament> tournament;
+  if (options_.fair_sharing && nominated.size() > 1) {
+    std::vector<FairTournament::Contender> contenders;
+    contenders.reserve(nominated.size());
+    for (const Head& head : nominated) {
+      contenders.push_back({quota_tree_.RefOf(head.cq->name()), &head.assignment.usage,
+                            head.entry->queue_key.priority, head.entry->queue_key.timestamp});
+    }
+    tournament.emplace(&quota_tree_, std::move(contenders));
+  } else if (nominated.size() > 1) {
     std::stable_sort(nominated.begin(), nominated.end(), [](const Head& a, const Head& b) {
       if (a.assignment.borrowing_level != b.assignment.borrowing_level) {
         return a.assignment.borrowing_level < b.assignment.borrowing_level;
@@ -354,7 +366,16 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
   };
 
   enum class Requeue { kNoFit, kNoCandidates, kAfterNomination, kPendingPreemption };
-  for (Head& head : nominated) {
+  size_t in_order = 0;
+  auto next_head = [&]() -> Head* {
+    if (tournament.has_value()) {
+      const int i = tournament->Next();
+      return i < 0 ? nullptr : &nominated[static_cast<size_t>(i)];
+    }
+    return in_order < nominated.size() ? &nominated[in_order++] : nullptr;
+  };
+  while (Head* const next = next_head()) {
+    Head& head = *next;
     ClusterQueueState& cq = *head.cq;
     WorkloadEntry& entry = *head.entry;
     bool deferred_fit = false;
@@ -612,7 +633,8 @@ absl::StatusOr<v1::AdmitResponse> Engine::Impl::Describe(const v1::AdmitRequest&
   if (WorkloadEntry* old = self->ReplacedSlice(*entry, cq)) base = SliceBaseOf(*old);
   Assignment assignment =
       AssignFlavors(cq, quota_tree_, self->FlavorMap(), entry->pod_sets(), &oracle, resume,
-                    /*explain=*/true, base ? &*base : nullptr);
+                    /*explain=*/true, base ? &*base : nullptr, /*nominated=*/nullptr,
+                    options_.fair_sharing);
   for (const FlavorAttempt& a : assignment.attempts) {
     v1::FlavorConsideration* f = why->add_flavors();
     f->set_pod_set(a.pod_set);

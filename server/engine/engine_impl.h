@@ -93,6 +93,7 @@ class Engine::Impl {
   std::optional<v1::PendingPosition> PositionOf(const WorkloadEntry& entry) const;
   std::vector<std::pair<std::string, int64_t>> ObjectCounts() const;
   std::vector<PendingCount> PendingCounts() const;
+  std::vector<NodeShare> WeightedShares() const;
 
   // ---- engine_lifecycle.cc ----
   absl::StatusOr<v1::SetActiveResponse> SetActive(const v1::SetActiveRequest& request,
@@ -245,6 +246,12 @@ class Engine::Impl {
   std::vector<Target> FindTargets(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
                                   const FlavorResourceQuantities& requests,
                                   const std::set<FlavorResource>& needed);
+  // Fair sharing's preemption (§19.6; preemption_fair.cc), which FindTargets runs instead of
+  // the classical search while fair sharing is on: targets across the cohort by share, with the
+  // configured strategies.
+  std::vector<Target> FindFairTargets(const ClusterQueueState& cq, const WorkloadEntry& preemptor,
+                                      const FlavorResourceQuantities& requests,
+                                      const std::set<FlavorResource>& needed);
   // The preemption oracle of flavor assignment (§7.6).
   // `found`, when given, receives the targets the search chose (what FindTargets gives for
   // {fr: value}, needing fr).
@@ -363,6 +370,7 @@ class Engine::Impl {
   const WorkloadEntry* FindWorkload(const std::string& ns, const std::string& name) const;
   v1::ClusterQueue WithStatus(const ClusterQueueState& cq) const;
   v1::LocalQueue WithStatus(const v1::LocalQueue& lq) const;
+  v1::Cohort WithStatus(const v1::Cohort& cohort) const;
 
   const EngineOptions options_;
   uint64_t revision_ = 0;

@@ -1,5 +1,6 @@
-// Engine: the status of ClusterQueues and LocalQueues, computed on read from the queues and the
-// workloads they hold (pending, reserving and admitted counts, usage per flavor, Active).
+// Engine: the status of ClusterQueues, Cohorts and LocalQueues, computed on read from the queues
+// and the workloads they hold (pending, reserving and admitted counts, usage per flavor, Active,
+// the weighted share while fair sharing is on).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -49,6 +50,10 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
       static_cast<int32_t>(cq.pending.inadmissible() + cq.backing_off.size()));
   status->set_reserving_workloads(cq.reserving);
   status->set_admitted_workloads(cq.admitted);
+  if (options_.fair_sharing) {
+    status->mutable_fair_sharing()->set_weighted_share(
+        quota_tree_.ShareOf(cq.name(), /*cohort=*/false).Weighted());
+  }
   v1::Condition* active = status->add_conditions();
   active->set_type("Active");
   if (cq.active()) {
@@ -59,6 +64,29 @@ v1::ClusterQueue Engine::Impl::WithStatus(const ClusterQueueState& cq) const {
     active->set_status("False");
     active->set_reason(cq.inactive_reason);
     active->set_message(cq.inactive_message);
+  }
+  return out;
+}
+
+v1::Cohort Engine::Impl::WithStatus(const v1::Cohort& cohort) const {
+  v1::Cohort out = cohort;
+  out.clear_status();
+  if (options_.fair_sharing) {
+    out.mutable_status()->mutable_fair_sharing()->set_weighted_share(
+        quota_tree_.ShareOf(cohort.metadata().name(), /*cohort=*/true).Weighted());
+  }
+  return out;
+}
+
+std::vector<NodeShare> Engine::Impl::WeightedShares() const {
+  std::vector<NodeShare> out;
+  if (!options_.fair_sharing) return out;
+  for (const auto& [name, cq] : cluster_queues_) {
+    out.push_back({false, name, cq.spec_object().spec().cohort_name(),
+                   quota_tree_.ShareOf(name, /*cohort=*/false).Precise()});
+  }
+  for (const std::string& name : quota_tree_.CohortNames()) {
+    out.push_back({true, name, "", quota_tree_.ShareOf(name, /*cohort=*/true).Precise()});
   }
   return out;
 }

@@ -35,6 +35,7 @@ std::string UserContent(const v1::QueueObject& o) {
   meta->clear_creation_timestamp();
   if (copy.has_cluster_queue()) copy.mutable_cluster_queue()->clear_status();
   if (copy.has_local_queue()) copy.mutable_local_queue()->clear_status();
+  if (copy.has_cohort()) copy.mutable_cohort()->clear_status();
   if (copy.has_admission_check()) copy.mutable_admission_check()->clear_status();
   if (copy.has_multi_kueue_cluster()) copy.mutable_multi_kueue_cluster()->clear_status();
   return copy.SerializeAsString();
@@ -169,6 +170,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   }
   if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) object.mutable_cluster_queue()->clear_status();
   if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) object.mutable_local_queue()->clear_status();
+  if (kind == v1::OBJECT_KIND_COHORT) object.mutable_cohort()->clear_status();
   // Server-kept status stays as it is; an AdmissionCheck's controller never changes.
   ADMITD_RETURN_IF_ERROR(PrepareMultiKueueApply(existing, &object, now));
   v1::ApplyResponse response;
@@ -225,11 +227,13 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
   // Side effects: what the change may unblock.
   if (kind == v1::OBJECT_KIND_COHORT) {
     RebuildQuotaTree();
+    *response.mutable_object()->mutable_cohort() = WithStatus(cohorts_.at(key).cohort());
   } else if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) {
     ClusterQueueState& cq = cluster_queues_.at(key);
     quota_tree_.SetClusterQueue(key, &cq.spec_object().spec(), cq.usage);
     quota_tree_.Attach(key, &cq);
     cohort_members_.clear();
+    if (options_.fair_sharing) *response.mutable_object()->mutable_cluster_queue() = WithStatus(cq);
   }
   if (kind == v1::OBJECT_KIND_COHORT) {
     for (auto& [name, cq] : cluster_queues_) RequeueInadmissibleOne(cq);
@@ -394,6 +398,11 @@ absl::StatusOr<v1::QueueObject> Engine::Impl::Get(const v1::GetObjectRequest& re
     *out.mutable_local_queue() = WithStatus(it->second.local_queue());
     return out;
   }
+  if (request.kind() == v1::OBJECT_KIND_COHORT) {
+    v1::QueueObject out;
+    *out.mutable_cohort() = WithStatus(it->second.cohort());
+    return out;
+  }
   return it->second;
 }
 
@@ -426,7 +435,12 @@ absl::StatusOr<v1::ListObjectsResponse> Engine::Impl::List(
   };
   switch (request.kind()) {
     case v1::OBJECT_KIND_RESOURCE_FLAVOR: page(flavors_, copy); break;
-    case v1::OBJECT_KIND_COHORT: page(cohorts_, copy); break;
+    case v1::OBJECT_KIND_COHORT:
+      page(cohorts_, [this](const v1::QueueObject& o, v1::QueueObject* object) {
+        *object->mutable_cohort() = WithStatus(o.cohort());
+        return true;
+      });
+      break;
     case v1::OBJECT_KIND_WORKLOAD_PRIORITY_CLASS: page(priority_classes_, copy); break;
     case v1::OBJECT_KIND_ADMISSION_CHECK: page(admission_checks_, copy); break;
     case v1::OBJECT_KIND_NAMESPACE: page(namespaces_, copy); break;

@@ -227,15 +227,18 @@ Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle, const ScanProgress* resume,
                          bool explain, const SliceBase* replaced,
-                         const NominatedFlavors* nominated) {
+                         const NominatedFlavors* nominated, bool fair_sharing) {
   const std::string& cq_name = cq.name();
   const v1::FlavorFungibility& fungibility = cq.spec_object().spec().flavor_fungibility();
   const bool try_next_when_borrowing = fungibility.when_can_borrow() == "TryNextFlavor";
   const bool try_next_when_preempting = fungibility.when_can_preempt() != "MayStopSearch";
   const bool preemption_over_borrowing = fungibility.preference() == "PreemptionOverBorrowing";
+  const v1::ClusterQueuePreemption& preemption = cq.spec_object().spec().preemption();
   const bool can_preempt_while_borrowing =
-      !cq.spec_object().spec().preemption().borrow_within_cohort().policy().empty() &&
-      cq.spec_object().spec().preemption().borrow_within_cohort().policy() != "Never";
+      (!preemption.borrow_within_cohort().policy().empty() &&
+       preemption.borrow_within_cohort().policy() != "Never") ||
+      (fair_sharing && !preemption.reclaim_within_cohort().empty() &&
+       preemption.reclaim_within_cohort() != "Never");
 
   // The queue and each flavor-resource pair are looked up in the quota tree once, not per query.
   const QuotaTree::QueueRef queue = tree.RefOf(cq_name);

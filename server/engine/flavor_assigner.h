@@ -106,14 +106,15 @@ struct Assignment {
 using NominatedFlavors = std::vector<std::map<std::string, std::string>>;
 
 // `flavors` maps flavor name -> ResourceFlavor (missing = not found).
-// `oracle` may be null (no preemption considered).
+// `oracle` may be null (no preemption considered). With `fair_sharing`, a queue that reclaims
+// within its cohort may also preempt while borrowing (§19.1).
 Assignment AssignFlavors(const ClusterQueueState& cq, const QuotaTree& tree,
                          const std::map<std::string, const v1::ResourceFlavor*>& flavors,
                          const std::vector<PodSetRequest>& pod_sets,
                          const PreemptionOracle* oracle = nullptr,
                          const ScanProgress* resume = nullptr, bool explain = false,
                          const SliceBase* replaced = nullptr,
-                         const NominatedFlavors* nominated = nullptr);
+                         const NominatedFlavors* nominated = nullptr, bool fair_sharing = false);
 
 // Kueue's "Flavors considered" detail of a QuotaReserved event: per pod set, the flavors whose
 // attempt was not a plain fit ("<flavor>(<mode or preemptionMode=X>[;borrow=N][;reasons])",

@@ -11,14 +11,11 @@
 #include "absl/strings/string_view.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/preemption_candidates.h"
 #include "server/engine/quantity.h"
 
 namespace admitd::engine {
 namespace {
-
-// How a candidate may be preempted (§7.3).
-enum class Variant { kNever, kWithinQueue, kHierarchical, kReclaimWithoutBorrowing,
-                     kReclaimWhileBorrowing };
 
 const char* VariantReason(Variant v) {
   switch (v) {
@@ -28,132 +25,9 @@ const char* VariantReason(Variant v) {
   }
 }
 
-// A preemption policy's value (§7.2), read once per search instead of once per candidate.
-enum class Policy { kNever, kAny, kLowerPriority, kLowerOrNewerEqualPriority };
-
-Policy PolicyOf(const std::string& policy) {
-  if (policy == "Any") return Policy::kAny;
-  if (policy == "LowerPriority") return Policy::kLowerPriority;
-  if (policy == "LowerOrNewerEqualPriority") return Policy::kLowerOrNewerEqualPriority;
-  return Policy::kNever;
-}
-
-// Whether `policy` lets preemptor P take candidate C's quota (§7.2); `cp` is C's priority.
-bool PolicyAllows(Policy policy, const WorkloadEntry& p, const WorkloadEntry& c, int32_t cp) {
-  const int32_t pp = p.object().spec().priority();
-  switch (policy) {
-    case Policy::kAny: return true;
-    case Policy::kLowerPriority: return cp < pp;
-    case Policy::kLowerOrNewerEqualPriority:
-      return cp < pp || (cp == pp && p.queue_key.timestamp < c.queue_key.timestamp);
-    case Policy::kNever: return false;
-  }
-  return false;
-}
-
 bool BorrowWithinCohortForbidden(const v1::ClusterQueuePreemption& policy) {
   const std::string& p = policy.borrow_within_cohort().policy();
   return p.empty() || p == "Never";
-}
-
-struct Candidate {
-  WorkloadEntry* entry;
-  QuotaTree::QueueRef lca;  // for candidates of other queues: where the tree walk found them
-  Variant variant;
-  QuotaTree::QueueRef queue;  // its ClusterQueue in the quota tree
-  bool other_queue = false;
-  // The candidate order's keys (§7.4), packed once instead of read on every comparison: evicted,
-  // class rank (Kueue concatenates the classes as hierarchy 0, other queues by priority 1, own
-  // queue 2), other queue and priority in one word; the reservation time as nanoseconds
-  // inverted (later first); the UID's first bytes; and `index`, the order candidates were found
-  // in, for what the keys leave tied. The UID bytes are those after the prefix every candidate's
-  // UID shares (UIDs admitd makes differ only in their last 12 characters).
-  uint64_t major = 0;
-  int64_t later_first = 0;
-  uint64_t uid_prefix = 0;
-  uint32_t index = 0;
-};
-
-// The candidate order (§7.4) within each class, and Kueue's concatenation of the classes:
-// evicted candidates of every class first, then the rest, each as hierarchy, other queues, own
-// queue. A strict total order (`index` breaks the last ties).
-bool Before(const Candidate& a, const Candidate& b) {
-  if (a.major != b.major) return a.major < b.major;
-  if (a.later_first != b.later_first) return a.later_first < b.later_first;
-  if (a.uid_prefix != b.uid_prefix) return a.uid_prefix < b.uid_prefix;
-  if (int c = a.entry->queue_key.uid.compare(b.entry->queue_key.uid); c != 0) return c < 0;
-  return a.index < b.index;
-}
-
-// The candidates in Before order, ordered only as far as the search reads them: a search that
-// succeeds usually stops after a few candidates, so the order is settled a chunk at a time, each
-// chunk the smallest of what is left (nth_element) sorted on its own, chunks doubling in size;
-// reading k of n candidates costs about n log k instead of the n log n of sorting them all (a
-// search that fails reads them all).
-class CandidateOrder {
- public:
-  explicit CandidateOrder(std::vector<Candidate> candidates) : all_(std::move(candidates)) {
-    order_.reserve(all_.size());
-    for (const Candidate& c : all_) order_.push_back(&c);
-  }
-  // The i-th candidate, or nullptr past the last.
-  const Candidate* at(size_t i) {
-    while (sorted_ <= i && sorted_ < order_.size()) {
-      const size_t chunk = std::min(order_.size() - sorted_, std::max(kFirstChunk, sorted_));
-      const auto from = order_.begin() + static_cast<std::ptrdiff_t>(sorted_);
-      const auto to = from + static_cast<std::ptrdiff_t>(chunk);
-      if (to != order_.end()) std::nth_element(from, to, order_.end(), Less);
-      std::sort(from, to, Less);
-      sorted_ += chunk;
-    }
-    return i < sorted_ ? order_[i] : nullptr;
-  }
-
- private:
-  static constexpr size_t kFirstChunk = 16;
-  static bool Less(const Candidate* a, const Candidate* b) { return Before(*a, *b); }
-  const std::vector<Candidate> all_;
-  std::vector<const Candidate*> order_;  // [0, sorted_) in Before order, the rest after them
-  size_t sorted_ = 0;
-};
-
-Candidate MakeCandidate(WorkloadEntry* entry, QuotaTree::QueueRef lca, Variant variant,
-                        QuotaTree::QueueRef queue, bool other_queue, uint8_t rank,
-                        uint32_t index) {
-  Candidate c{entry, lca, variant, queue, other_queue};
-  const WorkloadEntry::CandidateKeys& keys = entry->candidate_keys();
-  c.major = (uint64_t{keys.evicted ? 0u : 1u} << 40) | (uint64_t{rank} << 36) |
-            (uint64_t{other_queue ? 0u : 1u} << 32) |
-            (static_cast<uint32_t>(keys.priority) ^ 0x80000000u);
-  c.later_first = ~absl::ToUnixNanos(keys.reserved_at);
-  c.index = index;
-  return c;
-}
-
-// Fills each candidate's uid_prefix: the 8 bytes of its UID (big-endian, zero-padded) after
-// the prefix all the candidates' UIDs share. Comparing those compares the UIDs as strings as far
-// as they go, and they tell apart what the other keys leave tied without reading the strings.
-void SetUidKeys(std::vector<Candidate>* candidates) {
-  const std::string& first = candidates->front().entry->queue_key.uid;
-  size_t shared = first.size();
-  for (const Candidate& c : *candidates) {
-    const std::string& uid = c.entry->queue_key.uid;
-    // Usually the whole prefix is shared: one memcmp says so.
-    if (uid.size() >= shared && std::memcmp(uid.data(), first.data(), shared) == 0) continue;
-    const size_t n = std::min(shared, uid.size());
-    size_t k = 0;
-    while (k < n && uid[k] == first[k]) ++k;
-    shared = k;
-    if (shared == 0) break;
-  }
-  for (Candidate& c : *candidates) {
-    const std::string& uid = c.entry->queue_key.uid;
-    uint64_t prefix = 0;
-    for (size_t i = shared; i < shared + 8; ++i) {
-      prefix = (prefix << 8) | (i < uid.size() ? static_cast<unsigned char>(uid[i]) : 0u);
-    }
-    c.uid_prefix = prefix;
-  }
 }
 
 }  // namespace
@@ -162,6 +36,7 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
                                               const WorkloadEntry& preemptor,
                                               const FlavorResourceQuantities& requests,
                                               const std::set<FlavorResource>& needed) {
+  if (options_.fair_sharing) return FindFairTargets(cq, preemptor, requests, needed);
   const v1::ClusterQueuePreemption& policy = cq.spec_object().spec().preemption();
   const std::string& own = cq.name();
   const absl::InlinedVector<int, 4> needed_ids = quota_tree_.PairIds(needed);

@@ -111,6 +111,8 @@ class QuotaTree {
   std::string Path(const std::string& cq) const;
   // The root of the ClusterQueue's tree (itself when it has no cohort).
   std::string Root(const std::string& cq) const;
+  // Every cohort, whether a Cohort object or only named by its members.
+  std::vector<std::string> CohortNames() const;
   // Every ClusterQueue in the tree rooted at `root`.
   std::vector<std::string> ClusterQueuesUnder(const std::string& root) const;
 
@@ -178,6 +180,7 @@ class QuotaTree {
     std::string resource;  // the dominant resource; "" when no borrowed resource has lendable
     bool borrowing = false;
     double weight = 1;
+    absl::InlinedVector<int, 4> borrowed_pairs;  // the pair ids it borrows on
     // ratio / weight: 0 when the ratio is, +infinity for weight 0.
     double Precise() const;
     // status.fairSharing.weightedShare: Precise() rounded up, INT64_MAX when infinite.
@@ -190,6 +193,22 @@ class QuotaTree {
   // Kueue's CompareDRS: negative when `a` comes first for admission (a lower share), positive
   // when `b` does, 0 when equal. A weight-0 node that borrows comes after every other.
   static int CompareShares(const Share& a, const Share& b);
+  // Kueue's NegativeDRS: below every share, where a search for the highest starts.
+  static Share NegativeShare();
+
+  // Walks of the tree for fair sharing (fair_tournament.cc, preemption_fair.cc), where a
+  // QueueRef may also name a cohort: the share of a node with the usage it holds now, its
+  // parent (null at a root), whether it is a ClusterQueue, and its children (cohorts first, then
+  // ClusterQueues, each by name).
+  Share ShareOf(QueueRef node) const { return ShareAt(*node.node_, nullptr); }
+  QueueRef ParentOf(QueueRef node) const { return QueueRef(node.node_->parent); }
+  bool IsClusterQueue(QueueRef node) const { return node.node_->is_cluster_queue; }
+  std::vector<QueueRef> ChildrenOf(QueueRef node) const;
+  // Kueue's IsBorrowingOn: whether the node `share` is of borrows on a pair of which `requested`
+  // holds more than 0.
+  bool BorrowsOn(const Share& share, const FlavorResourceQuantities& requested) const;
+  // Whether a ClusterQueue uses more than its nominal quota of some pair of `pairs`.
+  bool BorrowingOnAny(QueueRef cq, absl::Span<const int> pairs) const;
 
  private:
   // What one node holds for one flavor/resource pair. A pair a node never saw reads as zero

@@ -1,4 +1,5 @@
 // QuotaTree's fair sharing (§19.3): each node's dominant resource share, weighted.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -32,10 +33,54 @@ int QuotaTree::CompareShares(const Share& a, const Share& b) {
   return cmp(a.Precise(), b.Precise());
 }
 
+QuotaTree::Share QuotaTree::NegativeShare() {
+  Share share;
+  share.ratio = -1;
+  return share;
+}
+
+std::vector<QuotaTree::QueueRef> QuotaTree::ChildrenOf(QueueRef node) const {
+  std::vector<QueueRef> out;
+  out.reserve(node.node_->children.size());
+  for (bool cluster_queues : {false, true}) {
+    const size_t first = out.size();
+    for (Node* child : node.node_->children) {
+      if (child->is_cluster_queue == cluster_queues) out.push_back(QueueRef(child));
+    }
+    std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+              [](QueueRef a, QueueRef b) { return a.node_->name < b.node_->name; });
+  }
+  return out;
+}
+
+bool QuotaTree::BorrowsOn(const Share& share, const FlavorResourceQuantities& requested) const {
+  for (int id : share.borrowed_pairs) {
+    auto it = requested.find(pairs_[id]);
+    if (it != requested.end() && it->second > 0) return true;
+  }
+  return false;
+}
+
+bool QuotaTree::BorrowingOnAny(QueueRef cq, absl::Span<const int> pairs) const {
+  if (cq.node_->parent == nullptr) return false;
+  for (int id : pairs) {
+    const Slot& slot = cq.node_->At(id);
+    if (slot.usage > slot.subtree_quota) return true;
+  }
+  return false;
+}
+
 double QuotaTree::WeightOf(bool has_fair_sharing, const v1::FairSharing& fs) {
   if (!has_fair_sharing || !fs.has_weight()) return 1;
   absl::StatusOr<double> weight = ParseQuantityAsDouble(fs.weight());
   return weight.ok() && *weight >= 0 ? *weight : 1;  // validation refuses the others
+}
+
+std::vector<std::string> QuotaTree::CohortNames() const {
+  std::vector<std::string> out;
+  out.reserve(cohorts_.size());
+  for (const auto& [name, node] : cohorts_) out.push_back(name);
+  return out;
 }
 
 QuotaTree::Share QuotaTree::ShareOf(const std::string& name, bool cohort,
@@ -60,7 +105,10 @@ QuotaTree::Share QuotaTree::ShareAt(const Node& n, const FlavorResourceQuantitie
       auto r = request->find(pairs_[id]);
       if (r != request->end()) usage += r->second;
     }
-    if (const Amount b = usage - slot.subtree_quota; b > 0) borrowed[pairs_[id].second] += b;
+    if (const Amount b = usage - slot.subtree_quota; b > 0) {
+      borrowed[pairs_[id].second] += b;
+      share.borrowed_pairs.push_back(static_cast<int>(id));
+    }
   }
   if (borrowed.empty()) return share;
   share.borrowing = true;
