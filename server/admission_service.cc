@@ -264,6 +264,21 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::SetActive(grpc::CallbackServerCo
       Refresh<v1::SetActiveResponse>);
 }
 
+grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportPodsReady(
+    grpc::CallbackServerContext* rpc, const v1::ReportPodsReadyRequest* req,
+    v1::ReportPodsReadyResponse* resp) {
+  if (absl::Status s = CheckWorkloadName(req->namespace_(), req->name()); !s.ok()) return Refuse(rpc, s);
+  // Readiness is the job's own report about its pods: allowed to whoever may release its quota.
+  absl::StatusOr<WorkloadGate> gate =
+      WorkloadGate::Open(ctx_->access, *rpc, auth::Verb::kRelease, req->namespace_());
+  if (!gate.ok()) return Refuse(rpc, gate.status());
+  return Dispatch(
+      ctx_, rpc, {"AdmissionService/ReportPodsReady"}, resp,
+      Gated(*std::move(gate), req->namespace_(), req->name(),
+            [req](engine::Engine& e, absl::Time now) { return e.ReportPodsReady(*req, now); }),
+      Refresh<v1::ReportPodsReadyResponse>);
+}
+
 grpc::ServerUnaryReactor* AdmissionServiceImpl::SetAdmissionCheckState(
     grpc::CallbackServerContext* rpc, const v1::SetAdmissionCheckStateRequest* req,
     v1::SetAdmissionCheckStateResponse* resp) {

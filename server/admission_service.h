@@ -33,6 +33,9 @@ class AdmissionServiceImpl final : public v1::AdmissionService::WithRawCallbackM
   grpc::ServerUnaryReactor* Resize(grpc::CallbackServerContext* rpc,
                                    const v1::ResizeRequest* req,
                                    v1::ResizeResponse* resp) override;
+  grpc::ServerUnaryReactor* ReportPodsReady(grpc::CallbackServerContext* rpc,
+                                            const v1::ReportPodsReadyRequest* req,
+                                            v1::ReportPodsReadyResponse* resp) override;
   grpc::ServerUnaryReactor* SetActive(grpc::CallbackServerContext* rpc,
                                       const v1::SetActiveRequest* req,
                                       v1::SetActiveResponse* resp) override;

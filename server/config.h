@@ -29,6 +29,7 @@
 //   authorizationPolicy: /etc/admitd/policy.yaml  # roles and bindings; unset: all allowed
 //   allowInsecureListen: false  # plaintext on a non-loopback address
 //   fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}
+//   waitForPodsReady: {timeout: 10m, blockAdmission: false, requeuingStrategy: {...}}
 //
 // Each setting is declared once, in ConfigTable: its flag, its key, its parser and its help line,
 // from which the --help text and docs/configuration.md's table come. Unknown keys and bad values
@@ -152,6 +153,17 @@ struct Config {
   bool fair_sharing = false;
   std::optional<bool> fair_sharing_enable;
   std::vector<std::string> fair_sharing_preemption_strategies;
+  // waitForPodsReady (§21; config_kueue.h), Kueue's section: on when present (v1beta2) or as
+  // its `enable` says (v1beta1). Unset fields take the defaults of the spelling used: timeout
+  // 30m (v1beta2) or 5m (v1beta1), blockAdmission false (v1beta2) or true (v1beta1),
+  // recoveryTimeout = timeout (0: none), timestamp Eviction. Its requeuingStrategy's backoff
+  // fields are requeuingBackoff*Seconds and requeuingBackoffLimitCount above.
+  bool wait_for_pods_ready = false;
+  std::optional<bool> wait_for_pods_ready_enable;
+  std::optional<absl::Duration> pods_ready_timeout;
+  std::optional<bool> pods_ready_block_admission;
+  std::optional<absl::Duration> pods_ready_recovery_timeout;
+  std::string pods_ready_timestamp = "Eviction";
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

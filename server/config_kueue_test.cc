@@ -71,5 +71,75 @@ TEST(KueueSectionsTest, FairSharingStrategiesAreKueuesThreeLists) {
                                    "preemptionStrategies)"));
 }
 
+TEST(KueueSectionsTest, WaitForPodsReadyIsOffWithoutItsSection) {
+  bool help = false;
+  absl::StatusOr<Config> config = ParseConfig({}, &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->wait_for_pods_ready);
+}
+
+TEST(KueueSectionsTest, WaitForPodsReadyV1beta2DefaultsToThirtyMinutesWithoutBlocking) {
+  absl::StatusOr<Config> c = FromFile("wfpr-v1beta2.yaml", "waitForPodsReady: {}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->wait_for_pods_ready);
+  EXPECT_EQ(*c->pods_ready_timeout, absl::Minutes(30));
+  EXPECT_FALSE(*c->pods_ready_block_admission);
+  EXPECT_EQ(*c->pods_ready_recovery_timeout, absl::Minutes(30));
+  EXPECT_EQ(c->pods_ready_timestamp, "Eviction");
+}
+
+TEST(KueueSectionsTest, WaitForPodsReadyV1beta1FollowsEnableWithItsDefaults) {
+  absl::StatusOr<Config> c = FromFile("wfpr-v1beta1.yaml", "waitForPodsReady:\n  enable: true\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->wait_for_pods_ready);
+  EXPECT_EQ(*c->pods_ready_timeout, absl::Minutes(5));
+  EXPECT_TRUE(*c->pods_ready_block_admission);
+  EXPECT_EQ(*c->pods_ready_recovery_timeout, absl::Minutes(5));
+  absl::StatusOr<Config> off =
+      FromFile("wfpr-v1beta1-off.yaml", "waitForPodsReady:\n  enable: false\n  timeout: 1m\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->wait_for_pods_ready);
+}
+
+TEST(KueueSectionsTest, WaitForPodsReadyFieldsAsKueueWritesThem) {
+  absl::StatusOr<Config> c = FromFile("wfpr-full.yaml",
+                                      "waitForPodsReady:\n"
+                                      "  timeout: 10m\n"
+                                      "  blockAdmission: true\n"
+                                      "  recoveryTimeout: 0s\n"
+                                      "  requeuingStrategy:\n"
+                                      "    timestamp: Creation\n"
+                                      "    backoffLimitCount: 3\n"
+                                      "    backoffBaseSeconds: 10\n"
+                                      "    backoffMaxSeconds: 100\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c->pods_ready_timeout, absl::Minutes(10));
+  EXPECT_TRUE(*c->pods_ready_block_admission);
+  EXPECT_EQ(*c->pods_ready_recovery_timeout, absl::ZeroDuration());
+  EXPECT_EQ(c->pods_ready_timestamp, "Creation");
+  EXPECT_EQ(c->backoff_limit_count, 3);
+  EXPECT_EQ(c->backoff_base_seconds, 10);
+  EXPECT_EQ(c->backoff_max_seconds, 100);
+  EXPECT_THAT(std::string(FromFile("wfpr-bad-ts.yaml",
+                                   "waitForPodsReady:\n  requeuingStrategy: {timestamp: Now}\n")
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("waitForPodsReady.requeuingStrategy.timestamp: Unsupported "
+                                   "value: \"Now\": supported values: \"Creation\", "
+                                   "\"Eviction\""));
+  EXPECT_THAT(std::string(FromFile("wfpr-bad-limit.yaml",
+                                   "waitForPodsReady:\n  requeuingStrategy: "
+                                   "{backoffLimitCount: -1}\n")
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("waitForPodsReady.requeuingStrategy.backoffLimitCount: Invalid "
+                                   "value: -1: must be greater than or equal to 0"));
+  EXPECT_THAT(std::string(FromFile("wfpr-bad-timeout.yaml", "waitForPodsReady: {timeout: -5m}\n")
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("waitForPodsReady.timeout: Invalid value: \"-5m\": must be "
+                                   "greater than or equal to 0"));
+}
+
 }  // namespace
 }  // namespace admitd

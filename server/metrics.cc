@@ -254,11 +254,44 @@ void Metrics::CountChanges(const std::vector<engine::Change>& changes) {
               ->Observe(Seconds(*reserved, *admitted));
         }
       }
+    } else if (c.reason == "PodsReady") {
+      // waitForPodsReady (§21.2): the first readiness after an admission.
+      const std::optional<absl::Time> ready = TransitionTime(wl, engine::kPodsReady);
+      const std::optional<absl::Time> admitted = TransitionTime(wl, engine::kAdmitted);
+      if (ready) {
+        histogram(series.ready_wait, "kueue_ready_wait_time_seconds",
+                  "Time from a workload's creation or last requeue until its pods were ready, "
+                  "per ClusterQueue.")
+            ->Observe(Seconds(QueuedSince(wl), *ready));
+        if (admitted) {
+          histogram(series.admitted_until_ready, "kueue_admitted_until_ready_wait_time_seconds",
+                    "Time from a workload's admission until its pods were ready, per "
+                    "ClusterQueue.")
+              ->Observe(Seconds(*admitted, *ready));
+        }
+      }
     } else if (c.reason == "Evicted") {
       std::string reason = ConditionReason(wl, engine::kEvicted), cause;
       if (absl::StartsWith(reason, kDeactivatedDueTo)) {
         cause = reason.substr(sizeof(kDeactivatedDueTo) - 1);
         reason = "Deactivated";
+      } else if (reason == engine::kReasonPodsReadyTimeout) {
+        // The timeout's cause is the PodsReady reason it ran out in (WaitForStart or
+        // WaitForRecovery).
+        cause = ConditionReason(wl, engine::kPodsReady);
+      }
+      if (engine::IsConditionTrue(wl, engine::kPodsReady)) {
+        const std::optional<absl::Time> ready = TransitionTime(wl, engine::kPodsReady);
+        const std::optional<absl::Time> evicted = TransitionTime(wl, engine::kEvicted);
+        if (ready && evicted) {
+          registry_
+              .Histogram("kueue_pods_ready_to_evicted_time_seconds",
+                         "Time from a workload's pods being ready until its eviction, per "
+                         "ClusterQueue, reason and underlying cause.",
+                         {{"cluster_queue", cq}, {"reason", reason}, {"underlying_cause", cause}},
+                         kWaitTimeBuckets)
+              .Observe(Seconds(*ready, *evicted));
+        }
       }
       registry_.Add("kueue_evicted_workloads_total",
                     "Workloads evicted, per ClusterQueue, reason and underlying cause.",

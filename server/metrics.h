@@ -112,6 +112,8 @@ class Metrics {
     prometheus::Histogram* checks_wait = nullptr;
     prometheus::Counter* finished = nullptr;
     prometheus::Histogram* execution = nullptr;
+    prometheus::Histogram* ready_wait = nullptr;
+    prometheus::Histogram* admitted_until_ready = nullptr;
   };
   prometheus::Counter& ChangeCounter(const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);

@@ -167,6 +167,14 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
       gate != config.feature_gates.end()) {
     engine_options.elastic_jobs = gate->second;
   }
+  if (config.wait_for_pods_ready) {
+    engine::EngineOptions::WaitForPodsReady& w = engine_options.wait_for_pods_ready;
+    w.enabled = true;
+    w.timeout = config.pods_ready_timeout.value_or(absl::Minutes(30));
+    w.block_admission = config.pods_ready_block_admission.value_or(false);
+    w.recovery_timeout = config.pods_ready_recovery_timeout.value_or(w.timeout);
+    w.requeue_from_eviction = config.pods_ready_timestamp != "Creation";
+  }
   engine_options.fair_sharing = config.fair_sharing;
   engine_options.fair_preemption_strategies.clear();
   for (const std::string& s : config.fair_sharing_preemption_strategies) {

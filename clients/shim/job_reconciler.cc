@@ -449,7 +449,7 @@ absl::Status JobReconciler::ReconcileWith(const nlohmann::json& job, const v1::W
     return Admitted(*wl) ? Start(job, *wl, elastic) : absl::OkStatus();
   }
   if (!Admitted(*wl) && !elastic) return Stop(job, wl, "Not admitted by cluster queue");
-  return absl::OkStatus();
+  return reconcile::ReportPodsReady(admitd_, *wl, JobPodsReady(job));
 }
 
 absl::Status JobReconciler::Submit(const nlohmann::json& job, const v1::Workload& built,

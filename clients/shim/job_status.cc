@@ -56,6 +56,15 @@ bool JobPodsReady(const nlohmann::json& job, int pod_count) {
   return n >= pod_count;
 }
 
+bool JobPodsReady(const nlohmann::json& job) {
+  const nlohmann::json& spec = Field(job, "spec");
+  int64_t need = Int(spec, "parallelism", 1);
+  if (spec.contains("completions") && spec["completions"].is_number()) {
+    need = std::min(need, Int(spec, "completions"));
+  }
+  return JobPodsReady(job, static_cast<int>(need));
+}
+
 int JobReclaimablePods(const nlohmann::json& job) {
   const nlohmann::json& spec = Field(job, "spec");
   const nlohmann::json& status = Field(job, "status");

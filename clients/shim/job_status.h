@@ -25,6 +25,8 @@ std::optional<JobFinish> JobFinished(const nlohmann::json& job);
 bool JobActive(const nlohmann::json& job);
 // succeeded + ready + uncounted succeeded pods reach `pod_count`.
 bool JobPodsReady(const nlohmann::json& job, int pod_count);
+// Kueue's PodsReady() of a Job: they reach min(parallelism, completions when set).
+bool JobPodsReady(const nlohmann::json& job);
 // Kueue's reclaimable pod count for pod set main (0: none to report): with p = parallelism and
 // c = completions (default p), t terminal (succeeded, or for an Indexed Job the completed and
 // failed indexes below c), p - max(c - t, 0) when p > 1, t > 0 and that remainder is below p.

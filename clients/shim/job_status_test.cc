@@ -43,5 +43,19 @@ TEST(JobStatusTest, FinishedActiveAndReady) {
   EXPECT_TRUE(JobPodsReady(job, 2));
 }
 
+// Kueue's PodsReady() of a Job: ready + succeeded reach min(parallelism, completions).
+TEST(JobStatusTest, PodsReadyCountsToTheSmallerOfParallelismAndCompletions) {
+  nlohmann::json job = {{"spec", {{"parallelism", 4}}}, {"status", {{"ready", 3}}}};
+  EXPECT_FALSE(JobPodsReady(job));
+  job["status"]["succeeded"] = 1;
+  EXPECT_TRUE(JobPodsReady(job));
+  job = {{"spec", {{"parallelism", 4}, {"completions", 2}}}, {"status", {{"ready", 2}}}};
+  EXPECT_TRUE(JobPodsReady(job));
+  job = {{"spec", nlohmann::json::object()}, {"status", nlohmann::json::object()}};
+  EXPECT_FALSE(JobPodsReady(job));  // parallelism defaults to 1
+  job["status"]["ready"] = 1;
+  EXPECT_TRUE(JobPodsReady(job));
+}
+
 }  // namespace
 }  // namespace admitd::shim

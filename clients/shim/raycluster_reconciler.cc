@@ -289,7 +289,9 @@ absl::Status RayClusterReconciler::ReconcileWith(const nlohmann::json& rc,
     return Admitted(*wl) ? Start(rc, *wl, elastic) : absl::OkStatus();
   }
   if (!Admitted(*wl) && !elastic) return Stop(rc, wl, "Not admitted by cluster queue");
-  return absl::OkStatus();
+  // Kueue's PodsReady() of a RayCluster: its state is ready.
+  return reconcile::ReportPodsReady(admitd_, *wl,
+                                    Str(Field(rc, "status"), "state") == "ready");
 }
 
 absl::Status RayClusterReconciler::Submit(const nlohmann::json& rc, const v1::Workload& built,

@@ -108,6 +108,25 @@ absl::Status ReleaseQuota(AdmitdLink& admitd, const v1::ReleaseQuotaRequest& req
   return absl::OkStatus();
 }
 
+absl::Status ReportPodsReady(AdmitdLink& admitd, const v1::Workload& wl, bool ready) {
+  if (!Admitted(wl) || ConditionTrue(wl, "Evicted")) return absl::OkStatus();
+  const v1::Condition* c = FindCondition(wl, "PodsReady");
+  if (c == nullptr || (c->status() == "True") == ready) return absl::OkStatus();
+  v1::ReportPodsReadyRequest req;
+  req.set_namespace_(wl.metadata().namespace_());
+  req.set_name(wl.metadata().name());
+  req.set_uid(wl.metadata().uid());
+  req.set_ready(ready);
+  v1::ReportPodsReadyResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admitd.admission().ReportPodsReady(&ctx, req, &resp);
+  admitd.ReportCall(s);
+  if (!s.ok()) return FromGrpc("report pods ready", s);
+  admitd.Remember(resp.workload());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
     const AdmitdLink& admitd, const v1::Workload& wl) {
   std::map<std::string, v1::ResourceFlavor> flavors = admitd.Flavors();

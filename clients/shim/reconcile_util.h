@@ -68,6 +68,11 @@ std::optional<absl::Duration> RetryAfter(const absl::Status& status);
 absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& workload);
 // ReleaseQuota, the answer remembered in the link's cache.
 absl::Status ReleaseQuota(AdmitdLink& admitd, const v1::ReleaseQuotaRequest& request);
+// waitForPodsReady: tells admitd whether the job's pods are ready (as the integration counts
+// them) when that differs from the Workload's PodsReady condition; only while the Workload is
+// admitted and not evicted, and only when admitd tracks readiness (the condition is there).
+// OK when there is nothing to say.
+absl::Status ReportPodsReady(AdmitdLink& admitd, const v1::Workload& workload, bool ready);
 // The link's flavors, NOT_FOUND (retry) while one the admission names is not known yet.
 absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
     const AdmitdLink& admitd, const v1::Workload& workload);

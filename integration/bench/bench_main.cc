@@ -3,6 +3,7 @@
 //   admitd-bench --config integration/bench/configs/baseline.yaml [--time-scale F] [--no-simulate]
 //   admitd-bench --config ... --simulate [--time-scale F]   the engine alone, in virtual time
 //   admitd-bench --config ... --find-scale [--time-scale START] [--max-scale M]
+//   admitd-bench --config ... --fair-sharing [...]  the same with Kueue's fair sharing on
 //   admitd-bench --raw N [--seconds D]
 //   admitd-bench --raw N --security [--seconds D]   plaintext, TLS, mTLS and tokens compared
 //   admitd-bench --raw N --tracing [--seconds D]    tracing off, at 10 % and at 100 % compared
@@ -52,6 +53,8 @@ constexpr char kUsage[] =
     "                       time (no server, no latency), and print that report only\n"
     "  --no-simulate        skip the simulation a run of a config starts with (its simulated\n"
     "                       wall time is printed next to the real one)\n"
+    "  --fair-sharing       run a config with Kueue's fair sharing on (the started admitd gets\n"
+    "                       a config file with a fairSharing section; the simulation too)\n"
     "  --security           the raw run against plaintext, TLS, mTLS + policy and\n"
     "                       TLS + service-account token + policy servers, compared\n"
     "  --tracing            the raw run with tracing off, at 10 % and at 100 % sampling\n"
@@ -81,6 +84,7 @@ struct Options {
   bool tracing = false;
   bool ha = false;
   bool ha_only = false;
+  bool fair_sharing = false;
   double seconds = 5;
   double timeout_s = 0;
 };
@@ -156,8 +160,21 @@ absl::Duration Timeout(const Options& options, const Plan& plan, double scale) {
 }
 
 // The schedule through the engine alone, in virtual time, in this process.
-RunReport Simulate(const Config& config, double scale) {
-  return SimulateSchedule(Expand(config, ""), scale);
+RunReport Simulate(const Config& config, double scale, bool fair_sharing) {
+  return SimulateSchedule(Expand(config, ""), scale, fair_sharing);
+}
+
+// Writes admitd's config file for --fair-sharing and returns its path (empty on failure): the v1beta2
+// spelling of Kueue's fairSharing section, with both strategies.
+std::string WriteFairSharingConfig() {
+  char path[] = "/tmp/admitd-bench-fair-sharing-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "";
+  const std::string text =
+      "fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n";
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok ? path : "";
 }
 
 void PrintAgainstSimulation(const RunReport& real, const RunReport& simulated) {
@@ -189,10 +206,11 @@ RunReport RunOnce(const Options& options, const Config& config, double scale, bo
   const Plan plan = Expand(config, prefix);
   if (print) {
     std::printf("admitd-bench: %s, %zu cohorts, %zu ClusterQueues, %zu workloads, time scale %g, "
-                "server %s%s\n",
+                "server %s%s%s\n",
                 options.config.c_str(), plan.cohorts.size(), plan.cluster_queues.size(),
                 plan.workloads.size(), scale, target->address().c_str(),
-                options.server.empty() ? " (started here, fsync on)" : "");
+                options.server.empty() ? " (started here, fsync on)" : "",
+                options.fair_sharing ? ", fair sharing on" : "");
     std::fflush(stdout);
   }
   RunReport report = RunSchedule(target->address(), plan, scale, Timeout(options, plan, scale));
@@ -208,11 +226,11 @@ RunReport RunOnce(const Options& options, const Config& config, double scale, bo
 int SimulateMode(const Options& options, const Config& config) {
   const Plan plan = Expand(config, "");
   std::printf("admitd-bench: %s, %zu cohorts, %zu ClusterQueues, %zu workloads, time scale %g, "
-              "simulated (the engine alone, virtual time)\n",
+              "simulated (the engine alone, virtual time)%s\n",
               options.config.c_str(), plan.cohorts.size(), plan.cluster_queues.size(),
-              plan.workloads.size(), options.scale);
+              plan.workloads.size(), options.scale, options.fair_sharing ? ", fair sharing on" : "");
   std::fflush(stdout);
-  const RunReport report = SimulateSchedule(plan, options.scale);
+  const RunReport report = SimulateSchedule(plan, options.scale, options.fair_sharing);
   PrintRunReport(report);
   return report.ok() ? 0 : 1;
 }
@@ -309,6 +327,8 @@ int Main(int argc, char** argv) {
       options.security = true;
     } else if (flag == "--tracing") {
       options.tracing = true;
+    } else if (flag == "--fair-sharing") {
+      options.fair_sharing = true;
     } else if (flag == "--ha") {
       options.ha = true;
     } else if (flag == "--ha-only") {
@@ -327,6 +347,22 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  std::string fair_sharing_config;
+  if (options.fair_sharing) {
+    fair_sharing_config = WriteFairSharingConfig();
+    if (fair_sharing_config.empty()) {
+      std::fprintf(stderr, "cannot write the fair sharing config file\n");
+      return 2;
+    }
+    options.admitd_args.push_back("--config");
+    options.admitd_args.push_back(fair_sharing_config);
+  }
+  struct RemoveOnExit {
+    std::string path;
+    ~RemoveOnExit() {
+      if (!path.empty()) unlink(path.c_str());
+    }
+  } remove_config{fair_sharing_config};
   if (options.raw > 0 && options.tracing) {
     return RunTracingComparison(options.admitd, options.admitd_args, options.raw,
                                 absl::Seconds(options.seconds));
@@ -356,7 +392,7 @@ int Main(int argc, char** argv) {
     return report.ok() ? 0 : 1;
   }
   // Before admitd starts, so that the two do not compete for the CPU.
-  const RunReport simulated = Simulate(*config, options.scale);
+  const RunReport simulated = Simulate(*config, options.scale, options.fair_sharing);
   RunReport report = RunOnce(options, *config, options.scale, true, &simulated);
   return report.ok() && simulated.ok() ? 0 : 1;
 }

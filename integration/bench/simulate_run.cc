@@ -38,10 +38,16 @@ double ProcessCpuMs() {
 
 class Simulation {
  public:
-  Simulation(const Plan& plan, double scale)
+  Simulation(const Plan& plan, double scale, bool fair_sharing)
       // The server's engine options are EngineOptions' defaults unless its config says
-      // otherwise (server/server.cc), and a default config says nothing else.
-      : plan_(plan), scale_(scale), ledger_(plan), engine_(engine::EngineOptions{}) {}
+      // otherwise (server/server.cc); admitd-bench's config says only fairSharing.
+      : plan_(plan), scale_(scale), ledger_(plan), engine_(Options(fair_sharing)) {}
+
+  static engine::EngineOptions Options(bool fair_sharing) {
+    engine::EngineOptions options;
+    options.fair_sharing = fair_sharing;
+    return options;
+  }
 
   RunReport Run() {
     const double cpu_start = ProcessCpuMs();
@@ -225,8 +231,8 @@ class Simulation {
 
 }  // namespace
 
-RunReport SimulateSchedule(const Plan& plan, double scale) {
-  Simulation simulation(plan, scale);
+RunReport SimulateSchedule(const Plan& plan, double scale, bool fair_sharing) {
+  Simulation simulation(plan, scale, fair_sharing);
   return simulation.Run();
 }
 

@@ -16,7 +16,8 @@ namespace admitd::bench {
 // The report has `simulated` set: its wall time is virtual, `cpu_ms` is the process CPU time
 // the simulation took, and `events` counts the workload changes read. Deterministic: the same
 // plan and scale give the same report but for cpu_ms.
-RunReport SimulateSchedule(const Plan& plan, double scale);
+// With `fair_sharing`, the engine runs Kueue's fair sharing (admitd-bench --fair-sharing).
+RunReport SimulateSchedule(const Plan& plan, double scale, bool fair_sharing = false);
 
 }  // namespace admitd::bench
 

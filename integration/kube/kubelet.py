@@ -5,7 +5,10 @@ For each pod with ``spec.nodeName`` (bound by the scheduler or created bound):
 * after ``--kubelet-start-delay`` seconds (default 0.2) it writes, through the
   status subresource, phase ``Running``, ``startTime``, ``hostIP``/``podIP``,
   running ``containerStatuses`` and the conditions PodReadyToStartContainers,
-  Initialized, ContainersReady and Ready (all True);
+  Initialized, ContainersReady and Ready (all True); a pod annotated
+  ``fixture.admitd.io/unready: "true"`` runs as one whose readiness probe keeps
+  failing: its containers are running but not ready, and ContainersReady and
+  Ready are False with reason ContainersNotReady;
 * the containers then run for the seconds in the pod annotation
   ``fixture.admitd.io/runtime-seconds`` (absent: until the pod is deleted) and
   exit with ``fixture.admitd.io/exit-code`` (default 0). With restartPolicy
@@ -33,6 +36,7 @@ PODS = RES_BY_KEY["pods"]
 NODES = RES_BY_KEY["nodes"]
 RUNTIME_ANNOTATION = "fixture.admitd.io/runtime-seconds"
 EXIT_CODE_ANNOTATION = "fixture.admitd.io/exit-code"
+UNREADY_ANNOTATION = "fixture.admitd.io/unready"
 
 
 
@@ -146,16 +150,27 @@ class Kubelet(controllers.Controller):
             "podIP": "10.244.%d.%d" % (h // 256 % 256, h % 254 + 1)})
         status["podIPs"] = [{"ip": status["podIP"]}]
         conds = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
-        conds += [_cond("PodReadyToStartContainers", "True", now),
-                  _cond("Initialized", "True", now), _cond("Ready", "True", now),
-                  _cond("ContainersReady", "True", now)]
+        ready = (m.get("annotations") or {}).get(UNREADY_ANNOTATION) != "true"
+        if ready:
+            conds += [_cond("PodReadyToStartContainers", "True", now),
+                      _cond("Initialized", "True", now), _cond("Ready", "True", now),
+                      _cond("ContainersReady", "True", now)]
+        else:
+            # What the kubelet writes while a readiness probe fails.
+            names = ",".join(c.get("name", "") for c in spec.get("containers") or [])
+            unready = dict(reason="ContainersNotReady",
+                           message="containers with unready status: [%s]" % names)
+            conds += [_cond("PodReadyToStartContainers", "True", now),
+                      _cond("Initialized", "True", now),
+                      dict(_cond("Ready", "False", now), **unready),
+                      dict(_cond("ContainersReady", "False", now), **unready)]
         status["conditions"] = conds
         status["containerStatuses"] = [{
             "name": c.get("name"), "image": c.get("image"),
             "imageID": "docker.io/library/%s@sha256:%s" % (
                 (c.get("image") or "").split(":")[0].rsplit("/", 1)[-1], _hex(c.get("image", ""))),
             "containerID": "containerd://" + _hex(m["uid"], c.get("name", "")),
-            "ready": True, "started": True, "restartCount": 0,
+            "ready": ready, "started": True, "restartCount": 0,
             "state": {"running": {"startedAt": now}}} for c in spec.get("containers") or []]
         return self.write_status(PODS, pod, status)
 

@@ -24,8 +24,10 @@ NS = "ctl"
 
 
 def job_body(name, parallelism=1, completions=1, suspend=False, runtime=None, selector=None,
-             exit_code=None, backoff=None):
+             exit_code=None, backoff=None, unready=False):
     ann = {}
+    if unready:
+        ann["fixture.admitd.io/unready"] = "true"
     if runtime is not None:
         ann[RUNTIME] = str(runtime)
     if exit_code is not None:
@@ -136,6 +138,25 @@ class ControllersTest(unittest.TestCase):
             self.assertEqual(cond(p, "PodScheduled").status, "True")
             term = p.status.container_statuses[0].state.terminated
             self.assertEqual((term.exit_code, term.reason), (0, "Completed"))
+
+    def test_a_pod_whose_readiness_probe_fails_runs_unready(self):
+        self.batch.create_namespaced_job(NS, job_body("unready", 2, 2, unready=True))
+        def running():
+            pods = self.job_pods("unready")
+            return len(pods) == 2 and all(p.status.phase == "Running" for p in pods) and pods
+        pods = wait_until(running, 10, what="both pods to run")
+        for p in pods:
+            ready = cond(p, "Ready")
+            self.assertEqual((ready.status, ready.reason), ("False", "ContainersNotReady"))
+            self.assertEqual(ready.message, "containers with unready status: [main]")
+            self.assertEqual(cond(p, "ContainersReady").status, "False")
+            self.assertFalse(p.status.container_statuses[0].ready)
+            self.assertIsNotNone(p.status.container_statuses[0].state.running)
+        # The Job controller counts them active, none ready.
+        status = wait_until(lambda: (lambda st: st if st.get("active") == 2 else None)(
+            self.job_status("unready")), 10, what="two active pods")
+        self.assertEqual(status.get("ready"), 0)
+        self.batch.delete_namespaced_job("unready", NS, propagation_policy="Background")
 
     def test_indexed_job(self):
         body = job_body("idx", 2, 3, runtime=0.2)

@@ -20,6 +20,7 @@ inline constexpr char kEvicted[] = "Evicted";
 inline constexpr char kPreempted[] = "Preempted";
 inline constexpr char kRequeued[] = "Requeued";
 inline constexpr char kDeactivationTarget[] = "DeactivationTarget";
+inline constexpr char kPodsReady[] = "PodsReady";
 
 // Reasons.
 inline constexpr char kReasonWaitingForQuota[] = "WaitingForQuota";
@@ -46,6 +47,12 @@ inline constexpr char kReasonClusterQueueStopped[] = "ClusterQueueStopped";
 inline constexpr char kReasonLocalQueueStopped[] = "LocalQueueStopped";
 inline constexpr char kReasonClusterQueueRestarted[] = "ClusterQueueRestarted";
 inline constexpr char kReasonLocalQueueRestarted[] = "LocalQueueRestarted";
+inline constexpr char kReasonPodsReadyTimeout[] = "PodsReadyTimeout";
+inline constexpr char kReasonWaitForStart[] = "WaitForStart";
+inline constexpr char kReasonWaitForRecovery[] = "WaitForRecovery";
+inline constexpr char kReasonStarted[] = "Started";
+inline constexpr char kReasonRecovered[] = "Recovered";
+inline constexpr char kReasonWaitingForPodsReady[] = "WaitingForPodsReady";
 
 // Messages.
 inline constexpr char kMessageDeactivated[] = "The workload is deactivated";
@@ -57,6 +64,11 @@ inline constexpr char kCheckPending[] = "Pending";
 inline constexpr char kCheckReady[] = "Ready";
 inline constexpr char kCheckRetry[] = "Retry";
 inline constexpr char kCheckRejected[] = "Rejected";
+
+// spec.active, true when unset.
+inline bool IsActive(const v1::Workload& wl) {
+  return !wl.spec().has_active() || wl.spec().active();
+}
 
 // The condition of `type`, or null.
 const v1::Condition* FindCondition(const v1::Workload& wl, absl::string_view type);

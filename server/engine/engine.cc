@@ -452,6 +452,11 @@ absl::StatusOr<v1::AdmitResponse> Engine::Describe(const v1::AdmitRequest& reque
                                                    absl::Time now) const {
   return impl_->Describe(request, now);
 }
+absl::StatusOr<v1::ReportPodsReadyResponse> Engine::ReportPodsReady(
+    const v1::ReportPodsReadyRequest& request, absl::Time now) {
+  return impl_->ReportPodsReady(request, now);
+}
+
 absl::StatusOr<v1::SetActiveResponse> Engine::SetActive(const v1::SetActiveRequest& request,
                                                         absl::Time now) {
   return impl_->SetActive(request, now);

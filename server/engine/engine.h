@@ -90,6 +90,20 @@ struct EngineOptions {
   absl::Duration backoff_base = absl::Seconds(60);
   absl::Duration backoff_max = absl::Seconds(3600);
   int backoff_limit_count = -1;
+  // waitForPodsReady (§21): the PodsReady condition, eviction of an admitted workload whose
+  // pods are not ready within `timeout` (requeued with the backoff above, deactivated past its
+  // limit), of one not ready again within `recovery_timeout` (0: never), and with
+  // `block_admission`, no admission while a workload holding quota has not its pods ready.
+  // `requeue_from_eviction` (Kueue's requeuingStrategy.timestamp Eviction; else Creation):
+  // whether an evicted workload queues from its eviction.
+  struct WaitForPodsReady {
+    bool enabled = false;
+    absl::Duration timeout = absl::Minutes(5);
+    bool block_admission = false;
+    absl::Duration recovery_timeout = absl::ZeroDuration();
+    bool requeue_from_eviction = true;
+  };
+  WaitForPodsReady wait_for_pods_ready;
   // Fair sharing (§19): admission order across a cohort by the tournament of dominant resource
   // shares, preemption across it by share with these strategies tried in order, and
   // status.fairSharing written. Off: the classical order and preemption of §6.4 and §7.
@@ -250,6 +264,11 @@ class Engine {
   // Sets spec.active (§9.5): deactivating evicts a reserved workload (`Deactivated`) or takes a
   // pending one out of its queue; reactivating requeues it (`Reactivated`). Idempotent;
   // NOT_FOUND for an unknown workload.
+  // waitForPodsReady: an integration reports whether its job's pods are ready; the Workload's
+  // PodsReady condition follows as Kueue's job reconciler writes it. FAILED_PRECONDITION while
+  // waitForPodsReady is off, and for workloads made of reported pods (derived from the pods).
+  absl::StatusOr<v1::ReportPodsReadyResponse> ReportPodsReady(
+      const v1::ReportPodsReadyRequest& request, absl::Time now);
   absl::StatusOr<v1::SetActiveResponse> SetActive(const v1::SetActiveRequest& request,
                                                   absl::Time now);
   // An admission check controller's verdict (§10). INVALID_ARGUMENT for an unknown state,

@@ -458,6 +458,14 @@ CycleStats Engine::Impl::RunCycle(absl::Time now) {
       message = absl::StrCat(assignment.message, ". Pending the preemption of ",
                              head.targets.size(), " workload(s)");
       issued_preemption = true;
+    } else if (options_.wait_for_pods_ready.enabled &&
+               options_.wait_for_pods_ready.block_admission && !not_ready_.empty()) {
+      // §21.7: while a workload holds quota without its pods ready, nothing is admitted. Kueue
+      // holds its scheduler until then; here the entry keeps its place at the head of its
+      // queue, its quota held for this cycle, and is tried again once a workload gets ready.
+      reason = kReasonWaitingForPodsReady;
+      message = "waiting for all admitted workloads to be in PodsReady condition";
+      add_cycle_usage(cq.name(), assignment.usage);
     } else {
       entry.reserved_cycle = cycle_;
       if (cq.sticky == entry.key()) cq.sticky.clear();

@@ -108,6 +108,24 @@ class Engine::Impl {
   std::vector<Change> TakeChanges(bool keep_snapshots);
   void ForgetSnapshots() { deleted_snapshots_.clear(); }
 
+  // ---- engine_pods_ready.cc (waitForPodsReady, §21) ----
+  using WaitForPodsReadyOptions = EngineOptions::WaitForPodsReady;
+  absl::StatusOr<v1::ReportPodsReadyResponse> ReportPodsReady(
+      const v1::ReportPodsReadyRequest& request, absl::Time now);
+  // The wait before the count-th requeue: base doubled per earlier requeue, capped at max.
+  absl::Duration RequeueBackoff(int32_t count) const;
+  // When an admitted workload's pods run out of time to get ready (again), or InfiniteFuture.
+  absl::Time PodsReadyDeadline(const v1::Workload& wl) const;
+  // Writes PodsReady for pods that are `ready` or not, as Kueue's job reconciler does (§21.2);
+  // returns whether it changed (the caller emits the change). Nothing while disabled.
+  bool SyncPodsReady(WorkloadEntry& entry, bool ready, absl::Time now);
+  void EmitPodsReady(WorkloadEntry& entry);
+  // Keeps not_ready_ in step with whether the workload holds quota without ready pods.
+  void TrackNotReady(const WorkloadEntry& entry);
+  // At a PodsReady deadline: evicts (PodsReadyTimeout) or deactivates at the requeuing limit;
+  // returns whether it did.
+  bool PodsReadyTimedOut(WorkloadEntry& entry, absl::Time now);
+
   // ---- engine_multikueue.cc ----
   absl::StatusOr<v1::Workload> NominateClusters(const DispatchTarget& target,
                                                 const std::vector<std::string>& clusters,
@@ -283,8 +301,8 @@ class Engine::Impl {
   // ---- engine_lifecycle.cc ----
   // Evicts a reserved workload: Evicted=True, admission checks back to Pending, Admitted synced.
   // It keeps its quota until ReleaseQuota(stopped).
-  // `cause` is the underlying cause of a deactivation (the Evicted reason is then
-  // Deactivated + DueTo + cause). Records the EvictedDueTo<reason> Event and counts the eviction
+  // `cause` is the underlying cause: of a deactivation (the Evicted reason is then
+  // Deactivated + DueTo + cause), or of a PodsReady timeout. Records the EvictedDueTo<reason> Event and counts the eviction
   // in status.schedulingStats.
   void Evict(WorkloadEntry& entry, const std::string& reason, const std::string& message,
              absl::Time now, const std::string& cause = "");
@@ -373,6 +391,8 @@ class Engine::Impl {
   v1::Cohort WithStatus(const v1::Cohort& cohort) const;
 
   const EngineOptions options_;
+  // Workloads holding a quota reservation whose PodsReady is not True (blockAdmission, §21.7).
+  std::set<std::string> not_ready_;
   uint64_t revision_ = 0;
   uint64_t cycle_ = 0;  // scheduling cycles run so far
   std::vector<Change> changes_;

@@ -15,8 +15,6 @@
 namespace admitd::engine {
 namespace {
 
-bool IsActive(const v1::Workload& wl) { return !wl.spec().has_active() || wl.spec().active(); }
-
 bool AllChecksReady(const v1::Workload& wl) {
   for (const v1::AdmissionCheckState& c : wl.status().admission_checks()) {
     if (c.state() != kCheckReady) return false;
@@ -91,6 +89,8 @@ bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
   if (ready && IsActive(wl)) {
     const absl::Time deadline = ExecutionDeadline(wl);
     if (deadline != absl::InfiniteFuture()) ArmTimer(deadline, entry.key());
+    const absl::Time pods_ready = PodsReadyDeadline(wl);
+    if (pods_ready != absl::InfiniteFuture()) ArmTimer(pods_ready, entry.key());
   }
   return changed;
 }
@@ -128,8 +128,11 @@ void Engine::Impl::SyncAdmissionChecks(WorkloadEntry& entry, const ClusterQueueS
 void Engine::Impl::Evict(WorkloadEntry& entry, const std::string& reason,
                          const std::string& message, absl::Time now, const std::string& cause) {
   v1::Workload& wl = entry.mutable_object();
-  const std::string condition_reason =
-      cause.empty() ? reason : absl::StrCat(reason, "DueTo", cause);
+  // Only a deactivation names its cause in the condition (DeactivatedDueTo<cause>); a PodsReady
+  // timeout's cause (WaitForStart, WaitForRecovery) goes to the scheduling stats alone.
+  const std::string condition_reason = cause.empty() || reason != kReasonDeactivated
+                                           ? reason
+                                           : absl::StrCat(reason, "DueTo", cause);
   SetCondition(&wl, kEvicted, true, condition_reason, message, now);
   CountEviction(entry, reason, cause);
   // Every check starts over, and MultiKueue's worker choice with them (Kueue's
@@ -194,7 +197,7 @@ bool Engine::Impl::FinishBackoff(WorkloadEntry& entry, absl::Time now) {
   wl.mutable_status()->mutable_requeue_state()->clear_requeue_at();
   const v1::Condition* requeued = FindCondition(wl, kRequeued);
   if (requeued != nullptr && requeued->status() == "False" &&
-      (requeued->reason() == kReasonAdmissionCheck || requeued->reason() == "PodsReadyTimeout")) {
+      (requeued->reason() == kReasonAdmissionCheck || requeued->reason() == kReasonPodsReadyTimeout)) {
     SetCondition(&wl, kRequeued, true, kReasonBackoffFinished, "The workload backoff was finished",
                  now);
   }
@@ -391,6 +394,7 @@ void Engine::Impl::Tick(absl::Time now) {
                    "The workload backoff was finished");
       continue;
     }
+    if (PodsReadyTimedOut(entry, now)) continue;
     const absl::Time deadline = ExecutionDeadline(wl);
     if (deadline > now || IsConditionTrue(wl, kFinished) || !IsActive(wl)) continue;
     // DeactivationTarget(MaximumExecutionTimeExceeded), then the deactivation; the execution

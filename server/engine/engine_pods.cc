@@ -384,6 +384,21 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
       }
     }
   }
+  // waitForPodsReady (§21.3): a single pod is ready when its Ready condition is; a group when
+  // all of its pods are known and every one is Ready (a succeeded pod is not).
+  if (options_.wait_for_pods_ready.enabled) {
+    auto ready = [](const v1::PodObservation& p) {
+      return std::any_of(p.conditions().begin(), p.conditions().end(), [](const v1::Condition& c) {
+        return c.type() == "Ready" && c.status() == "True";
+      });
+    };
+    int64_t total = 0;
+    for (const v1::PodSet& ps : wl.spec().pod_sets()) total += ps.count();
+    const bool all_ready = is_group ? static_cast<int64_t>(pods.size()) >= total &&
+                                          std::all_of(pods.begin(), pods.end(), ready)
+                                    : ready(pods.front());
+    if (SyncPodsReady(entry, all_ready, now)) EmitPodsReady(entry);
+  }
   // After an eviction the quota goes back once the pods are no longer active (§9, §14.9, and
   // with fast release, §15: as soon as every pod has a deletion timestamp).
   if (reserved && IsConditionTrue(wl, kEvicted)) {

@@ -47,11 +47,13 @@ void Engine::Impl::SetQueueKey(WorkloadEntry& entry) {
   if (entry.queue_key.priority != wl.spec().priority()) entry.scheduling_hash = 0;  // in the shape
   entry.queue_key.priority = wl.spec().priority();
   entry.queue_key.timestamp = FromProto(wl.metadata().creation_timestamp());
-  // §5.2: a workload evicted by a PodsReady timeout or an admission check queues from the time
-  // of its eviction, not its creation.
+  // §5.2: a workload evicted by a PodsReady timeout (with requeuingStrategy.timestamp Eviction)
+  // or an admission check queues from the time of its eviction, not its creation.
   if (const v1::Condition* evicted = FindCondition(wl, kEvicted);
       evicted != nullptr && evicted->status() == "True" &&
-      (evicted->reason() == "PodsReadyTimeout" || evicted->reason() == "AdmissionCheck")) {
+      ((evicted->reason() == kReasonPodsReadyTimeout &&
+        options_.wait_for_pods_ready.requeue_from_eviction) ||
+       evicted->reason() == kReasonAdmissionCheck)) {
     entry.queue_key.timestamp = FromProto(evicted->last_transition_time());
   }
   entry.queue_key.uid = wl.metadata().uid();
@@ -293,6 +295,11 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
   }
   cq.reserving += sign;
   if (IsConditionTrue(entry.object(), kAdmitted)) cq.admitted += sign;
+  if (sign > 0 && !IsConditionTrue(entry.object(), kPodsReady)) {
+    not_ready_.insert(entry.key());
+  } else if (sign < 0) {
+    not_ready_.erase(entry.key());
+  }
 }
 
 void Engine::Impl::MarkPending(WorkloadEntry& entry, const std::string& reason,
@@ -393,6 +400,7 @@ absl::StatusOr<v1::SubmitResponse> Engine::Impl::Submit(v1::Workload wl, absl::T
   entry.ParsePodSets(per_pod);
   IndexChain(entry, /*add=*/true);
   Enqueue(entry, now, /*emit_reason_change=*/false);  // sets entry.cluster_queue
+  SyncPodsReady(entry, /*ready=*/false, now);  // PodsReady=False/WaitForStart while enabled
   if (const ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue); cq != nullptr) {
     for (size_t i = 0; i < entry.pod_sets().size(); ++i) {
       v1::PodSetRequest* rr = entry.mutable_object().mutable_status()->add_resource_requests();
@@ -499,6 +507,7 @@ absl::StatusOr<v1::ReleaseQuotaResponse> Engine::Impl::ReleaseQuota(
       SetCondition(&wl, kRequeued, requeue, reason, message, now);
       wl.mutable_status()->clear_admission();
       SetPending(&wl, kReasonPendingEvaluation, message, now);
+      SyncPodsReady(*entry, /*ready=*/false, now);  // not admitted: WaitForStart (§21.2)
       // What Kueue's workload controller says next about a workload that is not requeued: a
       // queue that was stopped runs again, or a deactivated workload was reactivated meanwhile.
       RequeueIfQueueRestarted(*entry, now);
