@@ -370,6 +370,22 @@ std::string WorkloadDetail(const v1::Workload& wl) {
   if (const v1::Condition* c = Find(wl, "Finished"); c != nullptr && c->status() == "True") {
     absl::StrAppend(&out, "finished:         ", c->reason(), ": ", c->message(), "\n");
   }
+  // waitForPodsReady: readiness and the requeue backoff.
+  if (const v1::Condition* c = Find(wl, "PodsReady"); c != nullptr) {
+    absl::StrAppend(&out, "pods ready:       ", c->status(), " (", c->reason(), "): ", c->message(),
+                    "\n");
+  }
+  if (wl.status().has_requeue_state()) {
+    const v1::RequeueState& rs = wl.status().requeue_state();
+    absl::StrAppend(&out, "requeues:         ", rs.count());
+    if (rs.has_requeue_at()) {
+      absl::StrAppend(&out, ", backing off until ",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ",
+                                       absl::FromUnixSeconds(rs.requeue_at().seconds()),
+                                       absl::UTCTimeZone()));
+    }
+    absl::StrAppend(&out, "\n");
+  }
   return out;
 }
 

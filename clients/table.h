@@ -29,7 +29,7 @@ std::string AuditLine(const v1::WatchEvent& event);
 std::string EventLine(const v1::WatchEvent& event);
 // "key: value" lines for one workload: its slice chain (the workload-slice-name and
 // workload-slice-replacement-for annotations), the pod counts it asks for and the counts and
-// flavors its admission grants.
+// flavors its admission grants; with waitForPodsReady, PodsReady and the requeue state.
 std::string WorkloadDetail(const v1::Workload& wl);
 // The outcome of a Resize and a table of the job's live workloads with their counts.
 std::string ResizeReport(const v1::ResizeResponse& resp);

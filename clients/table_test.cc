@@ -96,6 +96,22 @@ TEST(QueueObjectTableTest, WeightedSharesShowOnlyWhileFairSharingIsOn) {
               HasSubstr("org    -        -       0\n"));
 }
 
+TEST(WorkloadDetailTest, ShowsPodsReadyAndTheRequeueState) {
+  v1::Workload wl;
+  EXPECT_THAT(WorkloadDetail(wl), Not(HasSubstr("pods ready")));
+  v1::Condition* c = wl.mutable_status()->add_conditions();
+  c->set_type("PodsReady");
+  c->set_status("False");
+  c->set_reason("WaitForStart");
+  c->set_message("Not all pods are ready or succeeded");
+  wl.mutable_status()->mutable_requeue_state()->set_count(2);
+  wl.mutable_status()->mutable_requeue_state()->mutable_requeue_at()->set_seconds(1700000000);
+  const std::string detail = WorkloadDetail(wl);
+  EXPECT_THAT(detail,
+              HasSubstr("pods ready:       False (WaitForStart): Not all pods are ready or succeeded\n"));
+  EXPECT_THAT(detail, HasSubstr("requeues:         2, backing off until 2023-11-14T22:13:20Z\n"));
+}
+
 TEST(AdmitReportTest, APendingWorkloadSaysWhereItWaits) {
   v1::AdmitResponse resp;
   resp.mutable_workload()->mutable_metadata()->set_namespace_("ns");

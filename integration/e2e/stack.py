@@ -109,13 +109,19 @@ class Shim:
 
 class Stack:
     def __init__(self, nodes=("n1:pool=a:cpu=16", "n2:pool=b:cpu=16"), api_args=(),
-                 admitd_args=(), secure=False, metrics=False):
+                 admitd_args=(), secure=False, metrics=False, config=None):
         """``api_args`` go to the API server after the defaults (a later flag wins);
         ``admitd_args`` to admitd, on every start (e.g. ``("--feature-gates", "Name=true")``).
+        ``config``: the text of admitd's config file (YAML), given with --config.
         ``metrics``: admitd serves /metrics on ``admitd_metrics``.
         ``secure``: admitd serves TLS, verifies client certificates and enforces a policy
         (SECURE_POLICY): admitctl presents the admin's certificate, each shim its cluster's."""
         self.tmp = tempfile.mkdtemp(prefix="admitd-e2e-")
+        if config is not None:
+            path = os.path.join(self.tmp, "admitd.yaml")
+            with open(path, "w") as f:
+                f.write(config)
+            admitd_args = list(admitd_args) + ["--config", path]
         self.certs = self.make_certificates() if secure else None
         self.client_tls = []
         if self.certs:

@@ -11,7 +11,6 @@ the ratio.
 import json
 import os
 import sys
-import tempfile
 import time
 import unittest
 
@@ -60,14 +59,11 @@ spec:
 class FairSharingE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         # Kueue's v1beta2 spelling, pasted as it is.
-        cls.config.write("fairSharing:\n"
-                         "  preemptionStrategies: [LessThanOrEqualToFinalShare, "
-                         "LessThanInitialShare]\n")
-        cls.config.close()
-        cls.s = Stack(nodes=("n1:pool=a:cpu=64",), admitd_args=("--config", cls.config.name),
-                      metrics=True)
+        cls.s = Stack(nodes=("n1:pool=a:cpu=64",), metrics=True,
+                      config="fairSharing:\n"
+                             "  preemptionStrategies: [LessThanOrEqualToFinalShare, "
+                             "LessThanInitialShare]\n")
         cls.shim = cls.s.start_shim()
         wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
                        "the shim to lead", T)
@@ -75,7 +71,6 @@ class FairSharingE2E(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.s.stop()
-        os.unlink(cls.config.name)
 
     def cpus(self, cq):
         doc = json.loads(self.s.admitctl("get", "cq", cq, "-o", "json"))["clusterQueue"]

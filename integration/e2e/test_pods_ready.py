@@ -10,7 +10,6 @@ the limit deactivated; a Job whose pods get ready is reported ready by the shim 
 import json
 import os
 import sys
-import tempfile
 import time
 import unittest
 
@@ -24,17 +23,14 @@ T = 60  # seconds: generous for a loaded 2-core machine
 class PodsReadyE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-        cls.config.write("waitForPodsReady:\n"
-                         "  timeout: 3s\n"
-                         "  requeuingStrategy:\n"
-                         "    timestamp: Eviction\n"
-                         "    backoffBaseSeconds: 1\n"
-                         "    backoffMaxSeconds: 2\n"
-                         "    backoffLimitCount: 2\n")
-        cls.config.close()
-        cls.s = Stack(nodes=("n1:pool=a:cpu=16",), admitd_args=("--config", cls.config.name),
-                      metrics=True)
+        cls.s = Stack(nodes=("n1:pool=a:cpu=16",), metrics=True,
+                      config="waitForPodsReady:\n"
+                             "  timeout: 3s\n"
+                             "  requeuingStrategy:\n"
+                             "    timestamp: Eviction\n"
+                             "    backoffBaseSeconds: 1\n"
+                             "    backoffMaxSeconds: 2\n"
+                             "    backoffLimitCount: 2\n")
         cls.shim = cls.s.start_shim()
         wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
                        "the shim to lead", T)
@@ -42,7 +38,6 @@ class PodsReadyE2E(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.s.stop()
-        os.unlink(cls.config.name)
 
     def setUp(self):
         self.ns = self._testMethodName.replace("test_", "").replace("_", "-")[:30].strip("-")

@@ -265,21 +265,8 @@ double DrainFairSharingCohort(bool fair_sharing, int64_t* cycles) {
   options.record_events = false;
   Engine engine(options);
   (void)engine.FinishRestore(0);
-  SetUpQueues(engine, kQueues, "160", /*cohorts=*/1);
-  for (int q = kQueues / 2; q < kQueues; ++q) {
-    v1::ApplyRequest cq;
-    auto* c = cq.mutable_object()->mutable_cluster_queue();
-    c->mutable_metadata()->set_name(absl::StrCat("cq-", q));
-    c->mutable_spec()->set_cohort_name("cohort-0");
-    c->mutable_spec()->mutable_namespace_selector();
-    auto* g = c->mutable_spec()->add_resource_groups();
-    g->add_covered_resources("cpu");
-    auto* fq = g->add_flavors();
-    fq->set_name("default");
-    fq->add_resources()->set_name("cpu");
-    fq->mutable_resources(0)->set_nominal_quota("0");
-    (void)engine.Apply(cq, kT0);
-  }
+  SetUpQueues(engine, kQueues, "", /*cohorts=*/1,
+              [](int q) { return std::string(q < kQueues / 2 ? "160" : "0"); });
   for (int64_t i = 0; i < 10000; ++i) (void)engine.Submit(MakeSubmit(i, kQueues), kT0);
   engine.TakeChanges();
   const absl::Time start = absl::Now();

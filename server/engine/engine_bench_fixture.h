@@ -5,6 +5,7 @@
 #define ADMITD_SERVER_ENGINE_ENGINE_BENCH_FIXTURE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -19,7 +20,9 @@ inline const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 
 // ResourceFlavor "default", then per queue q: ClusterQueue cq-q (cohort cohort-(q % cohorts),
 // nominal `cpu` of cpu) and LocalQueue ns/lq-q. The set-up's changes are taken and dropped.
-inline void SetUpQueues(Engine& engine, int queues, const std::string& cpu, int cohorts = 10) {
+// `cpu_of(q)`, when given, is queue q's nominal quota instead of `cpu`.
+inline void SetUpQueues(Engine& engine, int queues, const std::string& cpu, int cohorts = 10,
+                        const std::function<std::string(int)>& cpu_of = nullptr) {
   v1::ApplyRequest flavor;
   flavor.mutable_object()->mutable_resource_flavor()->mutable_metadata()->set_name("default");
   (void)engine.Apply(flavor, kT0);
@@ -34,7 +37,7 @@ inline void SetUpQueues(Engine& engine, int queues, const std::string& cpu, int 
     auto* fq = g->add_flavors();
     fq->set_name("default");
     fq->add_resources()->set_name("cpu");
-    fq->mutable_resources(0)->set_nominal_quota(cpu);
+    fq->mutable_resources(0)->set_nominal_quota(cpu_of ? cpu_of(q) : cpu);
     (void)engine.Apply(cq, kT0);
     v1::ApplyRequest lq;
     auto* l = lq.mutable_object()->mutable_local_queue();

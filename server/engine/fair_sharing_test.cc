@@ -61,11 +61,21 @@ class FairSharingTest : public ::testing::Test {
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::ApplyResponse();
   }
-  void Cohort(const std::string& name, const std::string& parent, const std::string& weight = "") {
+  // A Cohort object; with `cpu`, quota of its own in flavor "default".
+  void Cohort(const std::string& name, const std::string& parent, const std::string& weight = "",
+              const std::string& cpu = "") {
     v1::QueueObject o;
     o.mutable_cohort()->mutable_metadata()->set_name(name);
     o.mutable_cohort()->mutable_spec()->set_parent_name(parent);
     if (!weight.empty()) o.mutable_cohort()->mutable_spec()->mutable_fair_sharing()->set_weight(weight);
+    if (!cpu.empty()) {
+      v1::ResourceGroup* g = o.mutable_cohort()->mutable_spec()->add_resource_groups();
+      g->add_covered_resources("cpu");
+      v1::FlavorQuotas* fq = g->add_flavors();
+      fq->set_name("default");
+      fq->add_resources()->set_name("cpu");
+      fq->mutable_resources(0)->set_nominal_quota(cpu);
+    }
     Apply(o);
   }
   // A ClusterQueue over cpu in flavor "default", with a LocalQueue ns/<name>.
@@ -447,6 +457,91 @@ const FairPreemptionCase kFairPreemptionCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Kueue, FairPreemptionsTest, ::testing::ValuesIn(kFairPreemptionCases),
+                         [](const auto& info) { return info.param.name; });
+
+// Kueue's TestFairPreemptions cases over cohort trees: cohorts {name, parent, weight, cpu},
+// then queues, the admitted workloads and the incoming one.
+struct CohortSpec {
+  std::string name, parent, weight, cpu;
+};
+struct TreeCase {
+  std::string name;
+  std::vector<CohortSpec> cohorts;
+  std::vector<Queue> queues;
+  std::vector<Admitted> admitted;
+  Admitted incoming;
+  std::map<std::string, std::string> want;
+};
+
+class FairTreePreemptionsTest : public FairSharingTest,
+                                public ::testing::WithParamInterface<TreeCase> {};
+
+TEST_P(FairTreePreemptionsTest, PreemptsWhatKueuePreempts) {
+  const TreeCase& c = GetParam();
+  for (const CohortSpec& co : c.cohorts) Cohort(co.name, co.parent, co.weight, co.cpu);
+  for (const Queue& q : c.queues) AddQueue(q);
+  Admit(c.admitted);
+  Submit(c.incoming.name, c.incoming.queue, c.incoming.cpu, c.incoming.priority);
+  engine_.RunCycle(Now());
+  EXPECT_EQ(Preempted(), c.want);
+}
+
+std::vector<Admitted> Prioritized(const std::string& queue, int n) {
+  std::vector<Admitted> out;
+  for (int i = 1; i <= n; ++i) out.push_back({queue + std::to_string(i), queue, "1", i});
+  return out;
+}
+
+const TreeCase kFairTreeCases[] = {
+    {"HierarchicalPreemption",
+     {{"root", "", "", "5"}, {"left", "root", "2", "5"}, {"right", "root", "", "5"}},
+     {{"a", "left", "1", "2", "Never", "Any"},
+      {"b", "left", "1", "", "Never", "Never"},
+      {"c", "root", "1", "", "Never", "Never"},
+      {"d", "right", "1", "", "Never", "Never"},
+      {"e", "right", "1", "0.99", "Never", "Never"}},
+     Concat({Prioritized("b", 5), Prioritized("c", 5), Prioritized("d", 5), Prioritized("e", 5)}),
+     {"unit", "a", "5"},
+     {{"b1", "InCohortFairSharing"}, {"b2", "InCohortFairSharing"},
+      {"c1", "InCohortFairSharing"}, {"c2", "InCohortFairSharing"},
+      {"e1", "InCohortFairSharing"}}},
+    {"BorrowingCQInNonBorrowingCohortIsProtected",
+     {{"root", "", "", ""}, {"right", "root", "0.1", "1"}},
+     {{"a", "root", "5", "10", "LowerPriority", "Any"}, {"b", "right", "0", "0.1", "Never", "Never"}},
+     {{"a1", "a", "1", -1}, {"a2", "a", "1", -1}, {"a3", "a", "1", -1}, {"b1", "b", "1", -1}},
+     {"unit", "a", "5"},
+     {{"a1", "InClusterQueue"}, {"a2", "InClusterQueue"}, {"a3", "InClusterQueue"}}},
+    {"ForcedToPreemptWithinClusterQueueBecauseBorrowingWorkloadTooImportant",
+     {{"root", "", "", ""}, {"right", "root", "0.1", "3"}},
+     {{"a", "root", "5", "10", "LowerPriority", "LowerPriority"},
+      {"b", "right", "0", "0.1", "Never", "Never"}},
+     {{"a1", "a", "1", -1}, {"a2", "a", "1", -1}, {"a3", "a", "1", -1}, {"b1", "b", "4", 100}},
+     {"unit", "a", "4"},
+     {{"a1", "InClusterQueue"}, {"a2", "InClusterQueue"}, {"a3", "InClusterQueue"}}},
+    {"DeepPreemption",
+     {{"root", "", "", ""}, {"ca", "root", "1.01", ""}, {"caa", "ca", "", ""},
+      {"caaa", "caa", "", ""}, {"cb", "root", "0.99", ""}, {"cbb", "cb", "", ""},
+      {"cbbb", "cbb", "", ""}, {"cc", "root", "", ""}, {"ccc", "cc", "", ""},
+      {"cccc", "ccc", "", ""}, {"ccccc", "cccc", "", "1"}},
+     {{"a", "caaa", "0", "", "Never", "Any"}, {"b", "cbbb", "0", "", "Never", "Never"}},
+     {{"b1", "b", "1"}},
+     {"a1", "a", "1"},
+     {{"b1", "InCohortFairSharing"}}},
+    {"CQWithZeroWeightCanReclaimNominalQuota",
+     {{"root", "", "", ""}},
+     {{"a", "root", "1", "0.0", "Never", "Any"}, {"b", "root", "0", "1.0", "Never", "Never"}},
+     {{"b1", "b", "1"}},
+     {"a1", "a", "1"},
+     {{"b1", "InCohortReclamation"}}},
+    {"CohortWithZeroWeightCanReclaimNominalQuota",
+     {{"root", "", "", ""}, {"ca", "root", "0.0", "1"}},
+     {{"a", "ca", "0", "0.0", "Never", "Any"}, {"b", "root", "0", "1.0", "Never", "Never"}},
+     {{"b1", "b", "1"}},
+     {"a1", "a", "1"},
+     {{"b1", "InCohortFairSharing"}}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Kueue, FairTreePreemptionsTest, ::testing::ValuesIn(kFairTreeCases),
                          [](const auto& info) { return info.param.name; });
 
 // The message a fair-sharing victim gets (§19.6).
