@@ -30,6 +30,7 @@
 //   allowInsecureListen: false  # plaintext on a non-loopback address
 //   fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}
 //   waitForPodsReady: {timeout: 10m, blockAdmission: false, requeuingStrategy: {...}}
+//   admissionFairSharing: {usageHalfLifeTime: 168h, usageSamplingInterval: 5m}
 //
 // Each setting is declared once, in ConfigTable: its flag, its key, its parser and its help line,
 // from which the --help text and docs/configuration.md's table come. Unknown keys and bad values
@@ -164,6 +165,13 @@ struct Config {
   std::optional<bool> pods_ready_block_admission;
   std::optional<absl::Duration> pods_ready_recovery_timeout;
   std::string pods_ready_timestamp = "Eviction";
+  // Admission fair sharing (§20; config_kueue.h), Kueue's admissionFairSharing section: on when
+  // present. The half-life of the usage (0: no memory), how often it is sampled (default 5m)
+  // and the weight of each resource in it (unlisted: 1).
+  bool admission_fair_sharing = false;
+  std::optional<absl::Duration> afs_usage_half_life;
+  std::optional<absl::Duration> afs_usage_sampling_interval;
+  std::map<std::string, double> afs_resource_weights;
   // Tests only (no flag or key): the file system the store's RocksDB uses, e.g. one that fails
   // writes like a full disk. Null: the machine's.
   std::shared_ptr<rocksdb::FileSystem> store_file_system;

@@ -1,6 +1,7 @@
 // Kueue Configuration sections read as Kueue spells them (see config_kueue.h).
 #include "server/config_kueue.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace admitd {
 namespace {
@@ -83,6 +85,51 @@ void AddKueueSections(settings::Table* table, Config* c) {
                       "LessThanOrEqualToFinalShare, LessThanInitialShare or both",
               .default_text = "both, with v1beta1's enable",
               .parse = List(&c->fair_sharing_preemption_strategies)});
+  table->Add({.key = "admissionFairSharing",
+              .help = "Kueue's admission fair sharing (docs/semantics.md): on when the section is "
+                      "present",
+              .section = true,
+              .parse = Bool(&c->admission_fair_sharing)});
+  table->Add({.key = "admissionFairSharing.usageHalfLifeTime",
+              .help = "how fast a LocalQueue's past usage fades: it counts half after this long; "
+                      "0s: only what runs now",
+              .default_text = "0s",
+              .parse = KubeDuration(&c->afs_usage_half_life)});
+  table->Add({.key = "admissionFairSharing.usageSamplingInterval",
+              .help = "how often each LocalQueue's usage is sampled into its status",
+              .default_text = "5m",
+              .parse = [c](const std::string& text) {
+                absl::Duration d;
+                if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration()) {
+                  return absl::InvalidArgumentError(absl::StrCat(
+                      "Invalid value: \"", text, "\": must be greater than 0"));
+                }
+                c->afs_usage_sampling_interval = d;
+                return absl::OkStatus();
+              }});
+  table->Add({.key = "admissionFairSharing.resourceWeights",
+              .help = "the weight of each resource in a LocalQueue's usage, a mapping of resource "
+                      "names to numbers; unlisted: 1",
+              .parse = [c](const std::string& text) {
+                std::map<std::string, double> weights;
+                for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+                  const std::pair<std::string, std::string> kv =
+                      absl::StrSplit(pair, absl::MaxSplits('=', 1));
+                  double w = 0;
+                  if (!absl::SimpleAtod(kv.second, &w)) {
+                    return absl::InvalidArgumentError(absl::StrCat(
+                        kv.first, ": Invalid value: \"", kv.second, "\": must be a number"));
+                  }
+                  if (w < 0) {
+                    return absl::InvalidArgumentError(absl::StrCat(
+                        kv.first, ": Invalid value: ", kv.second,
+                        ": must be greater than or equal to 0"));
+                  }
+                  weights[kv.first] = w;
+                }
+                c->afs_resource_weights = std::move(weights);
+                return absl::OkStatus();
+              }});
   table->Add({.key = "waitForPodsReady",
               .help = "Kueue's waitForPodsReady (docs/semantics.md): on when the section is "
                       "present (v1beta2), or as its `enable` says (v1beta1)",
@@ -144,6 +191,11 @@ absl::Status ResolveKueueSections(Config* c) {
     if (!c->pods_ready_recovery_timeout.has_value()) {
       c->pods_ready_recovery_timeout = c->pods_ready_timeout;
     }
+  }
+  // admissionFairSharing: a sampling interval of 0 (or none) is defaulted to 5m.
+  if (!c->afs_usage_sampling_interval.has_value() ||
+      *c->afs_usage_sampling_interval == absl::ZeroDuration()) {
+    c->afs_usage_sampling_interval = absl::Minutes(5);
   }
   if (c->fair_sharing_enable.has_value()) c->fair_sharing = *c->fair_sharing_enable;
   if (!c->fair_sharing) return absl::OkStatus();

@@ -1,5 +1,6 @@
 // The sections of a Kueue Configuration that admitd reads as they are written for Kueue
-// (fairSharing and waitForPodsReady, in their v1beta1 and v1beta2 spellings): their settings,
+// (fairSharing, admissionFairSharing and waitForPodsReady, in their v1beta1 and v1beta2
+// spellings): their settings,
 // and the defaults and checks Kueue applies once the whole file and the flags are read.
 #ifndef ADMITD_SERVER_CONFIG_KUEUE_H_
 #define ADMITD_SERVER_CONFIG_KUEUE_H_

@@ -1,6 +1,7 @@
 #include "server/config_kueue.h"
 
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -139,6 +140,37 @@ TEST(KueueSectionsTest, WaitForPodsReadyFieldsAsKueueWritesThem) {
                               .message()),
               ::testing::HasSubstr("waitForPodsReady.timeout: Invalid value: \"-5m\": must be "
                                    "greater than or equal to 0"));
+}
+
+TEST(KueueSectionsTest, AdmissionFairSharingIsOnByPresenceWithKueuesDefaults) {
+  bool help = false;
+  absl::StatusOr<Config> off = ParseConfig({}, &help);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->admission_fair_sharing);
+  absl::StatusOr<Config> c = FromFile("afs.yaml",
+                                      "admissionFairSharing:\n"
+                                      "  usageHalfLifeTime: 168h\n"
+                                      "  resourceWeights:\n"
+                                      "    cpu: 2\n"
+                                      "    nvidia.com/gpu: 10.5\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->admission_fair_sharing);
+  EXPECT_EQ(*c->afs_usage_half_life, absl::Hours(168));
+  EXPECT_EQ(*c->afs_usage_sampling_interval, absl::Minutes(5));
+  EXPECT_EQ(c->afs_resource_weights,
+            (std::map<std::string, double>{{"cpu", 2}, {"nvidia.com/gpu", 10.5}}));
+  EXPECT_THAT(std::string(FromFile("afs-neg.yaml",
+                                   "admissionFairSharing: {resourceWeights: {cpu: -1}}\n")
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("admissionFairSharing.resourceWeights: cpu: Invalid value: -1: "
+                                   "must be greater than or equal to 0"));
+  EXPECT_THAT(std::string(FromFile("afs-neg-h.yaml",
+                                   "admissionFairSharing: {usageHalfLifeTime: -1h}\n")
+                              .status()
+                              .message()),
+              ::testing::HasSubstr("admissionFairSharing.usageHalfLifeTime: Invalid value: "
+                                   "\"-1h\": must be greater than or equal to 0"));
 }
 
 }  // namespace

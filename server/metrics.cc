@@ -139,6 +139,19 @@ std::vector<prometheus::MetricFamily> Metrics::CollectEngineState() {
   for (prometheus::MetricFamily& f : WeightedShareMetricFamilies(engine_state_.weighted_shares)) {
     out.push_back(std::move(f));
   }
+  if (!engine_state_.local_queue_usages.empty()) {
+    prometheus::MetricFamily usage = MetricFamilyOf(
+        "kueue_local_queue_admission_fair_sharing_usage",
+        "The LocalQueue's usage as admission fair sharing orders by it: its weighted, decayed "
+        "admitted usage and pending entry penalties, divided by its weight.",
+        prometheus::MetricType::Gauge);
+    for (const engine::LocalQueueUsage& u : engine_state_.local_queue_usages) {
+      AddSample(&usage,
+                {{"name", u.name}, {"namespace", u.namespace_}, {"cluster_queue", u.cluster_queue}},
+                u.usage);
+    }
+    out.push_back(std::move(usage));
+  }
   prometheus::MetricFamily objects = MetricFamilyOf(
       "admitd_engine_objects", "Objects the engine holds, per kind.", prometheus::MetricType::Gauge);
   for (const auto& [kind, count] : engine_state_.object_counts) {

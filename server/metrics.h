@@ -53,6 +53,8 @@ class Metrics {
     std::vector<v1::ClusterQueue> cluster_queues;
     std::vector<std::pair<std::string, int64_t>> object_counts;
     std::vector<engine::NodeShare> weighted_shares;  // empty while fair sharing is off
+    // Empty while admission fair sharing is off.
+    std::vector<engine::LocalQueueUsage> local_queue_usages;
   };
   // Reads that state; nullopt when it cannot now (the gauges then keep their last values).
   using EngineSource = std::function<std::optional<EngineState>()>;

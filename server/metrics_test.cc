@@ -152,6 +152,18 @@ TEST(MetricsTest, WeightedSharesAreGaugesOnlyWhileFairSharingIsOn) {
   EXPECT_THAT(text, HasSubstr("kueue_cohort_weighted_share{cohort=\"org\"} +Inf\n"));
 }
 
+TEST(MetricsTest, LocalQueueUsageIsAGaugeOnlyWhileAdmissionFairSharingIsOn) {
+  Metrics m;
+  std::optional<Metrics::EngineState> answer = Metrics::EngineState{{}, {}, {}, {}};
+  m.SetEngineSource([&] { return answer; });
+  EXPECT_THAT(m.Render(), Not(HasSubstr("admission_fair_sharing_usage")));
+  answer = Metrics::EngineState{{}, {}, {}, {{"ns", "lq-a", "cq1", 6.5}}};
+  m.Render();
+  EXPECT_EQ(m.Value("kueue_local_queue_admission_fair_sharing_usage",
+                    {{"name", "lq-a"}, {"namespace", "ns"}, {"cluster_queue", "cq1"}}),
+            6.5);
+}
+
 TEST(MetricsTest, CountsCommittedChangesUnderKueuesNames) {
   Metrics m;
   m.CountChanges({WorkloadChange("Admitted", "cq"), WorkloadChange("Admitted", "cq"),

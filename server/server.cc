@@ -45,6 +45,7 @@ std::optional<Metrics::EngineState> ReadEngineState(Sequencer* sequencer) {
     Metrics::EngineState out;
     out.object_counts = engine.ObjectCounts();
     out.weighted_shares = engine.WeightedShares();
+    out.local_queue_usages = engine.AdmissionFairSharingUsages();
     while (true) {
       absl::StatusOr<v1::ListObjectsResponse> page = engine.List(request);
       if (!page.ok()) return;
@@ -174,6 +175,13 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
     w.block_admission = config.pods_ready_block_admission.value_or(false);
     w.recovery_timeout = config.pods_ready_recovery_timeout.value_or(w.timeout);
     w.requeue_from_eviction = config.pods_ready_timestamp != "Creation";
+  }
+  if (config.admission_fair_sharing) {
+    engine::EngineOptions::AdmissionFairSharing& afs = engine_options.admission_fair_sharing;
+    afs.enabled = true;
+    afs.usage_half_life = config.afs_usage_half_life.value_or(absl::ZeroDuration());
+    afs.usage_sampling_interval = config.afs_usage_sampling_interval.value_or(absl::Minutes(5));
+    afs.resource_weights = config.afs_resource_weights;
   }
   engine_options.fair_sharing = config.fair_sharing;
   engine_options.fair_preemption_strategies.clear();

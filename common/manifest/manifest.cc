@@ -138,7 +138,7 @@ void LabelSelector(Walker& w, const YAML::Node& node, const std::string& path,
           }}});
 }
 
-// spec.fairSharing of a ClusterQueue or a Cohort.
+// spec.fairSharing of a ClusterQueue, a Cohort or a LocalQueue.
 void FairSharing(Walker& w, const YAML::Node& node, const std::string& path, v1::FairSharing* fs) {
   w.Map(node, path, {{"weight", [&](const YAML::Node& n, const std::string& p) {
                         fs->set_weight(w.Str(n, p));
@@ -192,6 +192,12 @@ void ClusterQueueSpec(Walker& w, const YAML::Node& node, const std::string& path
          {"fairSharing", [&](const YAML::Node& n, const std::string& p) {
             FairSharing(w, n, p, spec->mutable_fair_sharing());
           }},
+         {"admissionScope", [&](const YAML::Node& n, const std::string& p) {
+            v1::AdmissionScope* scope = spec->mutable_admission_scope();
+            w.Map(n, p, {{"admissionMode", str([scope](const std::string& v) {
+                            scope->set_admission_mode(v);
+                          })}});
+          }},
          {"admissionChecks", [&](const YAML::Node& n, const std::string& p) {  // v1beta1
             w.List(n, p, [&](const YAML::Node& x, const std::string& xp) {
               spec->mutable_admission_checks_strategy()->add_admission_checks()->set_name(
@@ -213,7 +219,7 @@ void ClusterQueueSpec(Walker& w, const YAML::Node& node, const std::string& path
                             });
                           }}});
           }}},
-        {"admissionScope", "concurrentAdmissionPolicy"});
+        {"concurrentAdmissionPolicy"});
 }
 
 void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
@@ -304,8 +310,10 @@ void ParseDocument(Walker& w, const YAML::Node& doc, Manifest* m) {
               }},
              {"stopPolicy", [&w, s](const YAML::Node& x, const std::string& xp) {
                 s->set_stop_policy(w.Str(x, xp));
-              }}},
-            {"fairSharing"});
+              }},
+             {"fairSharing", [&w, s](const YAML::Node& x, const std::string& xp) {
+                FairSharing(w, x, xp, s->mutable_fair_sharing());
+              }}});
     };
   } else if (kind == "WorkloadPriorityClass") {
     auto* wpc = m->object.mutable_workload_priority_class();

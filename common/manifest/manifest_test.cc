@@ -40,6 +40,30 @@ TEST(ManifestTest, DemoAndSampleParse) {
   EXPECT_EQ(ps.template_().spec().containers(0).resources().requests().at("memory"), "200Mi");
 }
 
+TEST(ManifestTest, AdmissionScopeAndLocalQueueWeights) {
+  auto parsed = ParseManifests(R"(
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: shared}
+spec:
+  admissionScope:
+    admissionMode: UsageBasedAdmissionFairSharing
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a, namespace: ns}
+spec:
+  clusterQueue: shared
+  fairSharing: {weight: "2"}
+)",
+                               "afs.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].object.cluster_queue().spec().admission_scope().admission_mode(),
+            "UsageBasedAdmissionFairSharing");
+  EXPECT_EQ((*parsed)[1].object.local_queue().spec().fair_sharing().weight(), "2");
+}
+
 TEST(ManifestTest, FairSharingWeightsOfClusterQueuesAndCohorts) {
   auto parsed = ParseManifests(R"(
 apiVersion: kueue.x-k8s.io/v1beta2

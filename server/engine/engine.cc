@@ -330,6 +330,7 @@ absl::Status Engine::Impl::FinishRestore(uint64_t revision, WorkloadDecoder* dec
     }
   }
   FinishRestorePods();  // after the workloads: a pod finds its Workload by owner reference
+  AfsRestore();
   changes_.clear();
   return absl::OkStatus();
 }
@@ -472,6 +473,9 @@ bool Engine::HasPendingHeads() const { return impl_->HasPendingHeads(); }
 uint64_t Engine::revision() const { return impl_->revision(); }
 std::vector<PendingCount> Engine::PendingCounts() const { return impl_->PendingCounts(); }
 std::vector<NodeShare> Engine::WeightedShares() const { return impl_->WeightedShares(); }
+std::vector<LocalQueueUsage> Engine::AdmissionFairSharingUsages() const {
+  return impl_->AdmissionFairSharingUsages();
+}
 std::vector<std::pair<std::string, int64_t>> Engine::ObjectCounts() const {
   return impl_->ObjectCounts();
 }

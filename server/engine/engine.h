@@ -104,6 +104,17 @@ struct EngineOptions {
     bool requeue_from_eviction = true;
   };
   WaitForPodsReady wait_for_pods_ready;
+  // Admission fair sharing (§20): each LocalQueue's admitted usage, decayed with the half-life
+  // (0: no memory) and sampled every `usage_sampling_interval`, orders the workloads of the
+  // ClusterQueues whose admissionScope.admissionMode is UsageBasedAdmissionFairSharing, lower
+  // usage first; `resource_weights` weigh resources in that usage (unlisted: 1).
+  struct AdmissionFairSharing {
+    bool enabled = false;
+    absl::Duration usage_half_life = absl::ZeroDuration();
+    absl::Duration usage_sampling_interval = absl::Minutes(5);
+    std::map<std::string, double> resource_weights;
+  };
+  AdmissionFairSharing admission_fair_sharing;
   // Fair sharing (§19): admission order across a cohort by the tournament of dominant resource
   // shares, preemption across it by share with these strategies tried in order, and
   // status.fairSharing written. Off: the classical order and preemption of §6.4 and §7.
@@ -125,6 +136,15 @@ struct NodeShare {
   std::string name;
   std::string parent_cohort;  // a ClusterQueue's spec.cohortName
   double precise = 0;         // +infinity for a weight-0 node that borrows
+};
+
+// A LocalQueue's usage as admission fair sharing counts it (§20.2), for Kueue's
+// local_queue_admission_fair_sharing_usage gauge.
+struct LocalQueueUsage {
+  std::string namespace_;
+  std::string name;
+  std::string cluster_queue;
+  double usage = 0;  // +infinity for weight 0
 };
 
 // A ClusterQueue's pending workloads as Kueue's pending_workloads metric counts them.
@@ -322,6 +342,8 @@ class Engine {
   bool HasPendingHeads() const;
   // Pending workloads per ClusterQueue, split into active and inadmissible.
   std::vector<PendingCount> PendingCounts() const;
+  // Every LocalQueue's admission fair sharing usage while it is on; empty when off.
+  std::vector<LocalQueueUsage> AdmissionFairSharingUsages() const;
   // Every ClusterQueue's and cohort's weighted share while fair sharing is on; empty when off.
   std::vector<NodeShare> WeightedShares() const;
   // How many objects of each kind the engine holds (Kueue's kind names; "Pod" for reported

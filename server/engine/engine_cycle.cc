@@ -59,6 +59,9 @@ void Engine::Impl::Admit(WorkloadEntry& entry, ClusterQueueState& cq, const Assi
   SyncAdmitted(entry, now);
   entry.SetUsage(UsageFromAssignment(entry, assignment));
   ChargeUsage(entry, +1);
+  // Admission fair sharing (§20.2): the entry penalty, settled at once when admitted.
+  AfsReserved(entry);
+  if (IsConditionTrue(wl, kAdmitted)) AfsSettle(entry, now);
   EmitWorkload(entry, v1::WatchEvent::MODIFIED,
                IsConditionTrue(wl, kAdmitted) ? "Admitted" : "QuotaReserved", message);
   RecordQuotaReserved(entry, FormatConsideredFlavors(assignment), now);

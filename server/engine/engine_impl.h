@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
 #include "server/engine/cluster_queue.h"
 #include "common/workload_names.h"
 #include "server/engine/engine.h"
@@ -125,6 +126,37 @@ class Engine::Impl {
   // At a PodsReady deadline: evicts (PodsReadyTimeout) or deactivates at the requeuing limit;
   // returns whether it did.
   bool PodsReadyTimedOut(WorkloadEntry& entry, absl::Time now);
+
+  // ---- engine_afs.cc (admission fair sharing, §20) ----
+  std::vector<LocalQueueUsage> AdmissionFairSharingUsages() const;
+  // Whether the ClusterQueue orders by LocalQueue usage (AFS on and its admission mode).
+  bool UsesAfs(const std::string& cluster_queue) const;
+  // U(LQ) of §20.2 for the LocalQueue "ns/name": weighted usage and pending penalties over its
+  // weight.
+  double AfsUsage(const std::string& lq_key) const;
+  // The admitted usage of a workload entering (+1) or leaving (-1) its LocalQueue's count.
+  void AfsAdmittedDelta(const WorkloadEntry& entry, int sign);
+  // At a reservation in a UsageBased ClusterQueue: the entry penalty (§20.2).
+  void AfsReserved(const WorkloadEntry& entry);
+  // At Admitted=True in a UsageBased ClusterQueue: the settlement (§20.2).
+  void AfsSettle(const WorkloadEntry& entry, absl::Time now);
+  // Drops a workload's pending penalty (released, deleted).
+  void AfsForget(const WorkloadEntry& entry);
+  // The sampling of one LocalQueue (a timer "afs:<ns/name>"): decay, status, re-arm.
+  void AfsSample(const std::string& lq_key, absl::Time now);
+  // After a LocalQueue is applied (new, or its weight changed) or deleted.
+  void AfsLocalQueueChanged(const std::string& lq_key, absl::Time now);
+  // After restore: ledgers seeded from the stored status, sampling timers armed.
+  void AfsRestore();
+  // Runs an "afs:" timer; false for any other key.
+  bool TickAfsTimer(const std::string& key, absl::Time now);
+  using AdmissionFairSharingOptions = EngineOptions::AdmissionFairSharing;
+  // The queued workloads of the LocalQueue take their new usage into their place in the queue.
+  void AfsRekey(const std::string& lq_key);
+  static std::string LocalQueueKey(const WorkloadEntry& entry) {
+    return absl::StrCat(entry.object().metadata().namespace_(), "/",
+                        entry.object().spec().queue_name());
+  }
 
   // ---- engine_multikueue.cc ----
   absl::StatusOr<v1::Workload> NominateClusters(const DispatchTarget& target,
@@ -407,6 +439,16 @@ class Engine::Impl {
   std::map<std::string, v1::QueueObject> multikueue_configs_;
   std::map<std::string, v1::QueueObject> multikueue_clusters_;
   std::map<std::string, v1::QueueObject> local_queues_;  // namespace/name
+  // Admission fair sharing's ledger per LocalQueue (namespace/name): the decayed usage per
+  // resource (CPU in cores, others in base units) as of last_update, the pending entry
+  // penalties by workload, and the admitted usage now (exact, in the engine's units).
+  struct AfsLedger {
+    std::map<std::string, double> consumed;
+    absl::Time last_update = absl::InfinitePast();
+    std::map<std::string, std::map<std::string, double>> penalties;
+    std::map<std::string, Amount> admitted;
+  };
+  std::map<std::string, AfsLedger> afs_;
   // How many of them hold their workloads (stopPolicy Hold or HoldAndDrain): while none does,
   // a cycle does not look each head's LocalQueue up.
   int stopped_local_queues_ = 0;

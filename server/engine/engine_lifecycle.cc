@@ -84,7 +84,11 @@ bool Engine::Impl::SyncAdmitted(WorkloadEntry& entry, absl::Time now) {
   const v1::Workload& wl = entry.object();
   if (was != ready) {
     ClusterQueueState* cq = FindClusterQueue(entry.cluster_queue);
-    if (cq != nullptr && cq->reserved.count(&entry.key()) > 0) cq->admitted += ready ? 1 : -1;
+    if (cq != nullptr && cq->reserved.count(&entry.key()) > 0) {
+      cq->admitted += ready ? 1 : -1;
+      AfsAdmittedDelta(entry, ready ? 1 : -1);
+      if (ready && IsActive(wl)) AfsSettle(entry, now);
+    }
   }
   if (ready && IsActive(wl)) {
     const absl::Time deadline = ExecutionDeadline(wl);
@@ -381,7 +385,7 @@ void Engine::Impl::Tick(absl::Time now) {
   while (!timers_.empty() && timers_.begin()->first <= now) {
     const std::string key = timers_.begin()->second;
     timers_.erase(timers_.begin());
-    if (TickPodTimer(key, now)) continue;
+    if (TickPodTimer(key, now) || TickAfsTimer(key, now)) continue;
     auto it = workloads_.find(key);
     if (it == workloads_.end()) continue;  // deleted since
     WorkloadEntry& entry = it->second;

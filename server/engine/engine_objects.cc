@@ -169,7 +169,14 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     }
   }
   if (kind == v1::OBJECT_KIND_CLUSTER_QUEUE) object.mutable_cluster_queue()->clear_status();
-  if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) object.mutable_local_queue()->clear_status();
+  if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) {
+    // Admission fair sharing's status is the server's, kept with the object (§20.4).
+    object.mutable_local_queue()->clear_status();
+    if (existing != nullptr && existing->local_queue().status().has_fair_sharing()) {
+      *object.mutable_local_queue()->mutable_status()->mutable_fair_sharing() =
+          existing->local_queue().status().fair_sharing();
+    }
+  }
   if (kind == v1::OBJECT_KIND_COHORT) object.mutable_cohort()->clear_status();
   // Server-kept status stays as it is; an AdmissionCheck's controller never changes.
   ADMITD_RETURN_IF_ERROR(PrepareMultiKueueApply(existing, &object, now));
@@ -247,6 +254,12 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
         WorkloadEntry& entry = workloads_.at(wl_key);
         entry.where = WorkloadEntry::Where::kNone;
         Enqueue(entry, now, true);
+      }
+    }
+    if (options_.admission_fair_sharing.enabled) {
+      // Its admission mode may have changed: its LocalQueues' workloads take their places again.
+      for (const auto& [lq_key, lq] : local_queues_) {
+        if (lq.local_queue().spec().cluster_queue() == key) AfsRekey(lq_key);
       }
     }
     RequeueInadmissible(cq);
@@ -330,6 +343,7 @@ absl::StatusOr<v1::ApplyResponse> Engine::Impl::Apply(const v1::ApplyRequest& re
     if (IsRunning(old_stop_policy) != IsRunning(lq.spec().stop_policy())) {
       RequeueRestarted(now);
     }
+    AfsLocalQueueChanged(key, now);
   }
   if (kind == v1::OBJECT_KIND_LOCAL_QUEUE && !old_cluster_queue.empty() &&
       old_cluster_queue != local_queues_.at(key).local_queue().spec().cluster_queue()) {
@@ -555,6 +569,7 @@ absl::Status Engine::Impl::Delete(const v1::DeleteObjectRequest& request, absl::
       it->second.has_namespace_() ? it->second.namespace_().metadata().labels()
                                   : google::protobuf::Map<std::string, std::string>();
   table->erase(it);
+  if (kind == v1::OBJECT_KIND_LOCAL_QUEUE) AfsLocalQueueChanged(key, now);
   // A namespace without its object keeps the name label alone.
   if (kind == v1::OBJECT_KIND_NAMESPACE) OnNamespaceLabels(old_labels, ImplicitNamespaceLabels(key));
   if (kind == v1::OBJECT_KIND_COHORT) {

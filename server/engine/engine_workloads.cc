@@ -56,6 +56,14 @@ void Engine::Impl::SetQueueKey(WorkloadEntry& entry) {
        evicted->reason() == kReasonAdmissionCheck)) {
     entry.queue_key.timestamp = FromProto(evicted->last_transition_time());
   }
+  entry.queue_key.afs_usage = 0;
+  if (options_.admission_fair_sharing.enabled) {
+    // §20.3: in a ClusterQueue that uses it, the LocalQueue's usage orders first.
+    const std::string lq_key = absl::StrCat(wl.metadata().namespace_(), "/", wl.spec().queue_name());
+    if (UsesAfs(ClusterQueueOf(wl.metadata().namespace_(), wl.spec().queue_name()))) {
+      entry.queue_key.afs_usage = AfsUsage(lq_key);
+    }
+  }
   entry.queue_key.uid = wl.metadata().uid();
   entry.queue_key.key = entry.key();
   entry.queue_key.entry = &entry;
@@ -294,7 +302,11 @@ void Engine::Impl::ChargeUsage(WorkloadEntry& entry, int sign) {
     cq.reserved.erase(&entry.key());
   }
   cq.reserving += sign;
-  if (IsConditionTrue(entry.object(), kAdmitted)) cq.admitted += sign;
+  if (IsConditionTrue(entry.object(), kAdmitted)) {
+    cq.admitted += sign;
+    AfsAdmittedDelta(entry, sign);
+  }
+  if (sign < 0) AfsForget(entry);
   if (sign > 0 && !IsConditionTrue(entry.object(), kPodsReady)) {
     not_ready_.insert(entry.key());
   } else if (sign < 0) {

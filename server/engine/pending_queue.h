@@ -28,6 +28,9 @@ struct WorkloadEntry;
 
 // Where a pending workload sorts in its ClusterQueue.
 struct QueueKey {
+  // Admission fair sharing (§20.3): the LocalQueue's usage, compared before everything else in
+  // a ClusterQueue that uses it (0 in every other).
+  double afs_usage = 0;
   int32_t priority = 0;
   absl::Time timestamp;
   std::string uid;
@@ -42,6 +45,7 @@ struct QueueKey {
   enum class In : uint8_t { kNone, kGroup, kAlone } in = In::kNone;
 
   bool operator<(const QueueKey& o) const {
+    if (afs_usage != o.afs_usage) return afs_usage < o.afs_usage;
     if (priority != o.priority) return priority > o.priority;
     if (timestamp != o.timestamp) return timestamp < o.timestamp;
     if (uid != o.uid) return uid < o.uid;
@@ -58,6 +62,19 @@ class PendingQueue {
   void AddAlone(QueueKey* key, uint64_t shape);
   // Takes a workload out, wherever it waits; nothing when it is not queued.
   void Remove(QueueKey* key);
+  // Changes a queued workload's place in the order (`change` edits its key), keeping it where it
+  // waits: active, with its set-aside shape, or alone.
+  template <typename F>
+  void Rekey(QueueKey* key, F change) {
+    if (key->in != QueueKey::In::kGroup) {  // not queued, or alone (unordered)
+      change(key);
+      return;
+    }
+    const uint64_t shape = key->shape;
+    Remove(key);
+    change(key);
+    Add(key, shape);
+  }
 
   // The first active workload, or nullptr.
   QueueKey* Front() const { return fronts_.empty() ? nullptr : *fronts_.begin(); }

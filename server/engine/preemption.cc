@@ -75,11 +75,13 @@ std::vector<Target> Engine::Impl::FindTargets(const ClusterQueueState& cq,
                                   static_cast<uint32_t>(found.size())));
   };
   const QuotaTree::QueueRef own_ref = quota_tree_.RefOf(own);
+  const bool afs = UsesAfs(own);
   if (within_queue != Policy::kNever) {
     for (const auto& held : cq.reserved) {
       WorkloadEntry& c = *held.second;
       if (eligible(c) && PolicyAllows(within_queue, preemptor, c, c.candidate_keys().priority)) {
         add(c, QuotaTree::QueueRef(), Variant::kWithinQueue, own_ref, false, 2);
+        if (afs) found.back().afs_usage = AfsUsage(LocalQueueKey(c));
       }
     }
   }

@@ -26,6 +26,12 @@ bool PolicyAllows(Policy policy, const WorkloadEntry& p, const WorkloadEntry& c,
 }
 
 bool Before(const Candidate& a, const Candidate& b) {
+  // Evicted, class and other queue (the bits above the priority) first; then, between two
+  // candidates of the preemptor's own queue, the LocalQueue that used more.
+  if ((a.major >> 32) != (b.major >> 32)) return a.major < b.major;
+  if (!a.other_queue && !b.other_queue && a.afs_usage != b.afs_usage) {
+    return a.afs_usage > b.afs_usage;
+  }
   if (a.major != b.major) return a.major < b.major;
   if (a.later_first != b.later_first) return a.later_first < b.later_first;
   if (a.uid_prefix != b.uid_prefix) return a.uid_prefix < b.uid_prefix;

@@ -42,6 +42,9 @@ struct Candidate {
   // those after the prefix every candidate's UID shares (UIDs admitd makes differ only in their
   // last 12 characters).
   uint64_t major = 0;
+  // Admission fair sharing (§20.3): the usage of the candidate's LocalQueue, for candidates of
+  // the preemptor's own ClusterQueue when it uses it (higher first, before priority); else 0.
+  double afs_usage = 0;
   int64_t later_first = 0;
   uint64_t uid_prefix = 0;
   uint32_t index = 0;

@@ -163,6 +163,7 @@ std::vector<Target> Engine::Impl::FindFairTargets(const ClusterQueueState& cq,
       if (eligible(c) && PolicyAllows(within_queue, preemptor, c, c.candidate_keys().priority)) {
         found.push_back(MakeCandidate(&c, QueueRef(), Variant::kWithinQueue, own, false, 0,
                                       static_cast<uint32_t>(found.size())));
+        if (UsesAfs(cq.name())) found.back().afs_usage = AfsUsage(LocalQueueKey(c));
       }
     }
   }

@@ -20,7 +20,7 @@ constexpr int kMaxResourcesPerGroup = 64;
 constexpr int kMaxResourcesPerFlavor = 64;
 constexpr int kMaxFlavorsTotal = 256;
 
-// spec.fairSharing of a ClusterQueue or a Cohort: a weight that is a quantity, not negative, and
+// spec.fairSharing of a ClusterQueue, a Cohort or a LocalQueue: a weight that is a quantity, not negative, and
 // either 0 or above 1n (smaller ones collapse to 0 in the shares).
 // `fs` is null when the spec has none.
 void CheckFairSharing(Violations* out, const std::string& field, const v1::FairSharing* fs) {
@@ -184,6 +184,15 @@ Violations ValidateClusterQueue(const v1::ClusterQueue& cq) {
   CheckEnum(&out, "spec.stopPolicy", spec.stop_policy(), {"None", "Hold", "HoldAndDrain"});
   CheckFairSharing(&out, "spec.fairSharing",
                    spec.has_fair_sharing() ? &spec.fair_sharing() : nullptr);
+  if (spec.has_admission_scope()) {
+    const std::string& mode = spec.admission_scope().admission_mode();
+    if (mode.empty()) {
+      out.push_back({"spec.admissionScope.admissionMode", "Required value"});
+    } else {
+      CheckEnum(&out, "spec.admissionScope.admissionMode", mode,
+                {"UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"});
+    }
+  }
   const v1::FlavorFungibility& ff = spec.flavor_fungibility();
   CheckEnum(&out, "spec.flavorFungibility.whenCanBorrow", ff.when_can_borrow(),
             {"MayStopSearch", "TryNextFlavor"});
@@ -236,6 +245,8 @@ Violations ValidateLocalQueue(const v1::LocalQueue& lq) {
     CheckName(&out, "spec.clusterQueue", lq.spec().cluster_queue(), false);
   }
   CheckEnum(&out, "spec.stopPolicy", lq.spec().stop_policy(), {"None", "Hold", "HoldAndDrain"});
+  CheckFairSharing(&out, "spec.fairSharing",
+                   lq.spec().has_fair_sharing() ? &lq.spec().fair_sharing() : nullptr);
   return out;
 }
 

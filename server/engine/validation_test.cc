@@ -429,6 +429,33 @@ TEST(ClusterQueueValidation, FairSharingWeights) {
   EXPECT_EQ(ValidateClusterQueue(cq)[0].field, "spec.fairSharing.weight");
 }
 
+TEST(ClusterQueueValidation, AdmissionScopeAndLocalQueueWeights) {
+  v1::ClusterQueue cq = GoodClusterQueue();
+  for (const char* mode : {"UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"}) {
+    cq.mutable_spec()->mutable_admission_scope()->set_admission_mode(mode);
+    EXPECT_THAT(ValidateClusterQueue(cq), IsEmpty()) << mode;
+  }
+  cq.mutable_spec()->mutable_admission_scope()->set_admission_mode("ByUsage");
+  EXPECT_THAT(ValidateClusterQueue(cq),
+              UnorderedElementsAre(Violation(
+                  "spec.admissionScope.admissionMode",
+                  "Unsupported value: \"ByUsage\": supported values: "
+                  "\"UsageBasedAdmissionFairSharing\", \"NoAdmissionFairSharing\"")));
+  cq.mutable_spec()->mutable_admission_scope()->clear_admission_mode();
+  EXPECT_THAT(ValidateClusterQueue(cq),
+              UnorderedElementsAre(Violation("spec.admissionScope.admissionMode", "Required value")));
+  v1::LocalQueue lq;
+  lq.mutable_metadata()->set_namespace_("ns");
+  lq.mutable_metadata()->set_name("lq");
+  lq.mutable_spec()->set_cluster_queue("cq");
+  lq.mutable_spec()->mutable_fair_sharing()->set_weight("0.5");
+  EXPECT_THAT(ValidateLocalQueue(lq), IsEmpty());
+  lq.mutable_spec()->mutable_fair_sharing()->set_weight("-2");
+  EXPECT_THAT(ValidateLocalQueue(lq),
+              UnorderedElementsAre(Violation(
+                  "spec.fairSharing", "Invalid value: \"-2\": must be greater than or equal to 0")));
+}
+
 TEST(QueueObjectValidation, ResourceFlavorCohortLocalQueueAndPriorityClass) {
   v1::ResourceFlavor flavor;
   flavor.mutable_metadata()->set_name("spot");
