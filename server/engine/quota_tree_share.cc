@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
+#include "absl/container/inlined_vector.h"
 #include "server/engine/quantity.h"
 #include "server/engine/quota_tree.h"
 
@@ -96,7 +96,20 @@ QuotaTree::Share QuotaTree::ShareAt(const Node& n, const FlavorResourceQuantitie
   share.weight = n.weight;
   if (n.parent == nullptr) return share;
   // What the node uses beyond its subtree's quota, per resource, over the pairs it declares.
-  std::map<std::string, Amount> borrowed;  // by name: equal ratios go to the smaller name
+  // Few resources: small vectors searched in turn, no allocation (this runs for every head of a
+  // fair-sharing tournament, at every level, after every head).
+  struct PerResource {
+    const std::string* resource;
+    Amount amount;
+  };
+  auto at = [](absl::InlinedVector<PerResource, 4>& v, const std::string& r) -> Amount& {
+    for (PerResource& e : v) {
+      if (*e.resource == r) return e.amount;
+    }
+    v.push_back({&r, 0});
+    return v.back().amount;
+  };
+  absl::InlinedVector<PerResource, 4> borrowed;
   for (size_t id = 0; id < n.slots.size(); ++id) {
     const Slot& slot = n.slots[id];
     if (!slot.declared) continue;
@@ -106,7 +119,7 @@ QuotaTree::Share QuotaTree::ShareAt(const Node& n, const FlavorResourceQuantitie
       if (r != request->end()) usage += r->second;
     }
     if (const Amount b = usage - slot.subtree_quota; b > 0) {
-      borrowed[pairs_[id].second] += b;
+      at(borrowed, pairs_[id].second) += b;
       share.borrowed_pairs.push_back(static_cast<int>(id));
     }
   }
@@ -116,21 +129,28 @@ QuotaTree::Share QuotaTree::ShareAt(const Node& n, const FlavorResourceQuantitie
   // resource the whole tree declares.
   const Node* root = &n;
   while (root->parent != nullptr) root = root->parent;
-  std::map<std::string, Amount> lendable;
+  absl::InlinedVector<PerResource, 4> lendable;
+  for (const PerResource& b : borrowed) lendable.push_back({b.resource, 0});
   for (size_t id = 0; id < root->slots.size(); ++id) {
     if (!root->slots[id].declared) continue;
     const std::string& resource = pairs_[id].second;
-    if (borrowed.count(resource) > 0) lendable[resource] += PotentialAt(*n.parent, id);
-  }
-  for (const auto& [resource, b] : borrowed) {
-    const Amount l = lendable[resource];
-    if (l <= 0) continue;
-    const double ratio = static_cast<double>(b) * 1000.0 / static_cast<double>(l);
-    if (ratio > share.ratio) {
-      share.ratio = ratio;
-      share.resource = resource;
+    for (PerResource& l : lendable) {
+      if (*l.resource == resource) l.amount += PotentialAt(*n.parent, id);
     }
   }
+  const std::string* dominant = nullptr;
+  for (size_t i = 0; i < borrowed.size(); ++i) {
+    const Amount l = lendable[i].amount;
+    if (l <= 0) continue;
+    const double ratio = static_cast<double>(borrowed[i].amount) * 1000.0 / static_cast<double>(l);
+    // Equal ratios go to the smaller resource name.
+    if (ratio > share.ratio ||
+        (ratio == share.ratio && dominant != nullptr && *borrowed[i].resource < *dominant)) {
+      share.ratio = ratio;
+      dominant = borrowed[i].resource;
+    }
+  }
+  if (dominant != nullptr) share.resource = *dominant;
   return share;
 }
 
