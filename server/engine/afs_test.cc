@@ -111,6 +111,18 @@ class AfsTest : public ::testing::Test {
     return -1;
   }
 
+  // lq-a runs 8 cpu for 10 s, then lq-a's older and lq-b's newer 8-cpu workloads wait for
+  // the one slot.
+  void BusyThenBoth() {
+    Submit("before", "lq-a", "8", now_);
+    At(now_);
+    At(kT0 + absl::Seconds(10));
+    Finish("before");
+    Submit("wl-a1", "lq-a", "8", kT0 + absl::Seconds(11));
+    Submit("wl-b1", "lq-b", "8", kT0 + absl::Seconds(12));
+    At(kT0 + absl::Seconds(13));
+  }
+
   std::unique_ptr<Engine> engine_;
   absl::Time now_ = kT0;
 };
@@ -143,13 +155,7 @@ TEST_F(AfsTest, UsageDecaysWithTheHalfLifeAndIsSampledIntoTheStatus) {
 // "admits workload from less active localqueue": lq-a used the quota before; lq-b's later
 // workload goes first.
 TEST_F(AfsTest, AdmitsTheWorkloadOfTheLessActiveLocalQueue) {
-  Submit("before", "lq-a", "8", now_);
-  At(now_);
-  At(kT0 + absl::Seconds(10));
-  Finish("before");
-  Submit("wl-a1", "lq-a", "8", kT0 + absl::Seconds(11));
-  Submit("wl-b1", "lq-b", "8", kT0 + absl::Seconds(12));
-  At(kT0 + absl::Seconds(13));
+  BusyThenBoth();
   EXPECT_TRUE(Admitted("wl-b1"));
   EXPECT_FALSE(Admitted("wl-a1"));
 }
@@ -225,13 +231,7 @@ class ClassicalOrderTest : public AfsTest {
 
 // "without AFS: classic admission decision ignores queue usage".
 TEST_F(ClassicalOrderTest, WithoutAdmissionFairSharingTheOlderWorkloadGoesFirst) {
-  Submit("before", "lq-a", "8", now_);
-  At(now_);
-  At(kT0 + absl::Seconds(10));
-  Finish("before");
-  Submit("wl-a1", "lq-a", "8", kT0 + absl::Seconds(11));
-  Submit("wl-b1", "lq-b", "8", kT0 + absl::Seconds(12));
-  At(kT0 + absl::Seconds(13));
+  BusyThenBoth();
   EXPECT_TRUE(Admitted("wl-a1"));
   EXPECT_FALSE(Admitted("wl-b1"));
   EXPECT_FALSE(LocalQueue("lq-a").status().has_fair_sharing());

@@ -172,6 +172,18 @@ class FairSharingTest : public ::testing::Test {
     return o->cohort().status().fair_sharing().weighted_share();
   }
 
+  // Cohort eng: alpha (50 cpu) within nominal, beta (50) borrowing 5 of shared's 10; then one
+  // cycle over beta's older 1-cpu head and alpha's newer 5-cpu head, with room for one.
+  void LowestShareScenario() {
+    AddQueue({"alpha", "eng", "50"});
+    AddQueue({"beta", "eng", "50"});
+    AddQueue({"shared", "eng", "10"});
+    Admit({{"all-nominal", "alpha", "50"}, {"borrowing", "beta", "55"}});
+    Submit("older-new", "beta", "1", 0, kT0 - absl::Minutes(1));
+    Submit("new", "alpha", "5");
+    engine_.RunCycle(Now());
+  }
+
   Engine engine_;
   int tick_ = 0;
 };
@@ -229,13 +241,7 @@ TEST_F(ClassicalTest, WithoutFairSharingNoShareIsShown) {
 // first": alpha within nominal, beta borrowing; alpha's newer head goes first because alpha's
 // share with it admitted is lower, and beta's older head then no longer fits.
 TEST_F(FairSharingTest, ScheduleWorkloadWithLowestShareFirst) {
-  AddQueue({"alpha", "eng", "50"});
-  AddQueue({"beta", "eng", "50"});
-  AddQueue({"shared", "eng", "10"});
-  Admit({{"all-nominal", "alpha", "50"}, {"borrowing", "beta", "55"}});
-  Submit("older-new", "beta", "1", 0, kT0 - absl::Minutes(1));
-  Submit("new", "alpha", "5");
-  engine_.RunCycle(Now());
+  LowestShareScenario();
   EXPECT_EQ(StateOf(Get("new")), v1::WORKLOAD_STATE_ADMITTED);
   const v1::Workload older = Get("older-new");
   EXPECT_EQ(StateOf(older), v1::WORKLOAD_STATE_PENDING);
@@ -245,13 +251,7 @@ TEST_F(FairSharingTest, ScheduleWorkloadWithLowestShareFirst) {
 
 // The same heads without fair sharing: the classical order takes the older head first.
 TEST_F(ClassicalTest, TheClassicalOrderTakesTheOlderHeadInstead) {
-  AddQueue({"alpha", "eng", "50"});
-  AddQueue({"beta", "eng", "50"});
-  AddQueue({"shared", "eng", "10"});
-  Admit({{"all-nominal", "alpha", "50"}, {"borrowing", "beta", "55"}});
-  Submit("older-new", "beta", "1", 0, kT0 - absl::Minutes(1));
-  Submit("new", "alpha", "5");
-  engine_.RunCycle(Now());
+  LowestShareScenario();
   EXPECT_EQ(StateOf(Get("older-new")), v1::WORKLOAD_STATE_ADMITTED);
   EXPECT_EQ(StateOf(Get("new")), v1::WORKLOAD_STATE_PENDING);
 }
