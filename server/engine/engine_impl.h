@@ -505,6 +505,8 @@ bool UsesAdmissionCheck(const ClusterQueueState& cq, const std::string& check);
 
 // True while a workload's reservation counts against its ClusterQueue (§2.4).
 bool HoldsReservation(const v1::Workload& wl);
+// The workload in an answer, as `answer` asks: a copy, or its name and resource version.
+void SetAnswer(const v1::Workload& wl, Engine::Answer answer, v1::Workload* out);
 
 // Helpers over queue objects shared by the engine's files.
 v1::ObjectMeta* MutableMeta(v1::QueueObject* o);

@@ -346,9 +346,7 @@ absl::StatusOr<v1::SetAdmissionCheckStateResponse> Engine::Impl::SetAdmissionChe
     } else {
       // The n-th requeue waits base * 2^(n-1), capped; a check's requeueAfterSeconds may ask
       // for longer.
-      absl::Duration backoff = options_.backoff_base;
-      for (int i = 1; i < count && backoff < options_.backoff_max; ++i) backoff *= 2;
-      backoff = std::min(backoff, options_.backoff_max);
+      const absl::Duration backoff = std::min(RequeueBackoff(count), options_.backoff_max);
       const absl::Time at = std::max(now + backoff, retry_at);
       v1::RequeueState* rs = wl.mutable_status()->mutable_requeue_state();
       rs->set_count(count);
