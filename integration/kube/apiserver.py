@@ -21,13 +21,17 @@ The first stdout line is ``listening 127.0.0.1:PORT``.
 
 This module is the entry point and the HTTP layer: request routing, list
 pagination, watch streaming, the fixture-only endpoints, the command line and
-main(). The rest lives in resources.py (resource table, discovery, OpenAPI),
+main(); it also lists the controllers ``--controllers`` can start
+(``CONTROLLERS``) and hands them to controllers.py, the controller runtime.
+The rest lives in resources.py (resource table, discovery, OpenAPI),
 store.py (objects, resourceVersions, watch history, admission hooks and
 listeners), objects.py (per-kind defaulting and validation), updaterules.py
 (what pod and Job updates may change, and the feature gates), crds.py
-(CustomResourceDefinitions and custom resources), kselectors.py
-(label and field selectors), tables.py (kubectl's Table form), errors.py
-(Status errors) and kpatch.py (patch algorithms).
+(CustomResourceDefinitions and custom resources; crdfinalizer.py deletes
+them with their CRD), webhookconfig.py (webhook configurations),
+kselectors.py (label and field selectors), tables.py (kubectl's Table form),
+errors.py (Status errors), kpatch.py (patch algorithms) and kcommon.py (small
+helpers every module may use). README.md describes the layering.
 """
 
 import argparse
@@ -39,12 +43,20 @@ import re
 import signal
 import sys
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import controllers
+import crdfinalizer
 import crds
+import jobcontroller
+import kubelet
+import rayclustercontroller
+import scheduler
 import tables
 import updaterules
+import webhooks
 from errors import (ApiError, bad_request, expired, method_not_allowed, status_details,
                     unsupported_media_type)
 from kselectors import FieldSelector, LabelSelector
@@ -53,6 +65,10 @@ from resources import (AGGREGATED_CONTENT_TYPE, RES_BY_KEY, aggregated_discovery
 from store import Store
 
 DEFAULT_VERSION = "v1.33.0"
+
+# The simulated controllers ``--controllers`` may start, each by its NAME.
+CONTROLLERS = [jobcontroller.JobController, kubelet.Kubelet,
+               rayclustercontroller.RayClusterController, scheduler.Scheduler]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -126,7 +142,6 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as e:  # a bug in this server: answer 500 as Kubernetes does
-            import traceback
             traceback.print_exc()
             err = ApiError(500, "InternalError", "Internal error occurred: %s" % e,
                            {"causes": [{"message": str(e)}]})
@@ -535,10 +550,8 @@ class App:
             for n in args.namespace:
                 self.store.create(RES_BY_KEY["namespaces"], None, {"metadata": {"name": n}})
             if args.node:
-                import scheduler
                 scheduler.create_nodes(self.store, args.node)
             crds.install(self.store, [n for spec in args.crd for n in spec.split(",") if n])
-        import webhooks
         self.store.admission.append(webhooks.WebhookAdmission(
             self.store, parse_service_addresses(args.service_address),
             args.webhook_forbidden_prefix))
@@ -640,10 +653,10 @@ def make_server(args):
     httpd.app = app
     host, port = httpd.server_address[:2]
     app.address = "%s:%d" % (host, port)
-    app.controllers = [crds.CRDFinalizer(app)]  # part of the API server, always running
+    app.controllers = [crdfinalizer.CRDFinalizer(app)]  # part of the API server, always running
     if args.controllers:
-        import controllers
-        app.controllers += controllers.start(app, [c for c in args.controllers.split(",") if c])
+        app.controllers += controllers.start(app, [c for c in args.controllers.split(",") if c],
+                                             CONTROLLERS)
     return httpd
 
 

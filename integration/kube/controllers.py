@@ -1,12 +1,14 @@
-"""Simulated Kubernetes controllers for the test API server: base class and registry.
+"""The controller runtime of the test API server: base class, work queue and start-up.
 
-A controller is a ``Controller`` subclass with a ``NAME``, registered with
-``@register``; ``start(app, names)`` instantiates the named ones (the
-``--controllers`` option). The controllers themselves live in
-``jobcontroller.py`` (batch/v1 Job controller), ``scheduler.py`` (binds pods to
-fake nodes), ``kubelet.py`` (pod phases, graceful termination) and
+A simulated controller is a ``Controller`` subclass with a ``NAME``.
+``start(app, names, available)`` instantiates the named ones (the
+``--controllers`` option) from the classes ``available``; apiserver.py, the
+entry point, passes the list of concrete controllers. This module imports
+none of them: they import it. The controllers are ``jobcontroller.py``
+(batch/v1 Job controller), ``scheduler.py`` (binds pods to fake nodes),
+``kubelet.py`` (pod phases, graceful termination) and
 ``rayclustercontroller.py`` (KubeRay's RayCluster controller);
-``crds.CRDFinalizer`` (deletes the custom resources of a deleted CRD) is built
+``crdfinalizer.py`` (deletes the custom resources of a deleted CRD) is built
 on the same base and always runs.
 
 How they work: ``Store.listeners`` calls ``_on_event`` with every committed
@@ -31,14 +33,6 @@ import time
 import traceback
 
 from errors import ApiError
-
-REGISTRY = {}
-
-
-def register(cls):
-    REGISTRY[cls.NAME] = cls
-    return cls
-
 
 class Controller:
     """Base: queue store events, sync the keys they map to on a daemon thread."""
@@ -156,52 +150,11 @@ class Controller:
             raise
 
 
-def set_condition(conds, ctype, status, reason="", message="", now=None, probe=False):
-    """Set a condition in ``conds`` (a list); lastTransitionTime changes only with status."""
-    for c in conds:
-        if c.get("type") == ctype:
-            if c.get("status") != status:
-                c["lastTransitionTime"] = now
-                if probe:
-                    c["lastProbeTime"] = now
-            c["status"] = status
-            for k, v in (("reason", reason), ("message", message)):
-                if v:
-                    c[k] = v
-                else:
-                    c.pop(k, None)
-            return conds
-    c = {"type": ctype, "status": status}
-    if probe:
-        c["lastProbeTime"] = now
-    c["lastTransitionTime"] = now
-    if reason:
-        c["reason"] = reason
-    if message:
-        c["message"] = message
-    conds.append(c)
-    return conds
-
-
-def pod_terminal(pod):
-    """Whether the pod has finished (phase Succeeded or Failed)."""
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def get_condition(obj, ctype):
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def start(app, names):
-    import jobcontroller  # noqa: F401  (modules register themselves)
-    import kubelet  # noqa: F401
-    import rayclustercontroller  # noqa: F401
-    import scheduler  # noqa: F401
-    unknown = [n for n in names if n not in REGISTRY]
+def start(app, names, available):
+    """Start the controllers called ``names``, picked by ``NAME`` from the classes ``available``."""
+    by_name = {cls.NAME: cls for cls in available}
+    unknown = [n for n in names if n not in by_name]
     if unknown:
         raise SystemExit("unknown controllers: %s (available: %s)"
-                         % (", ".join(unknown), ", ".join(sorted(REGISTRY)) or "none"))
-    return [REGISTRY[n](app) for n in names]
+                         % (", ".join(unknown), ", ".join(sorted(by_name)) or "none"))
+    return [by_name[n](app) for n in names]

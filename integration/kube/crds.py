@@ -20,7 +20,7 @@ What kube-apiserver's apiextensions part does, as far as clients can tell:
   create when the status subresource is enabled, the schema's ``default``
   values applied; ``metadata.generation`` counts changes outside metadata
   (and status) (``Resource.spec_changed``);
-* deleting a CRD (``mark_for_deletion``, ``CRDFinalizer``): the
+* deleting a CRD (``mark_for_deletion``, and crdfinalizer.py): the
   ``customresourcecleanup.apiextensions.k8s.io`` finalizer and a
   ``Terminating`` condition are added, creates are refused (405), every custom
   resource is deleted (their own finalizers honoured), then the finalizer is
@@ -41,9 +41,9 @@ conflicts between CRDs.
 import copy
 import re
 
-import controllers
 import tables
 from errors import ApiError, FieldError
+from kcommon import now_rfc3339
 from resources import RES_BY_KEY, Resource
 from updaterules import GoValue
 
@@ -120,7 +120,8 @@ def _accepted_names(spec):
     return names
 
 
-def _set_condition(status, ctype, value, reason, message, now):
+def set_crd_condition(status, ctype, value, reason, message, now):
+    """Set a condition of a CRD's ``status``; lastTransitionTime changes only with the value."""
     conds = status.setdefault("conditions", [])
     for c in conds:
         if c.get("type") == ctype:
@@ -134,14 +135,14 @@ def _set_condition(status, ctype, value, reason, message, now):
 
 def prepare_crd_create(obj):
     """Create: defaults, and the status the naming and establishing controllers would write."""
-    from store import now_rfc3339
     default_crd(obj)
     now = now_rfc3339()
     spec = _dict(obj.get("spec"))
     status = {"acceptedNames": _accepted_names(spec), "conditions": []}
-    _set_condition(status, "NamesAccepted", "True", "NoConflicts", "no conflicts found", now)
-    _set_condition(status, "Established", "True", "InitialNamesAccepted",
-                   "the initial names have been accepted", now)
+    set_crd_condition(status, "NamesAccepted", "True", "NoConflicts", "no conflicts found",
+                      now)
+    set_crd_condition(status, "Established", "True", "InitialNamesAccepted",
+                      "the initial names have been accepted", now)
     sv = storage_version(obj)
     status["storedVersions"] = [sv] if sv else []
     obj["status"] = status
@@ -162,14 +163,13 @@ def prepare_crd_update(new, old):
 
 def mark_for_deletion(obj):
     """The first DELETE of a CRD: its cleanup finalizer and the Terminating condition."""
-    from store import now_rfc3339
     out = copy.deepcopy(obj)
     fins = out["metadata"].setdefault("finalizers", [])
     if CLEANUP_FINALIZER not in fins:
         fins.append(CLEANUP_FINALIZER)
-    _set_condition(out.setdefault("status", {}), "Terminating", "True", "InstanceDeletionPending",
-                   "CustomResourceDefinition marked for deletion; CustomResource deletion will "
-                   "begin soon", now_rfc3339())
+    set_crd_condition(out.setdefault("status", {}), "Terminating", "True",
+                      "InstanceDeletionPending", "CustomResourceDefinition marked for deletion; "
+                      "CustomResource deletion will begin soon", now_rfc3339())
     return out
 
 
@@ -360,33 +360,6 @@ def sync_registry(store, crd, typ):
     # as objects left in etcd would); the cleanup finalizer normally deleted them first.
 
 
-def published_schema(res):
-    """The schema kubectl finds for a custom resource in OpenAPI v3 (``kubectl explain``)."""
-    schema = copy.deepcopy(res.schema) if isinstance(res.schema, dict) else {
-        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    schema.setdefault("type", "object")
-    props = schema.setdefault("properties", {})
-    props.setdefault("apiVersion", {"type": "string", "description": (
-        "APIVersion defines the versioned schema of this representation of an object.")})
-    props.setdefault("kind", {"type": "string", "description": (
-        "Kind is a string value representing the REST resource this object represents.")})
-    props["metadata"] = {"type": "object", "description": "Standard object's metadata."}
-    schema["x-kubernetes-group-version-kind"] = [
-        {"group": res.group, "version": res.version, "kind": res.kind}]
-    return schema
-
-
-def published_list_schema(res):
-    from resources import schema_name
-    return {"type": "object", "required": ["items"], "properties": {
-        "apiVersion": {"type": "string"},
-        "items": {"type": "array", "items": {"$ref": "#/components/schemas/" + schema_name(res)}},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"}},
-        "x-kubernetes-group-version-kind": [
-            {"group": res.group, "version": res.version, "kind": res.list_kind}]}
-
-
 # ----------------------------------------------------------- custom resources
 
 def apply_defaults(schema, value, root=True):
@@ -436,78 +409,6 @@ def refuse_create_if_terminating(res):
         raise ApiError(405, "MethodNotAllowed",
                        "create not allowed while custom resource definition is terminating",
                        {"group": res.group, "kind": res.plural})
-
-
-# --------------------------------------------------------- the cleanup finalizer
-
-class _All:
-    @staticmethod
-    def matches(_):
-        return True
-
-
-class CRDFinalizer(controllers.Controller):
-    """Deletes the custom resources of a CRD being deleted, then lets the CRD go.
-
-    As apiextensions-apiserver's finalizing controller: condition
-    ``Terminating=True`` ``InstanceDeletionInProgress``, every instance deleted
-    (finalizers of the instances are waited for: the CRD stays until they are
-    gone), then ``Terminating=False`` ``InstanceDeletionCompleted`` and the
-    ``customresourcecleanup.apiextensions.k8s.io`` finalizer removed through
-    ``/status`` (which, for CRDs, keeps the finalizers of the request). Always
-    running: it is part of the API server, not a ``--controllers`` option.
-    """
-
-    NAME = "crd-finalizer"
-
-    def _on_event(self, event):
-        if event.res.kind == "CustomResourceDefinition" and event.res.group == CRD_RES.group:
-            self.queue.put(event)
-        elif event.res.crd is not None and event.type == "DELETED":
-            self.queue.put(event)
-
-    def initial_keys(self):
-        items, _ = self.store.list(CRD_RES, None, _All, _All)
-        return [o["metadata"]["name"] for o in items if o["metadata"].get("deletionTimestamp")]
-
-    def keys_for(self, ev):
-        if ev.res.crd is not None:
-            return [ev.res.crd]
-        if ev.type != "DELETED" and ev.obj["metadata"].get("deletionTimestamp"):
-            return [ev.obj["metadata"]["name"]]
-        return []
-
-    def sync(self, name):
-        from store import now_rfc3339
-        crd = self.get(CRD_RES, None, name)
-        if crd is None or not crd["metadata"].get("deletionTimestamp"):
-            return
-        if CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or []):
-            return
-        status = copy.deepcopy(crd.get("status") or {})
-        _set_condition(status, "Terminating", "True", "InstanceDeletionInProgress",
-                       "CustomResource deletion is in progress", now_rfc3339())
-        crd = self.write_status(CRD_RES, crd, status)
-        res = self.store.registry.by_key(name)
-        remaining = 0
-        if res is not None:
-            items, _ = self.store.list(res, None, _All, _All)
-            for o in items:
-                m = o["metadata"]
-                remaining += 1
-                if not m.get("deletionTimestamp"):
-                    self.delete(res, m.get("namespace"), m["name"], m["uid"])
-            items, _ = self.store.list(res, None, _All, _All)
-            remaining = len(items)
-        if remaining:
-            self.after(1.0, name)  # instances with finalizers: look again later
-            return
-        body = copy.deepcopy(crd)
-        _set_condition(body["status"], "Terminating", "False", "InstanceDeletionCompleted",
-                       "removed all instances", now_rfc3339())
-        body["metadata"]["finalizers"] = [f for f in body["metadata"].get("finalizers") or []
-                                          if f != CLEANUP_FINALIZER]
-        self.store.update(CRD_RES, None, name, body, "status")
 
 
 # ------------------------------------------------------------ built-in definitions

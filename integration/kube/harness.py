@@ -12,6 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
+import apiserver
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "apiserver.py")
 
@@ -106,9 +108,6 @@ class InProcessApiServer:
         self.args = list(args)
 
     def start(self):
-        if HERE not in sys.path:
-            sys.path.insert(0, HERE)
-        import apiserver
         self.tmp = tempfile.mkdtemp(prefix="kube-apiserver-test-")
         self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
         self.httpd = apiserver.make_server(apiserver.parse_args(["--port", "0"] + self.args))

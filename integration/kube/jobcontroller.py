@@ -48,10 +48,9 @@ import time
 
 import controllers
 from errors import ApiError
+from kcommon import (MATCH_ALL, get_condition, now_rfc3339, parse_time, pod_terminal,
+                     set_condition)
 from resources import RES_BY_KEY
-from scheduler import _ALL
-from store import now_rfc3339
-from tables import parse_time
 
 JOBS = RES_BY_KEY["jobs.batch"]
 PODS = RES_BY_KEY["pods"]
@@ -79,8 +78,8 @@ def _index(pod):
 
 
 def _ready(pod):
-    return controllers.get_condition(pod, "Ready") is not None and \
-        controllers.get_condition(pod, "Ready").get("status") == "True"
+    return get_condition(pod, "Ready") is not None and \
+        get_condition(pod, "Ready").get("status") == "True"
 
 
 def format_indexes(indexes):
@@ -117,7 +116,7 @@ def removal_order(pod):
     st = pod.get("status") or {}
     phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(st.get("phase"), 0)
     restarts = sum(int(c.get("restartCount", 0)) for c in st.get("containerStatuses") or [])
-    ready_cond = controllers.get_condition(pod, "Ready") or {}
+    ready_cond = get_condition(pod, "Ready") or {}
     ready_since = parse_time(ready_cond["lastTransitionTime"]) \
         if _ready(pod) and ready_cond.get("lastTransitionTime") else 0
     created = parse_time(pod["metadata"].get("creationTimestamp", ""))
@@ -129,7 +128,6 @@ def _neg(s):
     return [-ord(ch) for ch in s]
 
 
-@controllers.register
 class JobController(controllers.Controller):
     """Creates, counts and deletes the pods of batch/v1 Jobs (see the module docstring)."""
 
@@ -144,7 +142,7 @@ class JobController(controllers.Controller):
         super().__init__(app)
 
     def initial_keys(self):
-        jobs, _ = self.store.list(JOBS, None, _ALL, _ALL)
+        jobs, _ = self.store.list(JOBS, None, MATCH_ALL, MATCH_ALL)
         return [(j["metadata"]["namespace"], j["metadata"]["name"]) for j in jobs]
 
     def keys_for(self, ev):
@@ -182,7 +180,8 @@ class JobController(controllers.Controller):
         status = copy.deepcopy(job.get("status") or {})
         conds = status.setdefault("conditions", [])
         now = now_rfc3339()
-        pods = [p for p in self.store.list(PODS, ns, _ALL, _ALL)[0] if _owner_uid(p)[0] == uid]
+        pods = [p for p in self.store.list(PODS, ns, MATCH_ALL, MATCH_ALL)[0]
+                if _owner_uid(p)[0] == uid]
         indexed = spec.get("completionMode") == "Indexed"
         completions = spec.get("completions")
 
@@ -210,7 +209,7 @@ class JobController(controllers.Controller):
                 status["completedIndexes"] = format_indexes(done_idx)
         succeeded, failed = status.get("succeeded", 0), status.get("failed", 0)
 
-        live = [p for p in pods if not controllers.pod_terminal(p)]
+        live = [p for p in pods if not pod_terminal(p)]
         active = [p for p in live if not p["metadata"].get("deletionTimestamp")]
         terminating = [p for p in live if p["metadata"].get("deletionTimestamp")]
         suspended = bool(spec.get("suspend"))
@@ -223,19 +222,19 @@ class JobController(controllers.Controller):
 
         if not finished and not success_met and not failure_target:
             if completions is not None and succeeded >= completions:
-                controllers.set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
-                                          "Reached expected number of succeeded pods", now, True)
+                set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
+                              "Reached expected number of succeeded pods", now, True)
                 success_met = True
             elif completions is None and succeeded > 0 and not active:
-                controllers.set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
-                                          "Reached expected number of succeeded pods", now, True)
+                set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
+                              "Reached expected number of succeeded pods", now, True)
                 success_met = True
             elif failed > int(spec.get("backoffLimit", 6)):
-                failure_target = controllers.set_condition(
+                failure_target = set_condition(
                     conds, "FailureTarget", "True", "BackoffLimitExceeded",
                     "Job has reached the specified backoff limit", now, True)[-1]
             elif self._past_deadline(job, status):
-                failure_target = controllers.set_condition(
+                failure_target = set_condition(
                     conds, "FailureTarget", "True", "DeadlineExceeded",
                     "Job was active longer than specified deadline", now, True)[-1]
 
@@ -246,30 +245,28 @@ class JobController(controllers.Controller):
             active = []
             if not finished and not terminating:
                 if success_met:
-                    controllers.set_condition(conds, "Complete", "True", "CompletionsReached",
-                                              "Reached expected number of succeeded pods", now,
-                                              True)
+                    set_condition(conds, "Complete", "True", "CompletionsReached",
+                                  "Reached expected number of succeeded pods", now, True)
                     status["completionTime"] = now
                 else:
-                    controllers.set_condition(conds, "Failed", "True", failure_target["reason"],
-                                              failure_target["message"], now, True)
+                    set_condition(conds, "Failed", "True", failure_target["reason"],
+                                  failure_target["message"], now, True)
         elif suspended:
             for p in active:
                 self._delete_pod(p)
             terminating += active
             active = []
-            susp = controllers.get_condition({"status": status}, "Suspended")
+            susp = get_condition({"status": status}, "Suspended")
             just_suspended = susp is None or susp.get("status") != "True"
-            controllers.set_condition(conds, "Suspended", "True", "JobSuspended",
-                                      "Job suspended", now, True)
+            set_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now, True)
             gates = self.store.features
             if just_suspended and gates.get("MutableSchedulingDirectivesForSuspendedJobs"):
                 status.pop("startTime", None)  # 1.36: cleared when marked suspended
         else:
-            susp = controllers.get_condition({"status": status}, "Suspended")
+            susp = get_condition({"status": status}, "Suspended")
             if susp is not None and susp.get("status") == "True":
-                controllers.set_condition(conds, "Suspended", "False", "JobResumed",
-                                          "Job resumed", now, True)
+                set_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now,
+                              True)
                 status["startTime"] = now
             if not status.get("startTime"):
                 status["startTime"] = now
@@ -400,7 +397,7 @@ class JobController(controllers.Controller):
         policy = opts.get("propagationPolicy")
         if policy is None:
             policy = "Orphan" if opts.get("orphanDependents") in (True, None) else "Background"
-        for p in self.store.list(PODS, ns, _ALL, _ALL)[0]:
+        for p in self.store.list(PODS, ns, MATCH_ALL, MATCH_ALL)[0]:
             if _owner_uid(p)[0] != uid:
                 continue
             pm = p["metadata"]

@@ -29,8 +29,8 @@ import time
 
 import controllers
 from errors import ApiError
+from kcommon import MATCH_ALL, now_rfc3339, pod_terminal
 from resources import RES_BY_KEY
-from store import now_rfc3339
 
 PODS = RES_BY_KEY["pods"]
 NODES = RES_BY_KEY["nodes"]
@@ -51,7 +51,6 @@ def _cond(ctype, status, now, reason=None):
     return c
 
 
-@controllers.register
 class Kubelet(controllers.Controller):
     """Runs bound pods on their fake nodes (see the module docstring)."""
 
@@ -65,7 +64,7 @@ class Kubelet(controllers.Controller):
         super().__init__(app)
 
     def initial_keys(self):
-        pods, _ = self.store.list(PODS, None, _ALL, _ALL)
+        pods, _ = self.store.list(PODS, None, MATCH_ALL, MATCH_ALL)
         return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods
                 if (p.get("spec") or {}).get("nodeName")]
 
@@ -89,7 +88,7 @@ class Kubelet(controllers.Controller):
         st = self.state.setdefault(m["uid"], {"bound": now})
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if m.get("deletionTimestamp"):
-            if (m.get("deletionGracePeriodSeconds") or 0) == 0 and controllers.pod_terminal(pod):
+            if (m.get("deletionGracePeriodSeconds") or 0) == 0 and pod_terminal(pod):
                 return  # final delete done; finalizers hold the object
             if "kill" not in st:
                 grace = m.get("deletionGracePeriodSeconds") or 0
@@ -97,7 +96,7 @@ class Kubelet(controllers.Controller):
             if now < st["kill"]:
                 self.after(st["kill"] - now, key)
                 return
-            if not controllers.pod_terminal(pod):
+            if not pod_terminal(pod):
                 self._terminate(pod, 143, "Error", killed=True)
             self.delete(PODS, ns, name, m["uid"], grace=0)
             return
@@ -227,12 +226,3 @@ class Kubelet(controllers.Controller):
             if killed and e.code == 404:
                 return None
             raise
-
-
-class _All:
-    @staticmethod
-    def matches(_):
-        return True
-
-
-_ALL = _All()

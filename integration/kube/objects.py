@@ -4,13 +4,16 @@ What the registry strategies of namespaces, pods and jobs do on create and
 update (status reset, spec defaults, the QoS class, a Job's selector), object
 name and label syntax, and the validation errors answered as 422 Invalid (the
 pod and Job update rules are in updaterules.py; CustomResourceDefinitions and
-custom resources are handled by crds.py).
+custom resources are handled by crds.py, webhook configurations by
+webhookconfig.py).
 """
 
 import json
 import re
 
+import crds
 import updaterules
+import webhookconfig
 from errors import FieldError
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -77,10 +80,8 @@ def prepare_for_create(res, obj):
     """Status reset and defaulting that the kind's registry strategy performs."""
     meta = obj["metadata"]
     if res.crd is not None:
-        import crds
         crds.prepare_create(res, obj)
     elif res.kind == "CustomResourceDefinition":
-        import crds
         crds.prepare_crd_create(obj)
     elif res.kind == "Namespace":
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
@@ -95,18 +96,15 @@ def prepare_for_create(res, obj):
         obj["status"] = {}
         default_job(obj)
     elif res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        import webhooks
-        webhooks.default_configuration(obj, res.kind.startswith("Mutating"))
+        webhookconfig.default_configuration(obj, res.kind.startswith("Mutating"))
 
 
 def prepare_for_update(res, new, old):
     """Defaulting of the new object (kube-apiserver defaults every decoded body)."""
     if res.crd is not None:
-        import crds
         crds.prepare_update(res, new)
         return
     if res.kind == "CustomResourceDefinition":
-        import crds
         crds.prepare_crd_update(new, old)
     if res.kind == "Pod" and isinstance(new.get("spec"), dict):
         spec, ospec = new["spec"], old.get("spec") or {}
@@ -118,8 +116,7 @@ def prepare_for_update(res, new, old):
     if res.kind == "Job" and isinstance(new.get("spec"), dict):
         default_job_spec(new["spec"])
     if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        import webhooks
-        webhooks.default_configuration(new, res.kind.startswith("Mutating"))
+        webhookconfig.default_configuration(new, res.kind.startswith("Mutating"))
     if res.kind == "Namespace":
         new.setdefault("spec", {})["finalizers"] = list(
             (old.get("spec") or {}).get("finalizers") or [])
@@ -198,10 +195,8 @@ def validate_create(res, obj):
             errs.append(FieldError("Required", "spec.template.spec.containers", ""))
     if builtin and res.kind in ("MutatingWebhookConfiguration",
                                 "ValidatingWebhookConfiguration"):
-        import webhooks
-        errs.extend(webhooks.validate_configuration(obj))
+        errs.extend(webhookconfig.validate_configuration(obj))
     if res.kind == "CustomResourceDefinition" and res.crd is None:
-        import crds
         errs.extend(crds.validate_crd(obj))
     for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items():
         if not valid_label_key(k):
@@ -232,10 +227,8 @@ def validate_update(res, new, old, sub="", features=None):
     builtin = res.crd is None
     if builtin and res.kind in ("MutatingWebhookConfiguration",
                                 "ValidatingWebhookConfiguration"):
-        import webhooks
-        errs.extend(webhooks.validate_configuration(new))
+        errs.extend(webhookconfig.validate_configuration(new))
     if res.kind == "CustomResourceDefinition" and res.crd is None and sub != "status":
-        import crds
         errs.extend(crds.validate_crd(new, old))
     for k, v in (nm.get("labels") or {}).items():
         if not valid_label_key(k) or not isinstance(v, str) or not valid_label_value(v):

@@ -69,14 +69,13 @@ left alone).
 """
 
 import copy
-import random
 from fractions import Fraction
 
 import controllers
 from errors import ApiError
+from kcommon import (MATCH_ALL, format_quantity, get_condition, now_rfc3339, parse_quantity,
+                     parse_time, random_suffix)
 from resources import RES_BY_KEY
-from store import now_rfc3339
-from tables import parse_time
 
 PODS = RES_BY_KEY["pods"]
 GROUP, VERSION, PLURAL = "ray.io", "v1", "rayclusters"
@@ -94,13 +93,6 @@ HEAD_GROUP = "headgroup"
 NO_HEAD_RESTART = "ray.io/disable-provisioned-head-restart"
 
 _HEAD = object()  # the expectations key of the head "group"
-_ALPHANUM = "bcdfghjklmnpqrstvwxz2456789"
-
-
-class _All:
-    @staticmethod
-    def matches(_):
-        return True
 
 
 # --------------------------------------------------------------------- helpers
@@ -118,7 +110,7 @@ def _phase(pod):
 
 
 def _ready_condition(pod):
-    return controllers.get_condition(pod, "Ready")
+    return get_condition(pod, "Ready")
 
 
 def _running_and_ready(pod):
@@ -206,43 +198,12 @@ def pod_name_prefix(prefix, node_type):
 
 # ------------------------------------------------------------------ quantities
 
-_SUFFIXES = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
-             "Ei": 2 ** 60, "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6),
-             "m": Fraction(1, 1000), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
-             "P": 10 ** 15, "E": 10 ** 18}
-
-
-def parse_quantity(q):
-    """A resource.Quantity string -> (value as a Fraction, binary format?)."""
-    s = str(q).strip()
-    for suf in sorted(_SUFFIXES, key=len, reverse=True):
-        if s.endswith(suf) and s[:-len(suf)]:
-            try:
-                return Fraction(s[:-len(suf)]) * _SUFFIXES[suf], suf.endswith("i")
-            except ValueError:
-                return Fraction(0), False
+def _quantity(q):
+    """(value, binary format?) of a quantity; zero when it is not one."""
     try:
-        return Fraction(s), False
+        return parse_quantity(q)
     except ValueError:
         return Fraction(0), False
-
-
-def format_quantity(value, binary):
-    """resource.Quantity's canonical String() of a value in the given format."""
-    if value == 0:
-        return "0"
-    if binary and value.denominator == 1 and abs(value) >= 1024:
-        for suf in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-            if value % _SUFFIXES[suf] == 0:
-                return "%d%s" % (value // _SUFFIXES[suf], suf)
-        return str(value.numerator)
-    for exp, suf in ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""),
-                     (-3, "m"), (-6, "u"), (-9, "n")):
-        scaled = value / Fraction(10) ** exp
-        if scaled.denominator == 1:
-            return "%d%s" % (scaled.numerator, suf)
-    scaled = value * 10 ** 9  # below 1n: rounded up, as Quantity does
-    return "%dn" % -(-scaled.numerator // scaled.denominator)
 
 
 class _Sum:
@@ -270,7 +231,7 @@ def pod_resources(pod_spec):
         for k, v in (res.get("limits") or {}).items():
             merged.setdefault(k, v)
         for k, v in merged.items():
-            out.setdefault(k, []).append(parse_quantity(v))
+            out.setdefault(k, []).append(_quantity(v))
     return out
 
 
@@ -345,7 +306,6 @@ def _newest_first(pod):
 
 # ------------------------------------------------------------------ controller
 
-@controllers.register
 class RayClusterController(controllers.Controller):
     """Creates, scales, suspends and reports the pods of RayClusters (module docstring)."""
 
@@ -369,7 +329,7 @@ class RayClusterController(controllers.Controller):
         res = self._rayclusters()
         if res is None:
             return []
-        items, _ = self.store.list(res, None, _All, _All)
+        items, _ = self.store.list(res, None, MATCH_ALL, MATCH_ALL)
         return [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in items]
 
     def keys_for(self, ev):
@@ -417,7 +377,7 @@ class RayClusterController(controllers.Controller):
             self.after(0.3, key)
 
     def _pods(self, ns, cluster):
-        return [p for p in self.store.list(PODS, ns, _All, _All)[0]
+        return [p for p in self.store.list(PODS, ns, MATCH_ALL, MATCH_ALL)[0]
                 if _labels(p).get(CLUSTER_LABEL) == cluster]
 
     # ---------------------------------------------------------------- pods
@@ -564,7 +524,7 @@ class RayClusterController(controllers.Controller):
                 while index in used:
                     index += 1
                 used.add(index)
-                rname = "%s-%s" % (gname, "".join(random.choice(_ALPHANUM) for _ in range(5)))
+                rname = "%s-%s" % (gname, random_suffix())
                 for host in range(hosts):
                     self._create(rc, "worker", group, replica_index=index, replica_name=rname,
                                  host_index=host)
@@ -748,7 +708,7 @@ class RayClusterController(controllers.Controller):
         opts = self.delete_opts.get(uid) or {}
         orphan = opts.get("propagationPolicy") == "Orphan" or (
             opts.get("propagationPolicy") is None and opts.get("orphanDependents") is True)
-        for p in self.store.list(PODS, ns, _All, _All)[0]:
+        for p in self.store.list(PODS, ns, MATCH_ALL, MATCH_ALL)[0]:
             pm = p["metadata"]
             if not any(r.get("uid") == uid and r.get("controller")
                        for r in pm.get("ownerReferences") or []):

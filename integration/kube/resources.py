@@ -4,11 +4,13 @@
 status subresource, field labels, Table printer). A ``Registry`` (one per
 store) adds the resources that CustomResourceDefinitions define (crds.py
 builds them); from the registry come the legacy discovery documents
-(APIGroup, APIResourceList) and the minimal OpenAPI v3 documents.
+(APIGroup, APIResourceList) and the minimal OpenAPI v3 documents (with the
+schemas of custom resources).
 """
 
 import base64
 import collections
+import copy
 import hashlib
 import json
 import re
@@ -288,6 +290,33 @@ def schema_name(res, list_kind=False):
                          res.list_kind if list_kind else res.kind)
 
 
+def published_schema(res):
+    """The schema kubectl finds for a custom resource in OpenAPI v3 (``kubectl explain``)."""
+    schema = copy.deepcopy(res.schema) if isinstance(res.schema, dict) else {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema.setdefault("type", "object")
+    props = schema.setdefault("properties", {})
+    props.setdefault("apiVersion", {"type": "string", "description": (
+        "APIVersion defines the versioned schema of this representation of an object.")})
+    props.setdefault("kind", {"type": "string", "description": (
+        "Kind is a string value representing the REST resource this object represents.")})
+    props["metadata"] = {"type": "object", "description": "Standard object's metadata."}
+    schema["x-kubernetes-group-version-kind"] = [
+        {"group": res.group, "version": res.version, "kind": res.kind}]
+    return schema
+
+
+def published_list_schema(res):
+    """The schema of a custom resource's list in OpenAPI v3."""
+    return {"type": "object", "required": ["items"], "properties": {
+        "apiVersion": {"type": "string"},
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/" + schema_name(res)}},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"}},
+        "x-kubernetes-group-version-kind": [
+            {"group": res.group, "version": res.version, "kind": res.list_kind}]}
+
+
 def openapi_v3_doc(registry, group, version, server_version):
     """A minimal OpenAPI v3 document: the paths and operations of each resource.
 
@@ -295,10 +324,9 @@ def openapi_v3_doc(registry, group, version, server_version):
     parameter (then it leaves validation to the server) and which patch
     content types each kind accepts. Built-in kinds have no component schemas,
     so kubectl computes apply patches from its compiled-in types; custom
-    resources have the schema of their CRD (``crds.published_schema``), with
+    resources have the schema of their CRD (``published_schema``), with
     ``x-kubernetes-group-version-kind``, and no strategic merge patch.
     """
-    import crds
     paths = {}
     schemas = {}
     prefix = "/api/v1" if not group else "/apis/%s/%s" % (group, version)
@@ -310,8 +338,8 @@ def openapi_v3_doc(registry, group, version, server_version):
         gvk = {"group": r.group, "version": r.version, "kind": r.kind}
         ok = {"description": "OK"}
         if r.crd is not None:
-            schemas[schema_name(r)] = crds.published_schema(r)
-            schemas[schema_name(r, True)] = crds.published_list_schema(r)
+            schemas[schema_name(r)] = published_schema(r)
+            schemas[schema_name(r, True)] = published_list_schema(r)
             ok = {"description": "OK", "content": {"application/json": {"schema": {
                 "$ref": "#/components/schemas/" + schema_name(r)}}}}
         base = prefix + ("/namespaces/{namespace}/" if r.namespaced else "/") + r.plural

@@ -25,47 +25,24 @@ import collections
 
 import controllers
 from errors import ApiError
+from kcommon import (MATCH_ALL, get_condition, now_rfc3339, pod_terminal, quantity_float,
+                     set_condition)
 from resources import RES_BY_KEY
-from store import now_rfc3339
 
 PODS = RES_BY_KEY["pods"]
 NODES = RES_BY_KEY["nodes"]
 GATED_MSG = "Scheduling is blocked due to non-empty scheduling gates"
 
 
-# ----------------------------------------------------------------- quantities
-_SUFFIX = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-           "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
-           "Ei": 2 ** 60}
-
-
-def quantity(q):
-    """A resource.Quantity string ("500m", "2", "1.5", "4Gi") as a float."""
-    if q is None:
-        return 0.0
-    if isinstance(q, (int, float)):
-        return float(q)
-    s = str(q).strip()
-    for suf in sorted(_SUFFIX, key=len, reverse=True):
-        if s.endswith(suf):
-            try:
-                return float(s[:-len(suf)]) * _SUFFIX[suf]
-            except ValueError:
-                return 0.0
-    try:
-        return float(s)
-    except ValueError:
-        return 0.0
-
-
+# --------------------------------------------------------------- cpu requests
 def pod_cpu_request(pod):
     """Effective cpu request: max(sum over containers, largest init container)."""
     spec = pod.get("spec") or {}
 
     def req(c):
         r = (c.get("resources") or {})
-        return quantity((r.get("requests") or {}).get("cpu",
-                                                      (r.get("limits") or {}).get("cpu")))
+        return quantity_float((r.get("requests") or {}).get("cpu",
+                                                            (r.get("limits") or {}).get("cpu")))
 
     main = sum(req(c) for c in spec.get("containers") or [])
     init = max([req(c) for c in spec.get("initContainers") or []] or [0.0])
@@ -218,7 +195,6 @@ def untolerated_taint(pod, node):
 
 
 # ----------------------------------------------------------------- scheduler
-@controllers.register
 class Scheduler(controllers.Controller):
     """Binds schedulable pods to fake nodes (see the module docstring)."""
 
@@ -232,13 +208,13 @@ class Scheduler(controllers.Controller):
         return ["all"]
 
     def sync(self, key):
-        nodes, _ = self.store.list(NODES, None, _ALL, _ALL)
-        pods, _ = self.store.list(PODS, None, _ALL, _ALL)
+        nodes, _ = self.store.list(NODES, None, MATCH_ALL, MATCH_ALL)
+        pods, _ = self.store.list(PODS, None, MATCH_ALL, MATCH_ALL)
         cpu_used = collections.Counter()
         pods_on = collections.Counter()
         for p in pods:
             n = (p.get("spec") or {}).get("nodeName")
-            if n and not controllers.pod_terminal(p):
+            if n and not pod_terminal(p):
                 cpu_used[n] += pod_cpu_request(p)
                 pods_on[n] += 1
         pending = [p for p in pods if self._wants_scheduling(p)]
@@ -302,23 +278,23 @@ class Scheduler(controllers.Controller):
                 t = untolerated_taint(pod, node)
                 reasons["node(s) had untolerated taint {%s: %s}"
                         % (t.get("key"), t.get("value", ""))] += 1
-            elif "pods" in alloc and pods_on[name] + 1 > quantity(alloc["pods"]):
+            elif "pods" in alloc and pods_on[name] + 1 > quantity_float(alloc["pods"]):
                 reasons["Too many pods"] += 1
-            elif "cpu" in alloc and cpu_used[name] + need > quantity(alloc["cpu"]) + 1e-9:
+            elif "cpu" in alloc and cpu_used[name] + need > quantity_float(alloc["cpu"]) + 1e-9:
                 reasons["Insufficient cpu"] += 1
             else:
-                free = quantity(alloc.get("cpu")) - cpu_used[name]
+                free = quantity_float(alloc.get("cpu")) - cpu_used[name]
                 if best is None or free > best[0] + 1e-9:
                     best = (free, name)
         return (best[1] if best else None), reasons
 
     def _set_scheduled_false(self, pod, reason, message):
-        cur = controllers.get_condition(pod, "PodScheduled")
+        cur = get_condition(pod, "PodScheduled")
         if (cur and cur.get("status") == "False" and cur.get("reason") == reason
                 and cur.get("message") == message):
             return
         status = dict(pod.get("status") or {})
-        status["conditions"] = controllers.set_condition(
+        status["conditions"] = set_condition(
             [dict(c) for c in status.get("conditions") or []], "PodScheduled", "False",
             reason, message, now_rfc3339())
         for c in status["conditions"]:
@@ -330,14 +306,3 @@ class Scheduler(controllers.Controller):
             if e.code not in (404, 409):
                 raise
             self.after(0.05, "all")
-
-
-class _All:
-    """A selector that matches everything (for in-process lists)."""
-
-    @staticmethod
-    def matches(_):
-        return True
-
-
-_ALL = _All()

@@ -23,28 +23,17 @@ asked for (``Resource.present``).
 
 import collections
 import copy
-import datetime
-import random
 import threading
-import time
 import uuid
 
 import crds
 import kpatch
 from errors import (ApiError, FieldError, already_exists, bad_request, conflict, forbidden,
                     invalid, not_found, unsupported_media_type)
+from kcommon import now_rfc3339, random_suffix
 from objects import (name_errors, prepare_for_create, prepare_for_update, validate_create,
                      validate_update)
 from resources import RES_BY_KEY, RESOURCES, Registry
-
-
-def now_rfc3339(offset=0.0):
-    """The current UTC time plus ``offset`` seconds, as metadata timestamps are written."""
-    t = datetime.datetime.fromtimestamp(time.time() + offset, datetime.timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-_GEN_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 # ``opts``: the DeleteOptions of the delete request that wrote the event (None otherwise).
 WatchEvent = collections.namedtuple("WatchEvent", "rv res type obj prev opts", defaults=(None,))
@@ -165,8 +154,7 @@ class Store:
                 meta.pop("namespace", None)
             name = meta.get("name") or ""
             if not name and meta.get("generateName"):
-                name = meta["generateName"] + "".join(random.choice(_GEN_ALPHABET)
-                                                      for _ in range(5))
+                name = meta["generateName"] + random_suffix()
                 meta["name"] = name
             if not name:
                 raise invalid(res, "", [FieldError("Required", "metadata.name",

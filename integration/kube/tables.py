@@ -9,16 +9,7 @@ import json
 import re
 import time
 
-
-def parse_time(s):
-    """Seconds since the epoch of an RFC 3339 UTC time (now if it does not parse)."""
-    s = s.rstrip("Z")
-    fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in s else "%Y-%m-%dT%H:%M:%S"
-    try:
-        return datetime.datetime.strptime(s, fmt).replace(
-            tzinfo=datetime.timezone.utc).timestamp()
-    except ValueError:
-        return time.time()
+from kcommon import parse_time
 
 
 def human_duration(seconds):

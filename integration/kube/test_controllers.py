@@ -10,6 +10,7 @@ import re
 import subprocess
 import unittest
 
+import errors
 from harness import ApiServerProcess, InProcessApiServer, wait_until
 
 try:
@@ -316,7 +317,6 @@ class InProcessConflictTest(unittest.TestCase):
     """Controllers write through the store like clients: 409s reach them and are retried."""
 
     def test_job_status_conflicts_are_retried(self):
-        import errors
         with InProcessApiServer("--controllers", "job,scheduler,kubelet",
                                 "--kubelet-start-delay", "0.05",
                                 "--node", "n1:pool=a:cpu=2") as s:

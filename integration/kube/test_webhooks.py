@@ -19,7 +19,10 @@ import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import webhooks
 from harness import ApiServerProcess
+from resources import RES_BY_KEY
+from store import AdmissionRequest
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 AR = "/apis/admissionregistration.k8s.io/v1/"
@@ -323,9 +326,6 @@ class DenialFormatTest(unittest.TestCase):
     """ToStatusErr without a server: the default and the --webhook-forbidden-prefix forms."""
 
     def test_denial_messages(self):
-        import webhooks
-        from resources import RES_BY_KEY
-        from store import AdmissionRequest
         req = AdmissionRequest("CREATE", RES_BY_KEY["jobs.batch"], "", "ns", "j", {}, None,
                                False)
         e = webhooks.WebhookAdmission(None)._denied("w.test", None, req)

@@ -40,6 +40,7 @@ import json
 import re
 
 from errors import FieldError
+from kcommon import parse_quantity
 
 FIELD_IMMUTABLE = "field is immutable"
 MAX_INT32 = 2 ** 31 - 1
@@ -98,22 +99,9 @@ class GoValue:
 
 def _quantity_key(v):
     """A canonical form of a resource.Quantity, so "1" equals "1000m"."""
-    from fractions import Fraction
-    s = str(v).strip()
-    suffixes = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
-                "Ei": 2 ** 60, "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6),
-                "m": Fraction(1, 1000), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
-                "P": 10 ** 15, "E": 10 ** 18}
-    mult = 1
-    for suf in sorted(suffixes, key=len, reverse=True):
-        if s.endswith(suf):
-            s, mult = s[:-len(suf)], suffixes[suf]
-            break
     try:
-        if "e" in s.lower():
-            return ("q", Fraction(float(s)) * mult)
-        return ("q", Fraction(s) * mult)
-    except (ValueError, ZeroDivisionError):
+        return ("q", parse_quantity(v)[0])
+    except ValueError:
         return ("s", str(v))
 
 

@@ -21,6 +21,8 @@ Errors follow k8s.io/apiserver's webhook admission plugin:
 There is no cluster DNS: ``clientConfig.service`` is resolved through the
 ``--service-address NAMESPACE/NAME=HOST:PORT`` mapping, while TLS still checks
 the certificate against the service's DNS name ``NAME.NAMESPACE.svc``.
+
+The configurations' own defaulting and validation are in webhookconfig.py.
 """
 
 import base64
@@ -34,7 +36,10 @@ import urllib.request
 import uuid
 
 import kpatch
-from errors import ApiError, FieldError, bad_request, invalid
+from errors import ApiError, bad_request, invalid
+from kcommon import MATCH_ALL
+from objects import validate_create, validate_update
+from resources import RES_BY_KEY
 
 GROUP = "admissionregistration.k8s.io"
 CONFIG_KEYS = ("mutatingwebhookconfigurations." + GROUP,
@@ -48,67 +53,6 @@ USER_INFO = {"username": "system:unsecured",
 
 class CallError(Exception):
     """webhookutil.ErrCallingWebhook: the call failed; failurePolicy decides."""
-
-
-# ------------------------------------------------------------------ defaulting
-def default_configuration(obj, mutating):
-    """The defaults admissionregistration/v1 sets on each webhook of a configuration."""
-    for wh in obj.get("webhooks") or []:
-        if not isinstance(wh, dict):
-            continue
-        wh.setdefault("failurePolicy", "Fail")
-        wh.setdefault("matchPolicy", "Equivalent")
-        wh.setdefault("namespaceSelector", {})
-        wh.setdefault("objectSelector", {})
-        wh.setdefault("timeoutSeconds", 10)
-        if mutating:
-            wh.setdefault("reinvocationPolicy", "Never")
-        svc = (wh.get("clientConfig") or {}).get("service")
-        if isinstance(svc, dict):
-            svc.setdefault("port", 443)
-        for rule in wh.get("rules") or []:
-            if isinstance(rule, dict):
-                rule.setdefault("scope", "*")
-
-
-def validate_configuration(obj):
-    """A few of ValidateMutating/ValidatingWebhookConfiguration's checks."""
-    errs, seen = [], set()
-    for i, wh in enumerate(obj.get("webhooks") or []):
-        p = "webhooks[%d]" % i
-        if not isinstance(wh, dict):
-            errs.append(FieldError("Invalid", p, "must be an object"))
-            continue
-        name = wh.get("name") or ""
-        if not name:
-            errs.append(FieldError("Required", p + ".name", ""))
-        elif name in seen:
-            errs.append(FieldError("Duplicate", p + ".name", "", name, True))
-        seen.add(name)
-        cc = wh.get("clientConfig") or {}
-        if bool(cc.get("url")) == bool(cc.get("service")):
-            errs.append(FieldError("Required", p + ".clientConfig",
-                                   "exactly one of url or service is required"))
-        if wh.get("sideEffects") not in ("None", "NoneOnDryRun"):
-            errs.append(FieldError("NotSupported", p + ".sideEffects",
-                                   'supported values: "None", "NoneOnDryRun"',
-                                   wh.get("sideEffects") or "", True))
-        if not wh.get("admissionReviewVersions"):
-            errs.append(FieldError("Required", p + ".admissionReviewVersions",
-                                   "must specify one of v1, v1beta1"))
-        elif "v1" not in wh["admissionReviewVersions"]:
-            errs.append(FieldError("Invalid", p + ".admissionReviewVersions",
-                                   "this server only speaks v1", wh["admissionReviewVersions"],
-                                   True))
-        if wh.get("failurePolicy") not in ("Fail", "Ignore"):
-            errs.append(FieldError("NotSupported", p + ".failurePolicy",
-                                   'supported values: "Fail", "Ignore"',
-                                   wh.get("failurePolicy"), True))
-        t = wh.get("timeoutSeconds")
-        if not isinstance(t, int) or not 1 <= t <= 30:
-            errs.append(FieldError("Invalid", p + ".timeoutSeconds",
-                                   "the timeout value must be between 1 and 30 seconds", t, True))
-    return errs
 
 
 # ------------------------------------------------------------------- matching
@@ -173,7 +117,6 @@ class WebhookAdmission:
     def __call__(self, req):
         if req.res.key in CONFIG_KEYS:
             return  # webhooks are never called for their own configurations
-        from resources import RES_BY_KEY
         mutating = self._webhooks(RES_BY_KEY[CONFIG_KEYS[0]], req)
         validating = self._webhooks(RES_BY_KEY[CONFIG_KEYS[1]], req)
         if not mutating and not validating:
@@ -187,7 +130,7 @@ class WebhookAdmission:
             self._call(wh, req, False)
 
     def _webhooks(self, cres, req):
-        items, _ = self.store.list(cres, None, _All(), _All())
+        items, _ = self.store.list(cres, None, MATCH_ALL, MATCH_ALL)
         out = []
         for cfg in items:  # sorted by name
             for wh in cfg.get("webhooks") or []:
@@ -217,7 +160,6 @@ class WebhookAdmission:
         return True
 
     def _revalidate(self, req):
-        from objects import validate_create, validate_update
         obj = req.object
         meta = obj.setdefault("metadata", {})
         # What a patch may not change here (the registry would reject or reset it).
@@ -388,14 +330,6 @@ class WebhookAdmission:
         if not r["namespace"]:
             del r["namespace"]
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": r}
-
-
-class _All:
-    """A selector that matches everything (for ``Store.list``)."""
-
-    @staticmethod
-    def matches(_):
-        return True
 
 
 class _ServerNameContext:
