@@ -12,7 +12,8 @@
 #include "clients/shim/event_recorder.h"
 #include "clients/shim/informer.h"
 #include "clients/shim/job_multikueue.h"
-#include "clients/shim/job_reconciler.h"
+#include "clients/shim/framework/reconciler.h"
+#include "clients/shim/integrations/builtin.h"
 #include "clients/shim/kube_client.h"
 #include "clients/shim/test_cluster.h"
 #include "gtest/gtest.h"
@@ -120,7 +121,9 @@ TEST_F(WorkerJobTest, ACopyIsAdoptedByTheJobTheApiServerHoldsNotByTheInformersSt
   StartLink();
   ASSERT_TRUE(WaitFor([&] { return link_->Workload("ns", kCopy).has_value(); }));
   shim::EventRecorder events(*kube_, "shim-w1");
-  shim::JobReconciler reconciler(*kube_, *link_, jobs, pods, events, {.cluster = "w1"});
+  std::unique_ptr<shim::IntegrationRegistry> registry = shim::BuiltinIntegrations();
+  shim::Reconciler reconciler(*registry->Find("batch/job"), *registry, *kube_, *link_, jobs, pods,
+                              events, {.cluster = "w1"});
 
   // The stale Job is not the API server's: the copy stays unowned.
   EXPECT_TRUE(reconciler.Reconcile("ns/train").ok());

@@ -91,9 +91,7 @@ bool AdmitdLink::Cached(const v1::Workload& wl) const {
   // A MultiKueue manager's copy, before and after a Job of this cluster adopts it.
   if (wl.metadata().labels().count(kMultiKueueOriginLabel)) return true;
   const v1::OwnerReference* owner = ControllerOwner(wl);
-  return owner != nullptr &&
-         ((owner->kind() == kJobOwnerKind && owner->api_version() == "batch/v1") ||
-          (owner->kind() == kRayClusterOwnerKind && owner->api_version() == "ray.io/v1"));
+  return owner != nullptr && options_.owner_kinds.count({owner->api_version(), owner->kind()});
 }
 
 void AdmitdLink::ReportCall(const grpc::Status& status) {

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
+#include "clients/shim/framework/interfaces.h"
 #include "common/connection.h"
 
 namespace admitd::shim {
@@ -44,8 +45,8 @@ inline constexpr char kJobClusterLabel[] = "admitd.io/job-cluster";
 // The label admitd puts on the Workloads of a cluster's pods and pod groups.
 inline constexpr char kPodClusterLabel[] = "admitd.io/pod-cluster";
 
-// The owners whose Workloads the link caches (by the controller owner reference's apiVersion and
-// kind): batch/v1 Job and ray.io/v1 RayCluster. `kind` below is one of these kinds.
+// The owner kinds of the Job and RayCluster integrations (the kinds a link caches unless told
+// others: AdmitdLinkOptions::owner_kinds).
 inline constexpr char kJobOwnerKind[] = "Job";
 inline constexpr char kRayClusterOwnerKind[] = "RayCluster";
 
@@ -59,9 +60,12 @@ struct AdmitdLinkOptions {
   // Called with the name of every Namespace object deleted in admitd (by this shim or by the
   // shim of another cluster that shares admitd), from the watch's thread.
   std::function<void(const std::string& name)> on_namespace_deleted;
+  // The controller owners (apiVersion, kind) whose Workloads are cached: the shim's integrations.
+  std::set<std::pair<std::string, std::string>> owner_kinds = {{"batch/v1", kJobOwnerKind},
+                                                               {"ray.io/v1", kRayClusterOwnerKind}};
 };
 
-class AdmitdLink {
+class AdmitdLink : public AdmitdApi {
  public:
   // Called for every Workload change the link applies (after the cache has it); `deleted` when it
   // is gone.
@@ -93,14 +97,25 @@ class AdmitdLink {
   // `ns`/`owner_name`, oldest first (creation time, then name). A Job and a RayCluster of the
   // same name have Workloads of their own.
   std::vector<v1::Workload> WorkloadsOf(const std::string& kind, const std::string& ns,
-                                        const std::string& owner_name) const;
-  std::optional<v1::Workload> Workload(const std::string& ns, const std::string& name) const;
+                                        const std::string& owner_name) const override;
+  std::optional<v1::Workload> Workload(const std::string& ns,
+                                       const std::string& name) const override;
   // "ns/name" of every owner of `kind` that owns a cached Workload.
   std::vector<std::string> OwnerKeys(const std::string& kind) const;
   // "ns/name" of every cached MultiKueue copy (a manager's copy, labelled with this cluster:
   // cached with or without an owner).
-  std::vector<std::string> CopyKeys() const;
-  std::map<std::string, v1::ResourceFlavor> Flavors() const;
+  std::vector<std::string> CopyKeys() const override;
+  std::map<std::string, v1::ResourceFlavor> Flavors() const override;
+
+  // The writes of AdmitdApi (admitd_link_writes.cc): each with a deadline and the reconcile's
+  // traceparent (reconcile::SetDeadline), its outcome reported (ReportCall) and its answer
+  // remembered.
+  absl::StatusOr<v1::SubmitResponse> Submit(const v1::SubmitRequest& request) override;
+  absl::StatusOr<v1::ResizeResponse> Resize(const v1::ResizeRequest& request) override;
+  absl::Status ReleaseQuota(const v1::ReleaseQuotaRequest& request) override;
+  absl::Status DeleteWorkload(const v1::Workload& workload) override;
+  absl::StatusOr<v1::Workload> UpdateRemoteJob(const v1::UpdateRemoteJobRequest& request) override;
+  absl::Status ReportPodsReady(const v1::ReportPodsReadyRequest& request) override;
   // Applies the Workload a write answered, unless the cache already has a newer version or the
   // watch has gone past it and it is not cached (deleted since): read your writes before the
   // watch delivers them, never bring a deleted Workload back.

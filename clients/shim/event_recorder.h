@@ -21,12 +21,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "clients/shim/framework/interfaces.h"
 #include "clients/shim/kube_client.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
 
-class EventRecorder {
+class EventRecorder : public EventSink {
  public:
   EventRecorder(const KubeClient& client, std::string instance);
   ~EventRecorder();
@@ -34,7 +35,7 @@ class EventRecorder {
   // An event about `object` (a Kubernetes object as JSON: apiVersion, kind, metadata), from
   // `component` (source.component and reportingComponent).
   void Record(const nlohmann::json& object, const std::string& type, const std::string& reason,
-              const std::string& message, const std::string& component);
+              const std::string& message, const std::string& component) override;
 
   int64_t recorded() const;  // events written (created or counted)
   int64_t dropped() const;   // writes that failed

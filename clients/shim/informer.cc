@@ -4,7 +4,22 @@
 #include <thread>
 #include <vector>
 
+#include "clients/shim/json_fields.h"
+
 namespace admitd::shim {
+namespace {
+
+// The uid of the object's controller owner reference, "" when it has none.
+std::string ControllerUid(const nlohmann::json& object) {
+  const nlohmann::json& refs = Field(Field(object, "metadata"), "ownerReferences");
+  if (!refs.is_array()) return "";
+  for (const nlohmann::json& ref : refs) {
+    if (ref.is_object() && ref.value("controller", false)) return Str(ref, "uid");
+  }
+  return "";
+}
+
+}  // namespace
 
 std::string ObjectKey(const nlohmann::json& object) {
   const nlohmann::json& meta = object.value("metadata", nlohmann::json::object());
@@ -52,6 +67,10 @@ absl::Status Informer::List() {
       }
     }
     cache_ = std::move(fresh);
+    by_controller_.clear();
+    for (const auto& [key, obj] : cache_) {
+      if (std::string uid = ControllerUid(obj); !uid.empty()) by_controller_[uid].insert(key);
+    }
     resource_version_ = list->value("metadata", nlohmann::json::object())
                             .value("resourceVersion", "");
   }
@@ -68,10 +87,19 @@ void Informer::Apply(const std::string& type, const nlohmann::json& object) {
     absl::MutexLock lock(&mu_);
     if (!rv.empty()) resource_version_ = rv;
     if (type == "BOOKMARK") return;
+    const std::string key = ObjectKey(object);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      if (std::string uid = ControllerUid(it->second); !uid.empty()) {
+        auto entry = by_controller_.find(uid);
+        entry->second.erase(key);
+        if (entry->second.empty()) by_controller_.erase(entry);
+      }
+    }
     if (type == "DELETED") {
-      cache_.erase(ObjectKey(object));
+      cache_.erase(key);
     } else {
-      cache_[ObjectKey(object)] = object;
+      cache_[key] = object;
+      if (std::string uid = ControllerUid(object); !uid.empty()) by_controller_[uid].insert(key);
     }
   }
   if (handler_) handler_(type, object);
@@ -123,6 +151,15 @@ std::vector<nlohmann::json> Informer::Select(
   for (const auto& [key, obj] : cache_) {
     if (keep(obj)) out.push_back(obj);
   }
+  return out;
+}
+
+std::vector<nlohmann::json> Informer::ControlledBy(const std::string& uid) const {
+  std::vector<nlohmann::json> out;
+  absl::MutexLock lock(&mu_);
+  auto it = by_controller_.find(uid);
+  if (it == by_controller_.end()) return out;
+  for (const std::string& key : it->second) out.push_back(cache_.at(key));
   return out;
 }
 

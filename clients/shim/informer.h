@@ -15,17 +15,19 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "clients/shim/framework/interfaces.h"
 #include "clients/shim/kube_client.h"
 
 namespace admitd::shim {
 
-class Informer {
+class Informer : public ObjectCache {
  public:
   // `type` is ADDED, MODIFIED or DELETED; a relist reports what it found changed that way too.
   using Handler = std::function<void(const std::string& type, const nlohmann::json& object)>;
@@ -43,12 +45,15 @@ class Informer {
   void Run();
   void Stop();
 
-  std::optional<nlohmann::json> Get(const std::string& key) const;  // "namespace/name" or "name"
+  // "namespace/name" or "name".
+  std::optional<nlohmann::json> Get(const std::string& key) const override;
   // The cached objects `keep` accepts (a scan of the cache).
   std::vector<nlohmann::json> Select(
-      const std::function<bool(const nlohmann::json&)>& keep) const;
+      const std::function<bool(const nlohmann::json&)>& keep) const override;
+  // The cached objects whose controller owner has `uid` (an index kept with the cache).
+  std::vector<nlohmann::json> ControlledBy(const std::string& uid) const override;
   // The keys of every cached object.
-  std::vector<std::string> Keys() const;
+  std::vector<std::string> Keys() const override;
   size_t Size() const;
   std::string resource_version() const;
   int lists() const { return lists_.load(); }
@@ -68,6 +73,8 @@ class Informer {
   std::atomic<bool> missing_{false};
   mutable absl::Mutex mu_;
   std::map<std::string, nlohmann::json> cache_ ABSL_GUARDED_BY(mu_);
+  // Controller owner uid -> the keys of the cached objects it controls.
+  std::map<std::string, std::set<std::string>> by_controller_ ABSL_GUARDED_BY(mu_);
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -9,14 +9,10 @@
 #include <optional>
 #include <string>
 
+#include "clients/shim/framework/generic_job.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
-
-struct JobFinish {
-  bool succeeded = false;
-  std::string message;  // the Complete or Failed condition's message
-};
 
 // Set iff a Complete or Failed condition is True (SuccessCriteriaMet and FailureTarget do not
 // count); success unless Failed.

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "clients/shim/framework/interfaces.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
@@ -53,7 +54,7 @@ struct WatchEvent {
   nlohmann::json object;
 };
 
-class KubeClient {
+class KubeClient : public KubeApi {
  public:
   explicit KubeClient(KubeConfig config);
 
@@ -66,21 +67,23 @@ class KubeClient {
     return counts_->at(verb * 5 + outcome).load(std::memory_order_relaxed);
   }
 
-  absl::StatusOr<nlohmann::json> Get(const std::string& path) const;
-  absl::StatusOr<nlohmann::json> Create(const std::string& path, const nlohmann::json& body) const;
+  absl::StatusOr<nlohmann::json> Get(const std::string& path) const override;
+  absl::StatusOr<nlohmann::json> Create(const std::string& path,
+                                        const nlohmann::json& body) const override;
   // PUT: ABORTED when body's metadata.resourceVersion is stale.
-  absl::StatusOr<nlohmann::json> Update(const std::string& path, const nlohmann::json& body) const;
+  absl::StatusOr<nlohmann::json> Update(const std::string& path,
+                                        const nlohmann::json& body) const override;
   // `content_type`: application/merge-patch+json, application/json-patch+json or
   // application/strategic-merge-patch+json.
   absl::StatusOr<nlohmann::json> Patch(const std::string& path, const nlohmann::json& body,
                                        const std::string& content_type =
-                                           "application/merge-patch+json") const;
-  absl::StatusOr<nlohmann::json> Delete(const std::string& path) const;
+                                           "application/merge-patch+json") const override;
+  absl::StatusOr<nlohmann::json> Delete(const std::string& path) const override;
   // DELETE only while the object's uid is `uid`: ABORTED (409) when the name now belongs to
   // another object. `propagation`: DeleteOptions.propagationPolicy (Background, Foreground,
   // Orphan), or the resource's default when empty.
   absl::StatusOr<nlohmann::json> DeleteUid(const std::string& path, const std::string& uid,
-                                           const std::string& propagation = "") const;
+                                           const std::string& propagation = "") const override;
 
   // Watches `path` (a collection) from `resource_version` with bookmarks, for at most
   // `timeout_seconds`, calling `on_event` for each event until it returns false. OK when the

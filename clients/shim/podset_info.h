@@ -2,11 +2,10 @@
 // from an admitted Workload and its ResourceFlavors (count; the flavors' node labels and
 // tolerations; the podset, local-queue and cluster-queue labels; the workload annotation), its
 // merge into a pod template, with Kueue's conflict errors, and the template restored on a stop.
-// StartPatch and PlanStop are the batch/v1 Job's; a RayCluster applies the same per template to
-// its head and worker groups (raycluster_workload.h).
+// Each integration applies them to its templates (a Job's in integrations/job/job_run.h).
 //
 //   auto infos = PodSetInfos(workload, flavors);
-//   nlohmann::json patch = *StartPatch(job, *infos);  // a merge patch: unsuspend + templates
+//   MergeIntoTemplate((*infos)[0], /*elastic=*/false, &pod_template);
 //
 // Thread safety: pure functions.
 #ifndef ADMITD_CLIENTS_SHIM_PODSET_INFO_H_
@@ -43,38 +42,12 @@ absl::StatusOr<std::vector<PodSetInfo>> PodSetInfos(
 // workload-slice-name and workload annotations are overwritten instead.
 absl::Status MergeIntoTemplate(const PodSetInfo& info, bool elastic, nlohmann::json* pod_template);
 
-// The merge patch that starts a batch/v1 Job: spec.suspend=false, the template with the podset
-// info merged in and, for a partially admitted Job (job-min-parallelism), parallelism (and
-// completions with job-completions-equal-parallelism) set to the admitted count.
-absl::StatusOr<nlohmann::json> StartPatch(const nlohmann::json& job,
-                                          const std::vector<PodSetInfo>& infos, bool elastic);
-
 // The merge patch that makes a pod template's labels, annotations, nodeSelector, tolerations and
 // schedulingGates the ones stored in a Workload's pod set (Kueue's RestorePodSpec: replaced, not
 // merged, so whatever an admission added goes), keeping the labels named in `keep_labels`.
 nlohmann::json RestoreTemplatePatch(const nlohmann::json& pod_template,
                                     const v1::PodTemplate& stored,
                                     const std::set<std::string>& keep_labels = {});
-
-// Stopping a batch/v1 Job (Job §2.3 Stop, job framework §1.10), as three separate patches so that
-// a Job left half-stopped still reads as running and is stopped again.
-struct StopPlan {
-  // Merge patch suspending the Job and marking it kueue.x-k8s.io/stopping; null when it is
-  // already suspended (then no `Stopped` event is recorded).
-  nlohmann::json suspend;
-  // Whether status.startTime must be cleared (a merge patch of the status subresource:
-  // {"status": {"startTime": null}}) before the template may change.
-  bool clear_start_time = false;
-  // Merge patch restoring the template's labels, annotations, nodeSelector, tolerations and
-  // schedulingGates to the Workload's stored ones (keeping the Job controller's labels), the
-  // original parallelism (and completions) of a partially admitted Job, and removing the
-  // stopping annotation.
-  nlohmann::json restore;
-};
-StopPlan PlanStop(const nlohmann::json& job, const v1::Workload& workload);
-
-// Whether Kueue counts the Job as suspended: spec.suspend and not being stopped.
-bool IsSuspended(const nlohmann::json& job);
 
 }  // namespace admitd::shim
 

@@ -1,4 +1,5 @@
 #include "clients/shim/podset_info.h"
+#include "clients/shim/integrations/job/job_run.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -113,10 +114,10 @@ TEST(PodSetInfoTest, StoppingSuspendsClearsTheStartTimeAndRestoresTheTemplate) {
   job["status"]["startTime"] = "2026-01-01T00:00:00Z";
   EXPECT_FALSE(IsSuspended(job));
 
-  const StopPlan plan = PlanStop(job, wl);
+  const StopPlan plan = PlanStop(job, &wl);
   EXPECT_EQ(plan.suspend["spec"]["suspend"], true);
   EXPECT_EQ(plan.suspend["metadata"]["annotations"]["kueue.x-k8s.io/stopping"], "true");
-  EXPECT_TRUE(plan.clear_start_time);
+  EXPECT_EQ(plan.status, nlohmann::json({{"status", {{"startTime", nullptr}}}}));
   const nlohmann::json& t = plan.restore["spec"]["template"];
   EXPECT_EQ(t["metadata"]["labels"]["app"], "x");
   EXPECT_TRUE(t["metadata"]["labels"]["kueue.x-k8s.io/podset"].is_null());  // removed
@@ -133,7 +134,7 @@ TEST(PodSetInfoTest, StoppingSuspendsClearsTheStartTimeAndRestoresTheTemplate) {
   job["spec"]["suspend"] = true;
   job["metadata"]["annotations"]["kueue.x-k8s.io/stopping"] = "true";
   EXPECT_FALSE(IsSuspended(job));
-  EXPECT_TRUE(PlanStop(job, wl).suspend.is_null());
+  EXPECT_TRUE(PlanStop(job, &wl).suspend.is_null());
 }
 
 }  // namespace

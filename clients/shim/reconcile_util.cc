@@ -79,36 +79,7 @@ std::optional<absl::Duration> RetryAfter(const absl::Status& status) {
   return clients::WithJitter(*delay);
 }
 
-absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& wl) {
-  v1::DeleteWorkloadRequest req;
-  req.set_namespace_(wl.metadata().namespace_());
-  req.set_name(wl.metadata().name());
-  req.set_uid(wl.metadata().uid());
-  v1::DeleteWorkloadResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = admitd.admission().Delete(&ctx, req, &resp);
-  admitd.ReportCall(s);
-  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND &&
-      s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
-    return FromGrpc("delete workload", s);
-  }
-  admitd.Forget(wl.metadata().namespace_(), wl.metadata().name(), wl.metadata().uid());
-  return absl::OkStatus();
-}
-
-absl::Status ReleaseQuota(AdmitdLink& admitd, const v1::ReleaseQuotaRequest& req) {
-  v1::ReleaseQuotaResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = admitd.admission().ReleaseQuota(&ctx, req, &resp);
-  admitd.ReportCall(s);
-  if (!s.ok()) return FromGrpc("release quota", s);
-  admitd.Remember(resp.workload());
-  return absl::OkStatus();
-}
-
-absl::Status ReportPodsReady(AdmitdLink& admitd, const v1::Workload& wl, bool ready) {
+absl::Status ReportPodsReady(AdmitdApi& admitd, const v1::Workload& wl, bool ready) {
   if (!Admitted(wl) || ConditionTrue(wl, "Evicted")) return absl::OkStatus();
   const v1::Condition* c = FindCondition(wl, "PodsReady");
   if (c == nullptr || (c->status() == "True") == ready) return absl::OkStatus();
@@ -117,18 +88,11 @@ absl::Status ReportPodsReady(AdmitdLink& admitd, const v1::Workload& wl, bool re
   req.set_name(wl.metadata().name());
   req.set_uid(wl.metadata().uid());
   req.set_ready(ready);
-  v1::ReportPodsReadyResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx);
-  grpc::Status s = admitd.admission().ReportPodsReady(&ctx, req, &resp);
-  admitd.ReportCall(s);
-  if (!s.ok()) return FromGrpc("report pods ready", s);
-  admitd.Remember(resp.workload());
-  return absl::OkStatus();
+  return admitd.ReportPodsReady(req);
 }
 
 absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
-    const AdmitdLink& admitd, const v1::Workload& wl) {
+    const AdmitdApi& admitd, const v1::Workload& wl) {
   std::map<std::string, v1::ResourceFlavor> flavors = admitd.Flavors();
   for (const v1::PodSetAssignment& a : wl.status().admission().pod_set_assignments()) {
     for (const auto& [resource, flavor] : a.flavors()) {
@@ -138,19 +102,6 @@ absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
     }
   }
   return flavors;
-}
-
-bool OwnedByManagedKind(const nlohmann::json& object) {
-  const nlohmann::json meta = Meta(object);
-  auto refs = meta.find("ownerReferences");
-  if (refs == meta.end() || !refs->is_array()) return false;
-  for (const nlohmann::json& ref : *refs) {
-    if (!ref.is_object() || !ref.value("controller", false)) continue;
-    const std::string kind = Str(ref, "kind"), api_version = Str(ref, "apiVersion");
-    return (kind == "Job" && api_version == "batch/v1") || (kind == "Pod" && api_version == "v1") ||
-           (kind == "RayCluster" && api_version == "ray.io/v1");
-  }
-  return false;
 }
 
 }  // namespace admitd::shim::reconcile

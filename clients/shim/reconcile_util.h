@@ -1,7 +1,7 @@
-// Small pieces every integration's reconcile uses: the writes to admitd they share, reading
+// Small pieces every integration's reconcile uses: reading
 // fields of a Kubernetes object (JSON) without throwing on a missing or null one, the state of an
-// admitd Workload, the deadline and error of a call to admitd, and which controller owners make an
-// object a child of another integration (§1.2).
+// admitd Workload, the deadline and error of a call to admitd, and what the reconcile asks admitd about
+// readiness and flavors.
 //
 // Thread safety: pure functions.
 #ifndef ADMITD_CLIENTS_SHIM_RECONCILE_UTIL_H_
@@ -64,22 +64,14 @@ absl::Status FromGrpc(const std::string& what, const grpc::Status& status);
 // when it advised none (then the work queue's backoff applies).
 std::optional<absl::Duration> RetryAfter(const absl::Status& status);
 
-// Deletes the Workload in admitd (gone already, or another with its name: fine) and forgets it.
-absl::Status DeleteWorkload(AdmitdLink& admitd, const v1::Workload& workload);
-// ReleaseQuota, the answer remembered in the link's cache.
-absl::Status ReleaseQuota(AdmitdLink& admitd, const v1::ReleaseQuotaRequest& request);
 // waitForPodsReady: tells admitd whether the job's pods are ready (as the integration counts
 // them) when that differs from the Workload's PodsReady condition; only while the Workload is
 // admitted and not evicted, and only when admitd tracks readiness (the condition is there).
 // OK when there is nothing to say.
-absl::Status ReportPodsReady(AdmitdLink& admitd, const v1::Workload& workload, bool ready);
+absl::Status ReportPodsReady(AdmitdApi& admitd, const v1::Workload& workload, bool ready);
 // The link's flavors, NOT_FOUND (retry) while one the admission names is not known yet.
 absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> AdmittedFlavors(
-    const AdmitdLink& admitd, const v1::Workload& workload);
-
-// Whether the object's controller owner is of a kind the shim integrates (batch/v1 Job, v1 Pod,
-// ray.io/v1 RayCluster): such an object belongs to its owner's Workload and is left alone.
-bool OwnedByManagedKind(const nlohmann::json& object);
+    const AdmitdApi& admitd, const v1::Workload& workload);
 
 }  // namespace admitd::shim::reconcile
 

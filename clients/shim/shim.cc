@@ -4,28 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "clients/shim/elastic_pods.h"
+#include "clients/shim/integrations/builtin.h"
 #include "clients/shim/job_multikueue.h"
 #include "clients/shim/json_fields.h"
 #include "clients/shim/reconcile_util.h"
 #include "common/log.h"
 
 namespace admitd::shim {
-namespace {
-
-// The Job that controls `pod`, as "ns/name", or "".
-std::string OwnerJobKey(const nlohmann::json& pod) {
-  const nlohmann::json meta = pod.value("metadata", nlohmann::json::object());
-  for (const nlohmann::json& ref : meta.value("ownerReferences", nlohmann::json::array())) {
-    if (ref.value("controller", false) && Str(ref, "kind") == "Job") {
-      return Str(meta, "namespace") + "/" + Str(ref, "name");
-    }
-  }
-  return "";
-}
-
-}  // namespace
-
 Shim::Shim(const ShimConfig& config, KubeConfig kube)
     : config_(config), kube_(std::move(kube)) {}
 
@@ -58,17 +43,15 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   trace_options.resource_attributes = {{"admitd.cluster", config.cluster}};
   s->tracer_ = tracing::Tracer::Create(std::move(trace_options));
   s->events_ = std::make_unique<EventRecorder>(s->kube_, config.identity);
-  s->jobs_ = std::make_unique<Informer>(
-      s->kube_, "/apis/batch/v1/jobs",
-      [s](const std::string&, const nlohmann::json& job) { s->OnJob(job); });
-  // Only the Job controller's pods: those of elastic Jobs are ungated by the shim.
-  s->pods_ = std::make_unique<Informer>(
-      s->kube_, "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name",
-      [s](const std::string&, const nlohmann::json& pod) { s->OnPod(pod); });
   s->namespaces_ = std::make_unique<Informer>(
       s->kube_, "/api/v1/namespaces", [s](const std::string&, const nlohmann::json& ns) {
         s->namespace_queue_.Add(ObjectKey(ns));
       });
+  s->registry_ = BuiltinIntegrations();
+  std::set<std::pair<std::string, std::string>> owner_kinds;
+  for (const Integration* i : s->registry_->All()) {
+    owner_kinds.insert({i->info().api_version, i->info().kind});
+  }
   s->admitd_ = std::make_unique<AdmitdLink>(
       AdmitdLinkOptions{.admitd = *admitd,
                         .cluster = config.cluster,
@@ -79,17 +62,18 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
                               if (!reconcile::Live(s->namespaces_->Get(name))) return;
                               s->namespace_sync_->Forget(name);
                               s->namespace_queue_.Add(name);
-                            }},
+                            },
+                        .owner_kinds = std::move(owner_kinds)},
       [s](const v1::Workload& wl, bool deleted) {
         s->OnWorkload(wl);
         if (s->mirror_) s->mirror_->OnWorkload(wl, deleted);
       },
       [s](const v1::Event& e) { s->OnEvent(e); });
-  JobReconcilerOptions options;
+  FrameworkOptions options;
   options.cluster = config.cluster;
   options.excluded_namespaces = config.excluded_namespaces;
   options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
-  options.workload.elastic_jobs = config.elastic_jobs;
+  options.elastic_jobs = config.elastic_jobs;
   s->namespace_sync_ = std::make_unique<NamespaceSync>(*s->admitd_, *s->namespaces_);
   if (config.mirror_workloads) s->mirror_ = std::make_unique<WorkloadMirror>(s->kube_, *s->events_);
   if (config.integrations.count("pod")) {
@@ -102,27 +86,10 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     s->pod_sync_ = std::make_unique<PodSync>(s->kube_, *s->admitd_, *s->managed_pods_,
                                              *s->events_, config.cluster);
   }
-  s->reconciler_ = std::make_unique<JobReconciler>(s->kube_, *s->admitd_, *s->jobs_, *s->pods_,
-                                                   *s->events_, options);
+  s->AddControllers(options);
   if (config.multikueue_worker) {
-    s->multikueue_worker_ = std::make_unique<MultiKueueWorker>(s->kube_, *s->admitd_, *s->jobs_);
-  }
-  if (config.integrations.count("ray.io/raycluster")) {
-    s->rayclusters_ = std::make_unique<Informer>(
-        s->kube_, kRayClustersPath,
-        [s](const std::string&, const nlohmann::json& rc) { s->ray_queue_.Add(ObjectKey(rc)); });
-    // KubeRay's pods: the elastic ones are ungated, and a stopped cluster's quota goes back once
-    // they are gone.
-    s->ray_pods_ = std::make_unique<Informer>(
-        s->kube_, kRayPodsPath,
-        [s](const std::string&, const nlohmann::json& pod) { s->OnRayPod(pod); });
-    RayClusterReconcilerOptions ray_options;
-    ray_options.cluster = config.cluster;
-    ray_options.excluded_namespaces = config.excluded_namespaces;
-    ray_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
-    ray_options.workload.elastic_jobs = config.elastic_jobs;
-    s->ray_reconciler_ = std::make_unique<RayClusterReconciler>(
-        s->kube_, *s->admitd_, *s->rayclusters_, *s->ray_pods_, *s->events_, ray_options);
+    s->multikueue_worker_ =
+        std::make_unique<MultiKueueWorker>(s->kube_, *s->admitd_, *s->jobs_->objects);
   }
 
   if (!config.webhook_listen.empty()) {
@@ -186,14 +153,13 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   if (!health.ok()) return health.status();
   s->health_ = *std::move(health);
 
-  s->threads_.emplace_back([s] { s->jobs_->Run(); });
-  s->threads_.emplace_back([s] { s->pods_->Run(); });
+  for (const auto& c : s->controllers_) {
+    Controller* raw = c.get();
+    s->threads_.emplace_back([raw] { raw->objects->Run(); });
+    s->threads_.emplace_back([raw] { raw->pods->Run(); });
+  }
   s->threads_.emplace_back([s] { s->namespaces_->Run(); });
   if (s->managed_pods_) s->threads_.emplace_back([s] { s->managed_pods_->Run(); });
-  if (s->rayclusters_) {
-    s->threads_.emplace_back([s] { s->rayclusters_->Run(); });
-    s->threads_.emplace_back([s] { s->ray_pods_->Run(); });
-  }
   s->threads_.emplace_back([s] { s->admitd_->Run(); });
   if (config.leader_elect) {
     s->elector_ = std::make_unique<LeaderElector>(
@@ -229,17 +195,16 @@ Shim::~Shim() { Stop(); }
 void Shim::Stop() {
   absl::MutexLock lock(&stop_mu_);
   if (stopping_.exchange(true)) return;
-  queue_.ShutDown();
+  for (const auto& c : controllers_) c->queue.ShutDown();
   copy_queue_.ShutDown();
-  ray_queue_.ShutDown();
   namespace_queue_.ShutDown();
   if (elector_) elector_->Stop();
-  jobs_->Stop();
-  pods_->Stop();
+  for (const auto& c : controllers_) {
+    c->objects->Stop();
+    c->pods->Stop();
+  }
   namespaces_->Stop();
   if (managed_pods_) managed_pods_->Stop();
-  if (rayclusters_) rayclusters_->Stop();
-  if (ray_pods_) ray_pods_->Stop();
   if (pod_sync_) pod_sync_->Stop();
   if (mirror_) mirror_->Stop();
   admitd_->Stop();
@@ -269,33 +234,57 @@ bool Shim::Wait() {
 }
 
 bool Shim::Synced() const {
-  // A cluster without KubeRay's definition has no RayClusters: that does not hold up the Jobs.
-  return jobs_->lists() > 0 && pods_->lists() > 0 && namespaces_->lists() > 0 &&
-         (!managed_pods_ || managed_pods_->lists() > 0) &&
-         (!rayclusters_ || ((rayclusters_->lists() > 0 || rayclusters_->missing()) &&
-                            ray_pods_->lists() > 0)) &&
+  // A cluster without a custom resource's definition has none of its objects: that does not
+  // hold up the other kinds.
+  for (const auto& c : controllers_) {
+    const bool listed = c->objects->lists() > 0 ||
+                        (c->integration->info().custom_resource && c->objects->missing());
+    if (!listed || c->pods->lists() == 0) return false;
+  }
+  return namespaces_->lists() > 0 && (!managed_pods_ || managed_pods_->lists() > 0) &&
          admitd_->Synced();
 }
 
-void Shim::OnJob(const nlohmann::json& job) {
-  if (config_.integrations.count("batch/job")) queue_.Add(ObjectKey(job));
-  // A worker Job that goes may leave its copy waiting for a new one (the same name, after a
-  // re-dispatch to this cluster).
-  if (multikueue_worker_ && IsMultiKueueWorkerJob(job)) {
-    copy_queue_.Add(reconcile::Str(reconcile::Meta(job), "namespace") + "/" +
-                    PrebuiltWorkloadName(job));
+void Shim::AddControllers(const FrameworkOptions& options) {
+  for (const Integration* integration : registry_->All()) {
+    const IntegrationInfo& info = integration->info();
+    const bool enabled = config_.integrations.count(info.name) > 0;
+    if (!enabled && info.name != "batch/job") continue;
+    auto c = std::make_unique<Controller>();
+    Controller* raw = c.get();
+    c->integration = integration;
+    c->enabled = enabled;
+    c->objects = std::make_unique<Informer>(
+        kube_, integration->CollectionPath(),
+        [this, raw](const std::string&, const nlohmann::json& object) { OnObject(*raw, object); });
+    c->pods = std::make_unique<Informer>(
+        kube_, info.pods_path, [raw](const std::string&, const nlohmann::json& pod) {
+          if (std::string key = raw->integration->OwnerKeyOfPod(pod); !key.empty()) {
+            raw->queue.Add(key);
+          }
+        });
+    c->reconciler = std::make_unique<Reconciler>(*integration, *registry_, kube_, *admitd_,
+                                                 *c->objects, *c->pods, *events_, options);
+    if (info.name == "batch/job") jobs_ = raw;
+    controllers_.push_back(std::move(c));
   }
 }
 
-void Shim::OnPod(const nlohmann::json& pod) {
-  const nlohmann::json annotations =
-      pod.value("metadata", nlohmann::json::object()).value("annotations", nlohmann::json::object());
-  if (!HasElasticGate(pod) && !annotations.contains("kueue.x-k8s.io/workload-slice-name")) return;
-  if (std::string key = OwnerJobKey(pod); !key.empty()) queue_.Add(key);
+Shim::Controller* Shim::ControllerOf(const std::string& kind) const {
+  for (const auto& c : controllers_) {
+    if (c->integration->info().kind == kind) return c.get();
+  }
+  return nullptr;
 }
 
-void Shim::OnRayPod(const nlohmann::json& pod) {
-  if (std::string key = OwnerRayClusterKey(pod); !key.empty()) ray_queue_.Add(key);
+void Shim::OnObject(Controller& c, const nlohmann::json& object) {
+  if (c.enabled) c.queue.Add(ObjectKey(object));
+  // A worker Job that goes may leave its copy waiting for a new one (the same name, after a
+  // re-dispatch to this cluster).
+  if (&c == jobs_ && multikueue_worker_ && IsMultiKueueWorkerJob(object)) {
+    copy_queue_.Add(Str(Field(object, "metadata"), "namespace") + "/" +
+                    PrebuiltWorkloadName(object));
+  }
 }
 
 void Shim::OnWorkload(const v1::Workload& wl) {
@@ -307,19 +296,16 @@ void Shim::OnWorkload(const v1::Workload& wl) {
     // manager may withdraw the copy first, and then the Job goes with it).
     const std::string& ns = wl.metadata().namespace_();
     const std::string& name = wl.metadata().name();
-    for (const nlohmann::json& j : jobs_->Select([&](const nlohmann::json& job) {
-           return reconcile::Str(reconcile::Meta(job), "namespace") == ns && IsMultiKueueWorkerJob(job) &&
+    for (const nlohmann::json& j : jobs_->objects->Select([&](const nlohmann::json& job) {
+           return Str(Field(job, "metadata"), "namespace") == ns && IsMultiKueueWorkerJob(job) &&
                   PrebuiltWorkloadName(job) == name;
          })) {
-      queue_.Add(ns + "/" + reconcile::Str(reconcile::Meta(j), "name"));
+      jobs_->queue.Add(ns + "/" + Str(Field(j, "metadata"), "name"));
     }
   }
   if (owner == nullptr) return;
-  const std::string key = wl.metadata().namespace_() + "/" + owner->name();
-  if (owner->kind() == kJobOwnerKind) {
-    queue_.Add(key);
-  } else if (owner->kind() == kRayClusterOwnerKind && ray_reconciler_) {
-    ray_queue_.Add(key);
+  if (Controller* c = ControllerOf(owner->kind())) {
+    c->queue.Add(wl.metadata().namespace_() + "/" + owner->name());
   }
 }
 
@@ -347,11 +333,10 @@ void Shim::OnEvent(const v1::Event& event) {
   }
   const v1::OwnerReference* owner = ControllerOwner(*wl);
   if (owner == nullptr) return;
-  const Informer* owners = owner->kind() == kJobOwnerKind          ? jobs_.get()
-                           : owner->kind() == kRayClusterOwnerKind ? rayclusters_.get()
-                                                                   : nullptr;
+  const Controller* owners = ControllerOf(owner->kind());
   if (owners == nullptr) return;
-  std::optional<nlohmann::json> object = owners->Get(r.namespace_() + "/" + owner->name());
+  std::optional<nlohmann::json> object =
+      owners->objects->Get(r.namespace_() + "/" + owner->name());
   if (!object || Str((*object)["metadata"], "uid") != owner->uid()) return;
   events_->Record(*object, event.type(), event.reason(), event.note(), controller);
 }

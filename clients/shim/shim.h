@@ -1,9 +1,9 @@
-// admitd-shim, wired: the Kubernetes informers (Jobs, the pods of elastic Jobs, namespaces; with
-// the ray.io/raycluster integration RayClusters and KubeRay's pods), the NamespaceSync that gives
-// admitd the namespaces' labels, the link to admitd, leader election, a work queue per kind and
-// its workers running the JobReconciler and the RayClusterReconciler (on the leader only, once
-// every cache has synced), the event recorder, the admission webhook (on every replica), and the
-// /healthz, /readyz and /metrics endpoint.
+// admitd-shim, wired: per integration (framework/integration.h) an informer of its objects and
+// one of their pods, a work queue and its workers running the generic Reconciler (on the leader
+// only, once every cache has synced); the namespace informer and the NamespaceSync that gives
+// admitd the namespaces' labels; the pod sync of the pod integration; the MultiKueue worker; the
+// link to admitd; leader election; the event recorder; the admission webhook (on every replica);
+// and the /healthz, /readyz and /metrics endpoint.
 //
 //   absl::StatusOr<std::unique_ptr<Shim>> shim = Shim::Start(config);
 //   ... (*shim)->Stop();
@@ -25,13 +25,13 @@
 #include "clients/shim/admitd_webhook_context.h"
 #include "clients/shim/event_recorder.h"
 #include "clients/shim/informer.h"
-#include "clients/shim/job_reconciler.h"
+#include "clients/shim/framework/integration.h"
+#include "clients/shim/framework/reconciler.h"
 #include "clients/shim/kube_client.h"
 #include "clients/shim/leader_election.h"
 #include "clients/shim/multikueue_worker.h"
 #include "clients/shim/namespace_sync.h"
 #include "clients/shim/pod_sync.h"
-#include "clients/shim/raycluster_reconciler.h"
 #include "clients/shim/shim_config.h"
 #include "clients/shim/webhook_server.h"
 #include "clients/shim/workload_mirror.h"
@@ -61,10 +61,24 @@ class Shim {
   bool Leading() const { return leading_.load(); }
 
  private:
+  // One integration's informers, queue and reconciler.
+  struct Controller {
+    const Integration* integration = nullptr;
+    // In --integrations: its objects' changes are reconciled. The Job controller runs without
+    // (its Workloads' changes still are: a MultiKueue worker's Jobs, Jobs left from before).
+    bool enabled = false;
+    std::unique_ptr<Informer> objects;
+    std::unique_ptr<Informer> pods;
+    WorkQueue queue;
+    std::unique_ptr<Reconciler> reconciler;
+    std::atomic<int64_t> errors{0};
+  };
+
   explicit Shim(const ShimConfig& config, KubeConfig kube);
-  void OnJob(const nlohmann::json& job);
-  void OnPod(const nlohmann::json& pod);
-  void OnRayPod(const nlohmann::json& pod);
+  // The controllers of the registered integrations: every enabled one, and the Job's always.
+  void AddControllers(const FrameworkOptions& options);
+  Controller* ControllerOf(const std::string& kind) const;  // by owner kind; nullptr: none
+  void OnObject(Controller& c, const nlohmann::json& object);
   void OnWorkload(const v1::Workload& workload);
   void OnEvent(const v1::Event& event);
   void Lead();       // on becoming leader
@@ -92,10 +106,10 @@ class Shim {
 
   const ShimConfig config_;
   KubeClient kube_;
-  WorkQueue queue_;
   std::unique_ptr<EventRecorder> events_;
-  std::unique_ptr<Informer> jobs_;
-  std::unique_ptr<Informer> pods_;
+  std::unique_ptr<IntegrationRegistry> registry_;
+  std::vector<std::unique_ptr<Controller>> controllers_;  // constant once started
+  Controller* jobs_ = nullptr;                            // batch/job's, always there
   std::unique_ptr<Informer> namespaces_;
   std::unique_ptr<Informer> managed_pods_;  // with the pod integration only
   std::unique_ptr<PodSync> pod_sync_;
@@ -103,15 +117,9 @@ class Shim {
   std::unique_ptr<NamespaceSync> namespace_sync_;
   WorkQueue namespace_queue_;
   std::unique_ptr<AdmitdLink> admitd_;
-  std::unique_ptr<JobReconciler> reconciler_;
   // With --multikueue-worker only: creates the Jobs of winning copies (keys: the copies').
   WorkQueue copy_queue_;
   std::unique_ptr<MultiKueueWorker> multikueue_worker_;
-  // With the ray.io/raycluster integration only.
-  std::unique_ptr<Informer> rayclusters_;
-  std::unique_ptr<Informer> ray_pods_;
-  WorkQueue ray_queue_;
-  std::unique_ptr<RayClusterReconciler> ray_reconciler_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<HttpEndpoint> health_;
   std::unique_ptr<AdmitdWebhookContext> webhook_context_;
@@ -122,8 +130,6 @@ class Shim {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_leadership_{false};
-  std::atomic<int64_t> reconcile_errors_{0};
-  std::atomic<int64_t> ray_reconcile_errors_{0};
   std::atomic<int64_t> copy_reconcile_errors_{0};
   MetricsRegistry metrics_;
   std::unique_ptr<tracing::Tracer> tracer_;

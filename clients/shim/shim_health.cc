@@ -20,23 +20,29 @@ HttpReply Shim::Healthz() const {
 
 HttpReply Shim::Readyz() const {
   const std::string admitd = admitd_->UnreachableReason();
-  const bool jobs = jobs_->lists() > 0, pods = pods_->lists() > 0, link = admitd_->Synced();
+  const bool link = admitd_->Synced();
   const bool ready = Synced();
-  std::string body = absl::StrCat(
-      jobs ? "[+]informer-jobs synced\n" : "[-]informer-jobs not synced\n",
-      pods ? "[+]informer-pods synced\n" : "[-]informer-pods not synced\n",
+  std::string body;
+  for (const auto& c : controllers_) {
+    const IntegrationInfo& info = c->integration->info();
+    // The Job's pod informer keeps the name it has always had.
+    const std::string pods = info.name == "batch/job" ? "pods" : info.short_name + "-pods";
+    const std::string group = info.api_version.substr(0, info.api_version.find('/'));
+    absl::StrAppend(&body, c->objects->lists() > 0
+                               ? absl::StrCat("[+]informer-", info.resource, " synced\n")
+                           : c->objects->missing() && info.custom_resource
+                               ? absl::StrCat("[+]informer-", info.resource, ": ", info.resource,
+                                              ".", group, " not installed\n")
+                               : absl::StrCat("[-]informer-", info.resource, " not synced\n"));
+    absl::StrAppend(&body, c->pods->lists() > 0 ? absl::StrCat("[+]informer-", pods, " synced\n")
+                                                : absl::StrCat("[-]informer-", pods, " not synced\n"));
+  }
+  absl::StrAppend(&body,
       namespaces_->lists() > 0 ? "[+]informer-namespaces synced\n"
                                : "[-]informer-namespaces not synced\n",
       !managed_pods_                ? ""
       : managed_pods_->lists() > 0 ? "[+]informer-managed-pods synced\n"
                                    : "[-]informer-managed-pods not synced\n",
-      !rayclusters_                  ? ""
-      : rayclusters_->lists() > 0    ? "[+]informer-rayclusters synced\n"
-      : rayclusters_->missing()      ? "[+]informer-rayclusters: rayclusters.ray.io not installed\n"
-                                     : "[-]informer-rayclusters not synced\n",
-      !ray_pods_                    ? ""
-      : ray_pods_->lists() > 0      ? "[+]informer-ray-pods synced\n"
-                                    : "[-]informer-ray-pods not synced\n",
       link ? "[+]admitd synced\n" : "[-]admitd not synced\n",
       admitd.empty() ? "[+]admitd reachable\n" : "[-]admitd " + admitd + "\n",
       leading_.load() ? "[+]leader\n" : "[+]follower\n",
@@ -45,15 +51,21 @@ HttpReply Shim::Readyz() const {
 }
 
 std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
-  const JobReconcilerCounters& c = reconciler_->counters();
+  const ReconcilerCounters& c = jobs_->reconciler->counters();
   std::vector<prometheus::MetricFamily> out;
-  auto gauge = [&](const char* name, const char* help, double v) {
+  auto gauge = [&](const std::string& name, const std::string& help, double v) {
     out.push_back(MetricFamilyOf(name, help, prometheus::MetricType::Gauge));
     AddSample(&out.back(), {}, v);
   };
-  auto counter = [&](const char* name, const char* help, int64_t v) {
+  auto counter = [&](const std::string& name, const std::string& help, int64_t v) {
     out.push_back(MetricFamilyOf(name, help, prometheus::MetricType::Counter));
     AddSample(&out.back(), {}, static_cast<double>(v));
+  };
+  // Workload-level counters add up every kind's reconciles.
+  auto sum = [&](std::atomic<int64_t> ReconcilerCounters::*field) {
+    int64_t n = 0;
+    for (const auto& k : controllers_) n += (k->reconciler->counters().*field).load();
+    return n;
   };
   gauge("admitd_shim_admitd_reachable", "1 while admitd answers, 0 while it cannot be reached.",
         admitd_->Reachable() ? 1 : 0);
@@ -61,58 +73,62 @@ std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
   gauge("admitd_shim_synced", "1 once the Kubernetes and admitd caches have synced.",
         Synced() ? 1 : 0);
   gauge("admitd_shim_workqueue_depth", "Jobs waiting to be reconciled.",
-        static_cast<double>(queue_.Len()));
+        static_cast<double>(jobs_->queue.Len()));
   gauge("admitd_shim_jobs_cached", "Jobs in the informer's cache.",
-        static_cast<double>(jobs_->Size()));
+        static_cast<double>(jobs_->objects->Size()));
   counter("admitd_shim_reconciles_total", "Job reconciles run.", c.reconciles.load());
   counter("admitd_shim_reconcile_errors_total", "Job reconciles that failed and were retried.",
-          reconcile_errors_.load());
-  // Workload-level counters add up both kinds' reconciles.
-  const RayClusterReconcilerCounters* r = ray_reconciler_ ? &ray_reconciler_->counters() : nullptr;
-  auto both = [&](const std::atomic<int64_t>& job,
-                  std::atomic<int64_t> RayClusterReconcilerCounters::*ray) {
-    return job.load() + (r != nullptr ? (r->*ray).load() : 0);
-  };
+          jobs_->errors.load());
   counter("admitd_shim_workloads_submitted_total", "Workloads created in admitd.",
-          both(c.submits, &RayClusterReconcilerCounters::submits));
+          sum(&ReconcilerCounters::submits));
   counter("admitd_shim_jobs_started_total", "Jobs unsuspended on admission.", c.starts.load());
   counter("admitd_shim_jobs_stopped_total", "Jobs suspended (eviction, no admission).",
           c.stops.load());
   counter("admitd_shim_quota_releases_total", "ReleaseQuota calls (finished, stopped, reclaimable).",
-          both(c.releases, &RayClusterReconcilerCounters::releases));
+          sum(&ReconcilerCounters::releases));
   counter("admitd_shim_workloads_deleted_total", "Workloads deleted in admitd.",
-          both(c.deletes, &RayClusterReconcilerCounters::deletes));
-  counter("admitd_shim_resizes_total", "Resize calls for elastic Jobs and RayClusters.",
-          both(c.resizes, &RayClusterReconcilerCounters::resizes));
-  counter("admitd_shim_pods_ungated_total", "Elastic Job and RayCluster pods ungated.",
-          both(c.ungated, &RayClusterReconcilerCounters::ungated));
+          sum(&ReconcilerCounters::deletes));
+  counter("admitd_shim_resizes_total", "Resize calls for elastic jobs of every kind.",
+          sum(&ReconcilerCounters::resizes));
+  counter("admitd_shim_pods_ungated_total", "Elastic jobs' pods ungated, of every kind.",
+          sum(&ReconcilerCounters::ungated));
   counter("admitd_shim_multikueue_status_mirrored_total",
-          "Manager Jobs whose status was set from their worker's Job.", c.mirrored.load());
+          "Manager jobs whose status was set from their worker's.",
+          sum(&ReconcilerCounters::mirrored));
   counter("admitd_shim_multikueue_status_reported_total",
-          "Worker Job statuses reported to admitd for the manager.", c.reported.load());
+          "Worker job statuses reported to admitd for the manager.",
+          sum(&ReconcilerCounters::reported));
   if (multikueue_worker_) {
     counter("admitd_shim_multikueue_jobs_created_total",
             "Jobs created in this worker cluster for winning MultiKueue copies.",
             multikueue_worker_->created());
     counter("admitd_shim_multikueue_jobs_withdrawn_total",
-            "Worker Jobs deleted because the manager withdrew their copy.", c.withdrawn.load());
+            "Worker jobs deleted because the manager withdrew their copy.",
+            sum(&ReconcilerCounters::withdrawn));
     counter("admitd_shim_multikueue_copy_reconcile_errors_total",
             "MultiKueue copy reconciles that failed and were retried.",
             copy_reconcile_errors_.load());
   }
-  if (r != nullptr) {
-    gauge("admitd_shim_raycluster_workqueue_depth", "RayClusters waiting to be reconciled.",
-          static_cast<double>(ray_queue_.Len()));
-    gauge("admitd_shim_rayclusters_cached", "RayClusters in the informer's cache.",
-          static_cast<double>(rayclusters_->Size()));
-    counter("admitd_shim_raycluster_reconciles_total", "RayCluster reconciles run.",
-            r->reconciles.load());
-    counter("admitd_shim_raycluster_reconcile_errors_total",
-            "RayCluster reconciles that failed and were retried.", ray_reconcile_errors_.load());
-    counter("admitd_shim_rayclusters_started_total", "RayClusters unsuspended on admission.",
-            r->starts.load());
-    counter("admitd_shim_rayclusters_stopped_total",
-            "RayClusters suspended (eviction, no admission).", r->stops.load());
+  // The other kinds: the same figures under the kind's names.
+  for (const auto& k : controllers_) {
+    if (k.get() == jobs_) continue;
+    const IntegrationInfo& info = k->integration->info();
+    const ReconcilerCounters& r = k->reconciler->counters();
+    const std::string kind = info.short_name, plural = info.resource, name = info.kind + "s";
+    gauge(absl::StrCat("admitd_shim_", kind, "_workqueue_depth"),
+          absl::StrCat(name, " waiting to be reconciled."), static_cast<double>(k->queue.Len()));
+    gauge(absl::StrCat("admitd_shim_", plural, "_cached"),
+          absl::StrCat(name, " in the informer's cache."),
+          static_cast<double>(k->objects->Size()));
+    counter(absl::StrCat("admitd_shim_", kind, "_reconciles_total"),
+            absl::StrCat(info.kind, " reconciles run."), r.reconciles.load());
+    counter(absl::StrCat("admitd_shim_", kind, "_reconcile_errors_total"),
+            absl::StrCat(info.kind, " reconciles that failed and were retried."),
+            k->errors.load());
+    counter(absl::StrCat("admitd_shim_", plural, "_started_total"),
+            absl::StrCat(name, " unsuspended on admission."), r.starts.load());
+    counter(absl::StrCat("admitd_shim_", plural, "_stopped_total"),
+            absl::StrCat(name, " suspended (eviction, no admission)."), r.stops.load());
   }
   counter("admitd_shim_admitd_lists_total", "Full lists of admitd's Workloads (start, lost watch).",
           admitd_->lists());

@@ -28,23 +28,34 @@ void Shim::StartWork() {
   absl::MutexLock lock(&workers_mu_);
   if (stopping_.load()) return;  // Stop has taken (or will find) every thread started so far
   leading_.store(true);
-  ADMITD_LOG(kInfo, "leading",
-             {{"identity", config_.identity},
-              {"jobs", absl::StrCat(jobs_->Size())},
-              {"rayclusters", rayclusters_ ? absl::StrCat(rayclusters_->Size()) : "off"}});
-  if (rayclusters_ && rayclusters_->missing()) {
-    ADMITD_LOG(kWarning, "rayclusters.ray.io is not installed: no RayCluster is managed until it is",
-               {});
+  log::Fields cached = {{"identity", config_.identity}};
+  for (const auto& c : controllers_) {
+    cached.emplace_back(c->integration->info().resource, absl::StrCat(c->objects->Size()));
+  }
+  ADMITD_LOG(kInfo, "leading", cached);
+  for (const auto& c : controllers_) {
+    const IntegrationInfo& info = c->integration->info();
+    if (info.custom_resource && c->objects->missing()) {
+      ADMITD_LOG(kWarning,
+                 absl::StrCat(info.resource, ".", info.api_version.substr(0, info.api_version.find('/')),
+                              " is not installed: no ", info.kind, " is managed until it is"),
+                 {});
+    }
   }
   Resync();
-  for (int i = 0; i < config_.workers; ++i) {
-    workers_.emplace_back([this] {
-      Worker(queue_, [this](const std::string& key) { return reconciler_->Reconcile(key); },
-             reconcile_errors_, "job", [this](const std::string& key) {
-               std::optional<nlohmann::json> job = jobs_->Get(key);
-               return job ? reconcile::Str(reconcile::Meta(*job), "uid") : std::string();
-             });
-    });
+  for (const auto& c : controllers_) {
+    Controller* raw = c.get();
+    for (int i = 0; i < config_.workers; ++i) {
+      workers_.emplace_back([this, raw] {
+        Worker(raw->queue,
+               [raw](const std::string& key) { return raw->reconciler->Reconcile(key); },
+               raw->errors, raw->integration->info().short_name.c_str(),
+               [raw](const std::string& key) {
+                 std::optional<nlohmann::json> object = raw->objects->Get(key);
+                 return object ? Str(Field(*object, "metadata"), "uid") : std::string();
+               });
+      });
+    }
   }
   if (multikueue_worker_) {
     workers_.emplace_back([this] {
@@ -58,18 +69,6 @@ void Shim::StartWork() {
                return copy ? copy->metadata().uid() : std::string();
              });
     });
-  }
-  if (ray_reconciler_) {
-    for (int i = 0; i < config_.workers; ++i) {
-      workers_.emplace_back([this] {
-        Worker(ray_queue_,
-               [this](const std::string& key) { return ray_reconciler_->Reconcile(key); },
-               ray_reconcile_errors_, "raycluster", [this](const std::string& key) {
-                 std::optional<nlohmann::json> rc = rayclusters_->Get(key);
-                 return rc ? reconcile::Str(reconcile::Meta(*rc), "uid") : std::string();
-               });
-      });
-    }
   }
   workers_.emplace_back([this] { NamespaceWorker(); });
   if (pod_sync_) workers_.emplace_back([this] { pod_sync_->Run(); });
@@ -94,16 +93,16 @@ void Shim::StartWork() {
 
 void Shim::Resync() {
   for (const std::string& name : namespaces_->Keys()) namespace_queue_.Add(name);
-  if (config_.integrations.count("batch/job")) {
-    for (const std::string& key : jobs_->Keys()) queue_.Add(key);
+  for (const auto& c : controllers_) {
+    if (c->enabled) {
+      for (const std::string& key : c->objects->Keys()) c->queue.Add(key);
+    }
+    for (const std::string& key : admitd_->OwnerKeys(c->integration->info().kind)) {
+      c->queue.Add(key);
+    }
   }
-  for (const std::string& key : admitd_->OwnerKeys(kJobOwnerKind)) queue_.Add(key);
   if (multikueue_worker_) {
     for (const std::string& key : multikueue_worker_->Keys()) copy_queue_.Add(key);
-  }
-  if (ray_reconciler_) {
-    for (const std::string& key : rayclusters_->Keys()) ray_queue_.Add(key);
-    for (const std::string& key : admitd_->OwnerKeys(kRayClusterOwnerKind)) ray_queue_.Add(key);
   }
 }
 

@@ -1,0 +1,78 @@
+// The registry of the shim's integrations (Kueue's integration manager): each kind of job the
+// shim can manage is an Integration, a small adapter that names the kind, says where its objects
+// and their pods are listed, and wraps an object as a GenericJob for the one generic reconcile.
+// `--integrations` names resolve here; the shim starts one informer, work queue and reconciler
+// per enabled integration.
+//
+//   IntegrationRegistry registry;
+//   registry.Register(std::make_unique<JobIntegration>());
+//   const Integration* job = registry.Find("batch/job");
+//
+// Thread safety: Register before the registry is shared; everything else from any thread.
+#ifndef ADMITD_CLIENTS_SHIM_FRAMEWORK_INTEGRATION_H_
+#define ADMITD_CLIENTS_SHIM_FRAMEWORK_INTEGRATION_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clients/shim/framework/generic_job.h"
+#include "nlohmann/json.hpp"
+
+namespace admitd::shim {
+
+// The facts about a kind that never change.
+struct IntegrationInfo {
+  std::string name;         // as --integrations spells it (Kueue's framework name): batch/job
+  std::string api_version;  // batch/v1
+  std::string kind;         // Job
+  std::string resource;     // jobs (the plural in its paths)
+  // One word for the kind in metric and log names: job, raycluster.
+  std::string short_name;
+  // The reportingComponent of the events the shim records on the kind's objects (Kueue's).
+  std::string controller;
+  // The collection its pods are watched from (a label selector narrows it), "" when the
+  // reconcile needs no pods.
+  std::string pods_path;
+  // A custom resource: a cluster without its definition has none of them, and that does not hold
+  // up the shim's readiness.
+  bool custom_resource = false;
+};
+
+class Integration {
+ public:
+  virtual ~Integration() = default;
+  virtual const IntegrationInfo& info() const = 0;
+  // `object` of this kind, with the pods it controls (from the pods_path informer).
+  virtual std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object,
+                                           std::vector<nlohmann::json> pods,
+                                           const FrameworkOptions& options) const = 0;
+  // "namespace/name" of the object to reconcile when `pod` (one of pods_path's) changes, or ""
+  // when its change does not matter to the owner.
+  virtual std::string OwnerKeyOfPod(const nlohmann::json& pod) const = 0;
+
+  // The collection the informer lists and watches: /apis/<apiVersion>/<resource>.
+  std::string CollectionPath() const;
+  // The object's path: /apis/<apiVersion>/namespaces/<ns>/<resource>/<name>.
+  std::string ObjectPath(const std::string& ns, const std::string& name) const;
+};
+
+class IntegrationRegistry {
+ public:
+  void Register(std::unique_ptr<Integration> integration);
+  // nullptr when none has that name.
+  const Integration* Find(const std::string& name) const;
+  // The integration of objects of `api_version` `kind`, nullptr when none.
+  const Integration* ForKind(const std::string& api_version, const std::string& kind) const;
+  std::vector<const Integration*> All() const;
+  // Whether `object`'s controller owner is of a kind the shim manages (a registered integration,
+  // or a v1 Pod): such an object belongs to its owner's Workload and is left alone (§1.2).
+  bool OwnedByManagedKind(const nlohmann::json& object) const;
+
+ private:
+  std::vector<std::unique_ptr<Integration>> integrations_;
+};
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_FRAMEWORK_INTEGRATION_H_

@@ -1,0 +1,347 @@
+// The generic reconcile on a made-up kind (testing/fake_job.h) against in-memory fakes of the
+// API server, the informer caches, the event recorder and admitd: every step of the flow
+// (kueue-jobframework.md §1.7), without a cluster or an admitd.
+#include "clients/shim/framework/reconciler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "clients/shim/framework/testing/fake_job.h"
+#include "clients/shim/framework/testing/fakes.h"
+#include "clients/shim/admitd_link.h"
+#include "clients/shim/json_fields.h"
+
+namespace admitd::shim {
+namespace reconciler_test {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::FakeAdmitd;
+using testing::FakeCache;
+using testing::FakeEvents;
+using testing::FakeJobIntegration;
+using testing::FakeJobObject;
+using testing::FakeKube;
+
+constexpr char kJobs[] = "/apis/example.com/v1/namespaces/ns/fakejobs/";
+constexpr char kWorkload[] = "fakejob-a";
+
+class GenericReconcileTest : public ::testing::Test {
+ protected:
+  GenericReconcileTest() {
+    registry_.Register(std::make_unique<FakeJobIntegration>());
+    v1::ResourceFlavor spot;
+    spot.mutable_metadata()->set_name("spot");
+    (*spot.mutable_spec()->mutable_node_labels())["instance"] = "spot";
+    admitd_.SetFlavor(spot);
+  }
+
+  Reconciler& reconciler() {
+    if (!reconciler_) {
+      reconciler_ = std::make_unique<Reconciler>(*registry_.Find("example.com/fakejob"),
+                                                 registry_, kube_, admitd_, jobs_, pods_,
+                                                 events_, options_);
+    }
+    return *reconciler_;
+  }
+  // Stores the job and lets the informer see it.
+  void PutJob(nlohmann::json job) {
+    const std::string path = Path(Str(job["metadata"], "name"));
+    kube_.Put(path, std::move(job));
+    jobs_.Sync();
+  }
+  nlohmann::json Job(const std::string& name = "a") { return *kube_.Object(Path(name)); }
+  // Changes the job as its own controller would (status, spec), and the informer sees it.
+  void Change(const nlohmann::json& patch, const std::string& name = "a") {
+    nlohmann::json job = Job(name);
+    job.merge_patch(patch);
+    kube_.Put(Path(name), job);
+    jobs_.Sync();
+  }
+  // One reconcile, then the informer catches up with what it wrote.
+  absl::Status Reconcile(const std::string& key = "ns/a") {
+    absl::Status s = reconciler().Reconcile(key);
+    jobs_.Sync();
+    pods_.Sync();
+    return s;
+  }
+  static std::string Path(const std::string& name) { return kJobs + name; }
+  // The Workload `name` in admitd (an empty one, after a test failure, when there is none).
+  v1::Workload Workload(const std::string& name = kWorkload) {
+    std::optional<v1::Workload> wl = admitd_.Workload("ns", name);
+    EXPECT_TRUE(wl.has_value()) << name;
+    return wl.value_or(v1::Workload());
+  }
+  // A submitted, admitted job, started; calls and events cleared.
+  void Running() {
+    PutJob(FakeJobObject("ns", "a", 2));
+    ASSERT_TRUE(Reconcile().ok());
+    admitd_.Admit("ns", kWorkload, "cq", {{"cpu", "spot"}});
+    ASSERT_TRUE(Reconcile().ok());
+    ASSERT_EQ(Job()["spec"]["suspend"], false);
+    Change({{"status", {{"active", 2}}}});
+    admitd_.ClearCalls();
+    kube_.ClearWrites();
+    events_.Clear();
+  }
+
+  IntegrationRegistry registry_;
+  FakeKube kube_;
+  FakeCache jobs_{kube_, "/apis/example.com/v1/fakejobs"};
+  FakeCache pods_{kube_, "/api/v1/pods"};
+  FakeAdmitd admitd_;
+  FakeEvents events_;
+  FrameworkOptions options_{.cluster = "c1"};
+  std::unique_ptr<Reconciler> reconciler_;
+};
+
+TEST_F(GenericReconcileTest, ANewJobGetsItsWorkloadOnceWithTheClusterLabelAndDigest) {
+  PutJob(FakeJobObject("ns", "a", 3));
+  ASSERT_TRUE(Reconcile().ok());
+  const v1::Workload wl = Workload();
+  EXPECT_EQ(wl.spec().pod_sets(0).count(), 3);
+  EXPECT_EQ(wl.metadata().labels().at(kJobClusterLabel), "c1");
+  EXPECT_EQ(wl.metadata().annotations().at(kContainersDigestAnnotation).size(), 32u);
+  ASSERT_EQ(events_.events().size(), 1u);
+  EXPECT_EQ(events_.events()[0].reason, "CreatedWorkload");
+  EXPECT_EQ(events_.events()[0].message, "Created Workload: ns/fakejob-a");
+  EXPECT_EQ(events_.events()[0].component, "example.com/fakejob-kueue-controller");
+  // Level-triggered: the same state again changes nothing.
+  admitd_.ClearCalls();
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+  EXPECT_THAT(kube_.writes(), IsEmpty());
+  EXPECT_EQ(reconciler().counters().submits.load(), 1);
+}
+
+TEST_F(GenericReconcileTest, JobsTheShimDoesNotManageAreLeftAlone) {
+  nlohmann::json unqueued = FakeJobObject("ns", "a");
+  unqueued["metadata"].erase("labels");
+  PutJob(unqueued);
+  nlohmann::json owned = FakeJobObject("ns", "b");
+  owned["metadata"]["ownerReferences"] = {
+      {{"apiVersion", "example.com/v1"}, {"kind", "FakeJob"}, {"name", "a"}, {"uid", "x"},
+       {"controller", true}}};
+  PutJob(owned);
+  PutJob(FakeJobObject("kube-system", "c"));
+  options_.excluded_namespaces = {"kube-system"};
+  ASSERT_TRUE(Reconcile("ns/a").ok());
+  ASSERT_TRUE(Reconcile("ns/b").ok());
+  ASSERT_TRUE(Reconcile("kube-system/c").ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+}
+
+TEST_F(GenericReconcileTest, WithoutAQueueNameWhenTold) {
+  options_.manage_jobs_without_queue_name = true;
+  nlohmann::json unqueued = FakeJobObject("ns", "a");
+  unqueued["metadata"].erase("labels");
+  PutJob(unqueued);
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ElementsAre("Submit"));
+}
+
+TEST_F(GenericReconcileTest, AnObjectThatCannotBeReadGetsNoWorkloadAndNoRetry) {
+  nlohmann::json bad = FakeJobObject("ns", "a");
+  bad["spec"]["count"] = -1;
+  PutJob(bad);
+  EXPECT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+}
+
+TEST_F(GenericReconcileTest, AdmissionStartsTheJobWithItsFlavorsNodeLabels) {
+  PutJob(FakeJobObject("ns", "a", 2));
+  ASSERT_TRUE(Reconcile().ok());
+  admitd_.Admit("ns", kWorkload, "cq", {{"cpu", "spot"}});
+  ASSERT_TRUE(Reconcile().ok());
+  const nlohmann::json job = Job();
+  EXPECT_EQ(job["spec"]["suspend"], false);
+  EXPECT_EQ(job["spec"]["template"]["spec"]["nodeSelector"]["instance"], "spot");
+  EXPECT_EQ(events_.reasons().back(), "Started");
+  EXPECT_EQ(events_.events().back().message, "Admitted by clusterQueue cq");
+  EXPECT_EQ(reconciler().counters().starts.load(), 1);
+}
+
+TEST_F(GenericReconcileTest, AFlavorNotKnownYetIsRetriedWithoutAWrite) {
+  PutJob(FakeJobObject("ns", "a"));
+  ASSERT_TRUE(Reconcile().ok());
+  admitd_.Admit("ns", kWorkload, "cq", {{"cpu", "reserved"}});
+  kube_.ClearWrites();
+  EXPECT_EQ(Reconcile().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(kube_.writes(), IsEmpty());
+}
+
+TEST_F(GenericReconcileTest, AnAdmissionTheJobCannotTakeFinishesTheWorkload) {
+  nlohmann::json job = FakeJobObject("ns", "a");
+  job["spec"]["template"]["spec"]["nodeSelector"] = {{"instance", "on-demand"}};
+  PutJob(job);
+  ASSERT_TRUE(Reconcile().ok());
+  admitd_.Admit("ns", kWorkload, "cq", {{"cpu", "spot"}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(Job()["spec"]["suspend"], true);
+  const v1::Workload wl = Workload();
+  const v1::Condition* finished = FindCondition(wl, "Finished");
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->reason(), "Failed");
+  EXPECT_THAT(finished->message(), HasSubstr("instance"));
+}
+
+TEST_F(GenericReconcileTest, EvictionStopsTheJobAndReleasesOnceItsPodsAreGone) {
+  Running();
+  admitd_.Evict("ns", kWorkload, "Preempted to accommodate a workload");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(Job()["spec"]["suspend"], true);
+  // Restored: the flavor's node label is gone.
+  EXPECT_FALSE(Job()["spec"]["template"]["spec"]["nodeSelector"].contains("instance"));
+  ASSERT_EQ(events_.reasons(), std::vector<std::string>{"Stopped"});
+  EXPECT_EQ(events_.events()[0].message, "Preempted to accommodate a workload");
+  EXPECT_THAT(admitd_.methods(), IsEmpty());  // two pods still run
+  Change({{"status", {{"active", 0}}}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ElementsAre("ReleaseQuota"));
+  EXPECT_THAT(admitd_.calls()[0].request, HasSubstr("stopped"));
+  EXPECT_FALSE(ConditionTrue(Workload(), "QuotaReserved"));
+  EXPECT_EQ(reconciler().counters().stops.load(), 1);
+}
+
+TEST_F(GenericReconcileTest, ARunningJobWithoutAdmissionIsStopped) {
+  Running();
+  admitd_.SetCondition("ns", kWorkload, "Admitted", "False", "NoReservation");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(Job()["spec"]["suspend"], true);
+  EXPECT_EQ(events_.events().back().message, "Not admitted by cluster queue");
+}
+
+TEST_F(GenericReconcileTest, AFinishedJobFinishesItsWorkloadAndAFinishedJobGetsNone) {
+  Running();
+  Change({{"status", {{"active", 0}, {"finished", "Succeeded"}, {"message", "done"}}}});
+  ASSERT_TRUE(Reconcile().ok());
+  const v1::Workload wl = Workload();
+  const v1::Condition* finished = FindCondition(wl, "Finished");
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->reason(), "Succeeded");
+  EXPECT_EQ(finished->message(), "done");
+  EXPECT_EQ(events_.events().back().reason, "FinishedWorkload");
+  EXPECT_EQ(events_.events().back().message, "Workload 'ns/fakejob-a' is declared finished");
+  admitd_.ClearCalls();
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+
+  nlohmann::json done = FakeJobObject("ns", "b");
+  done["status"] = {{"finished", "Failed"}};
+  PutJob(done);
+  ASSERT_TRUE(Reconcile("ns/b").ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+}
+
+TEST_F(GenericReconcileTest, ReclaimablePodsAreReportedOnceCappedToThePodSet) {
+  Running();
+  Change({{"status", {{"reclaimable", 5}}}});
+  ASSERT_TRUE(Reconcile().ok());
+  ASSERT_THAT(admitd_.methods(), ElementsAre("ReleaseQuota"));
+  ASSERT_EQ(Workload().status().reclaimable_pods_size(), 1);
+  EXPECT_EQ(Workload().status().reclaimable_pods(0).count(), 2);
+  admitd_.ClearCalls();
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+}
+
+TEST_F(GenericReconcileTest, PodsReadyIsReportedWhenItDiffers) {
+  Running();
+  admitd_.SetCondition("ns", kWorkload, "PodsReady", "False", "WaitForStart");
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());  // not ready, as the condition says
+  Change({{"status", {{"ready", true}}}});
+  ASSERT_TRUE(Reconcile().ok());
+  ASSERT_THAT(admitd_.methods(), ElementsAre("ReportPodsReady"));
+  EXPECT_TRUE(ConditionTrue(Workload(), "PodsReady"));
+}
+
+TEST_F(GenericReconcileTest, ASuspendedJobsPendingWorkloadFollowsItsChanges) {
+  PutJob(FakeJobObject("ns", "a", 2));
+  ASSERT_TRUE(Reconcile().ok());
+  const std::string uid = Workload().metadata().uid();
+  Change({{"spec", {{"count", 4}}}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ElementsAre("Submit", "DeleteWorkload", "Submit"));
+  EXPECT_EQ(Workload().spec().pod_sets(0).count(), 4);
+  EXPECT_NE(Workload().metadata().uid(), uid);
+  EXPECT_EQ(events_.reasons().back(), "UpdatedWorkload");
+  EXPECT_EQ(events_.events().back().message,
+            "Updated not matching Workload for suspended job: ns/fakejob-a");
+}
+
+TEST_F(GenericReconcileTest, ARunningJobThatNoLongerMatchesIsStoppedAndItsWorkloadReplaced) {
+  Running();
+  Change({{"spec", {{"template", {{"spec", {{"containers", {{{"name", "other"}}}}}}}}}}});
+  EXPECT_EQ(Reconcile().code(), absl::StatusCode::kAborted);  // reconciled again
+  EXPECT_EQ(Job()["spec"]["suspend"], true);
+  EXPECT_THAT(events_.reasons(), ElementsAre("Stopped", "DeletedWorkload"));
+  EXPECT_EQ(events_.events()[0].message,
+            "No matching Workload; restoring pod templates according to existent Workload");
+  EXPECT_FALSE(admitd_.Workload("ns", kWorkload).has_value());
+  // Its pods still run: no Workload until they are gone.
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_FALSE(admitd_.Workload("ns", kWorkload).has_value());
+  Change({{"status", {{"active", 0}}}});
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_TRUE(admitd_.Workload("ns", kWorkload).has_value());
+}
+
+TEST_F(GenericReconcileTest, ARunningJobWithoutAnyWorkloadIsSuspended) {
+  nlohmann::json job = FakeJobObject("ns", "a");
+  job["spec"]["suspend"] = false;
+  PutJob(job);
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_EQ(Job()["spec"]["suspend"], true);
+  EXPECT_EQ(events_.events()[0].message, "Missing Workload; unable to restore pod templates");
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+  // Suspended now, with no pod active: submitted.
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ElementsAre("Submit"));
+}
+
+TEST_F(GenericReconcileTest, DeletedJobsAndEarlierObjectsOfTheNameLoseTheirWorkloads) {
+  PutJob(FakeJobObject("ns", "a"));
+  ASSERT_TRUE(Reconcile().ok());
+  // The job is deleted and made again: a new uid.
+  nlohmann::json again = FakeJobObject("ns", "a");
+  again["metadata"]["uid"] = "second";
+  PutJob(again);
+  admitd_.ClearCalls();
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ElementsAre("DeleteWorkload", "Submit"));
+  const v1::Workload replaced = Workload();
+  EXPECT_EQ(ControllerOwner(replaced)->uid(), "second");
+  // Deleted for good.
+  ASSERT_TRUE(kube_.Delete(Path("a")).ok());
+  jobs_.Sync();
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_FALSE(admitd_.Workload("ns", kWorkload).has_value());
+}
+
+TEST_F(GenericReconcileTest, AStaleObjectIsAConflictToRetry) {
+  PutJob(FakeJobObject("ns", "a"));
+  ASSERT_TRUE(Reconcile().ok());
+  admitd_.Admit("ns", kWorkload, "cq", {{"cpu", "spot"}});
+  // The API server moved on; the informer has not heard yet.
+  nlohmann::json newer = Job();
+  newer["metadata"]["labels"]["x"] = "y";
+  kube_.Put(Path("a"), newer);
+  kube_.Patch(Path("a"), {{"metadata", {{"annotations", {{"z", "1"}}}}}}).IgnoreError();
+  EXPECT_EQ(reconciler().Reconcile("ns/a").code(), absl::StatusCode::kAborted);
+  jobs_.Sync();
+  EXPECT_TRUE(Reconcile().ok());
+  EXPECT_EQ(Job()["spec"]["suspend"], false);
+}
+
+TEST_F(GenericReconcileTest, AnAdmitdErrorIsReturnedForTheQueuesBackoff) {
+  PutJob(FakeJobObject("ns", "a"));
+  admitd_.FailNext("Submit", absl::UnavailableError("submit: connection refused"));
+  EXPECT_EQ(Reconcile().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(Reconcile().ok());
+  EXPECT_TRUE(admitd_.Workload("ns", kWorkload).has_value());
+}
+
+}  // namespace reconciler_test
+}  // namespace admitd::shim

@@ -1,0 +1,34 @@
+// A job kind made up for the generic reconcile's unit tests (example.com/v1 FakeJob): the
+// smallest GenericJob, read from plain fields so a test states the job's state directly.
+//
+//   spec.suspend, spec.count (pods, default 1), spec.template (one pod template, pod set "main"),
+//   status.active (pods running), status.ready, status.finished ("Succeeded" or "Failed", with
+//   status.message), status.reclaimable (pods of "main" no longer needing quota);
+//   annotation kueue.x-k8s.io/elastic-job: "true" makes it elastic.
+//
+// Thread safety: immutable.
+#ifndef ADMITD_CLIENTS_SHIM_FRAMEWORK_TESTING_FAKE_JOB_H_
+#define ADMITD_CLIENTS_SHIM_FRAMEWORK_TESTING_FAKE_JOB_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clients/shim/framework/integration.h"
+
+namespace admitd::shim::testing {
+
+class FakeJobIntegration : public Integration {
+ public:
+  const IntegrationInfo& info() const override;
+  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
+                                   const FrameworkOptions& options) const override;
+  std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
+};
+
+// A FakeJob "ns/name" with a queue name, `count` pods and one container.
+nlohmann::json FakeJobObject(const std::string& ns, const std::string& name, int count = 1);
+
+}  // namespace admitd::shim::testing
+
+#endif  // ADMITD_CLIENTS_SHIM_FRAMEWORK_TESTING_FAKE_JOB_H_

@@ -1,0 +1,15 @@
+#include "clients/shim/integrations/builtin.h"
+
+#include "clients/shim/integrations/job/job_integration.h"
+#include "clients/shim/integrations/raycluster/raycluster_integration.h"
+
+namespace admitd::shim {
+
+std::unique_ptr<IntegrationRegistry> BuiltinIntegrations() {
+  auto registry = std::make_unique<IntegrationRegistry>();
+  registry->Register(std::make_unique<JobIntegration>());
+  registry->Register(std::make_unique<RayClusterIntegration>());
+  return registry;
+}
+
+}  // namespace admitd::shim

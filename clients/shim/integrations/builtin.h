@@ -1,0 +1,21 @@
+// The integrations admitd-shim is built with, registered in one place (Kueue registers each
+// from its package's init): batch/job and ray.io/raycluster. Plain pods and pod groups are
+// managed by admitd itself through the pod sync (pod_sync.h), not by the generic reconcile.
+//
+//   std::unique_ptr<IntegrationRegistry> registry = BuiltinIntegrations();
+//
+// Thread safety: the registry returned is immutable.
+#ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_BUILTIN_H_
+#define ADMITD_CLIENTS_SHIM_INTEGRATIONS_BUILTIN_H_
+
+#include <memory>
+
+#include "clients/shim/framework/integration.h"
+
+namespace admitd::shim {
+
+std::unique_ptr<IntegrationRegistry> BuiltinIntegrations();
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_INTEGRATIONS_BUILTIN_H_
