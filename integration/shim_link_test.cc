@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "clients/shim/job_multikueue.h"
+#include "clients/shim/integrations/job/job_multikueue.h"
 #include "gtest/gtest.h"
 #include "integration/in_process.h"
 

@@ -1,4 +1,4 @@
-// The shim's JobReconciler on a MultiKueue worker, against a real admitd in this process and the
+// The shim's Job reconciler (the generic Reconciler with the batch/job integration) on a MultiKueue worker, against a real admitd in this process and the
 // test API server of integration/kube/: a copy is adopted only by the Job the API server holds
 // now, never by one the informer still holds after it was deleted (a re-dispatch to the same
 // cluster deletes the worker's Job and makes another of the same name).
@@ -9,13 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/admitd_link.h"
-#include "clients/shim/event_recorder.h"
-#include "clients/shim/informer.h"
-#include "clients/shim/job_multikueue.h"
+#include "clients/shim/kube/event_recorder.h"
+#include "clients/shim/kube/informer.h"
+#include "clients/shim/integrations/job/job_multikueue.h"
 #include "clients/shim/framework/reconciler.h"
 #include "clients/shim/integrations/builtin.h"
-#include "clients/shim/kube_client.h"
-#include "clients/shim/test_cluster.h"
+#include "clients/shim/kube/kube_client.h"
+#include "clients/shim/kube/test_cluster.h"
 #include "gtest/gtest.h"
 #include "integration/in_process.h"
 

@@ -1,7 +1,7 @@
 // AdmitdLink's writes (AdmitdApi, in admitd_link.h): one call each, with the reconcile's
 // deadline and traceparent, its outcome reported for reachability, its answer remembered.
 #include "clients/shim/admitd_link.h"
-#include "clients/shim/reconcile_util.h"
+#include "clients/shim/framework/reconcile_util.h"
 
 namespace admitd::shim {
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "clients/shim/reconcile_util.h"
+#include "clients/shim/framework/reconcile_util.h"
 
 namespace admitd::shim {
 

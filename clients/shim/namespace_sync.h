@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "clients/shim/admitd_link.h"
-#include "clients/shim/informer.h"
+#include "clients/shim/kube/informer.h"
 
 namespace admitd::shim {
 

@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/integrations/builtin.h"
-#include "clients/shim/job_multikueue.h"
-#include "clients/shim/json_fields.h"
-#include "clients/shim/reconcile_util.h"
+#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/reconcile_util.h"
 #include "common/log.h"
 
 namespace admitd::shim {

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "clients/shim/json_fields.h"
-#include "clients/shim/reconcile_util.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/reconcile_util.h"
 #include "clients/shim/shim.h"
 #include "common/log.h"
 

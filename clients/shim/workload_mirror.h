@@ -23,9 +23,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "admitd/v1/objects.pb.h"
-#include "clients/shim/event_recorder.h"
-#include "clients/shim/kube_client.h"
-#include "clients/shim/work_queue.h"
+#include "clients/shim/kube/event_recorder.h"
+#include "clients/shim/kube/kube_client.h"
+#include "clients/shim/kube/work_queue.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {

@@ -2,7 +2,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "clients/shim/test_cluster.h"
+#include "clients/shim/kube/test_cluster.h"
 #include "common/testing/wait_for.h"
 #include "clients/shim/workload_mirror.h"
 #include "gtest/gtest.h"

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "admitd/v1/objects.pb.h"
-#include "clients/shim/podset_info.h"
+#include "clients/shim/framework/podset_info.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "clients/shim/json_fields.h"
+#include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
 namespace {

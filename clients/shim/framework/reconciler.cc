@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/job_multikueue.h"
-#include "clients/shim/kueue_keys.h"
-#include "clients/shim/reconcile_util.h"
+#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/framework/kueue_keys.h"
+#include "clients/shim/framework/reconcile_util.h"
 #include "common/log.h"
 
 namespace admitd::shim {

@@ -5,13 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "clients/shim/elastic_pods.h"
+#include "clients/shim/framework/elastic_pods.h"
 #include "clients/shim/framework/reconciler.h"
 #include "clients/shim/framework/testing/fake_job.h"
 #include "clients/shim/framework/testing/fakes.h"
 #include "clients/shim/admitd_link.h"
-#include "clients/shim/json_fields.h"
-#include "clients/shim/kueue_keys.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/kueue_keys.h"
 
 namespace admitd::shim {
 namespace reconciler_slices_test {

@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/elastic_pods.h"
+#include "clients/shim/framework/elastic_pods.h"
 #include "clients/shim/framework/reconciler.h"
-#include "clients/shim/podset_info.h"
-#include "clients/shim/reconcile_util.h"
+#include "clients/shim/framework/podset_info.h"
+#include "clients/shim/framework/reconcile_util.h"
 
 namespace admitd::shim {
 namespace {

@@ -9,7 +9,7 @@
 #include "clients/shim/framework/testing/fake_job.h"
 #include "clients/shim/framework/testing/fakes.h"
 #include "clients/shim/admitd_link.h"
-#include "clients/shim/json_fields.h"
+#include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
 namespace reconciler_test {

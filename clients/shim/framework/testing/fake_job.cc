@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/json_fields.h"
-#include "clients/shim/kueue_keys.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/kueue_keys.h"
 
 namespace admitd::shim::testing {
 namespace {

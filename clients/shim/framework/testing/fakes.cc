@@ -5,7 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "clients/shim/json_fields.h"
+#include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim::testing {
 namespace {

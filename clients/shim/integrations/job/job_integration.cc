@@ -2,13 +2,13 @@
 
 #include <utility>
 
-#include "clients/shim/elastic_pods.h"
+#include "clients/shim/framework/elastic_pods.h"
 #include "clients/shim/integrations/job/job_run.h"
-#include "clients/shim/job_multikueue.h"
-#include "clients/shim/job_status.h"
-#include "clients/shim/job_workload.h"
-#include "clients/shim/json_fields.h"
-#include "clients/shim/kueue_keys.h"
+#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/integrations/job/job_status.h"
+#include "clients/shim/integrations/job/job_workload.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/kueue_keys.h"
 
 namespace admitd::shim {
 namespace {

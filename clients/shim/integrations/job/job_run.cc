@@ -1,7 +1,7 @@
 #include "clients/shim/integrations/job/job_run.h"
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/json_fields.h"
+#include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
 

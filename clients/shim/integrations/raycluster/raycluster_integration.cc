@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "clients/shim/json_fields.h"
-#include "clients/shim/raycluster_workload.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/integrations/raycluster/raycluster_workload.h"
 
 namespace admitd::shim {
 namespace {

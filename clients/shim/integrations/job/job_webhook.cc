@@ -1,0 +1,500 @@
+#include "clients/shim/integrations/job/job_webhook.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/kueue_keys.h"
+#include "clients/shim/webhook/webhook_json.h"
+
+namespace admitd::shim {
+namespace {
+
+constexpr char kJobControllerName[] = "kubernetes.io/job-controller";
+constexpr char kMinParallelism[] = "kueue.x-k8s.io/job-min-parallelism";
+constexpr char kCompletionsEqualParallelism[] = "kueue.x-k8s.io/job-completions-equal-parallelism";
+constexpr char kStopping[] = "kueue.x-k8s.io/stopping";
+constexpr char kTemplateAnnotations[] = "spec.template.metadata.annotations";
+
+// ---- Reading the Job's JSON -------------------------------------------------------------------
+
+struct JobView {
+  explicit JobView(const nlohmann::json& job)
+      : meta(Field(job, "metadata")),
+        labels(Field(meta, "labels")),
+        annotations(Field(meta, "annotations")),
+        spec(Field(job, "spec")),
+        template_annotations(Field(Field(Field(spec, "template"), "metadata"), "annotations")) {}
+  std::string Label(const std::string& k) const { return Entry(labels, k).value_or(""); }
+  std::string Annotation(const std::string& k) const { return Entry(annotations, k).value_or(""); }
+  std::string Namespace() const { return Entry(meta, "namespace").value_or(""); }
+  std::optional<int64_t> SpecInt(const char* key) const {
+    const nlohmann::json& v = Field(spec, key);
+    if (!v.is_number_integer()) return std::nullopt;
+    return v.get<int64_t>();
+  }
+  bool SuspendField() const { return Field(spec, "suspend") == true; }
+  // Kueue's Job.IsSuspended: suspended and not being stopped.
+  bool IsSuspended() const { return SuspendField() && Annotation(kStopping) != "true"; }
+  int32_t Parallelism() const { return static_cast<int32_t>(SpecInt("parallelism").value_or(1)); }
+  // min(parallelism, completions): the pod set's count.
+  int32_t PodsCount() const {
+    int32_t count = Parallelism();
+    if (auto c = SpecInt("completions"); c && static_cast<int32_t>(*c) < count) {
+      count = static_cast<int32_t>(*c);
+    }
+    return count;
+  }
+
+  const nlohmann::json& meta;
+  const nlohmann::json& labels;
+  const nlohmann::json& annotations;
+  const nlohmann::json& spec;
+  const nlohmann::json& template_annotations;
+};
+
+bool Elastic(const JobView& job, const JobWebhookOptions& options) {
+  return options.elastic_jobs && job.Annotation(kElasticJobKey) == "true";
+}
+
+// ---- Validation shared by CREATE and UPDATE -----------------------------------------------------
+
+// The prebuilt Workload's key is read from the annotation when WorkloadIdentifierAnnotations is
+// on (or the value cannot be a label), otherwise from the label.
+bool PrebuiltFromAnnotation(const JobView& job, const JobWebhookOptions& options) {
+  const std::string annotation = job.Annotation(kPrebuiltWorkloadKey);
+  return (options.workload_identifier_annotations ||
+          annotation.size() > kLabelValueMaxLength) &&
+         !annotation.empty();
+}
+
+std::string PrebuiltPath(const JobView& job, const JobWebhookOptions& options) {
+  return PrebuiltFromAnnotation(job, options) ? AnnotationPath(kPrebuiltWorkloadKey)
+                                              : LabelPath(kPrebuiltWorkloadKey);
+}
+
+std::string PrebuiltName(const JobView& job, const JobWebhookOptions& options) {
+  const std::string annotation = job.Annotation(kPrebuiltWorkloadKey);
+  if (options.workload_identifier_annotations) {
+    return !annotation.empty() ? annotation : job.Label(kPrebuiltWorkloadKey);
+  }
+  if (std::string label = job.Label(kPrebuiltWorkloadKey); !label.empty()) return label;
+  return annotation.size() > kLabelValueMaxLength ? annotation : "";
+}
+
+void CheckPrebuiltName(const JobView& job, const JobWebhookOptions& options,
+                       std::vector<FieldError>* errs) {
+  if (PrebuiltFromAnnotation(job, options)) {
+    CheckSubdomain(AnnotationPath(kPrebuiltWorkloadKey),
+                   Entry(job.annotations, kPrebuiltWorkloadKey), errs);
+  } else {
+    CheckSubdomain(LabelPath(kPrebuiltWorkloadKey), Entry(job.labels, kPrebuiltWorkloadKey), errs);
+  }
+}
+
+// jobframework.ValidateJobOnCreate.
+void CheckCommonCreate(const JobView& job, const JobWebhookOptions& options,
+                       std::vector<FieldError>* errs) {
+  CheckSubdomain(LabelPath(kQueueNameLabel), Entry(job.labels, kQueueNameLabel), errs);
+  CheckPrebuiltName(job, options, errs);  // a Job may use a prebuilt Workload
+  CheckMaxExecTime(job.labels, errs);
+  // The elastic-job annotation is supported on batch/v1 Jobs: nothing to check.
+  if (options.admission_gated_by) {
+    CheckAdmissionGatedByFormat(job.Annotation(kAdmissionGatedBy), errs);
+  }
+}
+
+void CheckPartialAdmission(const JobView& job, const JobWebhookOptions& options,
+                           std::vector<FieldError>* errs) {
+  std::optional<std::string> value = Entry(job.annotations, kMinParallelism);
+  if (!value) return;
+  const std::string path = AnnotationPath(kMinParallelism);
+  std::string error;
+  std::optional<int64_t> v = GoAtoi(*value, &error);
+  if (!v) {
+    errs->push_back(FieldError::Invalid(path, GoQuote(*value), error));
+  } else if (static_cast<int32_t>(*v) >= job.PodsCount() || *v <= 0) {
+    errs->push_back(FieldError::Invalid(
+        path, absl::StrCat(*v), absl::StrCat("should be between 0 and ", job.PodsCount() - 1)));
+  }
+  if (Elastic(job, options)) {
+    errs->push_back(FieldError::Invalid(
+        path, GoQuote(*value), "partial admission and elastic job cannot be used together"));
+  }
+}
+
+void CheckCompletionsEqualParallelism(const JobView& job, std::vector<FieldError>* errs) {
+  std::optional<std::string> value = Entry(job.annotations, kCompletionsEqualParallelism);
+  if (!value) return;
+  const std::string path = AnnotationPath(kCompletionsEqualParallelism);
+  std::string error;
+  std::optional<bool> enabled = GoParseBool(*value, &error);
+  if (!enabled) errs->push_back(FieldError::Invalid(path, GoQuote(*value), error));
+  if (!enabled.value_or(false)) return;
+  const std::optional<std::string> mode = Entry(job.spec, "completionMode");
+  if (!mode || *mode == "NonIndexed") {
+    errs->push_back(
+        FieldError::Invalid(path, GoQuote(*value), "should not be enabled for NonIndexed jobs"));
+  }
+  const std::optional<int64_t> completions = job.SpecInt("completions");
+  if (job.Parallelism() != static_cast<int32_t>(completions.value_or(1))) {
+    errs->push_back(FieldError::Invalid(
+        "spec.completions", completions ? absl::StrCat(static_cast<int32_t>(*completions)) : "null",
+        absl::StrCat("should be equal to parallelism when ", kCompletionsEqualParallelism,
+                     " annotation is true")));
+  }
+}
+
+// A layer of the multi-layer slice topology annotation, as Go decodes it (null: the zero value).
+std::string LayerTopology(const nlohmann::json& layer) {
+  return Entry(layer, "topology").value_or("");
+}
+int32_t LayerSize(const nlohmann::json& layer) {
+  const nlohmann::json& size = Field(layer, "size");
+  return size.is_number_integer() ? static_cast<int32_t>(size.get<int64_t>()) : 0;
+}
+
+// The multi-layer slice topology annotation: a JSON array of 1 to 3 {topology, size} layers.
+void CheckSliceConstraints(const JobView& job, const JobWebhookOptions& options,
+                           bool slice_required, bool slice_size, bool group_name,
+                           std::vector<FieldError>* errs) {
+  std::optional<std::string> text = Entry(job.template_annotations, kSliceConstraints);
+  if (!text) return;
+  const std::string path = absl::StrCat(kTemplateAnnotations, "[", kSliceConstraints, "]");
+  if (!options.tas_multi_layer_topology) {
+    errs->push_back(FieldError::Forbidden(
+        path, "the TASMultiLayerTopology feature gate must be enabled to use this annotation"));
+    return;
+  }
+  if (slice_required) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceRequiredTopology)));
+  if (slice_size) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceSize)));
+  if (group_name) {
+    errs->push_back(FieldError::Forbidden(
+        absl::StrCat(kTemplateAnnotations, "[", kPodSetGroupName, "]"), MayNot(kSliceConstraints)));
+  }
+  const nlohmann::json layers = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  bool well_formed = layers.is_array();
+  for (const nlohmann::json& l : well_formed ? layers : nlohmann::json::array()) {
+    well_formed = well_formed && l.is_object() &&
+                  (Field(l, "topology").is_null() || l["topology"].is_string()) &&
+                  (Field(l, "size").is_null() || l["size"].is_number_integer());
+  }
+  if (!well_formed) {
+    errs->push_back(FieldError::Invalid(
+        path, GoQuote(*text),
+        "must be a valid JSON array: cannot unmarshal into topology constraints"));
+    return;
+  }
+  if (layers.empty() || layers.size() > 3) {
+    errs->push_back(FieldError::Invalid(
+        path, GoQuote(*text), "topology constraints must contain between 1 and 3 entries"));
+    return;
+  }
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string entry = absl::StrCat(path, "[", i, "]");
+    const std::string topology = LayerTopology(layers[i]);
+    const int32_t size = LayerSize(layers[i]);
+    AddLabelKeyErrors(entry + ".topology", topology, errs);
+    if (size < 1) {
+      errs->push_back(FieldError::Invalid(entry + ".size", absl::StrCat(size),
+                                          "must be greater than or equal to 1"));
+    }
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string topology = LayerTopology(layers[i]);
+    if (auto [it, inserted] = seen.emplace(topology, i); !inserted) {
+      errs->push_back(FieldError::Duplicate(
+          absl::StrCat(path, "[", i, "].topology"),
+          GoQuote(absl::StrCat(topology, " (also at index ", it->second, ")"))));
+    }
+  }
+  for (size_t i = 0; i + 1 < layers.size(); ++i) {
+    const int32_t parent = LayerSize(layers[i]), child = LayerSize(layers[i + 1]);
+    if (child > 0 && parent % child != 0) {
+      errs->push_back(
+          FieldError::Invalid(absl::StrCat(path, "[", i + 1, "].size"), absl::StrCat(child),
+                              absl::StrCat("must evenly divide the parent layer size ", parent)));
+    }
+  }
+}
+
+// jobframework.ValidateTASPodSetRequest on the pod template's annotations.
+std::vector<FieldError> TasRequestErrors(const JobView& job, const JobWebhookOptions& options) {
+  std::vector<FieldError> errs;
+  const nlohmann::json& a = job.template_annotations;
+  const auto path = [](const char* key) {
+    return absl::StrCat(kTemplateAnnotations, "[", key, "]");
+  };
+  const std::optional<std::string> required = Entry(a, kRequiredTopology);
+  const std::optional<std::string> preferred = Entry(a, kPreferredTopology);
+  const std::optional<std::string> unconstrained = Entry(a, kUnconstrainedTopology);
+  const std::optional<std::string> slice_required = Entry(a, kSliceRequiredTopology);
+  const std::optional<std::string> slice_size = Entry(a, kSliceSize);
+  const std::optional<std::string> group_name = Entry(a, kPodSetGroupName);
+  if (int(required.has_value()) + int(preferred.has_value()) + int(unconstrained.has_value()) > 1) {
+    errs.push_back(FieldError::Invalid(
+        kTemplateAnnotations, "",
+        absl::StrCat("must not contain more than one topology annotation: [",
+                     GoQuote(kRequiredTopology), ", ", GoQuote(kPreferredTopology), ", ",
+                     GoQuote(kUnconstrainedTopology), "]")));
+  }
+  if (required) AddLabelKeyErrors(path(kRequiredTopology), *required, &errs);
+  if (preferred) AddLabelKeyErrors(path(kPreferredTopology), *preferred, &errs);
+  if (slice_required) AddLabelKeyErrors(path(kSliceRequiredTopology), *slice_required, &errs);
+  if (group_name) {
+    if (GoParsesAsUint64(*group_name)) {
+      errs.push_back(FieldError::Invalid(path(kPodSetGroupName), GoQuote(*group_name),
+                                         "must not be a number"));
+    }
+    if (slice_size)
+      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), MayNot(kSliceSize)));
+    if (slice_required) {
+      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), MayNot(kSliceRequiredTopology)));
+    }
+    if (!preferred && !required) {
+      errs.push_back(FieldError::Forbidden(
+          path(kPodSetGroupName), absl::StrCat("may not be set when neither '", kPreferredTopology,
+                                               "' nor '", kRequiredTopology, "' is specified")));
+    }
+  }
+  std::string ignored;
+  if (unconstrained && !GoParseBool(*unconstrained, &ignored)) {
+    errs.push_back(FieldError::Invalid(path(kUnconstrainedTopology), GoQuote(*unconstrained),
+                                       "must be a boolean value"));
+  }
+  const std::optional<int32_t> size = slice_size ? GoParseInt32(*slice_size) : std::nullopt;
+  if (slice_size && !size) {
+    errs.push_back(
+        FieldError::Invalid(path(kSliceSize), GoQuote(*slice_size), "must be a numeric value"));
+  } else if (slice_size && *size < 1) {
+    errs.push_back(FieldError::Invalid(path(kSliceSize), GoQuote(*slice_size),
+                                       "must be greater than or equal to 1"));
+  }
+  if (slice_required && !slice_size) {
+    errs.push_back(FieldError::Required(
+        path(kSliceSize),
+        absl::StrCat("must be set when '", kSliceRequiredTopology, "' is specified")));
+  }
+  if (!slice_required && slice_size) {
+    errs.push_back(FieldError::Forbidden(
+        path(kSliceSize),
+        absl::StrCat("may not be set when '", kSliceRequiredTopology, "' is not specified")));
+  }
+  CheckSliceConstraints(job, options, slice_required.has_value(), slice_size.has_value(),
+                        group_name.has_value(), &errs);
+  return errs;
+}
+
+// The Job webhook's validateTopologyRequest: TAS annotations, elastic Jobs' limits, slice sizes.
+void CheckTopologyRequest(const JobView& job, const JobWebhookOptions& options,
+                          std::vector<FieldError>* errs) {
+  if (!options.topology_aware_scheduling) return;
+  if (std::vector<FieldError> tas = TasRequestErrors(job, options); !tas.empty()) {
+    errs->insert(errs->end(), tas.begin(), tas.end());
+    return;
+  }
+  const nlohmann::json& a = job.template_annotations;
+  if (Elastic(job, options)) {
+    // Kueue names these paths with Child(), so they print dotted rather than subscripted.
+    if (Entry(a, kRequiredTopology)) {
+      errs->push_back(
+          FieldError::Forbidden(absl::StrCat(kTemplateAnnotations, ".", kRequiredTopology),
+                                "required topology is not supported with elastic jobs"));
+      return;
+    }
+    if (Entry(a, kPreferredTopology)) {
+      errs->push_back(
+          FieldError::Forbidden(absl::StrCat(kTemplateAnnotations, ".", kPreferredTopology),
+                                "preferred topology is not supported with elastic jobs"));
+      return;
+    }
+  }
+  const int32_t count = job.PodsCount();
+  const std::optional<std::string> s = Entry(a, kSliceSize);
+  if (s && GoParseInt32(*s).value_or(0) > count) {
+    errs->push_back(
+        FieldError::Invalid(absl::StrCat(kTemplateAnnotations, "[", kSliceSize, "]"), GoQuote(*s),
+                            absl::StrCat("must not be greater than pod set count ", count)));
+  }
+  if (std::optional<std::string> text = Entry(a, kSliceConstraints)) {
+    const nlohmann::json layers = nlohmann::json::parse(*text, nullptr, false);
+    if (layers.is_array() && !layers.empty() && layers[0].is_object()) {
+      const int32_t first = LayerSize(layers[0]);
+      if (first > count) {
+        errs->push_back(FieldError::Invalid(
+            absl::StrCat(kTemplateAnnotations, "[", kSliceConstraints, "]"), absl::StrCat(first),
+            absl::StrCat("must not be greater than pod set count ", count)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// ---- Public functions
+// ----------------------------------------------------------------------------
+
+std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
+                                             const JobWebhookOptions& options) {
+  const JobView view(job);
+  const std::string ns = view.Namespace();
+  const bool owned = ControlledByOneOf(view.meta, options.managed_owner_kinds);
+  std::map<std::string, std::string> labels;
+  // 1. The namespace's `default` LocalQueue for a Job without a queue.
+  if (view.Label(kQueueNameLabel).empty() && !owned && context.DefaultLocalQueueExists(ns) &&
+      context.NamespaceManaged(ns)) {
+    labels[kQueueNameLabel] = "default";
+  }
+  // 2. The `default` WorkloadPriorityClass for a Job without a priority class.
+  if (options.workload_priority_class_defaulting && view.Label(kPriorityClassLabel).empty() &&
+      !owned && context.DefaultPriorityClassExists()) {
+    labels[kPriorityClassLabel] = "default";
+  }
+  std::vector<nlohmann::json> ops;
+  SetEntries(job, {"metadata", "labels"}, labels, &ops);
+  // 3. Suspended, to wait for admission: a Job with a queue, or every Job of a managed namespace
+  // with manageJobsWithoutQueueName. A Job being deleted is left as it is.
+  const bool deleting = !Field(view.meta, "deletionTimestamp").is_null();
+  const bool has_queue = labels.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
+  if (!deleting && !owned && !view.IsSuspended() &&
+      (has_queue || (options.manage_jobs_without_queue_name && context.NamespaceManaged(ns)))) {
+    if (!view.SuspendField()) AddAt(job, {"spec", "suspend"}, true, &ops);
+  }
+  return ops;
+}
+
+std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookContext& context,
+                                       const JobWebhookOptions& options) {
+  const JobView view(job);
+  std::vector<nlohmann::json> ops = DefaultFramework(job, context, options);
+  // 4. A Job for a MultiKueue manager's queue is managed by MultiKueue, unless another
+  // controller than the Job controller already manages it.
+  if (!ControlledByOneOf(view.meta, options.managed_owner_kinds)) {
+    std::string queue = view.Label(kQueueNameLabel);
+    if (queue.empty() && context.DefaultLocalQueueExists(view.Namespace()) &&
+        context.NamespaceManaged(view.Namespace())) {
+      queue = "default";  // step 1 gave it
+    }
+    const nlohmann::json& managed_by = Field(view.spec, "managedBy");
+    const bool defaultable =
+        managed_by.is_null() ||
+        (managed_by.is_string() && managed_by.get<std::string>() == kJobControllerName);
+    if (!queue.empty() && defaultable &&
+        context.LocalQueueUsesMultiKueue(view.Namespace(), queue)) {
+      AddAt(job, {"spec", "managedBy"}, kMultiKueueControllerName, &ops);
+    }
+  }
+  // 5. Every pod of an elastic Job starts gated until its slice is admitted.
+  if (Elastic(view, options)) {
+    const std::vector<std::string> gates_path = {"spec", "template", "spec", "schedulingGates"};
+    const nlohmann::json& gates =
+        Field(Field(Field(view.spec, "template"), "spec"), "schedulingGates");
+    const nlohmann::json gate = {{"name", kElasticJobKey}};
+    if (!ListHas(gates, kElasticJobKey, "name")) AppendToList(job, gates_path, {gate}, &ops);
+  }
+  return ops;
+}
+
+std::vector<FieldError> ValidateFrameworkCreate(const nlohmann::json& object,
+                                                const JobWebhookOptions& options) {
+  std::vector<FieldError> errs;
+  CheckCommonCreate(JobView(object), options, &errs);
+  return errs;
+}
+
+std::vector<FieldError> ValidateJobCreate(const nlohmann::json& job, JobWebhookContext& context,
+                                          const JobWebhookOptions& options) {
+  const JobView view(job);
+  std::vector<FieldError> errs = ValidateFrameworkCreate(job, options);
+  CheckPartialAdmission(view, options, &errs);
+  CheckCompletionsEqualParallelism(view, &errs);
+  CheckTopologyRequest(view, options, &errs);
+  return errs;
+}
+
+std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
+                                                const nlohmann::json& new_job,
+                                                JobWebhookContext& context,
+                                                const JobWebhookOptions& options) {
+  const JobView prev(old_job), next(new_job);
+  std::vector<FieldError> errs;
+  const std::string queue_path = LabelPath(kQueueNameLabel);
+  const std::string old_queue = prev.Label(kQueueNameLabel),
+                    new_queue = next.Label(kQueueNameLabel);
+  if (!next.IsSuspended() && new_queue != old_queue) {
+    errs.push_back(FieldError::Invalid(queue_path, JsonQuote(new_queue), kImmutable));
+  }
+  if (new_queue.empty() && !old_queue.empty() &&
+      context.DefaultLocalQueueExists(prev.Namespace())) {
+    errs.push_back(FieldError::Invalid(
+        queue_path, GoQuote(""), "queue-name must not be empty in namespace with default queue"));
+  }
+  if (next.IsSuspended() || Elastic(prev, options)) {
+    CheckPrebuiltName(next, options, &errs);
+  } else if (PrebuiltName(next, options) != PrebuiltName(prev, options)) {
+    errs.push_back(FieldError::Invalid(PrebuiltPath(next, options),
+                                       GoQuote(PrebuiltName(next, options)), kImmutable));
+  }
+  if ((!next.IsSuspended() || !prev.IsSuspended()) &&
+      next.Label(kMaxExecTimeLabel) != prev.Label(kMaxExecTimeLabel)) {
+    errs.push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel),
+                                       GoQuote(next.Label(kMaxExecTimeLabel)), kImmutable));
+  }
+  const std::string old_class = prev.Label(kPriorityClassLabel),
+                    new_class = next.Label(kPriorityClassLabel);
+  if (!next.IsSuspended() && old_class.empty() && !new_class.empty()) {
+    errs.push_back(
+        FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
+                            "WorkloadPriorityClass cannot be added to a non-suspended workload"));
+  } else if (new_class.empty() && !old_class.empty()) {
+    errs.push_back(FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
+                                       "WorkloadPriorityClass cannot be removed from a workload"));
+  }
+  if (Elastic(prev, options) != Elastic(next, options)) {
+    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobKey),
+                                       Elastic(next, options) ? "true" : "false", kImmutable));
+  }
+  if (options.admission_gated_by) {
+    CheckAdmissionGatedByUpdate(prev.Annotation(kAdmissionGatedBy),
+                                next.Annotation(kAdmissionGatedBy), &errs);
+  }
+  return errs;
+}
+
+std::vector<FieldError> ValidateJobUpdate(const nlohmann::json& old_job,
+                                          const nlohmann::json& new_job, JobWebhookContext& context,
+                                          const JobWebhookOptions& options) {
+  const JobView prev(old_job), next(new_job);
+  std::vector<FieldError> errs;
+  CheckCommonCreate(next, options, &errs);
+  if (next.Annotation(kMinParallelism) != prev.Annotation(kMinParallelism)) {
+    CheckPartialAdmission(next, options, &errs);
+  }
+  CheckCompletionsEqualParallelism(next, &errs);
+
+  std::vector<FieldError> framework = ValidateFrameworkUpdate(old_job, new_job, context, options);
+  errs.insert(errs.end(), framework.begin(), framework.end());
+
+  // The Job webhook's own update rules.
+  if (Entry(prev.annotations, kMinParallelism) && !prev.SuspendField() &&
+      prev.Parallelism() != next.Parallelism()) {
+    errs.push_back(FieldError::Forbidden(
+        "spec.parallelism",
+        "cannot change when partial admission is enabled and the job is not suspended"));
+  }
+  const auto sync = [](const JobView& j) {
+    std::string ignored;
+    return GoParseBool(j.Annotation(kCompletionsEqualParallelism), &ignored).value_or(false);
+  };
+  if (prev.IsSuspended() == next.IsSuspended() && !next.IsSuspended() && sync(prev) != sync(next)) {
+    errs.push_back(FieldError::Forbidden(AnnotationPath(kCompletionsEqualParallelism),
+                                         "field is immutable while the job is not suspended"));
+  }
+  CheckTopologyRequest(next, options, &errs);
+  return errs;
+}
+
+}  // namespace admitd::shim

@@ -1,0 +1,288 @@
+#include "clients/shim/integrations/raycluster/raycluster_workload.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "clients/shim/kube/json_fields.h"
+#include "clients/shim/framework/kueue_keys.h"
+#include "common/manifest/manifest.h"
+#include "common/workload_names.h"
+
+namespace admitd::shim {
+namespace {
+
+constexpr char kWorkloadSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
+// KubeRay's RayFTEnabledAnnotationKey.
+constexpr char kRayFtEnabledAnnotation[] = "ray.io/ft-enabled";
+
+nlohmann::json ObjectOr(const nlohmann::json& v) {
+  return v.is_object() ? v : nlohmann::json::object();
+}
+
+nlohmann::json ArrayOr(const nlohmann::json& v) {
+  return v.is_array() ? v : nlohmann::json::array();
+}
+
+// A resource.Quantity's value, for comparing two quantities of one resource (KubeRay's and
+// Kueue's fixed requests against the user's). NaN-free: an unreadable text counts as 0.
+long double QuantityValue(const std::string& text) {
+  static const std::pair<const char*, long double> kSuffixes[] = {
+      {"Ki", 1024.0L},
+      {"Mi", 1024.0L * 1024},
+      {"Gi", 1024.0L * 1024 * 1024},
+      {"Ti", 1024.0L * 1024 * 1024 * 1024},
+      {"Pi", 1024.0L * 1024 * 1024 * 1024 * 1024},
+      {"Ei", 1024.0L * 1024 * 1024 * 1024 * 1024 * 1024},
+      {"n", 1e-9L},
+      {"u", 1e-6L},
+      {"m", 1e-3L},
+      {"k", 1e3L},
+      {"M", 1e6L},
+      {"G", 1e9L},
+      {"T", 1e12L},
+      {"P", 1e15L},
+      {"E", 1e18L}};
+  std::string number = text;
+  long double scale = 1;
+  for (const auto& [suffix, factor] : kSuffixes) {
+    if (absl::EndsWith(text, suffix) && text.size() > strlen(suffix)) {
+      number = text.substr(0, text.size() - strlen(suffix));
+      scale = factor;
+      break;
+    }
+  }
+  char* end = nullptr;
+  const long double v = std::strtold(number.c_str(), &end);
+  if (end == number.c_str() || *end != '\0') return 0;
+  return v * scale;
+}
+
+// Kueue's MergeResourceListKeepMax of `requests` (a JSON map) with `floor`.
+void RaiseRequests(const std::vector<std::pair<std::string, std::string>>& floor,
+                   nlohmann::json* requests) {
+  if (!requests->is_object()) *requests = nlohmann::json::object();
+  for (const auto& [resource, minimum] : floor) {
+    const std::string have = Str(*requests, resource);
+    if (have.empty() || QuantityValue(have) < QuantityValue(minimum))
+      (*requests)[resource] = minimum;
+  }
+}
+
+// rayutils.IsGCSFaultToleranceEnabled.
+bool GcsFaultTolerance(const nlohmann::json& cluster) {
+  const nlohmann::json meta = ObjectOr(Field(cluster, "metadata"));
+  const nlohmann::json& annotations = Field(meta, "annotations");
+  if (annotations.is_object() && annotations.contains(kRayFtEnabledAnnotation) &&
+      absl::AsciiStrToLower(Str(annotations, kRayFtEnabledAnnotation)) == "true") {
+    return true;
+  }
+  return !Field(Field(cluster, "spec"), "gcsFaultToleranceOptions").is_null();
+}
+
+// KubeRay's autoscaler sidecar as Kueue accounts it: its name and resources only.
+nlohmann::json AutoscalerContainer(const nlohmann::json& spec) {
+  const nlohmann::json& resources = Field(Field(spec, "autoscalerOptions"), "resources");
+  if (resources.is_object()) return {{"name", "autoscaler"}, {"resources", resources}};
+  const nlohmann::json fixed = {{"cpu", "500m"}, {"memory", "512Mi"}};
+  return {{"name", "autoscaler"}, {"resources", {{"requests", fixed}, {"limits", fixed}}}};
+}
+
+int64_t IntOr(const nlohmann::json& v, int64_t fallback) {
+  return v.is_number_integer() ? v.get<int64_t>() : fallback;
+}
+
+}  // namespace
+
+bool RayClusterElastic(const nlohmann::json& cluster, bool elastic_jobs) {
+  return elastic_jobs &&
+         Str(Field(Field(cluster, "metadata"), "annotations"), kElasticJobKey) == "true";
+}
+
+bool RayClusterSuspended(const nlohmann::json& cluster) {
+  return Field(Field(cluster, "spec"), "suspend") == true;
+}
+
+absl::StatusOr<nlohmann::json> RayClusterPodSets(const nlohmann::json& cluster) {
+  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
+  nlohmann::json head_template = ObjectOr(Field(Field(spec, "headGroupSpec"), "template"));
+  if (GcsFaultTolerance(cluster)) {
+    nlohmann::json& containers = head_template["spec"]["containers"];
+    if (!containers.is_array() || containers.empty() || !containers[0].is_object()) {
+      return absl::InvalidArgumentError(
+          "cannot account for Redis cleanup resources: head pod template must include the Ray "
+          "container");
+    }
+    RaiseRequests({{"cpu", "200m"}, {"memory", "256Mi"}}, &containers[0]["resources"]["requests"]);
+  }
+  if (Field(spec, "enableInTreeAutoscaling") == true) {
+    nlohmann::json& containers = head_template["spec"]["containers"];
+    if (!containers.is_array()) containers = nlohmann::json::array();
+    containers.push_back(AutoscalerContainer(spec));
+  }
+  nlohmann::json pod_sets = nlohmann::json::array();
+  pod_sets.push_back({{"name", kRayHeadPodSet}, {"count", 1}, {"template", head_template}});
+  for (const nlohmann::json& group : ArrayOr(Field(spec, "workerGroupSpecs"))) {
+    int64_t count = IntOr(Field(group, "replicas"), 1);
+    if (const int64_t hosts = IntOr(Field(group, "numOfHosts"), 0); hosts > 1) count *= hosts;
+    pod_sets.push_back({{"name", absl::AsciiStrToLower(Str(group, "groupName"))},
+                        {"count", count},
+                        {"template", ObjectOr(Field(group, "template"))}});
+  }
+  return pod_sets;
+}
+
+absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster,
+                                                   const RayClusterWorkloadOptions& options) {
+  const nlohmann::json meta = ObjectOr(Field(cluster, "metadata"));
+  const nlohmann::json labels = ObjectOr(Field(meta, "labels"));
+  const nlohmann::json annotations = ObjectOr(Field(meta, "annotations"));
+  const std::string name = Str(meta, "name"), uid = Str(meta, "uid");
+  if (name.empty() || uid.empty()) {
+    return absl::InvalidArgumentError("metadata.name and metadata.uid are required");
+  }
+  const bool elastic = RayClusterElastic(cluster, options.elastic_jobs);
+  // A RayCluster names no extra part of its own (unlike RayJob): the generation.
+  const std::string extra = elastic ? absl::StrCat(IntOr(Field(meta, "generation"), 1)) : "";
+  absl::StatusOr<nlohmann::json> pod_sets = RayClusterPodSets(cluster);
+  if (!pod_sets.ok()) return pod_sets.status();
+
+  nlohmann::json wl_labels = {{"kueue.x-k8s.io/job-uid", uid}};
+  for (const std::string& k : options.label_keys_to_copy) {
+    if (labels.contains(k)) wl_labels[k] = labels[k];
+  }
+  nlohmann::json wl_annotations = nlohmann::json::object();
+  for (const auto& [k, v] : annotations.items()) {
+    if (absl::StartsWith(k, "provreq.kueue.x-k8s.io/")) wl_annotations[k] = v;
+  }
+  const std::string wl_name = GeneratedWorkloadName(kRayClusterKind, "ray.io", name, uid, extra);
+  if (elastic) {
+    // The first slice names the chain (Kueue's prepareWorkloadSlice).
+    wl_annotations[kElasticJobKey] = "true";
+    wl_annotations[kWorkloadSliceNameAnnotation] = wl_name;
+  }
+  nlohmann::json wl_spec = {{"queueName", Str(labels, "kueue.x-k8s.io/queue-name")},
+                            {"podSets", *pod_sets}};
+  int64_t max_exec = 0;
+  if (absl::SimpleAtoi(Str(labels, "kueue.x-k8s.io/max-exec-time-seconds"), &max_exec) &&
+      max_exec > 0) {
+    wl_spec["maximumExecutionTimeSeconds"] = max_exec;
+  }
+  if (const std::string wpc = Str(labels, "kueue.x-k8s.io/priority-class"); !wpc.empty()) {
+    wl_spec["priorityClassRef"] = {
+        {"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", wpc}};
+  }
+  const std::string ns = Str(meta, "namespace").empty() ? "default" : Str(meta, "namespace");
+  const nlohmann::json doc = {
+      {"apiVersion", "kueue.x-k8s.io/v1beta2"},
+      {"kind", "Workload"},
+      {"metadata",
+       {{"name", wl_name},
+        {"namespace", ns},
+        {"labels", wl_labels},
+        {"annotations", wl_annotations},
+        {"ownerReferences",
+         {{{"apiVersion", kRayClusterApiVersion},
+           {"kind", kRayClusterKind},
+           {"name", name},
+           {"uid", uid},
+           {"controller", true},
+           {"blockOwnerDeletion", true}}}}}},
+      {"spec", wl_spec}};
+  absl::StatusOr<std::vector<manifest::Manifest>> parsed =
+      manifest::ParseManifests(doc.dump(), absl::StrCat("raycluster ", name));
+  if (!parsed.ok()) return parsed.status();
+  return (*parsed)[0].workload;
+}
+
+bool RayClusterActive(const nlohmann::json& cluster, const std::vector<nlohmann::json>& pods) {
+  if (Str(Field(cluster, "status"), "state") == "ready") return true;
+  for (const nlohmann::json& pod : pods) {
+    const std::string phase = Str(Field(pod, "status"), "phase");
+    if (phase != "Succeeded" && phase != "Failed") return true;
+  }
+  return false;
+}
+
+nlohmann::json MergePatchBetween(const nlohmann::json& from, const nlohmann::json& to) {
+  if (!from.is_object() || !to.is_object()) return to;
+  nlohmann::json patch = nlohmann::json::object();
+  for (const auto& [k, v] : from.items()) {
+    if (!to.contains(k)) patch[k] = nullptr;
+  }
+  for (const auto& [k, v] : to.items()) {
+    auto it = from.find(k);
+    if (it == from.end()) {
+      patch[k] = v;
+    } else if (*it != v) {
+      patch[k] = it->is_object() && v.is_object() ? MergePatchBetween(*it, v) : v;
+    }
+  }
+  return patch;
+}
+
+absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluster,
+                                                    const std::vector<PodSetInfo>& infos,
+                                                    bool elastic) {
+  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
+  const nlohmann::json groups = ArrayOr(Field(spec, "workerGroupSpecs"));
+  const size_t expected = groups.size() + 1;
+  if (infos.size() != expected) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("invalid podset infos: expecting ", expected, " podset, got ", infos.size()));
+  }
+  nlohmann::json want = spec;
+  want["suspend"] = false;
+  if (absl::Status s = MergeIntoTemplate(infos[0], elastic, &want["headGroupSpec"]["template"]);
+      !s.ok()) {
+    return s;
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (absl::Status s =
+            MergeIntoTemplate(infos[i + 1], elastic, &want["workerGroupSpecs"][i]["template"]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return nlohmann::json{{"spec", MergePatchBetween(spec, want)}};
+}
+
+nlohmann::json RayClusterStopPatch(const nlohmann::json& cluster, const v1::Workload* workload) {
+  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
+  const nlohmann::json groups = ArrayOr(Field(spec, "workerGroupSpecs"));
+  nlohmann::json want = spec;
+  want["suspend"] = true;
+  // Restore (RestorePodSetsInfo): skipped when the Workload has another number of pod sets.
+  if (workload != nullptr &&
+      workload->spec().pod_sets_size() == static_cast<int>(groups.size()) + 1) {
+    auto restore = [](const v1::PodSet& stored, nlohmann::json* pod_template) {
+      if (!pod_template->is_object()) *pod_template = nlohmann::json::object();
+      pod_template->merge_patch(RestoreTemplatePatch(*pod_template, stored.template_()));
+      // An empty map reads as no map: leave none behind (nor an empty metadata).
+      for (const auto& [part, key] : {std::pair<const char*, const char*>{"metadata", "labels"},
+                                      {"metadata", "annotations"},
+                                      {"spec", "nodeSelector"}}) {
+        nlohmann::json& section = (*pod_template)[part];
+        if (section.is_object() && section.contains(key) && section[key].is_object() &&
+            section[key].empty()) {
+          section.erase(key);
+        }
+        if (section.is_object() && section.empty()) pod_template->erase(part);
+      }
+    };
+    restore(workload->spec().pod_sets(0), &want["headGroupSpec"]["template"]);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      restore(workload->spec().pod_sets(static_cast<int>(i) + 1),
+              &want["workerGroupSpecs"][i]["template"]);
+    }
+  }
+  nlohmann::json diff = MergePatchBetween(spec, want);
+  if (diff.empty()) return nlohmann::json::object();
+  return nlohmann::json{{"spec", std::move(diff)}};
+}
+
+}  // namespace admitd::shim

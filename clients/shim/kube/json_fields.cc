@@ -1,0 +1,18 @@
+#include "clients/shim/kube/json_fields.h"
+
+namespace admitd::shim {
+
+const nlohmann::json& Field(const nlohmann::json& obj, std::string_view key) {
+  static const nlohmann::json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+std::string Str(const nlohmann::json& obj, std::string_view key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace admitd::shim
