@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/integrations/builtin.h"
+#include "clients/shim/integrations/pod/pod_webhook.h"
 #include "clients/shim/integrations/job/job_multikueue.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/framework/reconcile_util.h"
@@ -98,18 +99,23 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
                                                config.excluded_namespaces.end());
     s->webhook_context_ =
         std::make_unique<AdmitdWebhookContext>(s->admitd_->queues(), context_options);
-    WebhookServerOptions webhook_options;
-    webhook_options.job.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
-    webhook_options.job.elastic_jobs = config.elastic_jobs;
-    webhook_options.pods = config.integrations.count("pod") > 0;
-    webhook_options.rayclusters = config.integrations.count("ray.io/raycluster") > 0;
-    webhook_options.pod.integration_enabled = webhook_options.pods;
-    webhook_options.pod.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
-    webhook_options.pod.elastic_jobs = config.elastic_jobs;
+    JobWebhookOptions job_options;
+    job_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
+    job_options.elastic_jobs = config.elastic_jobs;
+    std::vector<KindWebhook> webhooks;
+    for (const Integration* i : s->registry_->All()) {
+      webhooks.push_back(i->Webhook(*s->webhook_context_, job_options,
+                                    config.integrations.count(i->info().name) > 0));
+    }
+    PodWebhookOptions pod_options;
+    pod_options.integration_enabled = config.integrations.count("pod") > 0;
+    pod_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
+    pod_options.elastic_jobs = config.elastic_jobs;
     // admitd reads a pod's group name from its label (the annotation form is not read there).
-    webhook_options.pod.workload_identifier_annotations = false;
+    pod_options.workload_identifier_annotations = false;
+    webhooks.push_back(PodWebhook(*s->webhook_context_, pod_options));
     s->webhook_ = std::make_unique<WebhookServer>(config.webhook_listen, config.webhook_cert_dir,
-                                                  *s->webhook_context_, webhook_options);
+                                                  std::move(webhooks));
     if (absl::Status st = s->webhook_->Start(); !st.ok()) return st;
   }
 

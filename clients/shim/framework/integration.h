@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "clients/shim/framework/generic_job.h"
+#include "clients/shim/framework/webhook_rules.h"
+#include "clients/shim/webhook/admission_review.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
@@ -50,6 +52,10 @@ class Integration {
   // "namespace/name" of the object to reconcile when `pod` (one of pods_path's) changes, or ""
   // when its change does not matter to the owner.
   virtual std::string OwnerKeyOfPod(const nlohmann::json& pod) const = 0;
+  // The kind's admission webhook (Kueue's defaulting and validation); `enabled` false: the kind
+  // is not in --integrations (Kueue then answers with a no-op webhook). `context` must outlive it.
+  virtual KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                              bool enabled) const = 0;
 
   // The collection the informer lists and watches: /apis/<apiVersion>/<resource>.
   std::string CollectionPath() const;

@@ -29,7 +29,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "admitd/v1/queue_service.grpc.pb.h"
-#include "clients/shim/integrations/job/job_webhook.h"
+#include "clients/shim/webhook/webhook_context.h"
 
 namespace admitd::shim {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "clients/shim/webhook/field_errors.h"
-#include "clients/shim/integrations/job/job_webhook.h"
+#include "clients/shim/webhook/webhook_context.h"
 #include "clients/shim/kube/json_fields.h"
 #include "nlohmann/json.hpp"
 

@@ -4,6 +4,10 @@
 // Kueue's messages, and a rotated certificate is served without a restart.
 #include "clients/shim/webhook/webhook_server.h"
 
+#include "clients/shim/integrations/job/job_webhook.h"
+#include "clients/shim/integrations/pod/pod_webhook.h"
+#include "clients/shim/integrations/raycluster/raycluster_webhook.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/bio.h>
@@ -160,9 +164,13 @@ class WebhookServerTest : public ::testing::Test {
     cert_dir_ = dir;
     first_ = MakeCertificate("first");
     InstallCertificate(cert_dir_, first_);
+    PodWebhookOptions pods;
+    pods.integration_enabled = true;
     server_ = std::make_unique<WebhookServer>(
-        "127.0.0.1:0", cert_dir_, context_,
-        WebhookServerOptions{.pods = true, .cert_check_interval = absl::Milliseconds(100)});
+        "127.0.0.1:0", cert_dir_,
+        std::vector<KindWebhook>{JobWebhook(context_, {}), PodWebhook(context_, pods),
+                                 RayClusterWebhook(context_, {}, /*enabled=*/false)},
+        WebhookServerOptions{.cert_check_interval = absl::Milliseconds(100)});
     ASSERT_TRUE(server_->Start().ok());
   }
   void TearDown() override { std::filesystem::remove_all(cert_dir_); }
@@ -354,11 +362,11 @@ TEST_F(WebhookServerTest, ARotatedCertificateIsServedWithoutARestart) {
 }
 
 TEST_F(WebhookServerTest, StartReportsWhatIsWrong) {
-  WebhookServer no_cert("127.0.0.1:0", cert_dir_ + "/missing", context_, {});
+  WebhookServer no_cert("127.0.0.1:0", cert_dir_ + "/missing", {JobWebhook(context_, {})}, {});
   EXPECT_EQ(no_cert.Start().code(), absl::StatusCode::kFailedPrecondition);
-  WebhookServer bad_address("127.0.0.1", cert_dir_, context_, {});
+  WebhookServer bad_address("127.0.0.1", cert_dir_, {JobWebhook(context_, {})}, {});
   EXPECT_EQ(bad_address.Start().code(), absl::StatusCode::kInvalidArgument);
-  WebhookServer taken(absl::StrCat("127.0.0.1:", server_->port()), cert_dir_, context_, {});
+  WebhookServer taken(absl::StrCat("127.0.0.1:", server_->port()), cert_dir_, {JobWebhook(context_, {})}, {});
   absl::Status status = taken.Start();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("cannot listen on 127.0.0.1:"));

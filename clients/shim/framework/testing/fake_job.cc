@@ -143,4 +143,21 @@ nlohmann::json FakeJobObject(const std::string& ns, const std::string& name, int
             {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}};
 }
 
+KindWebhook FakeJobIntegration::Webhook(JobWebhookContext& context,
+                                        const JobWebhookOptions& options, bool enabled) const {
+  KindWebhook webhook{.kind = "FakeJob",
+                      .mutate_path = "/mutate-example-com-v1-fakejob",
+                      .validate_path = "/validate-example-com-v1-fakejob",
+                      .enabled = enabled};
+  webhook.default_create = [&context, options](const nlohmann::json& job) {
+    return DefaultFramework(job, context, options);
+  };
+  webhook.validate = [&context, options](const nlohmann::json* old_job, const nlohmann::json& job,
+                                         std::vector<std::string>*, std::string*) {
+    return old_job == nullptr ? ValidateFrameworkCreate(job, options)
+                              : ValidateFrameworkUpdate(*old_job, job, context, options);
+  };
+  return webhook;
+}
+
 }  // namespace admitd::shim::testing

@@ -24,6 +24,9 @@ class FakeJobIntegration : public Integration {
   std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
                                    const FrameworkOptions& options) const override;
   std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
+  // No rules of its own: the framework's defaulting and validation.
+  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                      bool enabled) const override;
 };
 
 // A FakeJob "ns/name" with a queue name, `count` pods and one container.

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "clients/shim/integrations/job/job_webhook.h"
 #include "clients/shim/framework/elastic_pods.h"
 #include "clients/shim/integrations/job/job_run.h"
 #include "clients/shim/integrations/job/job_multikueue.h"
@@ -122,6 +123,12 @@ std::string JobIntegration::OwnerKeyOfPod(const nlohmann::json& pod) const {
     }
   }
   return "";
+}
+
+KindWebhook JobIntegration::Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                                    bool enabled) const {
+  (void)enabled;  // the Job's rules run whether or not batch/job is enabled (docs/shim.md)
+  return JobWebhook(context, options);
 }
 
 }  // namespace admitd::shim

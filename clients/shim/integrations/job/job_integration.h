@@ -27,6 +27,8 @@ class JobIntegration : public Integration {
                                    const FrameworkOptions& options) const override;
   // Only the pods an elastic Job's slices gate (the others are the Job controller's business).
   std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
+  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                      bool enabled) const override;
 };
 
 }  // namespace admitd::shim

@@ -15,29 +15,11 @@ namespace {
 constexpr char kJobControllerName[] = "kubernetes.io/job-controller";
 constexpr char kMinParallelism[] = "kueue.x-k8s.io/job-min-parallelism";
 constexpr char kCompletionsEqualParallelism[] = "kueue.x-k8s.io/job-completions-equal-parallelism";
-constexpr char kStopping[] = "kueue.x-k8s.io/stopping";
 constexpr char kTemplateAnnotations[] = "spec.template.metadata.annotations";
 
-// ---- Reading the Job's JSON -------------------------------------------------------------------
-
-struct JobView {
-  explicit JobView(const nlohmann::json& job)
-      : meta(Field(job, "metadata")),
-        labels(Field(meta, "labels")),
-        annotations(Field(meta, "annotations")),
-        spec(Field(job, "spec")),
-        template_annotations(Field(Field(Field(spec, "template"), "metadata"), "annotations")) {}
-  std::string Label(const std::string& k) const { return Entry(labels, k).value_or(""); }
-  std::string Annotation(const std::string& k) const { return Entry(annotations, k).value_or(""); }
-  std::string Namespace() const { return Entry(meta, "namespace").value_or(""); }
-  std::optional<int64_t> SpecInt(const char* key) const {
-    const nlohmann::json& v = Field(spec, key);
-    if (!v.is_number_integer()) return std::nullopt;
-    return v.get<int64_t>();
-  }
-  bool SuspendField() const { return Field(spec, "suspend") == true; }
-  // Kueue's Job.IsSuspended: suspended and not being stopped.
-  bool IsSuspended() const { return SuspendField() && Annotation(kStopping) != "true"; }
+// A Job's view: the framework's, and its pod count.
+struct JobView : ObjectView {
+  using ObjectView::ObjectView;
   int32_t Parallelism() const { return static_cast<int32_t>(SpecInt("parallelism").value_or(1)); }
   // min(parallelism, completions): the pod set's count.
   int32_t PodsCount() const {
@@ -47,64 +29,7 @@ struct JobView {
     }
     return count;
   }
-
-  const nlohmann::json& meta;
-  const nlohmann::json& labels;
-  const nlohmann::json& annotations;
-  const nlohmann::json& spec;
-  const nlohmann::json& template_annotations;
 };
-
-bool Elastic(const JobView& job, const JobWebhookOptions& options) {
-  return options.elastic_jobs && job.Annotation(kElasticJobKey) == "true";
-}
-
-// ---- Validation shared by CREATE and UPDATE -----------------------------------------------------
-
-// The prebuilt Workload's key is read from the annotation when WorkloadIdentifierAnnotations is
-// on (or the value cannot be a label), otherwise from the label.
-bool PrebuiltFromAnnotation(const JobView& job, const JobWebhookOptions& options) {
-  const std::string annotation = job.Annotation(kPrebuiltWorkloadKey);
-  return (options.workload_identifier_annotations ||
-          annotation.size() > kLabelValueMaxLength) &&
-         !annotation.empty();
-}
-
-std::string PrebuiltPath(const JobView& job, const JobWebhookOptions& options) {
-  return PrebuiltFromAnnotation(job, options) ? AnnotationPath(kPrebuiltWorkloadKey)
-                                              : LabelPath(kPrebuiltWorkloadKey);
-}
-
-std::string PrebuiltName(const JobView& job, const JobWebhookOptions& options) {
-  const std::string annotation = job.Annotation(kPrebuiltWorkloadKey);
-  if (options.workload_identifier_annotations) {
-    return !annotation.empty() ? annotation : job.Label(kPrebuiltWorkloadKey);
-  }
-  if (std::string label = job.Label(kPrebuiltWorkloadKey); !label.empty()) return label;
-  return annotation.size() > kLabelValueMaxLength ? annotation : "";
-}
-
-void CheckPrebuiltName(const JobView& job, const JobWebhookOptions& options,
-                       std::vector<FieldError>* errs) {
-  if (PrebuiltFromAnnotation(job, options)) {
-    CheckSubdomain(AnnotationPath(kPrebuiltWorkloadKey),
-                   Entry(job.annotations, kPrebuiltWorkloadKey), errs);
-  } else {
-    CheckSubdomain(LabelPath(kPrebuiltWorkloadKey), Entry(job.labels, kPrebuiltWorkloadKey), errs);
-  }
-}
-
-// jobframework.ValidateJobOnCreate.
-void CheckCommonCreate(const JobView& job, const JobWebhookOptions& options,
-                       std::vector<FieldError>* errs) {
-  CheckSubdomain(LabelPath(kQueueNameLabel), Entry(job.labels, kQueueNameLabel), errs);
-  CheckPrebuiltName(job, options, errs);  // a Job may use a prebuilt Workload
-  CheckMaxExecTime(job.labels, errs);
-  // The elastic-job annotation is supported on batch/v1 Jobs: nothing to check.
-  if (options.admission_gated_by) {
-    CheckAdmissionGatedByFormat(job.Annotation(kAdmissionGatedBy), errs);
-  }
-}
 
 void CheckPartialAdmission(const JobView& job, const JobWebhookOptions& options,
                            std::vector<FieldError>* errs) {
@@ -337,35 +262,6 @@ void CheckTopologyRequest(const JobView& job, const JobWebhookOptions& options,
 // ---- Public functions
 // ----------------------------------------------------------------------------
 
-std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
-                                             const JobWebhookOptions& options) {
-  const JobView view(job);
-  const std::string ns = view.Namespace();
-  const bool owned = ControlledByOneOf(view.meta, options.managed_owner_kinds);
-  std::map<std::string, std::string> labels;
-  // 1. The namespace's `default` LocalQueue for a Job without a queue.
-  if (view.Label(kQueueNameLabel).empty() && !owned && context.DefaultLocalQueueExists(ns) &&
-      context.NamespaceManaged(ns)) {
-    labels[kQueueNameLabel] = "default";
-  }
-  // 2. The `default` WorkloadPriorityClass for a Job without a priority class.
-  if (options.workload_priority_class_defaulting && view.Label(kPriorityClassLabel).empty() &&
-      !owned && context.DefaultPriorityClassExists()) {
-    labels[kPriorityClassLabel] = "default";
-  }
-  std::vector<nlohmann::json> ops;
-  SetEntries(job, {"metadata", "labels"}, labels, &ops);
-  // 3. Suspended, to wait for admission: a Job with a queue, or every Job of a managed namespace
-  // with manageJobsWithoutQueueName. A Job being deleted is left as it is.
-  const bool deleting = !Field(view.meta, "deletionTimestamp").is_null();
-  const bool has_queue = labels.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
-  if (!deleting && !owned && !view.IsSuspended() &&
-      (has_queue || (options.manage_jobs_without_queue_name && context.NamespaceManaged(ns)))) {
-    if (!view.SuspendField()) AddAt(job, {"spec", "suspend"}, true, &ops);
-  }
-  return ops;
-}
-
 std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookContext& context,
                                        const JobWebhookOptions& options) {
   const JobView view(job);
@@ -398,13 +294,6 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
   return ops;
 }
 
-std::vector<FieldError> ValidateFrameworkCreate(const nlohmann::json& object,
-                                                const JobWebhookOptions& options) {
-  std::vector<FieldError> errs;
-  CheckCommonCreate(JobView(object), options, &errs);
-  return errs;
-}
-
 std::vector<FieldError> ValidateJobCreate(const nlohmann::json& job, JobWebhookContext& context,
                                           const JobWebhookOptions& options) {
   const JobView view(job);
@@ -415,61 +304,11 @@ std::vector<FieldError> ValidateJobCreate(const nlohmann::json& job, JobWebhookC
   return errs;
 }
 
-std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
-                                                const nlohmann::json& new_job,
-                                                JobWebhookContext& context,
-                                                const JobWebhookOptions& options) {
-  const JobView prev(old_job), next(new_job);
-  std::vector<FieldError> errs;
-  const std::string queue_path = LabelPath(kQueueNameLabel);
-  const std::string old_queue = prev.Label(kQueueNameLabel),
-                    new_queue = next.Label(kQueueNameLabel);
-  if (!next.IsSuspended() && new_queue != old_queue) {
-    errs.push_back(FieldError::Invalid(queue_path, JsonQuote(new_queue), kImmutable));
-  }
-  if (new_queue.empty() && !old_queue.empty() &&
-      context.DefaultLocalQueueExists(prev.Namespace())) {
-    errs.push_back(FieldError::Invalid(
-        queue_path, GoQuote(""), "queue-name must not be empty in namespace with default queue"));
-  }
-  if (next.IsSuspended() || Elastic(prev, options)) {
-    CheckPrebuiltName(next, options, &errs);
-  } else if (PrebuiltName(next, options) != PrebuiltName(prev, options)) {
-    errs.push_back(FieldError::Invalid(PrebuiltPath(next, options),
-                                       GoQuote(PrebuiltName(next, options)), kImmutable));
-  }
-  if ((!next.IsSuspended() || !prev.IsSuspended()) &&
-      next.Label(kMaxExecTimeLabel) != prev.Label(kMaxExecTimeLabel)) {
-    errs.push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel),
-                                       GoQuote(next.Label(kMaxExecTimeLabel)), kImmutable));
-  }
-  const std::string old_class = prev.Label(kPriorityClassLabel),
-                    new_class = next.Label(kPriorityClassLabel);
-  if (!next.IsSuspended() && old_class.empty() && !new_class.empty()) {
-    errs.push_back(
-        FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
-                            "WorkloadPriorityClass cannot be added to a non-suspended workload"));
-  } else if (new_class.empty() && !old_class.empty()) {
-    errs.push_back(FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
-                                       "WorkloadPriorityClass cannot be removed from a workload"));
-  }
-  if (Elastic(prev, options) != Elastic(next, options)) {
-    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobKey),
-                                       Elastic(next, options) ? "true" : "false", kImmutable));
-  }
-  if (options.admission_gated_by) {
-    CheckAdmissionGatedByUpdate(prev.Annotation(kAdmissionGatedBy),
-                                next.Annotation(kAdmissionGatedBy), &errs);
-  }
-  return errs;
-}
-
 std::vector<FieldError> ValidateJobUpdate(const nlohmann::json& old_job,
                                           const nlohmann::json& new_job, JobWebhookContext& context,
                                           const JobWebhookOptions& options) {
   const JobView prev(old_job), next(new_job);
-  std::vector<FieldError> errs;
-  CheckCommonCreate(next, options, &errs);
+  std::vector<FieldError> errs = ValidateFrameworkCreate(new_job, options);
   if (next.Annotation(kMinParallelism) != prev.Annotation(kMinParallelism)) {
     CheckPartialAdmission(next, options, &errs);
   }
@@ -495,6 +334,26 @@ std::vector<FieldError> ValidateJobUpdate(const nlohmann::json& old_job,
   }
   CheckTopologyRequest(next, options, &errs);
   return errs;
+}
+
+KindWebhook JobWebhook(JobWebhookContext& context, const JobWebhookOptions& options) {
+  KindWebhook webhook{.kind = "Job",
+                      .mutate_path = "/mutate-batch-v1-job",
+                      .validate_path = "/validate-batch-v1-job"};
+  webhook.default_create = [&context, options](const nlohmann::json& job) {
+    return DefaultJob(job, context, options);
+  };
+  webhook.validate = [&context, options](const nlohmann::json* old_job, const nlohmann::json& job,
+                                         std::vector<std::string>*, std::string*) {
+    return old_job == nullptr ? ValidateJobCreate(job, context, options)
+                              : ValidateJobUpdate(*old_job, job, context, options);
+  };
+  return webhook;
+}
+
+WebhookReply AnswerJobReview(const std::string& path, const std::string& body,
+                             JobWebhookContext& context, const JobWebhookOptions& options) {
+  return AnswerReview(JobWebhook(context, options), path, body);
 }
 
 }  // namespace admitd::shim

@@ -349,46 +349,12 @@ std::vector<FieldError> ValidatePodUpdate(const nlohmann::json& old_pod,
   const PodView prev(old_pod, options), next(new_pod, options);
 
   // jobframework.ValidateJobOnUpdate; a pod is suspended while gated or terminated.
-  const std::string queue_path = LabelPath(kQueueNameLabel);
-  const std::string old_queue = prev.Label(kQueueNameLabel),
-                    new_queue = next.Label(kQueueNameLabel);
-  if (!next.IsSuspended() && new_queue != old_queue) {
-    errs.push_back(FieldError::Invalid(queue_path, JsonQuote(new_queue), kImmutable));
-  }
-  if (new_queue.empty() && !old_queue.empty() &&
-      context.DefaultLocalQueueExists(prev.Namespace())) {
-    errs.push_back(FieldError::Invalid(
-        queue_path, GoQuote(""), "queue-name must not be empty in namespace with default queue"));
-  }
-  if (next.IsSuspended() || Elastic(prev, options)) {
-    CheckPrebuiltName(next, &errs);
-  } else if (next.PrebuiltName() != prev.PrebuiltName()) {
-    errs.push_back(
-        FieldError::Invalid(next.PrebuiltPath(), GoQuote(next.PrebuiltName()), kImmutable));
-  }
-  if ((!next.IsSuspended() || !prev.IsSuspended()) &&
-      next.Label(kMaxExecTimeLabel) != prev.Label(kMaxExecTimeLabel)) {
-    errs.push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel),
-                                       GoQuote(next.Label(kMaxExecTimeLabel)), kImmutable));
-  }
-  const std::string old_class = prev.Label(kPriorityClassLabel),
-                    new_class = next.Label(kPriorityClassLabel);
-  if (!next.IsSuspended() && old_class.empty() && !new_class.empty()) {
-    errs.push_back(
-        FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
-                            "WorkloadPriorityClass cannot be added to a non-suspended workload"));
-  } else if (new_class.empty() && !old_class.empty()) {
-    errs.push_back(FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
-                                       "WorkloadPriorityClass cannot be removed from a workload"));
-  }
-  if (Elastic(prev, options) != Elastic(next, options)) {
-    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobKey),
-                                       Elastic(next, options) ? "true" : "false", kImmutable));
-  }
-  if (options.admission_gated_by) {
-    CheckAdmissionGatedByUpdate(prev.Annotation(kAdmissionGatedBy),
-                                next.Annotation(kAdmissionGatedBy), &errs);
-  }
+  JobWebhookOptions framework;
+  framework.elastic_jobs = options.elastic_jobs;
+  framework.admission_gated_by = options.admission_gated_by;
+  framework.workload_identifier_annotations = options.workload_identifier_annotations;
+  errs = ValidateFrameworkUpdate(old_pod, new_pod, prev.IsSuspended(), next.IsSuspended(), context,
+                                 framework);
 
   // The pod webhook's own rules.
   CheckCommon(next, options, &errs);
@@ -415,6 +381,25 @@ std::vector<FieldError> ValidatePodUpdate(const nlohmann::json& old_pod,
   }
   if (!next.HasAnnotation(kSuspendingParent)) AddManagedOwnerWarning(next, options, warnings);
   return errs;
+}
+
+KindWebhook PodWebhook(JobWebhookContext& context, const PodWebhookOptions& options) {
+  KindWebhook webhook{
+      .kind = "Pod", .mutate_path = "/mutate--v1-pod", .validate_path = "/validate--v1-pod"};
+  webhook.default_create = [&context, options](const nlohmann::json& pod) {
+    return DefaultPod(pod, context, options);
+  };
+  webhook.validate = [&context, options](const nlohmann::json* old_pod, const nlohmann::json& pod,
+                                         std::vector<std::string>* warnings, std::string*) {
+    return old_pod == nullptr ? ValidatePodCreate(pod, context, options, warnings)
+                              : ValidatePodUpdate(*old_pod, pod, context, options, warnings);
+  };
+  return webhook;
+}
+
+WebhookReply AnswerPodReview(const std::string& path, const std::string& body,
+                             JobWebhookContext& context, const PodWebhookOptions& options) {
+  return AnswerReview(PodWebhook(context, options), path, body);
 }
 
 }  // namespace admitd::shim

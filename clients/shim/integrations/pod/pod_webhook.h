@@ -36,7 +36,8 @@
 #include <vector>
 
 #include "clients/shim/webhook/field_errors.h"
-#include "clients/shim/integrations/job/job_webhook.h"
+#include "clients/shim/framework/webhook_rules.h"
+#include "clients/shim/webhook/admission_review.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
@@ -79,6 +80,14 @@ std::vector<FieldError> ValidatePodUpdate(const nlohmann::json& old_pod,
                                           const nlohmann::json& new_pod, JobWebhookContext& context,
                                           const PodWebhookOptions& options,
                                           std::vector<std::string>* warnings = nullptr);
+
+// The pod webhook (mpod.kb.io, vpod.kb.io) on Kueue's paths /mutate--v1-pod and
+// /validate--v1-pod; with `options.integration_enabled` off it allows every pod unchanged, as
+// Kueue's no-op webhook does. `context` must outlive it.
+KindWebhook PodWebhook(JobWebhookContext& context, const PodWebhookOptions& options);
+// One AdmissionReview of the pod webhook (admission_review.h).
+WebhookReply AnswerPodReview(const std::string& path, const std::string& body,
+                             JobWebhookContext& context, const PodWebhookOptions& options);
 
 }  // namespace admitd::shim
 

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "clients/shim/integrations/raycluster/raycluster_webhook.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/integrations/raycluster/raycluster_workload.h"
 
@@ -89,6 +90,11 @@ std::string RayClusterIntegration::OwnerKeyOfPod(const nlohmann::json& pod) cons
     }
   }
   return "";
+}
+
+KindWebhook RayClusterIntegration::Webhook(JobWebhookContext& context,
+                                           const JobWebhookOptions& options, bool enabled) const {
+  return RayClusterWebhook(context, options, enabled);
 }
 
 }  // namespace admitd::shim

@@ -29,6 +29,8 @@ class RayClusterIntegration : public Integration {
   // Every pod of a cluster: the elastic ones are ungated, and a stopped cluster's quota goes
   // back once they are gone.
   std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
+  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                      bool enabled) const override;
 };
 
 }  // namespace admitd::shim

@@ -328,4 +328,27 @@ std::vector<FieldError> ValidateRayClusterUpdate(const nlohmann::json& old_rc,
   return errs;
 }
 
+KindWebhook RayClusterWebhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                              bool enabled) {
+  KindWebhook webhook{.kind = "RayCluster",
+                      .mutate_path = "/mutate-ray-io-v1-raycluster",
+                      .validate_path = "/validate-ray-io-v1-raycluster",
+                      .enabled = enabled};
+  webhook.default_create = [&context, options](const nlohmann::json& rc) {
+    return DefaultRayCluster(rc, context, options);
+  };
+  webhook.validate = [&context, options](const nlohmann::json* old_rc, const nlohmann::json& rc,
+                                         std::vector<std::string>*, std::string* denial) {
+    return old_rc == nullptr ? ValidateRayClusterCreate(rc, options, denial)
+                             : ValidateRayClusterUpdate(*old_rc, rc, context, options, denial);
+  };
+  return webhook;
+}
+
+WebhookReply AnswerRayClusterReview(const std::string& path, const std::string& body,
+                                    JobWebhookContext& context, const JobWebhookOptions& options,
+                                    bool enabled) {
+  return AnswerReview(RayClusterWebhook(context, options, enabled), path, body);
+}
+
 }  // namespace admitd::shim

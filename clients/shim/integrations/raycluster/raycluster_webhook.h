@@ -26,7 +26,8 @@
 #include <vector>
 
 #include "clients/shim/webhook/field_errors.h"
-#include "clients/shim/integrations/job/job_webhook.h"
+#include "clients/shim/framework/webhook_rules.h"
+#include "clients/shim/webhook/admission_review.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
@@ -49,6 +50,16 @@ std::vector<FieldError> ValidateRayClusterUpdate(const nlohmann::json& old_rc,
                                                  JobWebhookContext& context,
                                                  const JobWebhookOptions& options,
                                                  std::string* denial);
+
+// The RayCluster webhook on Kueue's paths /mutate-ray-io-v1-raycluster and
+// /validate-ray-io-v1-raycluster; `enabled` false (the ray.io/raycluster framework off) allows
+// every cluster unchanged. `context` must outlive it.
+KindWebhook RayClusterWebhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                              bool enabled);
+// One AdmissionReview of the RayCluster webhook (admission_review.h).
+WebhookReply AnswerRayClusterReview(const std::string& path, const std::string& body,
+                                    JobWebhookContext& context, const JobWebhookOptions& options,
+                                    bool enabled);
 
 }  // namespace admitd::shim
 

@@ -10,13 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/framework/kueue_keys.h"
-#include "common/manifest/manifest.h"
+#include "clients/shim/framework/workload_builder.h"
 #include "common/workload_names.h"
 
 namespace admitd::shim {
 namespace {
 
-constexpr char kWorkloadSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
 // KubeRay's RayFTEnabledAnnotationKey.
 constexpr char kRayFtEnabledAnnotation[] = "ray.io/ft-enabled";
 
@@ -138,65 +137,12 @@ absl::StatusOr<nlohmann::json> RayClusterPodSets(const nlohmann::json& cluster) 
 
 absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster,
                                                    const RayClusterWorkloadOptions& options) {
-  const nlohmann::json meta = ObjectOr(Field(cluster, "metadata"));
-  const nlohmann::json labels = ObjectOr(Field(meta, "labels"));
-  const nlohmann::json annotations = ObjectOr(Field(meta, "annotations"));
-  const std::string name = Str(meta, "name"), uid = Str(meta, "uid");
-  if (name.empty() || uid.empty()) {
-    return absl::InvalidArgumentError("metadata.name and metadata.uid are required");
-  }
-  const bool elastic = RayClusterElastic(cluster, options.elastic_jobs);
-  // A RayCluster names no extra part of its own (unlike RayJob): the generation.
-  const std::string extra = elastic ? absl::StrCat(IntOr(Field(meta, "generation"), 1)) : "";
   absl::StatusOr<nlohmann::json> pod_sets = RayClusterPodSets(cluster);
   if (!pod_sets.ok()) return pod_sets.status();
-
-  nlohmann::json wl_labels = {{"kueue.x-k8s.io/job-uid", uid}};
-  for (const std::string& k : options.label_keys_to_copy) {
-    if (labels.contains(k)) wl_labels[k] = labels[k];
-  }
-  nlohmann::json wl_annotations = nlohmann::json::object();
-  for (const auto& [k, v] : annotations.items()) {
-    if (absl::StartsWith(k, "provreq.kueue.x-k8s.io/")) wl_annotations[k] = v;
-  }
-  const std::string wl_name = GeneratedWorkloadName(kRayClusterKind, "ray.io", name, uid, extra);
-  if (elastic) {
-    // The first slice names the chain (Kueue's prepareWorkloadSlice).
-    wl_annotations[kElasticJobKey] = "true";
-    wl_annotations[kWorkloadSliceNameAnnotation] = wl_name;
-  }
-  nlohmann::json wl_spec = {{"queueName", Str(labels, "kueue.x-k8s.io/queue-name")},
-                            {"podSets", *pod_sets}};
-  int64_t max_exec = 0;
-  if (absl::SimpleAtoi(Str(labels, "kueue.x-k8s.io/max-exec-time-seconds"), &max_exec) &&
-      max_exec > 0) {
-    wl_spec["maximumExecutionTimeSeconds"] = max_exec;
-  }
-  if (const std::string wpc = Str(labels, "kueue.x-k8s.io/priority-class"); !wpc.empty()) {
-    wl_spec["priorityClassRef"] = {
-        {"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", wpc}};
-  }
-  const std::string ns = Str(meta, "namespace").empty() ? "default" : Str(meta, "namespace");
-  const nlohmann::json doc = {
-      {"apiVersion", "kueue.x-k8s.io/v1beta2"},
-      {"kind", "Workload"},
-      {"metadata",
-       {{"name", wl_name},
-        {"namespace", ns},
-        {"labels", wl_labels},
-        {"annotations", wl_annotations},
-        {"ownerReferences",
-         {{{"apiVersion", kRayClusterApiVersion},
-           {"kind", kRayClusterKind},
-           {"name", name},
-           {"uid", uid},
-           {"controller", true},
-           {"blockOwnerDeletion", true}}}}}},
-      {"spec", wl_spec}};
-  absl::StatusOr<std::vector<manifest::Manifest>> parsed =
-      manifest::ParseManifests(doc.dump(), absl::StrCat("raycluster ", name));
-  if (!parsed.ok()) return parsed.status();
-  return (*parsed)[0].workload;
+  // A RayCluster names no extra part of its own (unlike RayJob): an elastic one, its generation.
+  return BuildWorkload(cluster, kRayClusterApiVersion, kRayClusterKind, *pod_sets,
+                       {.elastic = RayClusterElastic(cluster, options.elastic_jobs),
+                        .label_keys_to_copy = options.label_keys_to_copy});
 }
 
 bool RayClusterActive(const nlohmann::json& cluster, const std::vector<nlohmann::json>& pods) {
