@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/framework/kueue_keys.h"
+#include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_json.h"
 
 namespace admitd::shim {
@@ -73,151 +74,17 @@ void CheckCompletionsEqualParallelism(const JobView& job, std::vector<FieldError
 }
 
 // A layer of the multi-layer slice topology annotation, as Go decodes it (null: the zero value).
-std::string LayerTopology(const nlohmann::json& layer) {
-  return Entry(layer, "topology").value_or("");
-}
 int32_t LayerSize(const nlohmann::json& layer) {
   const nlohmann::json& size = Field(layer, "size");
   return size.is_number_integer() ? static_cast<int32_t>(size.get<int64_t>()) : 0;
 }
 
-// The multi-layer slice topology annotation: a JSON array of 1 to 3 {topology, size} layers.
-void CheckSliceConstraints(const JobView& job, const JobWebhookOptions& options,
-                           bool slice_required, bool slice_size, bool group_name,
-                           std::vector<FieldError>* errs) {
-  std::optional<std::string> text = Entry(job.template_annotations, kSliceConstraints);
-  if (!text) return;
-  const std::string path = absl::StrCat(kTemplateAnnotations, "[", kSliceConstraints, "]");
-  if (!options.tas_multi_layer_topology) {
-    errs->push_back(FieldError::Forbidden(
-        path, "the TASMultiLayerTopology feature gate must be enabled to use this annotation"));
-    return;
-  }
-  if (slice_required) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceRequiredTopology)));
-  if (slice_size) errs->push_back(FieldError::Forbidden(path, MayNot(kSliceSize)));
-  if (group_name) {
-    errs->push_back(FieldError::Forbidden(
-        absl::StrCat(kTemplateAnnotations, "[", kPodSetGroupName, "]"), MayNot(kSliceConstraints)));
-  }
-  const nlohmann::json layers = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  bool well_formed = layers.is_array();
-  for (const nlohmann::json& l : well_formed ? layers : nlohmann::json::array()) {
-    well_formed = well_formed && l.is_object() &&
-                  (Field(l, "topology").is_null() || l["topology"].is_string()) &&
-                  (Field(l, "size").is_null() || l["size"].is_number_integer());
-  }
-  if (!well_formed) {
-    errs->push_back(FieldError::Invalid(
-        path, GoQuote(*text),
-        "must be a valid JSON array: cannot unmarshal into topology constraints"));
-    return;
-  }
-  if (layers.empty() || layers.size() > 3) {
-    errs->push_back(FieldError::Invalid(
-        path, GoQuote(*text), "topology constraints must contain between 1 and 3 entries"));
-    return;
-  }
-  std::map<std::string, size_t> seen;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const std::string entry = absl::StrCat(path, "[", i, "]");
-    const std::string topology = LayerTopology(layers[i]);
-    const int32_t size = LayerSize(layers[i]);
-    AddLabelKeyErrors(entry + ".topology", topology, errs);
-    if (size < 1) {
-      errs->push_back(FieldError::Invalid(entry + ".size", absl::StrCat(size),
-                                          "must be greater than or equal to 1"));
-    }
-  }
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const std::string topology = LayerTopology(layers[i]);
-    if (auto [it, inserted] = seen.emplace(topology, i); !inserted) {
-      errs->push_back(FieldError::Duplicate(
-          absl::StrCat(path, "[", i, "].topology"),
-          GoQuote(absl::StrCat(topology, " (also at index ", it->second, ")"))));
-    }
-  }
-  for (size_t i = 0; i + 1 < layers.size(); ++i) {
-    const int32_t parent = LayerSize(layers[i]), child = LayerSize(layers[i + 1]);
-    if (child > 0 && parent % child != 0) {
-      errs->push_back(
-          FieldError::Invalid(absl::StrCat(path, "[", i + 1, "].size"), absl::StrCat(child),
-                              absl::StrCat("must evenly divide the parent layer size ", parent)));
-    }
-  }
-}
-
-// jobframework.ValidateTASPodSetRequest on the pod template's annotations.
-std::vector<FieldError> TasRequestErrors(const JobView& job, const JobWebhookOptions& options) {
-  std::vector<FieldError> errs;
-  const nlohmann::json& a = job.template_annotations;
-  const auto path = [](const char* key) {
-    return absl::StrCat(kTemplateAnnotations, "[", key, "]");
-  };
-  const std::optional<std::string> required = Entry(a, kRequiredTopology);
-  const std::optional<std::string> preferred = Entry(a, kPreferredTopology);
-  const std::optional<std::string> unconstrained = Entry(a, kUnconstrainedTopology);
-  const std::optional<std::string> slice_required = Entry(a, kSliceRequiredTopology);
-  const std::optional<std::string> slice_size = Entry(a, kSliceSize);
-  const std::optional<std::string> group_name = Entry(a, kPodSetGroupName);
-  if (int(required.has_value()) + int(preferred.has_value()) + int(unconstrained.has_value()) > 1) {
-    errs.push_back(FieldError::Invalid(
-        kTemplateAnnotations, "",
-        absl::StrCat("must not contain more than one topology annotation: [",
-                     GoQuote(kRequiredTopology), ", ", GoQuote(kPreferredTopology), ", ",
-                     GoQuote(kUnconstrainedTopology), "]")));
-  }
-  if (required) AddLabelKeyErrors(path(kRequiredTopology), *required, &errs);
-  if (preferred) AddLabelKeyErrors(path(kPreferredTopology), *preferred, &errs);
-  if (slice_required) AddLabelKeyErrors(path(kSliceRequiredTopology), *slice_required, &errs);
-  if (group_name) {
-    if (GoParsesAsUint64(*group_name)) {
-      errs.push_back(FieldError::Invalid(path(kPodSetGroupName), GoQuote(*group_name),
-                                         "must not be a number"));
-    }
-    if (slice_size)
-      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), MayNot(kSliceSize)));
-    if (slice_required) {
-      errs.push_back(FieldError::Forbidden(path(kPodSetGroupName), MayNot(kSliceRequiredTopology)));
-    }
-    if (!preferred && !required) {
-      errs.push_back(FieldError::Forbidden(
-          path(kPodSetGroupName), absl::StrCat("may not be set when neither '", kPreferredTopology,
-                                               "' nor '", kRequiredTopology, "' is specified")));
-    }
-  }
-  std::string ignored;
-  if (unconstrained && !GoParseBool(*unconstrained, &ignored)) {
-    errs.push_back(FieldError::Invalid(path(kUnconstrainedTopology), GoQuote(*unconstrained),
-                                       "must be a boolean value"));
-  }
-  const std::optional<int32_t> size = slice_size ? GoParseInt32(*slice_size) : std::nullopt;
-  if (slice_size && !size) {
-    errs.push_back(
-        FieldError::Invalid(path(kSliceSize), GoQuote(*slice_size), "must be a numeric value"));
-  } else if (slice_size && *size < 1) {
-    errs.push_back(FieldError::Invalid(path(kSliceSize), GoQuote(*slice_size),
-                                       "must be greater than or equal to 1"));
-  }
-  if (slice_required && !slice_size) {
-    errs.push_back(FieldError::Required(
-        path(kSliceSize),
-        absl::StrCat("must be set when '", kSliceRequiredTopology, "' is specified")));
-  }
-  if (!slice_required && slice_size) {
-    errs.push_back(FieldError::Forbidden(
-        path(kSliceSize),
-        absl::StrCat("may not be set when '", kSliceRequiredTopology, "' is not specified")));
-  }
-  CheckSliceConstraints(job, options, slice_required.has_value(), slice_size.has_value(),
-                        group_name.has_value(), &errs);
-  return errs;
-}
-
-// The Job webhook's validateTopologyRequest: TAS annotations, elastic Jobs' limits, slice sizes.
 void CheckTopologyRequest(const JobView& job, const JobWebhookOptions& options,
                           std::vector<FieldError>* errs) {
   if (!options.topology_aware_scheduling) return;
-  if (std::vector<FieldError> tas = TasRequestErrors(job, options); !tas.empty()) {
+  if (std::vector<FieldError> tas = TasPodSetRequestErrors(
+          "spec.template.metadata", job.template_annotations, options.tas_multi_layer_topology);
+      !tas.empty()) {
     errs->insert(errs->end(), tas.begin(), tas.end());
     return;
   }

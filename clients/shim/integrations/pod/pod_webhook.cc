@@ -10,7 +10,7 @@
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/framework/kueue_keys.h"
 #include "clients/shim/integrations/pod/pod_webhook_role_hash.h"
-#include "clients/shim/integrations/pod/pod_webhook_tas.h"
+#include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_json.h"
 #include "common/manifest/manifest.h"
 #include "common/utf8.h"

@@ -8,7 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "clients/shim/integrations/pod/pod_webhook_role_hash.h"
-#include "clients/shim/integrations/pod/pod_webhook_tas.h"
+#include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_server.h"
 #include "clients/shim/webhook/webhook_testing.h"
 #include "gmock/gmock.h"

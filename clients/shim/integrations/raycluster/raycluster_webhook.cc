@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/framework/kueue_keys.h"
-#include "clients/shim/integrations/pod/pod_webhook_tas.h"
+#include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_json.h"
 
 namespace admitd::shim {

@@ -1,6 +1,6 @@
 // Kueue's checks of the Topology Aware Scheduling request annotations on one pod set's metadata
-// (jobframework.ValidateTASPodSetRequest), with its messages, for the pod webhook, which runs them
-// on the pod's own `metadata.annotations`: at most one of the required, preferred and
+// (jobframework.ValidateTASPodSetRequest), with its messages, for every kind's webhook: on a pod
+// template's `metadata.annotations`, or a plain pod's own: at most one of the required, preferred and
 // unconstrained topology annotations; topology levels that are label names; the pod-set group
 // name, slice size and slice topology together or not at all; the multi-layer slice constraints
 // (`kueue.x-k8s.io/podset-slice-required-topology-constraints`, a JSON array of 1 to 3
@@ -16,8 +16,8 @@
 // PodsetSliceRequiredTopologyConstraint.size of type int32").
 //
 // Thread safety: pure functions.
-#ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_POD_POD_WEBHOOK_TAS_H_
-#define ADMITD_CLIENTS_SHIM_INTEGRATIONS_POD_POD_WEBHOOK_TAS_H_
+#ifndef ADMITD_CLIENTS_SHIM_FRAMEWORK_TAS_RULES_H_
+#define ADMITD_CLIENTS_SHIM_FRAMEWORK_TAS_RULES_H_
 
 #include <string>
 #include <vector>
@@ -35,4 +35,4 @@ std::vector<FieldError> TasPodSetRequestErrors(const std::string& replica_path,
 
 }  // namespace admitd::shim
 
-#endif  // ADMITD_CLIENTS_SHIM_INTEGRATIONS_POD_POD_WEBHOOK_TAS_H_
+#endif  // ADMITD_CLIENTS_SHIM_FRAMEWORK_TAS_RULES_H_

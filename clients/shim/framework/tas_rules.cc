@@ -1,4 +1,4 @@
-#include "clients/shim/integrations/pod/pod_webhook_tas.h"
+#include "clients/shim/framework/tas_rules.h"
 
 #include <limits>
 #include <map>
