@@ -48,12 +48,33 @@ absl::StatusOr<std::string> GenericJob::ContainersDigest() const {
       {{"spec", {{"containers", containers}, {"initContainers", init_containers}}}});
 }
 
+Integration::Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key_of_pod,
+                         WebhookFn webhook)
+    : info_(std::move(info)),
+      wrap_(std::move(wrap)),
+      owner_key_of_pod_(std::move(owner_key_of_pod)),
+      webhook_(std::move(webhook)) {}
+
+std::string ControllerKeyOfPod(const nlohmann::json& pod, const std::string& api_version,
+                               const std::string& kind) {
+  const nlohmann::json& meta = Field(pod, "metadata");
+  const nlohmann::json& refs = Field(meta, "ownerReferences");
+  if (!refs.is_array()) return "";
+  for (const nlohmann::json& ref : refs) {
+    if (ref.is_object() && ref.value("controller", false) && Str(ref, "kind") == kind &&
+        (api_version.empty() || Str(ref, "apiVersion") == api_version)) {
+      return Str(meta, "namespace") + "/" + Str(ref, "name");
+    }
+  }
+  return "";
+}
+
 std::string Integration::CollectionPath() const {
-  return absl::StrCat(ApiRoot(info().api_version), "/", info().resource);
+  return absl::StrCat(ApiRoot(info_.api_version), "/", info_.resource);
 }
 
 std::string Integration::ObjectPath(const std::string& ns, const std::string& name) const {
-  return absl::StrCat(ApiRoot(info().api_version), "/namespaces/", ns, "/", info().resource, "/",
+  return absl::StrCat(ApiRoot(info_.api_version), "/namespaces/", ns, "/", info_.resource, "/",
                       name);
 }
 

@@ -5,13 +5,14 @@
 // per enabled integration.
 //
 //   IntegrationRegistry registry;
-//   registry.Register(std::make_unique<JobIntegration>());
+//   registry.Register(NewJobIntegration());
 //   const Integration* job = registry.Find("batch/job");
 //
 // Thread safety: Register before the registry is shared; everything else from any thread.
 #ifndef ADMITD_CLIENTS_SHIM_FRAMEWORK_INTEGRATION_H_
 #define ADMITD_CLIENTS_SHIM_FRAMEWORK_INTEGRATION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,27 +42,52 @@ struct IntegrationInfo {
   bool custom_resource = false;
 };
 
+// A kind's adapter: its facts and three functions. Each integration makes one
+// (integrations/<kind>/<kind>_integration.h) and the registry holds it.
 class Integration {
  public:
-  virtual ~Integration() = default;
-  virtual const IntegrationInfo& info() const = 0;
   // `object` of this kind, with the pods it controls (from the pods_path informer).
-  virtual std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object,
-                                           std::vector<nlohmann::json> pods,
-                                           const FrameworkOptions& options) const = 0;
+  using WrapFn = std::function<std::unique_ptr<GenericJob>(
+      const nlohmann::json& object, std::vector<nlohmann::json> pods,
+      const FrameworkOptions& options)>;
   // "namespace/name" of the object to reconcile when `pod` (one of pods_path's) changes, or ""
   // when its change does not matter to the owner.
-  virtual std::string OwnerKeyOfPod(const nlohmann::json& pod) const = 0;
+  using PodOwnerFn = std::function<std::string(const nlohmann::json& pod)>;
   // The kind's admission webhook (Kueue's defaulting and validation); `enabled` false: the kind
-  // is not in --integrations (Kueue then answers with a no-op webhook). `context` must outlive it.
-  virtual KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
-                              bool enabled) const = 0;
+  // is not in --integrations (Kueue then answers with a no-op webhook). `context` must outlive
+  // it.
+  using WebhookFn = std::function<KindWebhook(JobWebhookContext& context,
+                                              const JobWebhookOptions& options, bool enabled)>;
+
+  Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key_of_pod, WebhookFn webhook);
+
+  const IntegrationInfo& info() const { return info_; }
+  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
+                                   const FrameworkOptions& options) const {
+    return wrap_(object, std::move(pods), options);
+  }
+  std::string OwnerKeyOfPod(const nlohmann::json& pod) const { return owner_key_of_pod_(pod); }
+  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
+                      bool enabled) const {
+    return webhook_(context, options, enabled);
+  }
 
   // The collection the informer lists and watches: /apis/<apiVersion>/<resource>.
   std::string CollectionPath() const;
   // The object's path: /apis/<apiVersion>/namespaces/<ns>/<resource>/<name>.
   std::string ObjectPath(const std::string& ns, const std::string& name) const;
+
+ private:
+  const IntegrationInfo info_;
+  const WrapFn wrap_;
+  const PodOwnerFn owner_key_of_pod_;
+  const WebhookFn webhook_;
 };
+
+// "namespace/name" of the object `pod`'s controller owner reference names when it is of
+// `api_version` `kind` (any apiVersion when empty), else "".
+std::string ControllerKeyOfPod(const nlohmann::json& pod, const std::string& api_version,
+                               const std::string& kind);
 
 class IntegrationRegistry {
  public:

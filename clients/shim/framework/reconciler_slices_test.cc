@@ -22,7 +22,7 @@ using ::testing::IsEmpty;
 using testing::FakeAdmitd;
 using testing::FakeCache;
 using testing::FakeEvents;
-using testing::FakeJobIntegration;
+using testing::NewFakeJobIntegration;
 using testing::FakeJobObject;
 using testing::FakeKube;
 
@@ -32,7 +32,7 @@ constexpr char kPods[] = "/api/v1/namespaces/ns/pods/";
 class SlicesTest : public ::testing::Test {
  protected:
   SlicesTest() {
-    registry_.Register(std::make_unique<FakeJobIntegration>());
+    registry_.Register(NewFakeJobIntegration());
     v1::ResourceFlavor f;
     f.mutable_metadata()->set_name("default");
     admitd_.SetFlavor(f);

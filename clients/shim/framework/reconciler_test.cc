@@ -20,7 +20,7 @@ using ::testing::IsEmpty;
 using testing::FakeAdmitd;
 using testing::FakeCache;
 using testing::FakeEvents;
-using testing::FakeJobIntegration;
+using testing::NewFakeJobIntegration;
 using testing::FakeJobObject;
 using testing::FakeKube;
 
@@ -30,7 +30,7 @@ constexpr char kWorkload[] = "fakejob-a";
 class GenericReconcileTest : public ::testing::Test {
  protected:
   GenericReconcileTest() {
-    registry_.Register(std::make_unique<FakeJobIntegration>());
+    registry_.Register(NewFakeJobIntegration());
     v1::ResourceFlavor spot;
     spot.mutable_metadata()->set_name("spot");
     (*spot.mutable_spec()->mutable_node_labels())["instance"] = "spot";

@@ -7,8 +7,8 @@ namespace admitd::shim {
 
 std::unique_ptr<IntegrationRegistry> BuiltinIntegrations() {
   auto registry = std::make_unique<IntegrationRegistry>();
-  registry->Register(std::make_unique<JobIntegration>());
-  registry->Register(std::make_unique<RayClusterIntegration>());
+  registry->Register(NewJobIntegration());
+  registry->Register(NewRayClusterIntegration());
   return registry;
 }
 

@@ -102,31 +102,38 @@ class FakeJob : public GenericJob {
 
 }  // namespace
 
-const IntegrationInfo& FakeJobIntegration::info() const {
-  static const IntegrationInfo kInfo{.name = "example.com/fakejob",
-                                     .api_version = "example.com/v1",
-                                     .kind = "FakeJob",
-                                     .resource = "fakejobs",
-                                     .short_name = "fakejob",
-                                     .controller = "example.com/fakejob-kueue-controller",
-                                     .pods_path = "/api/v1/pods",
-                                     .custom_resource = true};
-  return kInfo;
-}
-
-std::unique_ptr<GenericJob> FakeJobIntegration::Wrap(const nlohmann::json& object,
-                                                     std::vector<nlohmann::json> pods,
-                                                     const FrameworkOptions& options) const {
-  (void)pods;
-  return std::make_unique<FakeJob>(object, options);
-}
-
-std::string FakeJobIntegration::OwnerKeyOfPod(const nlohmann::json& pod) const {
-  const nlohmann::json& meta = Field(pod, "metadata");
-  for (const nlohmann::json& ref : Field(meta, "ownerReferences")) {
-    if (Str(ref, "kind") == "FakeJob") return Str(meta, "namespace") + "/" + Str(ref, "name");
-  }
-  return "";
+std::unique_ptr<Integration> NewFakeJobIntegration() {
+  return std::make_unique<Integration>(
+      IntegrationInfo{.name = "example.com/fakejob",
+                      .api_version = "example.com/v1",
+                      .kind = "FakeJob",
+                      .resource = "fakejobs",
+                      .short_name = "fakejob",
+                      .controller = "example.com/fakejob-kueue-controller",
+                      .pods_path = "/api/v1/pods",
+                      .custom_resource = true},
+      [](const nlohmann::json& object, std::vector<nlohmann::json>,
+         const FrameworkOptions& options) -> std::unique_ptr<GenericJob> {
+        return std::make_unique<FakeJob>(object, options);
+      },
+      [](const nlohmann::json& pod) { return ControllerKeyOfPod(pod, "", "FakeJob"); },
+      // No rules of its own: the framework's defaulting and validation.
+      [](JobWebhookContext& context, const JobWebhookOptions& options, bool enabled) {
+        KindWebhook webhook{.kind = "FakeJob",
+                            .mutate_path = "/mutate-example-com-v1-fakejob",
+                            .validate_path = "/validate-example-com-v1-fakejob",
+                            .enabled = enabled};
+        webhook.default_create = [&context, options](const nlohmann::json& job) {
+          return DefaultFramework(job, context, options);
+        };
+        webhook.validate = [&context, options](const nlohmann::json* old_job,
+                                               const nlohmann::json& job,
+                                               std::vector<std::string>*, std::string*) {
+          return old_job == nullptr ? ValidateFrameworkCreate(job, options)
+                                    : ValidateFrameworkUpdate(*old_job, job, context, options);
+        };
+        return webhook;
+      });
 }
 
 nlohmann::json FakeJobObject(const std::string& ns, const std::string& name, int count) {
@@ -141,23 +148,6 @@ nlohmann::json FakeJobObject(const std::string& ns, const std::string& name, int
            {{"suspend", true},
             {"count", count},
             {"template", {{"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}}}}};
-}
-
-KindWebhook FakeJobIntegration::Webhook(JobWebhookContext& context,
-                                        const JobWebhookOptions& options, bool enabled) const {
-  KindWebhook webhook{.kind = "FakeJob",
-                      .mutate_path = "/mutate-example-com-v1-fakejob",
-                      .validate_path = "/validate-example-com-v1-fakejob",
-                      .enabled = enabled};
-  webhook.default_create = [&context, options](const nlohmann::json& job) {
-    return DefaultFramework(job, context, options);
-  };
-  webhook.validate = [&context, options](const nlohmann::json* old_job, const nlohmann::json& job,
-                                         std::vector<std::string>*, std::string*) {
-    return old_job == nullptr ? ValidateFrameworkCreate(job, options)
-                              : ValidateFrameworkUpdate(*old_job, job, context, options);
-  };
-  return webhook;
 }
 
 }  // namespace admitd::shim::testing

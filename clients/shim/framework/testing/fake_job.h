@@ -11,23 +11,12 @@
 #define ADMITD_CLIENTS_SHIM_FRAMEWORK_TESTING_FAKE_JOB_H_
 
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "clients/shim/framework/integration.h"
 
 namespace admitd::shim::testing {
 
-class FakeJobIntegration : public Integration {
- public:
-  const IntegrationInfo& info() const override;
-  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
-                                   const FrameworkOptions& options) const override;
-  std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
-  // No rules of its own: the framework's defaulting and validation.
-  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
-                      bool enabled) const override;
-};
+std::unique_ptr<Integration> NewFakeJobIntegration();
 
 // A FakeJob "ns/name" with a queue name, `count` pods and one container.
 nlohmann::json FakeJobObject(const std::string& ns, const std::string& name, int count = 1);

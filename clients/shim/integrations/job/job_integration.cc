@@ -88,47 +88,34 @@ class Job : public GenericJob {
 
 }  // namespace
 
-const IntegrationInfo& JobIntegration::info() const {
-  static const IntegrationInfo kInfo{
-      .name = "batch/job",
-      .api_version = "batch/v1",
-      .kind = "Job",
-      .resource = "jobs",
-      .short_name = "job",
-      .controller = kJobController,
-      // Only the Job controller's pods: those of elastic Jobs are ungated by the shim.
-      .pods_path = "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name",
-  };
-  return kInfo;
-}
-
-std::unique_ptr<GenericJob> JobIntegration::Wrap(const nlohmann::json& object,
-                                                 std::vector<nlohmann::json> pods,
-                                                 const FrameworkOptions& options) const {
-  (void)pods;  // a Job's status counts its pods
-  return std::make_unique<Job>(object, options);
-}
-
-std::string JobIntegration::OwnerKeyOfPod(const nlohmann::json& pod) const {
-  const nlohmann::json& meta = Field(pod, "metadata");
-  if (!HasElasticGate(pod) &&
-      !Field(meta, "annotations").contains("kueue.x-k8s.io/workload-slice-name")) {
-    return "";
-  }
-  const nlohmann::json& refs = Field(meta, "ownerReferences");
-  if (!refs.is_array()) return "";
-  for (const nlohmann::json& ref : refs) {
-    if (ref.is_object() && ref.value("controller", false) && Str(ref, "kind") == "Job") {
-      return Str(meta, "namespace") + "/" + Str(ref, "name");
-    }
-  }
-  return "";
-}
-
-KindWebhook JobIntegration::Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
-                                    bool enabled) const {
-  (void)enabled;  // the Job's rules run whether or not batch/job is enabled (docs/shim.md)
-  return JobWebhook(context, options);
+std::unique_ptr<Integration> NewJobIntegration() {
+  return std::make_unique<Integration>(
+      IntegrationInfo{
+          .name = "batch/job",
+          .api_version = "batch/v1",
+          .kind = "Job",
+          .resource = "jobs",
+          .short_name = "job",
+          .controller = kJobController,
+          // Only the Job controller's pods: those of elastic Jobs are ungated by the shim.
+          .pods_path = "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name",
+      },
+      [](const nlohmann::json& object, std::vector<nlohmann::json>,
+         const FrameworkOptions& options) -> std::unique_ptr<GenericJob> {
+        return std::make_unique<Job>(object, options);  // a Job's status counts its pods
+      },
+      // Only the pods an elastic Job's slices gate (the others are the Job controller's).
+      [](const nlohmann::json& pod) -> std::string {
+        if (!HasElasticGate(pod) && !Field(Field(pod, "metadata"), "annotations")
+                                         .contains("kueue.x-k8s.io/workload-slice-name")) {
+          return "";
+        }
+        return ControllerKeyOfPod(pod, "", "Job");
+      },
+      // The Job's rules run whether or not batch/job is enabled (docs/shim.md).
+      [](JobWebhookContext& context, const JobWebhookOptions& options, bool) {
+        return JobWebhook(context, options);
+      });
 }
 
 }  // namespace admitd::shim

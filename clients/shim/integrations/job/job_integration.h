@@ -3,15 +3,13 @@
 // Complete or Failed condition; reclaimable pods; elastic through its parallelism) and a
 // MultiKueue manager's Job mirroring its worker's status.
 //
-//   registry.Register(std::make_unique<JobIntegration>());
+//   registry.Register(NewJobIntegration());
 //
 // Thread safety: immutable.
 #ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_JOB_JOB_INTEGRATION_H_
 #define ADMITD_CLIENTS_SHIM_INTEGRATIONS_JOB_JOB_INTEGRATION_H_
 
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "clients/shim/framework/integration.h"
 
@@ -20,16 +18,7 @@ namespace admitd::shim {
 // The reportingComponent of the events the shim records on Jobs (Kueue's).
 inline constexpr char kJobController[] = "batch/job-kueue-controller";
 
-class JobIntegration : public Integration {
- public:
-  const IntegrationInfo& info() const override;
-  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
-                                   const FrameworkOptions& options) const override;
-  // Only the pods an elastic Job's slices gate (the others are the Job controller's business).
-  std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
-  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
-                      bool enabled) const override;
-};
+std::unique_ptr<Integration> NewJobIntegration();
 
 }  // namespace admitd::shim
 

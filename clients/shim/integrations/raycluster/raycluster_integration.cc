@@ -58,43 +58,29 @@ class RayCluster : public GenericJob {
 
 }  // namespace
 
-const IntegrationInfo& RayClusterIntegration::info() const {
-  static const IntegrationInfo kInfo{
-      .name = "ray.io/raycluster",
-      .api_version = kRayClusterApiVersion,
-      .kind = kRayClusterKind,
-      .resource = "rayclusters",
-      .short_name = "raycluster",
-      .controller = kRayClusterController,
-      // KubeRay's pods, which carry the label ray.io/cluster.
-      .pods_path = "/api/v1/pods?labelSelector=ray.io%2Fcluster",
-      .custom_resource = true,
-  };
-  return kInfo;
-}
-
-std::unique_ptr<GenericJob> RayClusterIntegration::Wrap(const nlohmann::json& object,
-                                                        std::vector<nlohmann::json> pods,
-                                                        const FrameworkOptions& options) const {
-  return std::make_unique<RayCluster>(object, std::move(pods), options);
-}
-
-std::string RayClusterIntegration::OwnerKeyOfPod(const nlohmann::json& pod) const {
-  const nlohmann::json& meta = Field(pod, "metadata");
-  const nlohmann::json& refs = Field(meta, "ownerReferences");
-  if (!refs.is_array()) return "";
-  for (const nlohmann::json& ref : refs) {
-    if (ref.is_object() && ref.value("controller", false) && Str(ref, "kind") == kRayClusterKind &&
-        Str(ref, "apiVersion") == kRayClusterApiVersion) {
-      return Str(meta, "namespace") + "/" + Str(ref, "name");
-    }
-  }
-  return "";
-}
-
-KindWebhook RayClusterIntegration::Webhook(JobWebhookContext& context,
-                                           const JobWebhookOptions& options, bool enabled) const {
-  return RayClusterWebhook(context, options, enabled);
+std::unique_ptr<Integration> NewRayClusterIntegration() {
+  return std::make_unique<Integration>(
+      IntegrationInfo{
+          .name = "ray.io/raycluster",
+          .api_version = kRayClusterApiVersion,
+          .kind = kRayClusterKind,
+          .resource = "rayclusters",
+          .short_name = "raycluster",
+          .controller = kRayClusterController,
+          // KubeRay's pods, which carry the label ray.io/cluster.
+          .pods_path = "/api/v1/pods?labelSelector=ray.io%2Fcluster",
+          .custom_resource = true,
+      },
+      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
+         const FrameworkOptions& options) -> std::unique_ptr<GenericJob> {
+        return std::make_unique<RayCluster>(object, std::move(pods), options);
+      },
+      // Every pod of a cluster: the elastic ones are ungated, and a stopped cluster's quota goes
+      // back once they are gone.
+      [](const nlohmann::json& pod) {
+        return ControllerKeyOfPod(pod, kRayClusterApiVersion, kRayClusterKind);
+      },
+      RayClusterWebhook);
 }
 
 }  // namespace admitd::shim

@@ -4,15 +4,13 @@
 // Workload keeps its quota until the cluster is deleted, evicted or deactivated; elastic through
 // its worker groups' replicas).
 //
-//   registry.Register(std::make_unique<RayClusterIntegration>());
+//   registry.Register(NewRayClusterIntegration());
 //
 // Thread safety: immutable.
 #ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_RAYCLUSTER_RAYCLUSTER_INTEGRATION_H_
 #define ADMITD_CLIENTS_SHIM_INTEGRATIONS_RAYCLUSTER_RAYCLUSTER_INTEGRATION_H_
 
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "clients/shim/framework/integration.h"
 
@@ -21,17 +19,7 @@ namespace admitd::shim {
 // The reportingComponent of the events the shim records on RayClusters (Kueue's).
 inline constexpr char kRayClusterController[] = "ray.io/raycluster-kueue-controller";
 
-class RayClusterIntegration : public Integration {
- public:
-  const IntegrationInfo& info() const override;
-  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
-                                   const FrameworkOptions& options) const override;
-  // Every pod of a cluster: the elastic ones are ungated, and a stopped cluster's quota goes
-  // back once they are gone.
-  std::string OwnerKeyOfPod(const nlohmann::json& pod) const override;
-  KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
-                      bool enabled) const override;
-};
+std::unique_ptr<Integration> NewRayClusterIntegration();
 
 }  // namespace admitd::shim
 
