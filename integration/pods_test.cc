@@ -59,10 +59,10 @@ class PodsTest : public testing::InProcessTest, public ::testing::WithParamInter
     p.set_resource_version(++rv_);
     p.set_phase(v1::POD_PHASE_PENDING);
     *p.mutable_creation_timestamp() = Ts(absl::FromUnixSeconds(1700000000) + absl::Seconds(rv_));
-    (*p.mutable_labels())[pods::kQueueNameLabel] = "lq";
-    (*p.mutable_labels())[pods::kManagedLabel] = "true";
-    p.add_finalizers(pods::kManagedFinalizer);
-    p.add_scheduling_gates()->set_name(pods::kAdmissionGate);
+    (*p.mutable_labels())[kQueueNameLabel] = "lq";
+    (*p.mutable_labels())[kManagedLabel] = "true";
+    p.add_finalizers(kManagedFinalizer);
+    p.add_scheduling_gates()->set_name(kAdmissionGate);
     v1::Container* c = p.mutable_spec()->add_containers();
     c->set_name("c");
     (*c->mutable_resources()->mutable_requests())["cpu"] = cpu;
@@ -70,8 +70,8 @@ class PodsTest : public testing::InProcessTest, public ::testing::WithParamInter
   }
   v1::PodObservation& NewMember(const std::string& name, const std::string& group, int total) {
     v1::PodObservation& p = NewPod(name);
-    (*p.mutable_labels())[pods::kGroupNameLabel] = group;
-    (*p.mutable_annotations())[pods::kGroupTotalCountAnnotation] = absl::StrCat(total);
+    (*p.mutable_labels())[kGroupNameLabel] = group;
+    (*p.mutable_annotations())[kGroupTotalCountAnnotation] = absl::StrCat(total);
     return p;
   }
   // Reports the named pods as they stand; returns the answer.
@@ -305,7 +305,7 @@ TEST_F(PodsTest, AnUnretriableGroupFinishesWhenItsPodsStop) {
   NewMember("a", "g", 2);
   NewMember("b", "g", 2);
   for (const char* n : {"a", "b"}) {
-    (*pods_.at(n).mutable_annotations())[pods::kRetriableInGroupAnnotation] = "false";
+    (*pods_.at(n).mutable_annotations())[kRetriableInGroupAnnotation] = "false";
   }
   Report({"a", "b"});
   Cycles();
@@ -357,7 +357,7 @@ TEST_F(PodsTest, AFastAdmissionGroupIsAdmittedFromItsFirstPod) {
   // kueue.x-k8s.io/pod-group-fast-admission: the Workload is built from the first runnable pod
   // with the group's total count, without waiting for the other pods.
   NewMember("driver", "g", 2);
-  (*pods_.at("driver").mutable_annotations())[pods::kGroupFastAdmissionAnnotation] = "true";
+  (*pods_.at("driver").mutable_annotations())[kGroupFastAdmissionAnnotation] = "true";
   Report({"driver"});
   Cycles();
   EXPECT_EQ(Get("g").spec().pod_sets(0).count(), 2);
@@ -365,7 +365,7 @@ TEST_F(PodsTest, AFastAdmissionGroupIsAdmittedFromItsFirstPod) {
   EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE driver"));
   // A worker created later joins the admitted group and is ungated at once.
   NewMember("w1", "g", 2);
-  (*pods_.at("w1").mutable_annotations())[pods::kGroupFastAdmissionAnnotation] = "true";
+  (*pods_.at("w1").mutable_annotations())[kGroupFastAdmissionAnnotation] = "true";
   Report({"w1"});
   EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE w1"));
 }
@@ -388,8 +388,8 @@ TEST_F(PodsTest, ADriverIsAdmittedWithTheWorkersItWillCreate) {
           {"name": "workers", "count": 2,
            "template": {"spec": {"containers": [{"name": "w", "resources": {"requests": {"cpu": "500m"}}}]}}}])";
   v1::PodObservation& driver = NewPod("driver", "500m");
-  (*driver.mutable_labels())[pods::kGroupNameLabel] = "spark";
-  (*driver.mutable_annotations())[pods::kGroupSetsAnnotation] = sets;
+  (*driver.mutable_labels())[kGroupNameLabel] = "spark";
+  (*driver.mutable_annotations())[kGroupSetsAnnotation] = sets;
   EXPECT_THAT(Report({"driver"}).errors(), ::testing::IsEmpty());
   Cycles();
   const v1::Workload wl = Get("spark");
@@ -399,18 +399,18 @@ TEST_F(PodsTest, ADriverIsAdmittedWithTheWorkersItWillCreate) {
   EXPECT_EQ(Condition("spark", "Admitted"), "True/Admitted");
   EXPECT_EQ(wl.status().admission().pod_set_assignments(1).resource_usage().at("cpu"), "1");
   EXPECT_THAT(ApplyDirectives(), UnorderedElementsAre("UNGATE driver"));
-  EXPECT_EQ(pods_.at("driver").labels().at(pods::kPodSetLabel), "driver");
+  EXPECT_EQ(pods_.at("driver").labels().at(kPodSetLabel), "driver");
   Restart();  // the declaration is read back from the stored Workload
 
   // The running driver creates its workers, one too many.
   for (const char* n : {"w0", "w1", "w2"}) {
     v1::PodObservation& w = NewPod(n, "500m");
-    (*w.mutable_labels())[pods::kGroupNameLabel] = "spark";
-    (*w.mutable_labels())[pods::kGroupRoleLabel] = "workers";
+    (*w.mutable_labels())[kGroupNameLabel] = "spark";
+    (*w.mutable_labels())[kGroupRoleLabel] = "workers";
   }
   Report({"w0", "w1", "w2"});
   EXPECT_THAT(ApplyDirectives(), ::testing::IsSupersetOf({"UNGATE w0", "UNGATE w1", "DELETE w2 "}));
-  EXPECT_EQ(pods_.at("w0").labels().at(pods::kPodSetLabel), "workers");
+  EXPECT_EQ(pods_.at("w0").labels().at(kPodSetLabel), "workers");
 
   // The driver ends and stops its workers: the group is finished and lets go of its pods.
   pods_.at("driver").set_phase(v1::POD_PHASE_SUCCEEDED);
@@ -438,8 +438,8 @@ TEST_F(PodsTest, ADriverWhoseWorkersWouldNotFitIsNotStarted) {
   Cycles();
   ApplyDirectives();
   v1::PodObservation& driver = NewPod("driver", "500m");
-  (*driver.mutable_labels())[pods::kGroupNameLabel] = "spark";
-  (*driver.mutable_annotations())[pods::kGroupSetsAnnotation] =
+  (*driver.mutable_labels())[kGroupNameLabel] = "spark";
+  (*driver.mutable_annotations())[kGroupSetsAnnotation] =
       R"([{"name": "driver"}, {"name": "workers", "count": 2,
           "template": {"spec": {"containers": [{"name": "w", "resources": {"requests": {"cpu": "500m"}}}]}}}])";
   Report({"driver"});
@@ -449,8 +449,8 @@ TEST_F(PodsTest, ADriverWhoseWorkersWouldNotFitIsNotStarted) {
   EXPECT_EQ(pods_.at("driver").scheduling_gates_size(), 1);
   // A declaration the webhook would refuse is answered on the pod and makes nothing.
   v1::PodObservation& bad = NewPod("bad-driver");
-  (*bad.mutable_labels())[pods::kGroupNameLabel] = "other";
-  (*bad.mutable_annotations())[pods::kGroupSetsAnnotation] = R"([{"name": "driver", "count": 0}])";
+  (*bad.mutable_labels())[kGroupNameLabel] = "other";
+  (*bad.mutable_annotations())[kGroupSetsAnnotation] = R"([{"name": "driver", "count": 0}])";
   v1::ReportPodsResponse resp = Report({"bad-driver"});
   ASSERT_EQ(resp.errors_size(), 1);
   EXPECT_EQ(resp.errors(0).name(), "bad-driver");
@@ -464,7 +464,7 @@ INSTANTIATE_TEST_SUITE_P(FastQuotaRelease, PodsTest, ::testing::Bool());
 
 TEST_F(PodsTest, BadReportsAreAnsweredPerPodAndChangeNothing) {
   NewMember("a", "g", 2);
-  (*pods_.at("a").mutable_annotations())[pods::kGroupTotalCountAnnotation] = "many";
+  (*pods_.at("a").mutable_annotations())[kGroupTotalCountAnnotation] = "many";
   v1::ReportPodsResponse resp = Report({"a"});
   ASSERT_EQ(resp.errors_size(), 1);
   EXPECT_THAT(resp.errors(0).message(), ::testing::HasSubstr("many"));
@@ -542,7 +542,7 @@ TEST_F(PodsTest, APendingPodMovesWithItsQueueLabel) {
   const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
   EXPECT_THAT(Condition(wl, "QuotaReserved"), ::testing::StartsWith("False/"));
   EXPECT_TRUE(Directives().empty());
-  (*pods_.at("big").mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  (*pods_.at("big").mutable_labels())[kQueueNameLabel] = "lq2";
   pods_.at("big").set_resource_version(++rv_);
   EXPECT_EQ(Report({"big"}).accepted(), 1);
   EXPECT_EQ(Get(wl).spec().queue_name(), "lq2");
@@ -550,20 +550,20 @@ TEST_F(PodsTest, APendingPodMovesWithItsQueueLabel) {
   EXPECT_EQ(Condition(wl, "Admitted"), "True/Admitted");
   EXPECT_EQ(Get(wl).status().admission().cluster_queue(), "cq2");
   EXPECT_THAT(ApplyDirectives(), ElementsAre("UNGATE big"));
-  EXPECT_EQ(pods_.at("big").labels().at(pods::kLocalQueueNameLabel), "lq2");
+  EXPECT_EQ(pods_.at("big").labels().at(kLocalQueueNameLabel), "lq2");
 }
 
 TEST_F(PodsTest, AServingGroupIgnoresQueueLabelChanges) {
   Apply(testing::ClusterQueue("cq2", {"default"}, {{"cpu", "4"}}));
   Apply(testing::LocalQueue("ns", "lq2", "cq2"));
   for (const char* n : {"a", "b", "c"}) {  // 3 CPUs: does not fit cq
-    (*NewMember(n, "g", 3).mutable_annotations())[pods::kGroupServingAnnotation] = "true";
+    (*NewMember(n, "g", 3).mutable_annotations())[kGroupServingAnnotation] = "true";
   }
   Report({"a", "b", "c"});
   Cycles();
   ASSERT_EQ(Get("g").spec().queue_name(), "lq");
   for (const char* n : {"a", "b", "c"}) {
-    (*pods_.at(n).mutable_labels())[pods::kQueueNameLabel] = "lq2";
+    (*pods_.at(n).mutable_labels())[kQueueNameLabel] = "lq2";
     pods_.at(n).set_resource_version(++rv_);
   }
   v1::ReportPodsResponse resp = Report({"a", "b", "c"});
@@ -581,7 +581,7 @@ TEST_F(PodsTest, AnUngatedPodCannotChangeQueue) {
   Report({"p"});
   Cycles();
   EXPECT_THAT(ApplyDirectives(), ElementsAre("UNGATE p"));
-  (*pods_.at("p").mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  (*pods_.at("p").mutable_labels())[kQueueNameLabel] = "lq2";
   pods_.at("p").set_resource_version(++rv_);
   v1::ReportPodsResponse resp = Report({"p"});
   EXPECT_EQ(resp.accepted(), 0);

@@ -20,7 +20,6 @@ namespace admitd {
 namespace {
 
 using shim::AdmitdLink;
-using shim::kJobClusterLabel;
 using testing::WaitFor;
 
 // A Workload of Job `job` in cluster `cluster` (as the shim submits them); of a RayCluster of
@@ -159,7 +158,7 @@ TEST_F(AdmitdLinkTest, ALateWriteAnswerDoesNotBringADeletedWorkloadBack) {
   auto copy = [] {
     v1::Workload wl = testing::Workload("ns", "copy", "lq", 1, {{"cpu", "1"}});
     (*wl.mutable_metadata()->mutable_labels())[kJobClusterLabel] = "c1";
-    (*wl.mutable_metadata()->mutable_labels())[shim::kMultiKueueOriginLabel] = "mgr";
+    (*wl.mutable_metadata()->mutable_labels())[kMultiKueueOriginLabel] = "mgr";
     return wl;
   };
   auto cached_uid = [&] {

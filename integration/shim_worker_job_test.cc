@@ -58,8 +58,8 @@ class WorkerJobTest : public testing::InProcessTest {
                     .ok());
     // The copy the manager dispatched to this cluster.
     copy_ = testing::Workload("ns", kCopy, "lq", 1, {{"cpu", "1"}});
-    (*copy_.mutable_metadata()->mutable_labels())[shim::kMultiKueueOriginLabel] = "mgr";
-    (*copy_.mutable_metadata()->mutable_labels())[shim::kJobClusterLabel] = "w1";
+    (*copy_.mutable_metadata()->mutable_labels())[kMultiKueueOriginLabel] = "mgr";
+    (*copy_.mutable_metadata()->mutable_labels())[kJobClusterLabel] = "w1";
     *copy_.mutable_remote_job() = shim::RemoteJobFor(ManagerJob());
   }
   void TearDown() override {

@@ -36,14 +36,13 @@
 #include "admitd/v1/queue_service.grpc.pb.h"
 #include "clients/shim/framework/interfaces.h"
 #include "common/connection.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim {
 
 // The label the shim puts on the Workloads of its cluster's Jobs and RayClusters: which cluster
 // they belong to.
-inline constexpr char kJobClusterLabel[] = "admitd.io/job-cluster";
 // The label admitd puts on the Workloads of a cluster's pods and pod groups.
-inline constexpr char kPodClusterLabel[] = "admitd.io/pod-cluster";
 
 // The owner kinds of the Job and RayCluster integrations (the kinds a link caches unless told
 // others: AdmitdLinkOptions::owner_kinds).

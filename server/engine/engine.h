@@ -36,6 +36,7 @@
 #include "admitd/v1/objects.pb.h"
 #include "admitd/v1/queue_service.pb.h"
 #include "server/engine/event_record.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::engine {
 
@@ -172,7 +173,6 @@ struct CycleStats {
 // The controller name of MultiKueue AdmissionChecks, which admitd's dispatcher decides.
 // The event a MultiKueue Retry records on the workload (reason MultiKueue), if any.
 enum class DispatchEvent { kNone, kNormal, kWarning };
-inline constexpr char kMultiKueueControllerName[] = "kueue.x-k8s.io/multikueue";
 
 // The workload a dispatcher step is about, and its MultiKueue check.
 struct DispatchTarget {

@@ -22,22 +22,18 @@
 #include "server/engine/resources.h"
 #include "server/engine/workload_entry.h"
 #include "server/pods/pod_group.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::engine {
 
-inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
 // On a Workload made of reported pods: the cluster the pods run in.
-inline constexpr char kPodClusterLabel[] = "admitd.io/pod-cluster";
 // The finalizer Kueue puts on every Workload it makes, until the Workload finishes.
-inline constexpr char kResourceInUseFinalizer[] = "kueue.x-k8s.io/resource-in-use";
 
 // One reported pod and the Workload (namespace/name) it belongs to ("" when not managed).
 struct PodEntry {
   v1::PodObservation obs;
   std::string workload;
 };
-inline constexpr char kSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
-inline constexpr char kReplacementForAnnotation[] = "kueue.x-k8s.io/workload-slice-replacement-for";
 
 // The workload opts in to elastic scaling (annotation kueue.x-k8s.io/elastic-job: "true").
 bool IsElastic(const v1::Workload& wl);

@@ -26,7 +26,7 @@ bool IsPodWorkload(const v1::Workload& wl) {
 }
 
 bool IsGroupWorkload(const v1::Workload& wl) {
-  auto it = wl.metadata().annotations().find(pods::kIsGroupWorkloadAnnotation);
+  auto it = wl.metadata().annotations().find(kIsGroupWorkloadAnnotation);
   return it != wl.metadata().annotations().end() && it->second == "true";
 }
 
@@ -43,7 +43,7 @@ pods::GroupMatch NameConflict(const std::vector<v1::PodObservation>& pods, const
   if (is_group) {
     // Whatever its annotations say, the Workload is foreign to these pods: match it as one.
     v1::Workload probe = wl;
-    probe.mutable_metadata()->mutable_annotations()->erase(pods::kIsGroupWorkloadAnnotation);
+    probe.mutable_metadata()->mutable_annotations()->erase(kIsGroupWorkloadAnnotation);
     absl::StatusOr<pods::GroupMatch> match =
         pods::MatchGroupWorkload(pods, probe, /*workload_finished=*/false, now, options);
     if (match.ok() && match->name_conflict) return *std::move(match);

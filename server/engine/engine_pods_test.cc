@@ -35,10 +35,10 @@ v1::PodObservation Pod(const std::string& name, const std::string& cpu = "1") {
   p.set_resource_version(1);
   p.set_phase(v1::POD_PHASE_PENDING);
   *p.mutable_creation_timestamp() = Ts(kT0);
-  (*p.mutable_labels())[pods::kQueueNameLabel] = "lq";
-  (*p.mutable_labels())[pods::kManagedLabel] = "true";
-  p.add_finalizers(pods::kManagedFinalizer);
-  p.add_scheduling_gates()->set_name(pods::kAdmissionGate);
+  (*p.mutable_labels())[kQueueNameLabel] = "lq";
+  (*p.mutable_labels())[kManagedLabel] = "true";
+  p.add_finalizers(kManagedFinalizer);
+  p.add_scheduling_gates()->set_name(kAdmissionGate);
   v1::Container* c = p.mutable_spec()->add_containers();
   c->set_name("c");
   (*c->mutable_resources()->mutable_requests())["cpu"] = cpu;
@@ -48,8 +48,8 @@ v1::PodObservation Pod(const std::string& name, const std::string& cpu = "1") {
 v1::PodObservation Member(const std::string& name, const std::string& group,
                           const std::string& total) {
   v1::PodObservation p = Pod(name);
-  (*p.mutable_labels())[pods::kGroupNameLabel] = group;
-  (*p.mutable_annotations())[pods::kGroupTotalCountAnnotation] = total;
+  (*p.mutable_labels())[kGroupNameLabel] = group;
+  (*p.mutable_annotations())[kGroupTotalCountAnnotation] = total;
   return p;
 }
 
@@ -168,8 +168,8 @@ TEST_F(EnginePodsTest, ASinglePodIsQueuedAdmittedUngatedAndFinished) {
   const v1::PodDirective& ungate = resp.directives(0);
   EXPECT_EQ(ungate.action(), v1::PodDirective::UNGATE);
   EXPECT_EQ(ungate.node_selector().at("pool"), "a");
-  EXPECT_EQ(ungate.labels().at(pods::kClusterQueueNameLabel), "cq");
-  EXPECT_EQ(ungate.annotations().at(pods::kWorkloadAnnotation), wl);
+  EXPECT_EQ(ungate.labels().at(kClusterQueueNameLabel), "cq");
+  EXPECT_EQ(ungate.annotations().at(kWorkloadAnnotation), wl);
   // The shim applied it: nothing is outstanding any more.
   v1::PodObservation running = Running(Pod("p"));
   Report({running});
@@ -542,7 +542,7 @@ TEST_F(EnginePodsTest, APendingPodFollowsItsQueueLabel) {
   Report({big});
   ASSERT_EQ(State(wl), v1::WORKLOAD_STATE_PENDING);
   const int64_t generation = Get(wl).metadata().generation();
-  (*big.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  (*big.mutable_labels())[kQueueNameLabel] = "lq2";
   big.set_resource_version(2);
   v1::ReportPodsResponse resp = Report({big});
   EXPECT_THAT(resp.errors(), IsEmpty());
@@ -551,7 +551,7 @@ TEST_F(EnginePodsTest, APendingPodFollowsItsQueueLabel) {
   EXPECT_EQ(State(wl), v1::WORKLOAD_STATE_ADMITTED);
   EXPECT_EQ(Get(wl).status().admission().cluster_queue(), "cq2");
   ASSERT_EQ(resp.directives_size(), 1);
-  EXPECT_EQ(resp.directives(0).labels().at(pods::kLocalQueueNameLabel), "lq2");
+  EXPECT_EQ(resp.directives(0).labels().at(kLocalQueueNameLabel), "lq2");
   EXPECT_EQ(resp.directives(0).event().message(), "Admitted by clusterQueue cq2");
 }
 
@@ -559,7 +559,7 @@ TEST_F(EnginePodsTest, APodMovesOnlyToALocalQueueThatExists) {
   const std::string wl = pods::SinglePodWorkloadName("big", "big-uid");
   v1::PodObservation big = Pod("big", "3");
   Report({big});
-  (*big.mutable_labels())[pods::kQueueNameLabel] = "lq2";  // not created yet
+  (*big.mutable_labels())[kQueueNameLabel] = "lq2";  // not created yet
   big.set_resource_version(2);
   v1::ReportPodsResponse resp = Report({big});
   ASSERT_EQ(resp.errors_size(), 1);
@@ -580,13 +580,13 @@ TEST_F(EnginePodsTest, AServingGroupKeepsItsQueue) {
   std::vector<v1::PodObservation> group;
   for (const char* n : {"a", "b", "c"}) {
     v1::PodObservation p = Member(n, "g", "3");
-    (*p.mutable_annotations())[pods::kGroupServingAnnotation] = "true";
+    (*p.mutable_annotations())[kGroupServingAnnotation] = "true";
     group.push_back(p);
   }
   Report(group);  // 3 CPUs: does not fit cq
   ASSERT_EQ(State("g"), v1::WORKLOAD_STATE_PENDING);
   for (v1::PodObservation& p : group) {
-    (*p.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+    (*p.mutable_labels())[kQueueNameLabel] = "lq2";
     p.set_resource_version(2);
   }
   v1::ReportPodsResponse resp = Report(group);
@@ -600,7 +600,7 @@ TEST_F(EnginePodsTest, AnUngatedPodsQueueLabelIsImmutable) {
   v1::PodObservation running = Running(Pod("p"));
   Report({running});
   v1::PodObservation moved = running;
-  (*moved.mutable_labels())[pods::kQueueNameLabel] = "lq2";
+  (*moved.mutable_labels())[kQueueNameLabel] = "lq2";
   moved.set_resource_version(running.resource_version() + 1);
   v1::ReportPodsResponse resp = Report({moved});
   EXPECT_EQ(resp.accepted(), 0);
@@ -616,7 +616,7 @@ TEST_F(EnginePodsTest, AQueueLabelIsNotRemovedWhereADefaultQueueExists) {
   AddQueues("cq2", "default", "4");
   v1::PodObservation p = Pod("p", "3");
   Report({p});
-  p.mutable_labels()->erase(pods::kQueueNameLabel);
+  p.mutable_labels()->erase(kQueueNameLabel);
   p.set_resource_version(2);
   v1::ReportPodsResponse resp = Report({p});
   ASSERT_EQ(resp.errors_size(), 1);

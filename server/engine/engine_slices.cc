@@ -509,7 +509,7 @@ absl::StatusOr<v1::ResizeResponse> Engine::Impl::Resize(const v1::ResizeRequest&
 
 std::string Engine::Impl::ElasticPodsKey(const v1::PodObservation& pod) const {
   return absl::StrCat(pod.namespace_(), "/",
-                      pod.annotations().at(pods::kWorkloadSliceNameAnnotation));
+                      pod.annotations().at(kSliceNameAnnotation));
 }
 
 std::vector<v1::PodDirective> Engine::Impl::ElasticPodDirectives(
@@ -526,7 +526,7 @@ std::vector<v1::PodDirective> Engine::Impl::ElasticPodDirectives(
   }
   if (chain.empty()) {
     chain = absl::StrCat(first.namespace_(), "/name:",
-                         first.annotations().at(pods::kWorkloadSliceNameAnnotation));
+                         first.annotations().at(kSliceNameAnnotation));
   }
   auto it = chains_.find(chain);
   if (it == chains_.end()) return out;

@@ -284,12 +284,12 @@ class PodGroupReadyTest : public PodsReadyTest {
     p.set_resource_version(version);
     p.set_phase(running ? v1::POD_PHASE_RUNNING : v1::POD_PHASE_PENDING);
     *p.mutable_creation_timestamp() = ToProtoTime(kT0);
-    (*p.mutable_labels())[pods::kQueueNameLabel] = "lq";
-    (*p.mutable_labels())[pods::kManagedLabel] = "true";
-    (*p.mutable_labels())[pods::kGroupNameLabel] = "g";
-    (*p.mutable_annotations())[pods::kGroupTotalCountAnnotation] = "2";
-    p.add_finalizers(pods::kManagedFinalizer);
-    if (!running) p.add_scheduling_gates()->set_name(pods::kAdmissionGate);
+    (*p.mutable_labels())[kQueueNameLabel] = "lq";
+    (*p.mutable_labels())[kManagedLabel] = "true";
+    (*p.mutable_labels())[kGroupNameLabel] = "g";
+    (*p.mutable_annotations())[kGroupTotalCountAnnotation] = "2";
+    p.add_finalizers(kManagedFinalizer);
+    if (!running) p.add_scheduling_gates()->set_name(kAdmissionGate);
     v1::Container* c = p.mutable_spec()->add_containers();
     c->set_name("c");
     (*c->mutable_resources()->mutable_requests())["cpu"] = "1";

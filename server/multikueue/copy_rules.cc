@@ -80,9 +80,9 @@ std::optional<std::string> RejectionOf(const v1::Workload& wl) {
   if (owner == nullptr) return std::nullopt;
   if (owner->api_version() == "batch/v1" && owner->kind() == "Job") {
     const std::string& managed_by = wl.remote_job().managed_by();
-    if (managed_by == engine::kMultiKueueControllerName) return std::nullopt;
+    if (managed_by == kMultiKueueControllerName) return std::nullopt;
     return absl::StrCat("The owner is not managed by Kueue: Expecting spec.managedBy to be \"",
-                        engine::kMultiKueueControllerName, "\" not \"", managed_by, "\"");
+                        kMultiKueueControllerName, "\" not \"", managed_by, "\"");
   }
   // Go's GroupVersionKind as text: "group/version, Kind=K", "/v1, Kind=Pod" for the core group.
   const std::string gv = absl::StrContains(owner->api_version(), '/')

@@ -9,12 +9,10 @@
 
 #include "absl/time/time.h"
 #include "admitd/v1/objects.pb.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::multikueue::rules {
 
-inline constexpr char kElasticJobAnnotation[] = "kueue.x-k8s.io/elastic-job";
-inline constexpr char kReplacementForAnnotation[] =
-    "kueue.x-k8s.io/workload-slice-replacement-for";
 
 std::string Key(const v1::ObjectMeta& meta);
 const v1::Condition* FindCondition(const v1::Workload& wl, const std::string& type);

@@ -335,7 +335,7 @@ std::string Dispatcher::CheckOf(const v1::Workload& wl) const {
   for (const v1::AdmissionCheckState& c : wl.status().admission_checks()) {
     auto it = local_.checks.find(c.name());
     if (it != local_.checks.end() &&
-        it->second.spec().controller_name() == engine::kMultiKueueControllerName) {
+        it->second.spec().controller_name() == kMultiKueueControllerName) {
       return c.name();
     }
   }
@@ -369,7 +369,7 @@ v1::Workload Dispatcher::MakeCopy(const v1::Workload& wl, const std::string& clu
   meta->mutable_labels()->erase("kueue.x-k8s.io/job-uid");
   meta->mutable_labels()->erase("admitd.io/pod-cluster");
   (*meta->mutable_labels())["admitd.io/job-cluster"] = cluster;
-  (*meta->mutable_labels())[kOriginLabel] = options_.origin;
+  (*meta->mutable_labels())[kMultiKueueOriginLabel] = options_.origin;
   (*meta->mutable_annotations())[kReservationAnnotation] = ReservationId(wl);
   *copy.mutable_spec() = wl.spec();
   return copy;

@@ -115,7 +115,7 @@ void WorkerLink::Enqueue(Op op) {
 }
 
 bool WorkerLink::Mine(const v1::Workload& wl) const {
-  auto it = wl.metadata().labels().find(kOriginLabel);
+  auto it = wl.metadata().labels().find(kMultiKueueOriginLabel);
   return it != wl.metadata().labels().end() && it->second == options_.origin;
 }
 

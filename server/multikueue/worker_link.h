@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "admitd/v1/admission_service.grpc.pb.h"
 #include "admitd/v1/objects.pb.h"
+#include "common/kueue_keys.h"
 
 namespace admitd {
 class Metrics;
@@ -41,7 +42,6 @@ class Metrics;
 namespace admitd::multikueue {
 
 // Label on every object a manager creates in a worker (Kueue's MultiKueueOriginLabel).
-inline constexpr char kOriginLabel[] = "kueue.x-k8s.io/multikueue-origin";
 
 struct WorkerLinkOptions {
   std::string name;  // the MultiKueueCluster's

@@ -25,7 +25,7 @@ bool HasElasticGate(const v1::PodObservation& pod) {
 }  // namespace
 
 bool IsElasticJobPod(const v1::PodObservation& pod) {
-  auto it = pod.annotations().find(kWorkloadSliceNameAnnotation);
+  auto it = pod.annotations().find(kSliceNameAnnotation);
   return it != pod.annotations().end() && !it->second.empty();
 }
 

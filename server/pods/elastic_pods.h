@@ -14,11 +14,10 @@
 
 #include "admitd/v1/objects.pb.h"
 #include "admitd/v1/pods.pb.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::pods {
 
-inline constexpr char kElasticJobGate[] = "kueue.x-k8s.io/elastic-job";
-inline constexpr char kWorkloadSliceNameAnnotation[] = "kueue.x-k8s.io/workload-slice-name";
 
 // A pod of an elastic Job: it carries the workload-slice-name annotation Kueue puts on them (the
 // gate may already be gone).

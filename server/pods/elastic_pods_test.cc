@@ -13,7 +13,7 @@ v1::PodObservation Pod(const std::string& name, const std::string& pod_set, bool
   v1::PodObservation p;
   p.set_name(name);
   (*p.mutable_labels())["kueue.x-k8s.io/podset"] = pod_set;
-  (*p.mutable_annotations())[kWorkloadSliceNameAnnotation] = "job-a";
+  (*p.mutable_annotations())[kSliceNameAnnotation] = "job-a";
   if (gated) p.add_scheduling_gates()->set_name(kElasticJobGate);
   return p;
 }

@@ -22,31 +22,10 @@
 #include "absl/time/time.h"
 #include "admitd/v1/objects.pb.h"
 #include "admitd/v1/pods.pb.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::pods {
 
-inline constexpr char kQueueNameLabel[] = "kueue.x-k8s.io/queue-name";
-inline constexpr char kManagedLabel[] = "kueue.x-k8s.io/managed";
-inline constexpr char kManagedFinalizer[] = "kueue.x-k8s.io/managed";
-inline constexpr char kAdmissionGate[] = "kueue.x-k8s.io/admission";
-inline constexpr char kTopologyGate[] = "kueue.x-k8s.io/topology";
-inline constexpr char kGroupNameLabel[] = "kueue.x-k8s.io/pod-group-name";
-inline constexpr char kGroupNameAnnotation[] = "kueue.x-k8s.io/pod-group-name";
-inline constexpr char kGroupTotalCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
-inline constexpr char kGroupFastAdmissionAnnotation[] = "kueue.x-k8s.io/pod-group-fast-admission";
-inline constexpr char kGroupServingAnnotation[] = "kueue.x-k8s.io/pod-group-serving";
-inline constexpr char kGroupSetsAnnotation[] = "kueue.x-k8s.io/pod-group-sets";
-inline constexpr char kGroupRoleLabel[] = "kueue.x-k8s.io/pod-group-role";
-inline constexpr char kGroupPodIndexLabel[] = "kueue.x-k8s.io/pod-group-pod-index";
-inline constexpr char kRoleHashAnnotation[] = "kueue.x-k8s.io/role-hash";
-inline constexpr char kRetriableInGroupAnnotation[] = "kueue.x-k8s.io/retriable-in-group";
-inline constexpr char kIsGroupWorkloadAnnotation[] = "kueue.x-k8s.io/is-group-workload";
-inline constexpr char kPodSetLabel[] = "kueue.x-k8s.io/podset";
-inline constexpr char kLocalQueueNameLabel[] = "kueue.x-k8s.io/local-queue-name";
-inline constexpr char kClusterQueueNameLabel[] = "kueue.x-k8s.io/cluster-queue-name";
-inline constexpr char kWorkloadAnnotation[] = "kueue.x-k8s.io/workload";
-inline constexpr char kPriorityClassLabel[] = "kueue.x-k8s.io/priority-class";
-inline constexpr char kMaxExecTimeLabel[] = "kueue.x-k8s.io/max-exec-time-seconds";
 inline constexpr char kTerminationTargetCondition[] = "TerminationTarget";
 inline constexpr char kDefaultLocalQueueName[] = "default";
 inline constexpr char kDefaultPodSetName[] = "main";

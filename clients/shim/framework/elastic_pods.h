@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim {
 
-inline constexpr char kElasticJobGate[] = "kueue.x-k8s.io/elastic-job";
 
 // Whether `pod` still carries the elastic-job scheduling gate.
 bool HasElasticGate(const nlohmann::json& pod);

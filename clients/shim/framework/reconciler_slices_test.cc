@@ -11,7 +11,7 @@
 #include "clients/shim/framework/testing/fakes.h"
 #include "clients/shim/admitd_link.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim {
 namespace reconciler_slices_test {
@@ -91,7 +91,7 @@ class SlicesTest : public ::testing::Test {
 
 nlohmann::json ElasticJob(int count) {
   nlohmann::json job = FakeJobObject("ns", "a", count);
-  job["metadata"]["annotations"] = {{kElasticJobKey, "true"}};
+  job["metadata"]["annotations"] = {{kElasticJobAnnotation, "true"}};
   return job;
 }
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/webhook/webhook_json.h"
 
 namespace admitd::shim {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/webhook/webhook_json.h"
 
 namespace admitd::shim {
@@ -51,7 +51,7 @@ std::optional<int64_t> ObjectView::SpecInt(const char* key) const {
 bool ObjectView::IsSuspended() const { return SuspendField() && Annotation(kStopping) != "true"; }
 
 bool Elastic(const ObjectView& object, const JobWebhookOptions& options) {
-  return options.elastic_jobs && object.Annotation(kElasticJobKey) == "true";
+  return options.elastic_jobs && object.Annotation(kElasticJobAnnotation) == "true";
 }
 
 std::string PrebuiltPath(const ObjectView& object, const JobWebhookOptions& options) {
@@ -163,7 +163,7 @@ std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
                                        "WorkloadPriorityClass cannot be removed from a workload"));
   }
   if (Elastic(prev, options) != Elastic(next, options)) {
-    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobKey),
+    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobAnnotation),
                                        Elastic(next, options) ? "true" : "false", kImmutable));
   }
   if (options.admission_gated_by) {

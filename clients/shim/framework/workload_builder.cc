@@ -4,7 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/kube/json_fields.h"
 #include "common/manifest/manifest.h"
 #include "common/workload_names.h"
@@ -45,7 +45,7 @@ absl::StatusOr<v1::Workload> BuildWorkload(const nlohmann::json& object,
   if (options.elastic) {
     // The first slice names the chain (Kueue's prepareWorkloadSlice); admitd gives every later
     // slice the same name.
-    wl_annotations[kElasticJobKey] = "true";
+    wl_annotations[kElasticJobAnnotation] = "true";
     wl_annotations["kueue.x-k8s.io/workload-slice-name"] = wl_name;
   }
   nlohmann::json wl_spec = {{"queueName", Str(labels, kQueueNameLabel)}, {"podSets", pod_sets}};

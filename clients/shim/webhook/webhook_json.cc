@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim::testing {
 namespace {
@@ -30,7 +30,7 @@ class FakeJob : public GenericJob {
   bool PodsReady() const override { return Field(status(), "ready") == true; }
   bool IsElastic() const override {
     return options_.elastic_jobs &&
-           Str(Field(Field(object_, "metadata"), "annotations"), kElasticJobKey) == "true";
+           Str(Field(Field(object_, "metadata"), "annotations"), kElasticJobAnnotation) == "true";
   }
 
   absl::StatusOr<v1::Workload> NewWorkload() const override {

@@ -9,7 +9,7 @@
 #include "clients/shim/integrations/job/job_status.h"
 #include "clients/shim/integrations/job/job_workload.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim {
 namespace {
@@ -26,7 +26,7 @@ class Job : public GenericJob {
   bool PodsReady() const override { return JobPodsReady(object_); }
   bool IsElastic() const override {
     return options_.elastic_jobs &&
-           Str(Field(Field(object_, "metadata"), "annotations"), kElasticJobKey) == "true";
+           Str(Field(Field(object_, "metadata"), "annotations"), kElasticJobAnnotation) == "true";
   }
 
   absl::StatusOr<v1::Workload> NewWorkload() const override {

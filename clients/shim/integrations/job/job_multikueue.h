@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "admitd/v1/objects.pb.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_json.h"
 
@@ -155,8 +155,8 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
     const std::vector<std::string> gates_path = {"spec", "template", "spec", "schedulingGates"};
     const nlohmann::json& gates =
         Field(Field(Field(view.spec, "template"), "spec"), "schedulingGates");
-    const nlohmann::json gate = {{"name", kElasticJobKey}};
-    if (!ListHas(gates, kElasticJobKey, "name")) AppendToList(job, gates_path, {gate}, &ops);
+    const nlohmann::json gate = {{"name", kElasticJobAnnotation}};
+    if (!ListHas(gates, kElasticJobAnnotation, "name")) AppendToList(job, gates_path, {gate}, &ops);
   }
   return ops;
 }

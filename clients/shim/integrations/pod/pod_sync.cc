@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/integrations/pod/pod_observation.h"
 #include "common/log.h"
 
@@ -314,7 +314,7 @@ absl::Status PodSync::Apply(const v1::PodDirective& d) {
       bool has = false;
       if (Field(meta, "finalizers").is_array()) {
         for (const nlohmann::json& f : meta["finalizers"]) {
-          if (f.is_string() && f.get<std::string>() == kManagedKey) {
+          if (f.is_string() && f.get<std::string>() == kManagedLabel) {
             has = true;
           } else {
             remaining.push_back(f);

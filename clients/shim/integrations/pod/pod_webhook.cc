@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/integrations/pod/pod_webhook_role_hash.h"
 #include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_json.h"
@@ -89,7 +89,7 @@ struct PodView {
 };
 
 bool Elastic(const PodView& pod, const PodWebhookOptions& options) {
-  return options.elastic_jobs && pod.Annotation(kElasticJobKey) == "true";
+  return options.elastic_jobs && pod.Annotation(kElasticJobAnnotation) == "true";
 }
 
 // ---- Validation --------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ void CheckJobOnCreate(const PodView& pod, const PodWebhookOptions& options,
   CheckPrebuiltName(pod, errs);  // a Pod may use a prebuilt Workload
   CheckMaxExecTime(pod.labels, errs);
   if (Elastic(pod, options)) {
-    errs->push_back(FieldError::Forbidden(AnnotationPath(kElasticJobKey),
+    errs->push_back(FieldError::Forbidden(AnnotationPath(kElasticJobAnnotation),
                                           "elastic job is not supported for \"/v1, Kind=Pod\""));
   }
   if (options.admission_gated_by) {
@@ -246,10 +246,10 @@ void CheckGroupMetadata(const PodView& pod, const PodWebhookOptions& options,
 // The pod webhook's validateCommon.
 void CheckCommon(const PodView& pod, const PodWebhookOptions& options,
                  std::vector<FieldError>* errs) {
-  if (std::optional<std::string> managed = Entry(pod.labels, kManagedKey);
+  if (std::optional<std::string> managed = Entry(pod.labels, kManagedLabel);
       managed && *managed != "true") {
     errs->push_back(
-        FieldError::Forbidden(LabelPath(kManagedKey), "managed label value can only be 'true'"));
+        FieldError::Forbidden(LabelPath(kManagedLabel), "managed label value can only be 'true'"));
   }
   CheckGroupMetadata(pod, options, errs);
   std::vector<FieldError> tas =
@@ -264,9 +264,9 @@ void CheckCommon(const PodView& pod, const PodWebhookOptions& options,
 
 void AddManagedOwnerWarning(const PodView& pod, const PodWebhookOptions& options,
                             std::vector<std::string>* warnings) {
-  if (warnings != nullptr && pod.Label(kManagedKey) == "true" &&
+  if (warnings != nullptr && pod.Label(kManagedLabel) == "true" &&
       ControlledByOneOf(pod.meta, options.managed_owner_kinds)) {
-    warnings->push_back(absl::StrCat("pod owner is managed by kueue, label '", kManagedKey,
+    warnings->push_back(absl::StrCat("pod owner is managed by kueue, label '", kManagedLabel,
                                      "=true' might lead to unexpected behaviour"));
   }
 }
@@ -304,8 +304,8 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
       if (view.labels.is_object()) SetEntries(pod, {"metadata", "labels"}, labels, &ops);
       return ops;
     }
-    if (Entry(view.labels, kManagedKey) != std::optional<std::string>("true")) {
-      labels[kManagedKey] = "true";
+    if (Entry(view.labels, kManagedLabel) != std::optional<std::string>("true")) {
+      labels[kManagedLabel] = "true";
     }
   }
   std::vector<nlohmann::json> gates;
@@ -318,8 +318,8 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
     if (!view.HasGate(kTopologyGate)) gates.push_back({{"name", kTopologyGate}});
   }
   SetEntries(pod, {"metadata", "labels"}, labels, &ops);
-  if (!by_parent && !ListHas(Field(view.meta, "finalizers"), kManagedKey, nullptr)) {
-    AppendToList(pod, {"metadata", "finalizers"}, {kManagedKey}, &ops);
+  if (!by_parent && !ListHas(Field(view.meta, "finalizers"), kManagedLabel, nullptr)) {
+    AppendToList(pod, {"metadata", "finalizers"}, {kManagedLabel}, &ops);
   }
   AppendToList(pod, {"spec", "schedulingGates"}, gates, &ops);
   if (!view.HasAnnotation(kRoleHash)) {

@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/framework/tas_rules.h"
 #include "clients/shim/webhook/webhook_json.h"
 
@@ -38,7 +38,7 @@ bool Managed(const nlohmann::json& rc, const JobWebhookOptions& options) {
 
 bool Elastic(const nlohmann::json& rc, const JobWebhookOptions& options) {
   return options.elastic_jobs && Entry(Field(Field(rc, "metadata"), "annotations"),
-                                       kElasticJobKey) == std::optional<std::string>("true");
+                                       kElasticJobAnnotation) == std::optional<std::string>("true");
 }
 
 // utilpod.GateTemplate: the elastic gate appended to the template at `tokens` of `doc` (object
@@ -46,13 +46,13 @@ bool Elastic(const nlohmann::json& rc, const JobWebhookOptions& options) {
 void Gate(const nlohmann::json& doc, const nlohmann::json& pod_template,
           std::vector<std::string> tokens, std::vector<nlohmann::json>* ops) {
   const nlohmann::json& gates = Field(Field(pod_template, "spec"), "schedulingGates");
-  const nlohmann::json gate = {{"name", kElasticJobKey}};
+  const nlohmann::json gate = {{"name", kElasticJobAnnotation}};
   for (const char* t : {"spec", "schedulingGates"}) tokens.push_back(t);
   if (!gates.is_array()) {
     AddAt(doc, tokens, nlohmann::json::array({gate}), ops, ArrayParents::kIndex);
     return;
   }
-  if (ListHas(gates, kElasticJobKey, "name")) return;
+  if (ListHas(gates, kElasticJobAnnotation, "name")) return;
   ops->push_back(
       {{"op", "add"}, {"path", PointerOf(tokens, tokens.size()) + "/-"}, {"value", gate}});
 }
@@ -69,7 +69,7 @@ std::string GatesText(const nlohmann::json& pod_template) {
 }
 
 bool HasElasticGate(const nlohmann::json& pod_template) {
-  return ListHas(Field(Field(pod_template, "spec"), "schedulingGates"), kElasticJobKey, "name");
+  return ListHas(Field(Field(pod_template, "spec"), "schedulingGates"), kElasticJobAnnotation, "name");
 }
 
 void CheckElastic(const nlohmann::json& rc, std::vector<FieldError>* errs) {
@@ -293,7 +293,7 @@ std::vector<FieldError> ValidateRayClusterCreate(const nlohmann::json& rc,
           "spec.enableInTreeAutoscaling", "true",
           absl::StrCat("a kueue-managed RayCluster can use autoscaling only as an elastic job: "
                        "enable the ElasticJobsViaWorkloadSlices feature gate and set the ",
-                       GoQuote(kElasticJobKey), ": ", GoQuote("true"), " annotation")));
+                       GoQuote(kElasticJobAnnotation), ": ", GoQuote("true"), " annotation")));
     }
     const nlohmann::json& groups = Groups(rc);
     if (const size_t pod_sets = groups.size() + 1; pod_sets > kMaxPodSets) {

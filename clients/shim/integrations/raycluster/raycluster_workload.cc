@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
-#include "clients/shim/framework/kueue_keys.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/framework/workload_builder.h"
 #include "common/workload_names.h"
 
@@ -99,7 +99,7 @@ int64_t IntOr(const nlohmann::json& v, int64_t fallback) {
 
 bool RayClusterElastic(const nlohmann::json& cluster, bool elastic_jobs) {
   return elastic_jobs &&
-         Str(Field(Field(cluster, "metadata"), "annotations"), kElasticJobKey) == "true";
+         Str(Field(Field(cluster, "metadata"), "annotations"), kElasticJobAnnotation) == "true";
 }
 
 bool RayClusterSuspended(const nlohmann::json& cluster) {
