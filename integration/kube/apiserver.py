@@ -2,17 +2,22 @@
 """A test Kubernetes API server, Python 3 standard library only.
 
 It serves, over plain HTTP on 127.0.0.1, the part of the Kubernetes API that
-admitd's shim agents use: namespaces, nodes, pods, events (core/v1), jobs
-(batch/v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1) and
+admitd's shim agents use: namespaces, nodes, pods, events (core/v1),
+deployments, replicasets and statefulsets (apps/v1), jobs (batch/v1), leases
+(coordination.k8s.io/v1), events (events.k8s.io/v1) and
 CustomResourceDefinitions (apiextensions.k8s.io/v1) with the custom resources
-they define (crds.py; ``--crd raycluster,workload`` installs KubeRay's and
-Kueue's), with discovery (legacy and aggregated), the minimal OpenAPI v3
+they define (crds.py; ``--crd raycluster,rayjob,jobset,pytorchjob,workload``
+installs KubeRay's, JobSet's, the training operator's and Kueue's, from
+crddefs.py), with discovery (legacy and aggregated), the minimal OpenAPI v3
 documents kubectl consults, get/list/watch/create/update/patch/delete/
 deletecollection, the status subresource, the pod binding subresource, label
 and field selectors, finalizers, resourceVersion preconditions and
 Kubernetes-shaped Status errors. ``--controllers job,scheduler,kubelet,
-raycluster`` adds simulated controllers (jobcontroller.py, scheduler.py,
-kubelet.py, rayclustercontroller.py) and ``--node`` fake nodes; webhooks.py
+deployment,statefulset,raycluster,rayjob,jobset,pytorchjob`` adds simulated
+controllers (jobcontroller.py, scheduler.py, kubelet.py,
+deploymentcontroller.py, statefulsetcontroller.py, rayclustercontroller.py,
+rayjobcontroller.py, jobsetcontroller.py, pytorchjobcontroller.py) and
+``--node`` fake nodes; webhooks.py
 calls the registered admission webhooks (admissionregistration.k8s.io/v1) over
 HTTPS.
 
@@ -50,10 +55,15 @@ from urllib.parse import parse_qs, urlsplit
 import controllers
 import crdfinalizer
 import crds
+import deploymentcontroller
 import jobcontroller
+import jobsetcontroller
 import kubelet
+import pytorchjobcontroller
 import rayclustercontroller
+import rayjobcontroller
 import scheduler
+import statefulsetcontroller
 import tables
 import updaterules
 import webhooks
@@ -67,8 +77,11 @@ from store import Store
 DEFAULT_VERSION = "v1.33.0"
 
 # The simulated controllers ``--controllers`` may start, each by its NAME.
-CONTROLLERS = [jobcontroller.JobController, kubelet.Kubelet,
-               rayclustercontroller.RayClusterController, scheduler.Scheduler]
+CONTROLLERS = [deploymentcontroller.DeploymentController, jobcontroller.JobController,
+               jobsetcontroller.JobSetController, kubelet.Kubelet,
+               pytorchjobcontroller.PyTorchJobController,
+               rayclustercontroller.RayClusterController, rayjobcontroller.RayJobController,
+               scheduler.Scheduler, statefulsetcontroller.StatefulSetController]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -609,10 +622,12 @@ def parse_args(argv=None):
                    help="extra namespace to create at start (repeatable)")
     p.add_argument("--controllers", default="",
                    help="comma-separated simulated controllers to run: job, scheduler, kubelet, "
-                        "raycluster")
+                        "deployment, statefulset, raycluster, rayjob, jobset, pytorchjob")
     p.add_argument("--crd", action="append", default=[],
                    help="CustomResourceDefinitions to create at start (repeatable, or "
-                        "comma-separated): raycluster (rayclusters.ray.io v1), workload "
+                        "comma-separated): raycluster (rayclusters.ray.io v1), rayjob "
+                        "(rayjobs.ray.io v1), jobset (jobsets.jobset.x-k8s.io v1alpha2), "
+                        "pytorchjob (pytorchjobs.kubeflow.org v1), workload "
                         "(workloads.kueue.x-k8s.io v1beta2)")
     p.add_argument("--node", action="append", default=[],
                    help="fake node to create at start (repeatable): "

@@ -6,10 +6,13 @@ A simulated controller is a ``Controller`` subclass with a ``NAME``.
 entry point, passes the list of concrete controllers. This module imports
 none of them: they import it. The controllers are ``jobcontroller.py``
 (batch/v1 Job controller), ``scheduler.py`` (binds pods to fake nodes),
-``kubelet.py`` (pod phases, graceful termination) and
-``rayclustercontroller.py`` (KubeRay's RayCluster controller);
-``crdfinalizer.py`` (deletes the custom resources of a deleted CRD) is built
-on the same base and always runs.
+``kubelet.py`` (pod phases, graceful termination),
+``deploymentcontroller.py`` (Deployments and ReplicaSets),
+``statefulsetcontroller.py`` (StatefulSets), ``rayclustercontroller.py``
+and ``rayjobcontroller.py`` (KubeRay's RayCluster and RayJob controllers),
+``jobsetcontroller.py`` (JobSet) and ``pytorchjobcontroller.py`` (the
+training operator's PyTorchJob); ``crdfinalizer.py`` (deletes the custom
+resources of a deleted CRD) is built on the same base and always runs.
 
 How they work: ``Store.listeners`` calls ``_on_event`` with every committed
 ``store.WatchEvent`` while the store lock is held, so it only queues the
@@ -18,9 +21,18 @@ into keys (``keys_for(event)``, which may also record what the event showed)
 and calls ``sync(key)`` once per distinct key, level-triggered, reading and
 writing through ``app.store`` like an API client does (create, update with a
 resourceVersion precondition, the status subresource, delete, the pod binding),
-so admission hooks, watch events and 409 conflicts apply to them too. A sync
-that raises (a 409 included) is retried after a short back-off. ``after(delay,
-key)`` schedules a later sync (the kubelet's timers).
+so admission hooks (the admission webhooks included), watch events and 409
+conflicts apply to them too. A sync that raises (a 409 included) is retried
+after a short back-off. ``after(delay, key)`` schedules a later sync (the
+kubelet's timers).
+
+Events queued: those of the built-in kinds named in ``KINDS`` and of the
+custom resources named in ``CUSTOM`` (``(group, plural)`` pairs). Helpers for
+the concrete controllers: ``get``, ``custom`` (the served resource of a custom
+kind, None while its CRD is missing), ``write_status``, ``create`` (with
+``generateName`` retries), ``delete`` (UID precondition, grace period,
+propagation policy) and ``collect`` (the garbage collector's part: the
+dependents of a deleted owner deleted or orphaned).
 """
 
 import copy
@@ -33,12 +45,14 @@ import time
 import traceback
 
 from errors import ApiError
+from kcommon import MATCH_ALL
 
 class Controller:
     """Base: queue store events, sync the keys they map to on a daemon thread."""
 
     NAME = ""
-    KINDS = ()  # kinds whose events are queued
+    KINDS = ()  # built-in kinds whose events are queued
+    CUSTOM = ()  # (group, plural) of the custom resources whose events are queued
 
     def __init__(self, app):
         self.app = app
@@ -59,7 +73,9 @@ class Controller:
         self.queue.put(None)
 
     def _on_event(self, event):
-        if event.res.kind in self.KINDS and event.res.crd is None:
+        res = event.res
+        if (res.kind in self.KINDS and res.crd is None) or (
+                res.crd is not None and (res.group, res.plural) in self.CUSTOM):
             self.queue.put(event)
 
     def after(self, delay, key):
@@ -102,7 +118,11 @@ class Controller:
             self.failures.pop(key, None)
         except Exception as e:  # retry with back-off; 409s land here too
             n = self.failures[key] = self.failures.get(key, 0) + 1
-            if not (isinstance(e, ApiError) and e.code == 409):
+            if isinstance(e, ApiError):
+                if e.code != 409:  # e.g. a webhook's denial: retried, as a controller would
+                    sys.stderr.write("%s: sync %r failed (attempt %d): %d %s: %s\n"
+                                     % (self.NAME, key, n, e.code, e.reason, e.message))
+            else:
                 sys.stderr.write("%s: sync %r failed (attempt %d):\n" % (self.NAME, key, n))
                 traceback.print_exc()
             self.after(min(0.05 * (2 ** min(n, 6)), 2.0), key)
@@ -127,6 +147,10 @@ class Controller:
                 return None
             raise
 
+    def custom(self, group, version, plural):
+        """The served resource of a custom kind, or None (no CRD defines it)."""
+        return self.store.registry.find(group, version, plural)
+
     def write_status(self, res, obj, status):
         """PUT ``status`` through the status subresource, guarded by the read resourceVersion."""
         if obj.get("status") == status:
@@ -136,11 +160,25 @@ class Controller:
         m = obj["metadata"]
         return self.store.update(res, m.get("namespace"), m["name"], body, "status")
 
-    def delete(self, res, ns, name, uid, grace=None):
+    def create(self, res, ns, body):
+        """POST ``body``; with ``metadata.generateName`` a name taken already is tried again."""
+        for _ in range(5):
+            try:
+                return self.store.create(res, ns, body)
+            except ApiError as e:
+                if (e.code != 409 or e.reason != "AlreadyExists"
+                        or not body["metadata"].get("generateName")
+                        or body["metadata"].get("name")):
+                    raise
+        raise ApiError(409, "AlreadyExists", "could not generate a unique name", {})
+
+    def delete(self, res, ns, name, uid, grace=None, propagation=None):
         """DELETE with a UID precondition; False when the object is already gone."""
         opts = {"preconditions": {"uid": uid}}
         if grace is not None:
             opts["gracePeriodSeconds"] = grace
+        if propagation is not None:
+            opts["propagationPolicy"] = propagation
         try:
             self.store.delete(res, ns, name, opts)
             return True
@@ -148,6 +186,43 @@ class Controller:
             if e.code in (404, 409):
                 return False
             raise
+
+
+    def collect(self, uid, ns, dependents, opts, default="Background"):
+        """The garbage collector's part when the owner ``uid`` (in ``ns``) is deleted.
+
+        ``dependents`` are the resources to look in; ``opts`` the DeleteOptions
+        of the owner's deletion; ``default`` the policy of the owner's kind when
+        the request named none (Background for most kinds, Orphan for
+        batch/v1 Jobs). Background and Foreground delete the objects whose
+        ownerReferences name the owner (with Background propagation, so their
+        own dependents follow; Foreground does not hold the owner here);
+        Orphan removes that ownerReference and leaves them.
+        """
+        opts = opts or {}
+        policy = opts.get("propagationPolicy")
+        if policy is None:
+            orphan = opts.get("orphanDependents")
+            policy = default if orphan is None else ("Orphan" if orphan else "Background")
+        for res in dependents:
+            for o in self.store.list(res, ns, MATCH_ALL, MATCH_ALL)[0]:
+                m = o["metadata"]
+                refs = m.get("ownerReferences") or []
+                if not any(r.get("uid") == uid for r in refs):
+                    continue
+                if policy == "Orphan":
+                    rest = [r for r in refs if r.get("uid") != uid]
+                    body = {"metadata": {"resourceVersion": m["resourceVersion"],
+                                         "ownerReferences": rest or None}}
+                    try:
+                        self.store.patch(res, m.get("namespace"), m["name"],
+                                         "application/merge-patch+json", body)
+                    except ApiError as e:
+                        if e.code != 404:
+                            raise  # 409: the sync is retried
+                elif not m.get("deletionTimestamp"):
+                    self.delete(res, m.get("namespace"), m["name"], m["uid"],
+                                propagation="Background")
 
 
 def start(app, names, available):

@@ -26,10 +26,9 @@ What kube-apiserver's apiextensions part does, as far as clients can tell:
   resource is deleted (their own finalizers honoured), then the finalizer is
   removed and the resource is no longer served.
 
-``BUILTIN`` holds the definitions the ``--crd`` option installs at start:
-``raycluster`` (``rayclusters.ray.io`` v1, KubeRay's names, printer columns and
-defaults) and ``workload`` (``workloads.kueue.x-k8s.io`` v1beta2, Kueue's names
-and printer columns), with permissive schemas.
+``install`` creates the definitions the ``--crd`` option names at start;
+crddefs.py holds them (``raycluster``, ``rayjob``, ``jobset``, ``pytorchjob``,
+``workload``).
 
 Simplified: objects are not validated against the schema, unknown fields are
 not pruned and ``fieldValidation`` is ignored (as for built-in kinds here);
@@ -42,6 +41,7 @@ import copy
 import re
 
 import tables
+from crddefs import BUILTIN
 from errors import ApiError, FieldError
 from kcommon import now_rfc3339
 from resources import RES_BY_KEY, Resource
@@ -411,135 +411,8 @@ def refuse_create_if_terminating(res):
                        {"group": res.group, "kind": res.plural})
 
 
-# ------------------------------------------------------------ built-in definitions
-
-def _int(default=None, fmt="int32"):
-    s = {"type": "integer", "format": fmt}
-    if default is not None:
-        s["default"] = default
-    return s
-
-
-def _open(**props):
-    s = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    if props:
-        s["properties"] = props
-    return s
-
-
-def raycluster_crd():
-    """``rayclusters.ray.io``: KubeRay's names, v1 printer columns and schema defaults."""
-    columns = [
-        {"jsonPath": ".status.desiredWorkerReplicas", "name": "desired workers",
-         "type": "integer"},
-        {"jsonPath": ".status.availableWorkerReplicas", "name": "available workers",
-         "type": "integer"},
-        {"jsonPath": ".status.desiredCPU", "name": "cpus", "type": "string"},
-        {"jsonPath": ".status.desiredMemory", "name": "memory", "type": "string"},
-        {"jsonPath": ".status.desiredGPU", "name": "gpus", "type": "string"},
-        {"jsonPath": ".status.desiredTPU", "name": "tpus", "priority": 1, "type": "string"},
-        {"jsonPath": ".status.state", "name": "status", "type": "string"},
-        {"jsonPath": ".metadata.creationTimestamp", "name": "age", "type": "date"},
-        {"jsonPath": ".status.head.podIP", "name": "head pod IP", "priority": 1,
-         "type": "string"},
-        {"jsonPath": ".status.head.serviceIP", "name": "head service IP", "priority": 1,
-         "type": "string"},
-    ]
-    worker = _open(
-        groupName={"type": "string"},
-        replicas=_int(0), minReplicas=_int(0), maxReplicas=_int(2147483647),
-        numOfHosts=_int(1), priority=_int(0), suspend={"type": "boolean"},
-        idleTimeoutSeconds=_int(),
-        rayStartParams={"type": "object", "additionalProperties": {"type": "string"}},
-        scaleStrategy={"type": "object", "properties": {
-            "workersToDelete": {"type": "array", "items": {"type": "string"}}}},
-        template=_open())
-    worker["required"] = ["groupName", "template"]
-    spec = _open(
-        suspend={"type": "boolean"}, managedBy={"type": "string"},
-        enableInTreeAutoscaling={"type": "boolean"}, rayVersion={"type": "string"},
-        autoscalerOptions=_open(),
-        headGroupSpec=_open(
-            rayStartParams={"type": "object", "additionalProperties": {"type": "string"}},
-            serviceType={"type": "string"}, template=_open()),
-        workerGroupSpecs={"type": "array", "items": worker})
-    spec["required"] = ["headGroupSpec"]
-    status = _open(
-        state={"type": "string"}, reason={"type": "string"},
-        readyWorkerReplicas=_int(), availableWorkerReplicas=_int(),
-        desiredWorkerReplicas=_int(), minWorkerReplicas=_int(), maxWorkerReplicas=_int(),
-        observedGeneration=_int(fmt="int64"),
-        desiredCPU={"anyOf": [{"type": "integer"}, {"type": "string"}],
-                    "x-kubernetes-int-or-string": True},
-        desiredMemory={"anyOf": [{"type": "integer"}, {"type": "string"}],
-                       "x-kubernetes-int-or-string": True},
-        desiredGPU={"anyOf": [{"type": "integer"}, {"type": "string"}],
-                    "x-kubernetes-int-or-string": True},
-        desiredTPU={"anyOf": [{"type": "integer"}, {"type": "string"}],
-                    "x-kubernetes-int-or-string": True},
-        head={"type": "object", "properties": {k: {"type": "string"} for k in (
-            "podIP", "podName", "serviceIP", "serviceName")}},
-        conditions={"type": "array", "items": _open()},
-        lastUpdateTime={"type": "string", "format": "date-time", "nullable": True})
-    schema = {"type": "object", "description": "RayCluster is the Schema for the RayClusters API",
-              "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                             "metadata": {"type": "object"}, "spec": spec, "status": status}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "rayclusters.ray.io"},
-            "spec": {"group": "ray.io", "scope": "Namespaced",
-                     "names": {"categories": ["all"], "kind": "RayCluster",
-                               "listKind": "RayClusterList", "plural": "rayclusters",
-                               "singular": "raycluster"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "additionalPrinterColumns": columns,
-                                   "schema": {"openAPIV3Schema": schema},
-                                   "subresources": {"status": {}}}]}}
-
-
-def workload_crd():
-    """``workloads.kueue.x-k8s.io`` v1beta2: Kueue's names, printer columns and spec defaults."""
-    columns = [
-        {"description": "Name of the queue this workload was submitted to",
-         "jsonPath": ".spec.queueName", "name": "Queue", "type": "string"},
-        {"description": "Name of the ClusterQueue where the workload is reserving quota",
-         "jsonPath": ".status.admission.clusterQueue", "name": "Reserved in", "type": "string"},
-        {"description": "Admission status",
-         "jsonPath": ".status.conditions[?(@.type=='Admitted')].status", "name": "Admitted",
-         "type": "string"},
-        {"description": "Workload finished",
-         "jsonPath": ".status.conditions[?(@.type=='Finished')].status", "name": "Finished",
-         "type": "string"},
-        {"description": "Time this workload was created",
-         "jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
-    ]
-    podset = _open(name={"type": "string", "default": "main"}, count=_int(1),
-                   minCount=_int(), template=_open())
-    podset["required"] = ["count", "template"]
-    spec = _open(active={"type": "boolean", "default": True}, queueName={"type": "string"},
-                 podSets={"type": "array", "items": podset},
-                 priority=_int(), maximumExecutionTimeSeconds=_int())
-    schema = {"type": "object", "description": "Workload is the Schema for the workloads API",
-              "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                             "metadata": {"type": "object"}, "spec": spec,
-                             "status": _open(conditions={"type": "array", "items": _open()},
-                                             admission=_open())}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "workloads.kueue.x-k8s.io"},
-            "spec": {"group": "kueue.x-k8s.io", "scope": "Namespaced",
-                     "names": {"kind": "Workload", "listKind": "WorkloadList",
-                               "plural": "workloads", "singular": "workload",
-                               "shortNames": ["kwl", "kueueworkload", "kueueworkloads"]},
-                     "versions": [{"name": "v1beta2", "served": True, "storage": True,
-                                   "additionalPrinterColumns": columns,
-                                   "schema": {"openAPIV3Schema": schema},
-                                   "subresources": {"status": {}}}]}}
-
-
-BUILTIN = {"raycluster": raycluster_crd, "workload": workload_crd}
-
-
 def install(store, names):
-    """Create the ``--crd`` definitions (``BUILTIN`` names) at start."""
+    """Create the ``--crd`` definitions (``crddefs.BUILTIN`` names) at start."""
     unknown = [n for n in names if n not in BUILTIN]
     if unknown:
         raise SystemExit("--crd: unknown definition %s (available: %s)"

@@ -48,8 +48,8 @@ import time
 
 import controllers
 from errors import ApiError
-from kcommon import (MATCH_ALL, get_condition, now_rfc3339, parse_time, pod_terminal,
-                     set_condition)
+from kcommon import (MATCH_ALL, get_condition, now_rfc3339, parse_time, pod_ready,
+                     pod_removal_order, pod_terminal, set_condition)
 from resources import RES_BY_KEY
 
 JOBS = RES_BY_KEY["jobs.batch"]
@@ -75,11 +75,6 @@ def _index(pod):
         return int(v)
     except (TypeError, ValueError):
         return None
-
-
-def _ready(pod):
-    return get_condition(pod, "Ready") is not None and \
-        get_condition(pod, "Ready").get("status") == "True"
 
 
 def format_indexes(indexes):
@@ -109,23 +104,6 @@ def parse_indexes(text):
             continue
         out.update(range(lo, hi + 1))
     return out
-
-
-def removal_order(pod):
-    """Sort key: pods earlier in this order are deleted first (controller.ActivePods)."""
-    st = pod.get("status") or {}
-    phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(st.get("phase"), 0)
-    restarts = sum(int(c.get("restartCount", 0)) for c in st.get("containerStatuses") or [])
-    ready_cond = get_condition(pod, "Ready") or {}
-    ready_since = parse_time(ready_cond["lastTransitionTime"]) \
-        if _ready(pod) and ready_cond.get("lastTransitionTime") else 0
-    created = parse_time(pod["metadata"].get("creationTimestamp", ""))
-    return (1 if pod["spec"].get("nodeName") else 0, phase_rank, 1 if _ready(pod) else 0,
-            -ready_since, -restarts, -created, _neg(pod["metadata"]["name"]))
-
-
-def _neg(s):
-    return [-ord(ch) for ch in s]
 
 
 class JobController(controllers.Controller):
@@ -277,7 +255,7 @@ class JobController(controllers.Controller):
                 self.after(max(left, 0) + 0.05, key)
 
         status["active"] = len(active)
-        status["ready"] = sum(1 for p in active if _ready(p))
+        status["ready"] = sum(1 for p in active if pod_ready(p))
         status["terminating"] = len(terminating)
         status["uncountedTerminatedPods"] = {}
         for k in ("active", "succeeded", "failed"):  # omitempty fields
@@ -314,7 +292,7 @@ class JobController(controllers.Controller):
         if spec.get("completionMode") == "Indexed":
             return self._manage_indexed(job, active, busy, done_idx, want, completions)
         if len(active) > want:
-            excess = sorted(active, key=removal_order)[:len(active) - want]
+            excess = sorted(active, key=pod_removal_order)[:len(active) - want]
             for p in excess:
                 self._delete_pod(p)
             gone = {p["metadata"]["uid"] for p in excess}
@@ -376,13 +354,7 @@ class JobController(controllers.Controller):
         if tm.get("finalizers"):
             meta["finalizers"] = list(tm["finalizers"])
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pspec}
-        for _ in range(5):
-            try:
-                return self.store.create(PODS, m["namespace"], body)
-            except ApiError as e:
-                if e.code != 409 or e.reason != "AlreadyExists":
-                    raise
-        raise ApiError(409, "AlreadyExists", "could not generate a unique pod name", {})
+        return self.create(PODS, m["namespace"], body)
 
     def _delete_pod(self, pod):
         m = pod["metadata"]
@@ -392,24 +364,6 @@ class JobController(controllers.Controller):
         self.delete(PODS, m["namespace"], m["name"], m["uid"])
 
     def _collect(self, ns, name, uid):
-        """Garbage collection of the pods whose controller was the deleted Job."""
-        opts = self.delete_opts.get(uid) or {}
-        policy = opts.get("propagationPolicy")
-        if policy is None:
-            policy = "Orphan" if opts.get("orphanDependents") in (True, None) else "Background"
-        for p in self.store.list(PODS, ns, MATCH_ALL, MATCH_ALL)[0]:
-            if _owner_uid(p)[0] != uid:
-                continue
-            pm = p["metadata"]
-            if policy == "Orphan":
-                refs = [r for r in pm.get("ownerReferences") or [] if r.get("uid") != uid]
-                body = {"metadata": {"resourceVersion": pm["resourceVersion"],
-                                     "ownerReferences": refs or None}}
-                try:
-                    self.store.patch(PODS, ns, pm["name"], "application/merge-patch+json", body)
-                except ApiError as e:
-                    if e.code != 404:
-                        raise  # 409: retried by the base class
-            elif not pm.get("deletionTimestamp"):
-                self.delete(PODS, ns, pm["name"], pm["uid"])
+        """Garbage collection of the pods of the deleted Job (batch/v1 defaults to Orphan)."""
+        self.collect(uid, ns, [PODS], self.delete_opts.get(uid), default="Orphan")
         self.delete_opts.pop(uid, None)

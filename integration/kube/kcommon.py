@@ -10,11 +10,18 @@ another module of the server, so every module can use it. It holds:
 * resource quantities with Kubernetes' semantics: ``parse_quantity`` (exact,
   as a ``Fraction``), ``format_quantity`` (the canonical form) and
   ``quantity_float``;
-* objects' status: ``get_condition``, ``set_condition`` (conditions) and
-  ``pod_terminal``.
+* objects' status: ``get_condition``, ``set_condition`` (conditions),
+  ``pod_terminal``, ``pod_ready``, ``pod_running_ready`` and
+  ``pod_removal_order`` (which pods a controller deletes first);
+* ``controller_ref``, the controller ownerReference of an object, and
+  ``owner_reference``, one naming an owner;
+* ``short_hash``, the short stable hash of a pod template (the
+  ``pod-template-hash`` and ``controller-revision-hash`` labels).
 """
 
 import datetime
+import hashlib
+import json
 import random
 import re
 import time
@@ -42,6 +49,18 @@ NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 def random_suffix(n=5):
     """``n`` random characters, as ``generateName`` appends them (no vowels, no 0, 1, 3)."""
     return "".join(random.choice(NAME_SUFFIX_ALPHABET) for _ in range(n))
+
+
+def short_hash(value, n=10):
+    """A stable ``n``-character hash of a JSON value, in the ``generateName`` alphabet."""
+    digest = hashlib.sha256(json.dumps(value, sort_keys=True,
+                                       separators=(",", ":")).encode()).digest()
+    number = int.from_bytes(digest[:16], "big")
+    out = []
+    for _ in range(n):
+        number, i = divmod(number, len(NAME_SUFFIX_ALPHABET))
+        out.append(NAME_SUFFIX_ALPHABET[i])
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------- times
@@ -169,3 +188,54 @@ def set_condition(conds, ctype, status, reason="", message="", now=None, probe=F
 def pod_terminal(pod):
     """Whether the pod has finished (phase Succeeded or Failed)."""
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_ready(pod):
+    """Whether the pod's Ready condition is True."""
+    c = get_condition(pod, "Ready")
+    return c is not None and c.get("status") == "True"
+
+
+def pod_running_ready(pod):
+    """Running and Ready (podutil.IsPodReady on a running pod), and not being deleted."""
+    return ((pod.get("status") or {}).get("phase") == "Running" and pod_ready(pod)
+            and not pod["metadata"].get("deletionTimestamp"))
+
+
+def pod_removal_order(pod):
+    """Sort key: pods earlier in this order are deleted first (controller.ActivePods).
+
+    Unscheduled before scheduled, Pending before Unknown before Running, not
+    ready before ready, ready for less time first, more container restarts
+    first, newer first.
+    """
+    st = pod.get("status") or {}
+    phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(st.get("phase"), 0)
+    restarts = sum(int(c.get("restartCount", 0)) for c in st.get("containerStatuses") or [])
+    ready_cond = get_condition(pod, "Ready") or {}
+    ready = pod_ready(pod)
+    ready_since = parse_time(ready_cond["lastTransitionTime"]) \
+        if ready and ready_cond.get("lastTransitionTime") else 0
+    created = parse_time(pod["metadata"].get("creationTimestamp", ""))
+    return (1 if (pod.get("spec") or {}).get("nodeName") else 0, phase_rank, 1 if ready else 0,
+            -ready_since, -restarts, -created, [-ord(ch) for ch in pod["metadata"]["name"]])
+
+
+# -------------------------------------------------------------------- owners
+
+def controller_ref(obj):
+    """The ownerReference of ``obj`` marked ``controller: true``, or None."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def owner_reference(owner, block=True):
+    """A controller ownerReference to ``owner`` (as controllers set it on what they create)."""
+    m = owner["metadata"]
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": m["name"],
+           "uid": m["uid"], "controller": True}
+    if block:
+        ref["blockOwnerDeletion"] = True
+    return ref

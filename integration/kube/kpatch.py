@@ -3,7 +3,8 @@
 * JSON merge patch, RFC 7386 (``application/merge-patch+json``).
 * JSON patch, RFC 6902 (``application/json-patch+json``).
 * Strategic merge patch (``application/strategic-merge-patch+json``) for the
-  built-in kinds this server serves, driven by a table of the ``patchStrategy``
+  built-in kinds this server serves (pods, Jobs, namespaces, Deployments,
+  ReplicaSets, StatefulSets), driven by a table of the ``patchStrategy``
   / ``patchMergeKey`` struct tags of ``k8s.io/api`` (only the fields listed in
   ``_POD_SPEC_KEYS`` and friends; every other list is replaced, every map is
   merged, as the strategic merge patch does for fields without a strategy).
@@ -226,7 +227,9 @@ def _build_tables():
     job[("status", "conditions")] = ("merge", "type")
     namespace = dict(_META_KEYS)
     namespace[("status", "conditions")] = ("merge", "type")
-    return {"Pod": pod, "Job": job, "Namespace": namespace}
+    apps = dict(job)  # apps/v1 kinds: the pod template at spec.template, conditions by type
+    return {"Pod": pod, "Job": job, "Namespace": namespace, "Deployment": apps,
+            "ReplicaSet": apps, "StatefulSet": apps}
 
 
 STRATEGIES = _build_tables()

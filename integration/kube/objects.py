@@ -1,7 +1,9 @@
 """Per-kind rules of the test API server: defaulting and validation of objects.
 
-What the registry strategies of namespaces, pods and jobs do on create and
-update (status reset, spec defaults, the QoS class, a Job's selector), object
+What the registry strategies of namespaces, pods, jobs and the apps/v1 kinds
+(Deployments, ReplicaSets, StatefulSets) do on create and update (status
+reset, spec defaults, the QoS class, a Job's selector, an apps/v1 object's
+selector that must match its template), object
 name and label syntax, and the validation errors answered as 422 Invalid (the
 pod and Job update rules are in updaterules.py; CustomResourceDefinitions and
 custom resources are handled by crds.py, webhook configurations by
@@ -15,6 +17,9 @@ import crds
 import updaterules
 import webhookconfig
 from errors import FieldError
+from updaterules import GoValue, go_string_map
+
+APPS_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -95,6 +100,11 @@ def prepare_for_create(res, obj):
     elif res.kind == "Job":
         obj["status"] = {}
         default_job(obj)
+    elif res.kind in APPS_KINDS:
+        # The fields without omitempty are written even when zero.
+        obj["status"] = {"ReplicaSet": {"replicas": 0},
+                         "StatefulSet": {"replicas": 0, "availableReplicas": 0}}.get(res.kind, {})
+        default_apps_spec(res.kind, obj.setdefault("spec", {}))
     elif res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         webhookconfig.default_configuration(obj, res.kind.startswith("Mutating"))
 
@@ -115,6 +125,8 @@ def prepare_for_update(res, new, old):
         default_pod_spec(spec)
     if res.kind == "Job" and isinstance(new.get("spec"), dict):
         default_job_spec(new["spec"])
+    if res.kind in APPS_KINDS and isinstance(new.get("spec"), dict):
+        default_apps_spec(res.kind, new["spec"])
     if res.kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         webhookconfig.default_configuration(new, res.kind.startswith("Mutating"))
     if res.kind == "Namespace":
@@ -171,6 +183,12 @@ def default_job_spec(spec):
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    default_pod_template(spec)
+
+
+def default_pod_template(spec):
+    """The defaults of the pod template in ``spec.template`` (those of a pod spec, less what
+    only a pod's admission sets)."""
     tmpl = spec.setdefault("template", {})
     if not isinstance(tmpl, dict):
         return
@@ -183,6 +201,76 @@ def default_job_spec(spec):
     tspec.pop("enableServiceLinks", None)
 
 
+def default_apps_spec(kind, spec):
+    """The apps/v1 defaults of a Deployment, ReplicaSet or StatefulSet spec."""
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    if kind == "Deployment":
+        strategy = spec.setdefault("strategy", {})
+        if isinstance(strategy, dict):
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                ru = strategy.setdefault("rollingUpdate", {})
+                if isinstance(ru, dict):
+                    ru.setdefault("maxUnavailable", "25%")
+                    ru.setdefault("maxSurge", "25%")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        strategy = spec.setdefault("updateStrategy", {})
+        if isinstance(strategy, dict):
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                ru = strategy.setdefault("rollingUpdate", {})
+                if isinstance(ru, dict):
+                    ru.setdefault("partition", 0)
+        spec.setdefault("revisionHistoryLimit", 10)
+        policy = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+        if isinstance(policy, dict):
+            policy.setdefault("whenDeleted", "Retain")
+            policy.setdefault("whenScaled", "Retain")
+    default_pod_template(spec)
+
+
+def selector_matches(sel, labels):
+    """Whether a metav1.LabelSelector (matchLabels, matchExpressions) selects ``labels``."""
+    labels = labels or {}
+    for k, v in ((sel or {}).get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in (sel or {}).get("matchExpressions") or []:
+        key, op, vals = e.get("key"), e.get("operator"), e.get("values") or []
+        if (op == "In" and labels.get(key) not in vals) or \
+                (op == "NotIn" and key in labels and labels[key] in vals) or \
+                (op == "Exists" and key not in labels) or \
+                (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def apps_spec_errors(kind, obj):
+    """What apps/v1 validation refuses in every write: a missing or empty selector, a
+    template whose labels it does not select, a template without containers."""
+    errs = []
+    spec = obj.get("spec") or {}
+    sel = spec.get("selector")
+    tmpl = spec.get("template") or {}
+    if not isinstance(sel, dict):
+        errs.append(FieldError("Required", "spec.selector", ""))
+    elif not (sel.get("matchLabels") or sel.get("matchExpressions")):
+        errs.append(FieldError("Invalid", "spec.selector", "empty selector is invalid for %s"
+                               % kind.lower(), GoValue("&v1.LabelSelector{}"), True))
+    elif not selector_matches(sel, (tmpl.get("metadata") or {}).get("labels")):
+        errs.append(FieldError("Invalid", "spec.template.metadata.labels",
+                               "`selector` does not match template `labels`",
+                               GoValue(go_string_map((tmpl.get("metadata") or {}).get(
+                                   "labels"))), True))
+    if not (tmpl.get("spec") or {}).get("containers"):
+        errs.append(FieldError("Required", "spec.template.spec.containers", ""))
+    return errs
+
+
 def validate_create(res, obj):
     errs = []
     builtin = res.crd is None  # a custom resource may have a built-in kind's name
@@ -193,6 +281,8 @@ def validate_create(res, obj):
         tmpl = (obj.get("spec") or {}).get("template") or {}
         if not (tmpl.get("spec") or {}).get("containers"):
             errs.append(FieldError("Required", "spec.template.spec.containers", ""))
+    if builtin and res.kind in APPS_KINDS:
+        errs.extend(apps_spec_errors(res.kind, obj))
     if builtin and res.kind in ("MutatingWebhookConfiguration",
                                 "ValidatingWebhookConfiguration"):
         errs.extend(webhookconfig.validate_configuration(obj))
@@ -237,6 +327,14 @@ def validate_update(res, new, old, sub="", features=None):
                                    "'.', and must start and end with an alphanumeric character",
                                    v, True))
     if sub != "status" and builtin:
+        if res.kind in APPS_KINDS:
+            errs.extend(apps_spec_errors(res.kind, new))
+            if not updaterules.semantic_equal((new.get("spec") or {}).get("selector"),
+                                              (old.get("spec") or {}).get("selector")):
+                errs.append(FieldError("Invalid", "spec.selector", "field is immutable",
+                                       GoValue(updaterules.go_struct(
+                                           "v1.LabelSelector",
+                                           (new.get("spec") or {}).get("selector"))), True))
         if res.kind == "Pod":
             errs.extend(updaterules.pod_update_errors(new, old))
         elif res.kind == "Job":

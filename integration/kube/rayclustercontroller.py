@@ -587,13 +587,7 @@ class RayClusterController(controllers.Controller):
         if tm.get("finalizers"):
             meta["finalizers"] = list(tm["finalizers"])
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pspec}
-        for _ in range(5):
-            try:
-                return self.store.create(PODS, m["namespace"], body)
-            except ApiError as e:
-                if e.code != 409 or e.reason != "AlreadyExists":
-                    raise
-        raise ApiError(409, "AlreadyExists", "could not generate a unique pod name", {})
+        return self.create(PODS, m["namespace"], body)
 
     @staticmethod
     def _autoscaler(spec, containers):
@@ -704,26 +698,8 @@ class RayClusterController(controllers.Controller):
 
     # ------------------------------------------------------------------ gc
     def _collect(self, ns, name, uid):
-        """Garbage collection of the pods whose controller was the deleted RayCluster."""
-        opts = self.delete_opts.get(uid) or {}
-        orphan = opts.get("propagationPolicy") == "Orphan" or (
-            opts.get("propagationPolicy") is None and opts.get("orphanDependents") is True)
-        for p in self.store.list(PODS, ns, MATCH_ALL, MATCH_ALL)[0]:
-            pm = p["metadata"]
-            if not any(r.get("uid") == uid and r.get("controller")
-                       for r in pm.get("ownerReferences") or []):
-                continue
-            if orphan:
-                refs = [r for r in pm.get("ownerReferences") or [] if r.get("uid") != uid]
-                body = {"metadata": {"resourceVersion": pm["resourceVersion"],
-                                     "ownerReferences": refs or None}}
-                try:
-                    self.store.patch(PODS, ns, pm["name"], "application/merge-patch+json", body)
-                except ApiError as e:
-                    if e.code != 404:
-                        raise
-            elif not pm.get("deletionTimestamp"):
-                self.delete(PODS, ns, pm["name"], pm["uid"])
+        """Garbage collection of the pods of the deleted RayCluster (Background by default)."""
+        self.collect(uid, ns, [PODS], self.delete_opts.get(uid))
         for key in [k for k in self.expected_deletes if k[:2] == (ns, name)]:
             del self.expected_deletes[key]
         self.delete_opts.pop(uid, None)

@@ -15,8 +15,8 @@ import hashlib
 import json
 import re
 
-from tables import (DEFAULT_TABLE, EVENT_TABLE, JOB_TABLE, LEASE_TABLE, NAMESPACE_TABLE,
-                    NODE_TABLE, POD_TABLE)
+from tables import (DEFAULT_TABLE, DEPLOYMENT_TABLE, EVENT_TABLE, JOB_TABLE, LEASE_TABLE,
+                    NAMESPACE_TABLE, NODE_TABLE, POD_TABLE, REPLICASET_TABLE, STATEFULSET_TABLE)
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -92,6 +92,12 @@ RESOURCES = [
              field_labels=("spec.unschedulable",), table=NODE_TABLE),
     Resource("", "v1", "events", "Event", True, "event", ["ev"], [],
              field_labels=EVENT_FIELDS, table=EVENT_TABLE),
+    Resource("apps", "v1", "deployments", "Deployment", True, "deployment", ["deploy"], ["all"],
+             has_status=True, generation=True, table=DEPLOYMENT_TABLE),
+    Resource("apps", "v1", "replicasets", "ReplicaSet", True, "replicaset", ["rs"], ["all"],
+             has_status=True, generation=True, table=REPLICASET_TABLE),
+    Resource("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset", ["sts"], ["all"],
+             has_status=True, generation=True, table=STATEFULSET_TABLE),
     Resource("batch", "v1", "jobs", "Job", True, "job", [], ["all"], has_status=True,
              generation=True, field_labels=("status.successful",), table=JOB_TABLE),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease", [], [],
@@ -109,7 +115,7 @@ RESOURCES = [
              ["api-extensions"], has_status=True, generation=True, table=DEFAULT_TABLE),
 ]
 
-GROUP_ORDER = ["", "batch", "coordination.k8s.io", "events.k8s.io",
+GROUP_ORDER = ["", "apps", "batch", "coordination.k8s.io", "events.k8s.io",
                "admissionregistration.k8s.io", "apiextensions.k8s.io"]
 
 

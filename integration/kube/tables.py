@@ -114,6 +114,73 @@ JOB_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Completions"), _co
               _col("Age"), _col("Containers", priority=1), _col("Images", priority=1),
               _col("Selector", priority=1)], _job_row)
 
+def format_label_selector(sel):
+    """metav1.FormatLabelSelector: ``k=v`` and ``k in (a,b)`` terms, ``<none>`` when empty."""
+    sel = sel or {}
+    parts = ["%s=%s" % (k, v) for k, v in sorted((sel.get("matchLabels") or {}).items())]
+    for e in sel.get("matchExpressions") or []:
+        op, key, vals = e.get("operator"), e.get("key", ""), ",".join(e.get("values") or [])
+        if op == "In":
+            parts.append("%s in (%s)" % (key, vals))
+        elif op == "NotIn":
+            parts.append("%s notin (%s)" % (key, vals))
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append("!" + key)
+    return ",".join(parts) or "<none>"
+
+
+def _containers_images(obj):
+    containers = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "containers") or []
+    return (",".join(c.get("name", "") for c in containers),
+            ",".join(c.get("image", "") for c in containers))
+
+
+def _replicas(obj):
+    r = (obj.get("spec") or {}).get("replicas")
+    return 1 if r is None else int(r)
+
+
+def _deployment_row(d):
+    st = d.get("status") or {}
+    names, images = _containers_images(d)
+    return [d["metadata"]["name"], "%d/%d" % (st.get("readyReplicas", 0), _replicas(d)),
+            st.get("updatedReplicas", 0), st.get("availableReplicas", 0), _age(d), names, images,
+            format_label_selector((d.get("spec") or {}).get("selector"))]
+
+
+DEPLOYMENT_TABLE = ([_col("Name", fmt="name"), _col("Ready"), _col("Up-to-date", "integer"),
+                     _col("Available", "integer"), _col("Age"), _col("Containers", priority=1),
+                     _col("Images", priority=1), _col("Selector", priority=1)], _deployment_row)
+
+
+def _replicaset_row(rs):
+    st = rs.get("status") or {}
+    names, images = _containers_images(rs)
+    return [rs["metadata"]["name"], _replicas(rs), st.get("replicas", 0),
+            st.get("readyReplicas", 0), _age(rs), names, images,
+            format_label_selector((rs.get("spec") or {}).get("selector"))]
+
+
+REPLICASET_TABLE = ([_col("Name", fmt="name"), _col("Desired", "integer"),
+                     _col("Current", "integer"), _col("Ready", "integer"), _col("Age"),
+                     _col("Containers", priority=1), _col("Images", priority=1),
+                     _col("Selector", priority=1)], _replicaset_row)
+
+
+def _statefulset_row(sts):
+    st = sts.get("status") or {}
+    names, images = _containers_images(sts)
+    return [sts["metadata"]["name"], "%d/%d" % (st.get("readyReplicas", 0), _replicas(sts)),
+            _age(sts), names, images]
+
+
+STATEFULSET_TABLE = ([_col("Name", fmt="name"), _col("Ready"), _col("Age"),
+                      _col("Containers", priority=1), _col("Images", priority=1)],
+                     _statefulset_row)
+
 NAMESPACE_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Age")],
                    lambda n: [n["metadata"]["name"], n.get("status", {}).get("phase", ""), _age(n)])
 
@@ -160,7 +227,8 @@ class JSONPathError(ValueError):
 
 
 def _jsonpath_tokens(path):
-    """Split a simple JSONPath (``.a.b[0].c``, ``[*]``, ``['k']``, ``[?(@.x=='v')]``)."""
+    """Split a simple JSONPath (``.a.b[0].c``, ``[*]``, ``[-1:]``, ``['k']``,
+    ``[?(@.x=='v')]``)."""
     out, i, n = [], 0, len(path)
     while i < n:
         ch = path[i]
@@ -194,6 +262,10 @@ def _jsonpath_tokens(path):
                 out.append(("filter", _parse_filter(inner[2:-1].strip())))
             elif inner[:1] in "'\"" and inner[-1:] == inner[:1]:
                 out.append(("field", inner[1:-1]))
+            elif _SLICE.match(inner):
+                a, b = inner.split(":", 1)
+                out.append(("slice", (int(a) if a.strip() else None,
+                                      int(b) if b.strip() else None)))
             else:
                 try:
                     out.append(("index", int(inner)))
@@ -204,6 +276,7 @@ def _jsonpath_tokens(path):
     return out
 
 
+_SLICE = re.compile(r"^\s*-?\d*\s*:\s*-?\d*\s*$")
 _FILTER = re.compile(r"^@((?:\.[^.=!<> ]+)+)\s*(==|!=)\s*(.+)$")
 
 
@@ -233,6 +306,8 @@ def jsonpath(obj, path):
                 nxt.append(v[arg])
             elif kind == "index" and isinstance(v, list) and -len(v) <= arg < len(v):
                 nxt.append(v[arg])
+            elif kind == "slice" and isinstance(v, list):
+                nxt.extend(v[arg[0]:arg[1]])
             elif kind == "all":
                 nxt.extend(v if isinstance(v, list) else list(v.values())
                            if isinstance(v, dict) else [])

@@ -489,8 +489,8 @@ class CrdLifecycleTest(unittest.TestCase):
 
     def test_unknown_builtin_definition(self):
         with self.assertRaises(RuntimeError) as cm:
-            ApiServerProcess("--crd", "rayjob").start()
-        self.assertIn("--crd: unknown definition rayjob", str(cm.exception))
+            ApiServerProcess("--crd", "rayservice").start()
+        self.assertIn("--crd: unknown definition rayservice", str(cm.exception))
 
 
 # ---------------------------------------------------------------------- kubectl

@@ -24,7 +24,7 @@ class RawApiTest(unittest.TestCase):
         self.assertEqual((code, body["kind"], body["versions"]), (200, "APIVersions", ["v1"]))
         code, body = self.s.request("GET", "/apis")
         self.assertEqual([g["name"] for g in body["groups"]],
-                         ["batch", "coordination.k8s.io", "events.k8s.io",
+                         ["apps", "batch", "coordination.k8s.io", "events.k8s.io",
                           "admissionregistration.k8s.io", "apiextensions.k8s.io"])
         code, body = self.s.request("GET", "/apis/batch/v1")
         self.assertEqual(body["groupVersion"], "batch/v1")
