@@ -355,6 +355,13 @@ if [ -n "$HELM" ]; then
     "mjob.kb.io mpod.kb.io mraycluster.kb.io vjob.kb.io vpod.kb.io vraycluster.kb.io" \
     --integrations=batch/job,pod,ray.io/raycluster "${required[@]}" \
     --set integrations.pods=true --set integrations.rayclusters=true
+  must_have_webhooks "$chart" "mjob.kb.io mjobset.kb.io vjob.kb.io vjobset.kb.io" \
+    --integrations=batch/job,jobset.x-k8s.io/jobset "${required[@]}" \
+    --set integrations.jobsets=true
+  grep -q 'jobsets/status' <<<"$("$HELM" template r "$chart" "${required[@]}" \
+    --set integrations.jobsets=true)" ||
+    { echo "helm: rendering $chart with integrations.jobsets: no jobsets/status rule" >&2
+      exit 1; }
   grep -q 'rayclusters/status' <<<"$("$HELM" template r "$chart" "${required[@]}" \
     --set integrations.rayclusters=true)" ||
     { echo "helm: rendering $chart with integrations.rayclusters: no rayclusters/status rule" >&2

@@ -102,6 +102,13 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     JobWebhookOptions job_options;
     job_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
     job_options.elastic_jobs = config.elastic_jobs;
+    // An object controlled by a kind of a registered integration (a JobSet's child Jobs) belongs
+    // to its owner's Workload: neither defaulted nor suspended.
+    std::vector<OwnerKind> managed_kinds = {{"v1", "Pod"}};
+    for (const Integration* i : s->registry_->All()) {
+      managed_kinds.push_back({i->info().api_version, i->info().kind});
+    }
+    job_options.managed_owner_kinds = managed_kinds;
     std::vector<KindWebhook> webhooks;
     for (const Integration* i : s->registry_->All()) {
       webhooks.push_back(i->Webhook(*s->webhook_context_, job_options,
@@ -111,6 +118,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     pod_options.integration_enabled = config.integrations.count("pod") > 0;
     pod_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
     pod_options.elastic_jobs = config.elastic_jobs;
+    pod_options.managed_owner_kinds = managed_kinds;
     // admitd reads a pod's group name from its label (the annotation form is not read there).
     pod_options.workload_identifier_annotations = false;
     webhooks.push_back(PodWebhook(*s->webhook_context_, pod_options));
@@ -162,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   for (const auto& c : s->controllers_) {
     Controller* raw = c.get();
     s->threads_.emplace_back([raw] { raw->objects->Run(); });
-    s->threads_.emplace_back([raw] { raw->pods->Run(); });
+    if (raw->pods) s->threads_.emplace_back([raw] { raw->pods->Run(); });
   }
   s->threads_.emplace_back([s] { s->namespaces_->Run(); });
   if (s->managed_pods_) s->threads_.emplace_back([s] { s->managed_pods_->Run(); });
@@ -207,7 +215,7 @@ void Shim::Stop() {
   if (elector_) elector_->Stop();
   for (const auto& c : controllers_) {
     c->objects->Stop();
-    c->pods->Stop();
+    if (c->pods) c->pods->Stop();
   }
   namespaces_->Stop();
   if (managed_pods_) managed_pods_->Stop();
@@ -245,7 +253,7 @@ bool Shim::Synced() const {
   for (const auto& c : controllers_) {
     const bool listed = c->objects->lists() > 0 ||
                         (c->integration->info().custom_resource && c->objects->missing());
-    if (!listed || c->pods->lists() == 0) return false;
+    if (!listed || (c->pods && c->pods->lists() == 0)) return false;
   }
   return namespaces_->lists() > 0 && (!managed_pods_ || managed_pods_->lists() > 0) &&
          admitd_->Synced();
@@ -263,14 +271,18 @@ void Shim::AddControllers(const FrameworkOptions& options) {
     c->objects = std::make_unique<Informer>(
         kube_, integration->CollectionPath(),
         [this, raw](const std::string&, const nlohmann::json& object) { OnObject(*raw, object); });
-    c->pods = std::make_unique<Informer>(
-        kube_, info.pods_path, [raw](const std::string&, const nlohmann::json& pod) {
-          if (std::string key = raw->integration->OwnerKeyOfPod(pod); !key.empty()) {
-            raw->queue.Add(key);
-          }
-        });
+    if (!info.pods_path.empty()) {
+      c->pods = std::make_unique<Informer>(
+          kube_, info.pods_path, [raw](const std::string&, const nlohmann::json& pod) {
+            if (std::string key = raw->integration->OwnerKeyOfPod(pod); !key.empty()) {
+              raw->queue.Add(key);
+            }
+          });
+    }
     c->reconciler = std::make_unique<Reconciler>(*integration, *registry_, kube_, *admitd_,
-                                                 *c->objects, *c->pods, *events_, options);
+                                                 *c->objects,
+                                                 c->pods ? *c->pods : NoObjects(), *events_,
+                                                 options);
     if (info.name == "batch/job") jobs_ = raw;
     controllers_.push_back(std::move(c));
   }

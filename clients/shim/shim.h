@@ -68,7 +68,7 @@ class Shim {
     // (its Workloads' changes still are: a MultiKueue worker's Jobs, Jobs left from before).
     bool enabled = false;
     std::unique_ptr<Informer> objects;
-    std::unique_ptr<Informer> pods;
+    std::unique_ptr<Informer> pods;  // null for a kind whose reconcile needs none
     WorkQueue queue;
     std::unique_ptr<Reconciler> reconciler;
     std::atomic<int64_t> errors{0};

@@ -12,13 +12,14 @@ namespace admitd::shim {
 
 namespace {
 
-constexpr char kIntegrations[] = "batch/job, pod, ray.io/raycluster";
+constexpr char kIntegrations[] = "batch/job, pod, ray.io/raycluster, jobset.x-k8s.io/jobset";
 
 settings::Parser Integrations(std::set<std::string>* out) {
   return [out](const std::string& value) {
     std::set<std::string> parsed;
     for (absl::string_view f : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-      if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster") {
+      if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster" &&
+          f != "jobset.x-k8s.io/jobset") {
         return absl::InvalidArgumentError(
             absl::StrCat("unknown integration \"", f, "\" (known: ", kIntegrations, ")"));
       }
@@ -185,7 +186,7 @@ settings::Table ShimConfigTable(ShimConfig* c) {
   add({.flag = "--integrations",
        .value = "LIST",
        .help = "the kinds managed (Kueue's integrations.frameworks): batch/job, pod, "
-               "ray.io/raycluster",
+               "ray.io/raycluster, jobset.x-k8s.io/jobset",
        .default_text = "batch/job",
        .parse = Integrations(&c->integrations)});
   add({.flag = "--feature-gates",

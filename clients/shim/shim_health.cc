@@ -34,8 +34,11 @@ HttpReply Shim::Readyz() const {
                                ? absl::StrCat("[+]informer-", info.resource, ": ", info.resource,
                                               ".", group, " not installed\n")
                                : absl::StrCat("[-]informer-", info.resource, " not synced\n"));
-    absl::StrAppend(&body, c->pods->lists() > 0 ? absl::StrCat("[+]informer-", pods, " synced\n")
-                                                : absl::StrCat("[-]informer-", pods, " not synced\n"));
+    if (c->pods) {
+      absl::StrAppend(&body, c->pods->lists() > 0
+                                 ? absl::StrCat("[+]informer-", pods, " synced\n")
+                                 : absl::StrCat("[-]informer-", pods, " not synced\n"));
+    }
   }
   absl::StrAppend(&body,
       namespaces_->lists() > 0 ? "[+]informer-namespaces synced\n"

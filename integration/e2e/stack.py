@@ -301,18 +301,20 @@ class Stack:
             return cert_dir, f.read()
 
     def register_webhooks(self, port, ca_pem, pods=False, failure_policy="Fail",
-                          rayclusters=False):
+                          rayclusters=False, jobsets=False):
         """Kueue's webhook configurations (mjob/vjob, mpod/vpod with ``pods``, mraycluster/
-        vraycluster with ``rayclusters``), pointing at https://127.0.0.1:<port>."""
+        vraycluster with ``rayclusters``, mjobset/vjobset with ``jobsets``), pointing at
+        https://127.0.0.1:<port>."""
         import base64
-        groups = {"jobs": "batch", "pods": "", "rayclusters": "ray.io"}
+        groups = {"jobs": ("batch", "v1"), "pods": ("", "v1"), "rayclusters": ("ray.io", "v1"),
+                  "jobsets": ("jobset.x-k8s.io", "v1alpha2")}
 
         def hook(name, path, resource, operations):
             return {"name": name,
                     "clientConfig": {"url": "https://127.0.0.1:%d%s" % (port, path),
                                      "caBundle": base64.b64encode(ca_pem).decode()},
-                    "rules": [{"apiGroups": [groups[resource]],
-                               "apiVersions": ["v1"], "operations": operations,
+                    "rules": [{"apiGroups": [groups[resource][0]],
+                               "apiVersions": [groups[resource][1]], "operations": operations,
                                "resources": [resource]}],
                     "failurePolicy": failure_policy, "sideEffects": "None",
                     "admissionReviewVersions": ["v1"],
@@ -330,6 +332,11 @@ class Stack:
                                  "rayclusters", ["CREATE"]))
             validating.append(hook("vraycluster.kb.io", "/validate-ray-io-v1-raycluster",
                                    "rayclusters", ["CREATE", "UPDATE"]))
+        if jobsets:
+            mutating.append(hook("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset",
+                                 "jobsets", ["CREATE"]))
+            validating.append(hook("vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset",
+                                   "jobsets", ["CREATE", "UPDATE"]))
         for kind, plural, hooks in (
                 ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", mutating),
                 ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", validating)):
@@ -339,19 +346,21 @@ class Stack:
                                     "webhooks": hooks})
             assert code == 201, (code, resp)
 
-    def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=(), rayclusters=False):
+    def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=(), rayclusters=False,
+                                jobsets=False):
         """A shim serving the webhook on a free port, and the configurations registered; with
-        ``pods`` and ``rayclusters`` those integrations too."""
+        ``pods``, ``rayclusters`` and ``jobsets`` those integrations too."""
         cert_dir, ca = self.webhook_certificate()
         port = free_port()
         args = ["--webhook-listen", "127.0.0.1:%d" % port, "--webhook-cert-dir", cert_dir]
         integrations = ["batch/job"] + (["pod"] if pods else []) + \
-            (["ray.io/raycluster"] if rayclusters else [])
+            (["ray.io/raycluster"] if rayclusters else []) + \
+            (["jobset.x-k8s.io/jobset"] if jobsets else [])
         if len(integrations) > 1:
             args.append("--integrations=" + ",".join(integrations))
         shim = self.start_shim(identity, args + list(extra))
         shim.webhook_args = args  # a replacement replica serves the same address and certificate
-        self.register_webhooks(port, ca, pods=pods, rayclusters=rayclusters)
+        self.register_webhooks(port, ca, pods=pods, rayclusters=rayclusters, jobsets=jobsets)
         return shim
 
     def stop(self):

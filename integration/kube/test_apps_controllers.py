@@ -363,8 +363,10 @@ class StatefulSetTest(AppsApi, unittest.TestCase):
             {"name": "main", "image": "nginx:1.28"}]}}}}, STRATEGIC)
 
         def rolled():
+            # The old status satisfies the rest until the controller has seen the new template.
             st = (self.obj("statefulsets", "rolling") or {}).get("status") or {}
-            return (st.get("updatedReplicas") == 2 and st.get("readyReplicas") == 2
+            return (st.get("updateRevision") != old["updateRevision"]
+                    and st.get("updatedReplicas") == 2 and st.get("readyReplicas") == 2
                     and st.get("currentRevision") == st.get("updateRevision") and st)
         st = wait_until(rolled, 10, what="rolled out")
         self.assertNotEqual(st["updateRevision"], old["updateRevision"])

@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/framework/interfaces.h"
 #include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
@@ -17,7 +18,23 @@ std::string ApiRoot(const std::string& api_version) {
                                                      : "/apis/" + api_version;
 }
 
+class EmptyCache : public ObjectCache {
+ public:
+  std::optional<nlohmann::json> Get(const std::string&) const override { return std::nullopt; }
+  std::vector<nlohmann::json> Select(
+      const std::function<bool(const nlohmann::json&)>&) const override {
+    return {};
+  }
+  std::vector<nlohmann::json> ControlledBy(const std::string&) const override { return {}; }
+  std::vector<std::string> Keys() const override { return {}; }
+};
+
 }  // namespace
+
+const ObjectCache& NoObjects() {
+  static const EmptyCache kEmpty;
+  return kEmpty;
+}
 
 std::string ContainersDigestOf(const nlohmann::json& pod_template) {
   const nlohmann::json& spec = Field(pod_template, "spec");

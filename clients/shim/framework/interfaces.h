@@ -38,6 +38,9 @@ class ObjectCache {
   virtual std::vector<std::string> Keys() const = 0;
 };
 
+// A cache that holds nothing (for a kind whose reconcile needs no pods).
+const ObjectCache& NoObjects();
+
 // The Kubernetes API server, by path (/api/v1/..., /apis/group/version/...), in JSON. Errors as
 // KubeClient maps them (NOT_FOUND, ABORTED for a stale resourceVersion, ...).
 class KubeApi {

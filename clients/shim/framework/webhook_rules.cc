@@ -173,4 +173,34 @@ std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
   return errs;
 }
 
+void DefaultMultiKueueManagedBy(const nlohmann::json& object, JobWebhookContext& context,
+                                const JobWebhookOptions& options,
+                                const std::vector<std::string>& managed_by_path,
+                                const std::string& own_controller,
+                                std::vector<nlohmann::json>* ops) {
+  const ObjectView view(object);
+  if (ControlledByOneOf(view.meta, options.managed_owner_kinds)) return;
+  std::string queue = view.Label(kQueueNameLabel);
+  if (queue.empty() && context.DefaultLocalQueueExists(view.Namespace()) &&
+      context.NamespaceManaged(view.Namespace())) {
+    queue = "default";  // step 1 gave it
+  }
+  const nlohmann::json* managed_by = &object;
+  for (const std::string& key : managed_by_path) managed_by = &Field(*managed_by, key);
+  const bool defaultable = managed_by->is_null() || (managed_by->is_string() &&
+                                                     managed_by->get<std::string>() == own_controller);
+  if (!queue.empty() && defaultable && context.LocalQueueUsesMultiKueue(view.Namespace(), queue)) {
+    AddAt(object, managed_by_path, kMultiKueueControllerName, ops);
+  }
+}
+
+FieldError ElasticNotSupported(const std::string& api_version, const std::string& kind) {
+  // Go's GroupVersionKind prints a core kind with an empty group: "/v1, Kind=Pod".
+  const std::string gv = api_version.find('/') == std::string::npos ? "/" + api_version
+                                                                    : api_version;
+  return FieldError::Forbidden(AnnotationPath(kElasticJobAnnotation),
+                               absl::StrCat("elastic job is not supported for \"", gv,
+                                            ", Kind=", kind, "\""));
+}
+
 }  // namespace admitd::shim

@@ -53,6 +53,21 @@ std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_object
                                                 JobWebhookContext& context,
                                                 const JobWebhookOptions& options);
 
+// §1.3 step 4: an object for a MultiKueue manager's queue (its queue, or the `default` one step 1
+// gives it) is managed by MultiKueue: `managed_by` (a path of fields, e.g. {"spec", "managedBy"})
+// set to kueue.x-k8s.io/multikueue, unless the object is owned by a managed kind or another
+// controller than `own_controller` (the kind's own, e.g. kubernetes.io/job-controller) manages it.
+// Appends the JSON Patch operation to `ops`.
+void DefaultMultiKueueManagedBy(const nlohmann::json& object, JobWebhookContext& context,
+                                const JobWebhookOptions& options,
+                                const std::vector<std::string>& managed_by,
+                                const std::string& own_controller,
+                                std::vector<nlohmann::json>* ops);
+
+// The error for an elastic-job annotation on a kind that is not elastic ("elastic job is not
+// supported for \"<group/version>, Kind=<kind>\"").
+FieldError ElasticNotSupported(const std::string& api_version, const std::string& kind);
+
 // An object's metadata and spec as the webhook rules read them (no copies: views into the JSON).
 struct ObjectView {
   explicit ObjectView(const nlohmann::json& object);

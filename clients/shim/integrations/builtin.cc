@@ -1,6 +1,7 @@
 #include "clients/shim/integrations/builtin.h"
 
 #include "clients/shim/integrations/job/job_integration.h"
+#include "clients/shim/integrations/jobset/jobset_integration.h"
 #include "clients/shim/integrations/raycluster/raycluster_integration.h"
 
 namespace admitd::shim {
@@ -9,6 +10,7 @@ std::unique_ptr<IntegrationRegistry> BuiltinIntegrations() {
   auto registry = std::make_unique<IntegrationRegistry>();
   registry->Register(NewJobIntegration());
   registry->Register(NewRayClusterIntegration());
+  registry->Register(NewJobSetIntegration());
   return registry;
 }
 

@@ -15,4 +15,16 @@ std::string Str(const nlohmann::json& obj, std::string_view key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+int64_t IntOr(const nlohmann::json& v, int64_t fallback) {
+  return v.is_number_integer() ? v.get<int64_t>() : fallback;
+}
+
+nlohmann::json ObjectOr(const nlohmann::json& v) {
+  return v.is_object() ? v : nlohmann::json::object();
+}
+
+nlohmann::json ArrayOr(const nlohmann::json& v) {
+  return v.is_array() ? v : nlohmann::json::array();
+}
+
 }  // namespace admitd::shim

@@ -5,6 +5,7 @@
 #ifndef ADMITD_CLIENTS_SHIM_KUBE_JSON_FIELDS_H_
 #define ADMITD_CLIENTS_SHIM_KUBE_JSON_FIELDS_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,11 @@ namespace admitd::shim {
 const nlohmann::json& Field(const nlohmann::json& obj, std::string_view key);
 // obj[key] when obj is an object and that is a string; "" otherwise.
 std::string Str(const nlohmann::json& obj, std::string_view key);
+// v when it is an integer; `fallback` otherwise (missing, null, another type).
+int64_t IntOr(const nlohmann::json& v, int64_t fallback);
+// v when it is an object (an array); an empty one otherwise.
+nlohmann::json ObjectOr(const nlohmann::json& v);
+nlohmann::json ArrayOr(const nlohmann::json& v);
 
 }  // namespace admitd::shim
 

@@ -135,21 +135,8 @@ std::vector<nlohmann::json> DefaultJob(const nlohmann::json& job, JobWebhookCont
   std::vector<nlohmann::json> ops = DefaultFramework(job, context, options);
   // 4. A Job for a MultiKueue manager's queue is managed by MultiKueue, unless another
   // controller than the Job controller already manages it.
-  if (!ControlledByOneOf(view.meta, options.managed_owner_kinds)) {
-    std::string queue = view.Label(kQueueNameLabel);
-    if (queue.empty() && context.DefaultLocalQueueExists(view.Namespace()) &&
-        context.NamespaceManaged(view.Namespace())) {
-      queue = "default";  // step 1 gave it
-    }
-    const nlohmann::json& managed_by = Field(view.spec, "managedBy");
-    const bool defaultable =
-        managed_by.is_null() ||
-        (managed_by.is_string() && managed_by.get<std::string>() == kJobControllerName);
-    if (!queue.empty() && defaultable &&
-        context.LocalQueueUsesMultiKueue(view.Namespace(), queue)) {
-      AddAt(job, {"spec", "managedBy"}, kMultiKueueControllerName, &ops);
-    }
-  }
+  DefaultMultiKueueManagedBy(job, context, options, {"spec", "managedBy"}, kJobControllerName,
+                             &ops);
   // 5. Every pod of an elastic Job starts gated until its slice is admitted.
   if (Elastic(view, options)) {
     const std::vector<std::string> gates_path = {"spec", "template", "spec", "schedulingGates"};

@@ -110,8 +110,7 @@ void CheckJobOnCreate(const PodView& pod, const PodWebhookOptions& options,
   CheckPrebuiltName(pod, errs);  // a Pod may use a prebuilt Workload
   CheckMaxExecTime(pod.labels, errs);
   if (Elastic(pod, options)) {
-    errs->push_back(FieldError::Forbidden(AnnotationPath(kElasticJobAnnotation),
-                                          "elastic job is not supported for \"/v1, Kind=Pod\""));
+    errs->push_back(ElasticNotSupported("v1", "Pod"));
   }
   if (options.admission_gated_by) {
     CheckAdmissionGatedByFormat(pod.Annotation(kAdmissionGatedBy), errs);

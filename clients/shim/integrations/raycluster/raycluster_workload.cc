@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
 #include "common/kueue_keys.h"
+#include "clients/shim/framework/template_patches.h"
 #include "clients/shim/framework/workload_builder.h"
 #include "common/workload_names.h"
 
@@ -18,14 +19,6 @@ namespace {
 
 // KubeRay's RayFTEnabledAnnotationKey.
 constexpr char kRayFtEnabledAnnotation[] = "ray.io/ft-enabled";
-
-nlohmann::json ObjectOr(const nlohmann::json& v) {
-  return v.is_object() ? v : nlohmann::json::object();
-}
-
-nlohmann::json ArrayOr(const nlohmann::json& v) {
-  return v.is_array() ? v : nlohmann::json::array();
-}
 
 // A resource.Quantity's value, for comparing two quantities of one resource (KubeRay's and
 // Kueue's fixed requests against the user's). NaN-free: an unreadable text counts as 0.
@@ -91,10 +84,6 @@ nlohmann::json AutoscalerContainer(const nlohmann::json& spec) {
   return {{"name", "autoscaler"}, {"resources", {{"requests", fixed}, {"limits", fixed}}}};
 }
 
-int64_t IntOr(const nlohmann::json& v, int64_t fallback) {
-  return v.is_number_integer() ? v.get<int64_t>() : fallback;
-}
-
 }  // namespace
 
 bool RayClusterElastic(const nlohmann::json& cluster, bool elastic_jobs) {
@@ -154,23 +143,6 @@ bool RayClusterActive(const nlohmann::json& cluster, const std::vector<nlohmann:
   return false;
 }
 
-nlohmann::json MergePatchBetween(const nlohmann::json& from, const nlohmann::json& to) {
-  if (!from.is_object() || !to.is_object()) return to;
-  nlohmann::json patch = nlohmann::json::object();
-  for (const auto& [k, v] : from.items()) {
-    if (!to.contains(k)) patch[k] = nullptr;
-  }
-  for (const auto& [k, v] : to.items()) {
-    auto it = from.find(k);
-    if (it == from.end()) {
-      patch[k] = v;
-    } else if (*it != v) {
-      patch[k] = it->is_object() && v.is_object() ? MergePatchBetween(*it, v) : v;
-    }
-  }
-  return patch;
-}
-
 absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluster,
                                                     const std::vector<PodSetInfo>& infos,
                                                     bool elastic) {
@@ -206,19 +178,7 @@ nlohmann::json RayClusterStopPatch(const nlohmann::json& cluster, const v1::Work
   if (workload != nullptr &&
       workload->spec().pod_sets_size() == static_cast<int>(groups.size()) + 1) {
     auto restore = [](const v1::PodSet& stored, nlohmann::json* pod_template) {
-      if (!pod_template->is_object()) *pod_template = nlohmann::json::object();
-      pod_template->merge_patch(RestoreTemplatePatch(*pod_template, stored.template_()));
-      // An empty map reads as no map: leave none behind (nor an empty metadata).
-      for (const auto& [part, key] : {std::pair<const char*, const char*>{"metadata", "labels"},
-                                      {"metadata", "annotations"},
-                                      {"spec", "nodeSelector"}}) {
-        nlohmann::json& section = (*pod_template)[part];
-        if (section.is_object() && section.contains(key) && section[key].is_object() &&
-            section[key].empty()) {
-          section.erase(key);
-        }
-        if (section.is_object() && section.empty()) pod_template->erase(part);
-      }
+      RestoreTemplate(stored.template_(), pod_template);
     };
     restore(workload->spec().pod_sets(0), &want["headGroupSpec"]["template"]);
     for (size_t i = 0; i < groups.size(); ++i) {

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "admitd/v1/objects.pb.h"
 #include "clients/shim/framework/podset_info.h"
+#include "clients/shim/framework/template_patches.h"
 #include "nlohmann/json.hpp"
 
 namespace admitd::shim {
@@ -75,9 +76,6 @@ absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluste
 // (an empty object) when the cluster is already stopped that way.
 nlohmann::json RayClusterStopPatch(const nlohmann::json& cluster, const v1::Workload* workload);
 
-// The JSON merge patch (RFC 7386) that turns `from` into `to`: members that differ, removed ones
-// as null; arrays and scalars whole. An empty object when they are equal.
-nlohmann::json MergePatchBetween(const nlohmann::json& from, const nlohmann::json& to);
 
 }  // namespace admitd::shim
 
