@@ -358,6 +358,9 @@ if [ -n "$HELM" ]; then
   must_have_webhooks "$chart" "mjob.kb.io mjobset.kb.io vjob.kb.io vjobset.kb.io" \
     --integrations=batch/job,jobset.x-k8s.io/jobset "${required[@]}" \
     --set integrations.jobsets=true
+  must_have_webhooks "$chart" "mjob.kb.io mpytorchjob.kb.io vjob.kb.io vpytorchjob.kb.io" \
+    --integrations=batch/job,kubeflow.org/pytorchjob "${required[@]}" \
+    --set integrations.pytorchjobs=true
   grep -q 'jobsets/status' <<<"$("$HELM" template r "$chart" "${required[@]}" \
     --set integrations.jobsets=true)" ||
     { echo "helm: rendering $chart with integrations.jobsets: no jobsets/status rule" >&2

@@ -12,14 +12,15 @@ namespace admitd::shim {
 
 namespace {
 
-constexpr char kIntegrations[] = "batch/job, pod, ray.io/raycluster, jobset.x-k8s.io/jobset";
+constexpr char kIntegrations[] =
+    "batch/job, pod, ray.io/raycluster, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob";
 
 settings::Parser Integrations(std::set<std::string>* out) {
   return [out](const std::string& value) {
     std::set<std::string> parsed;
     for (absl::string_view f : absl::StrSplit(value, ',', absl::SkipEmpty())) {
       if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster" &&
-          f != "jobset.x-k8s.io/jobset") {
+          f != "jobset.x-k8s.io/jobset" && f != "kubeflow.org/pytorchjob") {
         return absl::InvalidArgumentError(
             absl::StrCat("unknown integration \"", f, "\" (known: ", kIntegrations, ")"));
       }
@@ -186,7 +187,7 @@ settings::Table ShimConfigTable(ShimConfig* c) {
   add({.flag = "--integrations",
        .value = "LIST",
        .help = "the kinds managed (Kueue's integrations.frameworks): batch/job, pod, "
-               "ray.io/raycluster, jobset.x-k8s.io/jobset",
+               "ray.io/raycluster, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob",
        .default_text = "batch/job",
        .parse = Integrations(&c->integrations)});
   add({.flag = "--feature-gates",

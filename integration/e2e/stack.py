@@ -301,13 +301,13 @@ class Stack:
             return cert_dir, f.read()
 
     def register_webhooks(self, port, ca_pem, pods=False, failure_policy="Fail",
-                          rayclusters=False, jobsets=False):
+                          rayclusters=False, jobsets=False, pytorchjobs=False):
         """Kueue's webhook configurations (mjob/vjob, mpod/vpod with ``pods``, mraycluster/
         vraycluster with ``rayclusters``, mjobset/vjobset with ``jobsets``), pointing at
         https://127.0.0.1:<port>."""
         import base64
         groups = {"jobs": ("batch", "v1"), "pods": ("", "v1"), "rayclusters": ("ray.io", "v1"),
-                  "jobsets": ("jobset.x-k8s.io", "v1alpha2")}
+                  "jobsets": ("jobset.x-k8s.io", "v1alpha2"), "pytorchjobs": ("kubeflow.org", "v1")}
 
         def hook(name, path, resource, operations):
             return {"name": name,
@@ -337,6 +337,11 @@ class Stack:
                                  "jobsets", ["CREATE"]))
             validating.append(hook("vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset",
                                    "jobsets", ["CREATE", "UPDATE"]))
+        if pytorchjobs:
+            mutating.append(hook("mpytorchjob.kb.io", "/mutate-kubeflow-org-v1-pytorchjob",
+                                 "pytorchjobs", ["CREATE"]))
+            validating.append(hook("vpytorchjob.kb.io", "/validate-kubeflow-org-v1-pytorchjob",
+                                   "pytorchjobs", ["CREATE", "UPDATE"]))
         for kind, plural, hooks in (
                 ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", mutating),
                 ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", validating)):
@@ -347,20 +352,22 @@ class Stack:
             assert code == 201, (code, resp)
 
     def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=(), rayclusters=False,
-                                jobsets=False):
+                                jobsets=False, pytorchjobs=False):
         """A shim serving the webhook on a free port, and the configurations registered; with
-        ``pods``, ``rayclusters`` and ``jobsets`` those integrations too."""
+        ``pods``, ``rayclusters``, ``jobsets`` and ``pytorchjobs`` those integrations too."""
         cert_dir, ca = self.webhook_certificate()
         port = free_port()
         args = ["--webhook-listen", "127.0.0.1:%d" % port, "--webhook-cert-dir", cert_dir]
         integrations = ["batch/job"] + (["pod"] if pods else []) + \
             (["ray.io/raycluster"] if rayclusters else []) + \
-            (["jobset.x-k8s.io/jobset"] if jobsets else [])
+            (["jobset.x-k8s.io/jobset"] if jobsets else []) + \
+            (["kubeflow.org/pytorchjob"] if pytorchjobs else [])
         if len(integrations) > 1:
             args.append("--integrations=" + ",".join(integrations))
         shim = self.start_shim(identity, args + list(extra))
         shim.webhook_args = args  # a replacement replica serves the same address and certificate
-        self.register_webhooks(port, ca, pods=pods, rayclusters=rayclusters, jobsets=jobsets)
+        self.register_webhooks(port, ca, pods=pods, rayclusters=rayclusters, jobsets=jobsets,
+                               pytorchjobs=pytorchjobs)
         return shim
 
     def stop(self):

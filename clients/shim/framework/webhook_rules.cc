@@ -81,6 +81,12 @@ void CheckPrebuiltName(const ObjectView& object, const JobWebhookOptions& option
 
 std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
                                              const JobWebhookOptions& options) {
+  return DefaultFramework(job, context, options, {"spec", "suspend"});
+}
+
+std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
+                                             const JobWebhookOptions& options,
+                                             const std::vector<std::string>& suspend_path) {
   const ObjectView view(job);
   const std::string ns = view.Namespace();
   const bool owned = ControlledByOneOf(view.meta, options.managed_owner_kinds);
@@ -101,9 +107,13 @@ std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebho
   // with manageJobsWithoutQueueName. A Job being deleted is left as it is.
   const bool deleting = !Field(view.meta, "deletionTimestamp").is_null();
   const bool has_queue = labels.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
-  if (!deleting && !owned && !view.IsSuspended() &&
+  const nlohmann::json* suspend = &job;
+  for (const std::string& key : suspend_path) suspend = &Field(*suspend, key);
+  const bool suspended = *suspend == true;
+  const bool stopping = suspended && view.Annotation(kStopping) == "true";
+  if (!deleting && !owned && !(suspended && !stopping) &&
       (has_queue || (options.manage_jobs_without_queue_name && context.NamespaceManaged(ns)))) {
-    if (!view.SuspendField()) AddAt(job, {"spec", "suspend"}, true, &ops);
+    if (!suspended) AddAt(job, suspend_path, true, &ops);
   }
   return ops;
 }

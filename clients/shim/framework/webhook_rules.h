@@ -30,6 +30,12 @@ namespace admitd::shim {
 std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& object,
                                              JobWebhookContext& context,
                                              const JobWebhookOptions& options);
+// The same, for a kind whose suspend switch is elsewhere than spec.suspend (a Kubeflow job's
+// spec.runPolicy.suspend): `suspend_path`, a path of fields.
+std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& object,
+                                             JobWebhookContext& context,
+                                             const JobWebhookOptions& options,
+                                             const std::vector<std::string>& suspend_path);
 
 // jobframework.ValidateJobOnCreate on any integration's object (its metadata: the queue name,
 // prebuilt Workload name, maximum execution time and admission gates).

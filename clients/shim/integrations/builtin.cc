@@ -2,6 +2,7 @@
 
 #include "clients/shim/integrations/job/job_integration.h"
 #include "clients/shim/integrations/jobset/jobset_integration.h"
+#include "clients/shim/integrations/pytorchjob/pytorchjob_integration.h"
 #include "clients/shim/integrations/raycluster/raycluster_integration.h"
 
 namespace admitd::shim {
@@ -11,6 +12,7 @@ std::unique_ptr<IntegrationRegistry> BuiltinIntegrations() {
   registry->Register(NewJobIntegration());
   registry->Register(NewRayClusterIntegration());
   registry->Register(NewJobSetIntegration());
+  registry->Register(NewPyTorchJobIntegration());
   return registry;
 }
 

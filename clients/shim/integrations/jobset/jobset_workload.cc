@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "clients/shim/kube/json_fields.h"
 
@@ -48,7 +49,8 @@ absl::StatusOr<nlohmann::json> JobSetPodSets(const nlohmann::json& jobset) {
           absl::StrCat("spec.replicatedJobs[", i, "].name: Required value"));
     }
     const nlohmann::json& pod_template = Field(Field(Field(jobs[i], "template"), "spec"), "template");
-    pod_sets.push_back({{"name", name},
+    // Kueue's NewPodSetReference: the name in lower case.
+    pod_sets.push_back({{"name", absl::AsciiStrToLower(name)},
                         {"count", IntOr(Field(jobs[i], "replicas"), 1) * PodsPerReplica(jobs[i])},
                         {"template", pod_template.is_null() ? nlohmann::json::object()
                                                             : pod_template}});

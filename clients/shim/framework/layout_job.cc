@@ -1,0 +1,64 @@
+#include "clients/shim/framework/layout_job.h"
+
+#include <utility>
+#include <vector>
+
+#include "clients/shim/framework/workload_builder.h"
+
+namespace admitd::shim {
+namespace {
+
+class LayoutJob : public GenericJob {
+ public:
+  LayoutJob(const LayoutKind& kind, const nlohmann::json& object, const FrameworkOptions& options)
+      : kind_(kind), object_(object), options_(options) {}
+
+  const nlohmann::json& Object() const override { return object_; }
+  bool IsSuspended() const override { return kind_.suspended(object_); }
+  bool IsActive() const override { return kind_.active(object_); }
+  std::optional<JobFinish> Finished() const override { return kind_.finished(object_); }
+  bool PodsReady() const override { return kind_.pods_ready(object_); }
+  bool IsElastic() const override { return false; }
+
+  absl::StatusOr<v1::Workload> NewWorkload() const override {
+    absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);
+    if (!pod_sets.ok()) return pod_sets.status();
+    return BuildWorkload(object_, kind_.api_version, kind_.kind, *pod_sets,
+                         {.label_keys_to_copy = options_.label_keys_to_copy});
+  }
+  absl::StatusOr<std::vector<nlohmann::json>> PodTemplates() const override {
+    absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);
+    if (!pod_sets.ok()) return pod_sets.status();
+    std::vector<nlohmann::json> out;
+    for (const nlohmann::json& ps : *pod_sets) out.push_back(ps["template"]);
+    return out;
+  }
+  absl::StatusOr<nlohmann::json> StartPatch(const std::vector<PodSetInfo>& infos,
+                                            bool elastic) const override {
+    return StartPatchFor(object_, kind_.layout(object_), infos, elastic);
+  }
+  StopPlan PlanStop(const v1::Workload* workload) const override {
+    StopPlan plan;
+    nlohmann::json patch = StopPatchFor(object_, kind_.layout(object_), workload);
+    if (patch.empty()) return plan;
+    (IsSuspended() ? plan.restore : plan.suspend) = std::move(patch);
+    return plan;
+  }
+  std::map<std::string, int> ReclaimablePods() const override {
+    return kind_.reclaimable ? kind_.reclaimable(object_) : std::map<std::string, int>();
+  }
+
+ private:
+  const LayoutKind& kind_;
+  const nlohmann::json& object_;
+  const FrameworkOptions& options_;
+};
+
+}  // namespace
+
+std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
+                                         const FrameworkOptions& options) {
+  return std::make_unique<LayoutJob>(kind, object, options);
+}
+
+}  // namespace admitd::shim

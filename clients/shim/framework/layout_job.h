@@ -1,0 +1,44 @@
+// A GenericJob for a kind described by its functions (the common case: pod sets read off the
+// spec, templates at known places, state read off the status), so that an integration of such a
+// kind is a description, not a class: JobSet, the Kubeflow jobs.
+//
+//   static const LayoutKind kKind{.api_version = "kubeflow.org/v1", .kind = "PyTorchJob", ...};
+//   std::unique_ptr<GenericJob> job = NewLayoutJob(kKind, object, options);
+//
+// Thread safety: a LayoutKind is immutable; the job is used by one reconcile.
+#ifndef ADMITD_CLIENTS_SHIM_FRAMEWORK_LAYOUT_JOB_H_
+#define ADMITD_CLIENTS_SHIM_FRAMEWORK_LAYOUT_JOB_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "clients/shim/framework/generic_job.h"
+#include "clients/shim/framework/template_patches.h"
+#include "nlohmann/json.hpp"
+
+namespace admitd::shim {
+
+struct LayoutKind {
+  std::string api_version, kind;
+  // The Workload's pod sets ([{name, count, template}]); INVALID_ARGUMENT when unreadable.
+  std::function<absl::StatusOr<nlohmann::json>(const nlohmann::json&)> pod_sets;
+  // Where the suspend switch and each pod set's template are.
+  std::function<TemplateLayout(const nlohmann::json&)> layout;
+  std::function<bool(const nlohmann::json&)> suspended, active, pods_ready;
+  std::function<std::optional<JobFinish>(const nlohmann::json&)> finished;
+  // Optional (JobWithReclaimablePods).
+  std::function<std::map<std::string, int>(const nlohmann::json&)> reclaimable;
+};
+
+// `kind` must outlive the job. Not elastic; started and stopped in one write each (the stop
+// restores every template in the write that suspends, kueue#2691).
+std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
+                                         const FrameworkOptions& options);
+
+}  // namespace admitd::shim
+
+#endif  // ADMITD_CLIENTS_SHIM_FRAMEWORK_LAYOUT_JOB_H_
