@@ -88,7 +88,8 @@ TEST(JobSetWorkloadTest, StartMergesEachReplicatedJobsInfoAndStopRestoresInOneWr
   nlohmann::json started = js;
   started.merge_patch(*start);
   EXPECT_EQ(started["spec"]["suspend"], false);
-  const auto selector = [](const nlohmann::json& j, int i) {
+  // (A copy: indexing a missing key of a const document is undefined.)
+  const auto selector = [](nlohmann::json j, int i) {
     return j["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]["spec"]["nodeSelector"];
   };
   EXPECT_EQ(selector(started, 0)["pool"], "a");
