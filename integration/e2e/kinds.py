@@ -1,0 +1,187 @@
+"""The scenarios every job kind goes through end to end (admitd, the test cluster with the
+kind's simulated operator, admitd-shim with the kind's integration and webhook), written once.
+
+A kind's test module mixes KindScenarios into a unittest.TestCase and says how to make one of its
+objects and read it back:
+
+    class JobSetE2E(KindScenarios, unittest.TestCase):
+        INTEGRATION = "jobsets"                      # start_shim_with_webhook's switch
+        API_ARGS = ("--crd", "jobset", "--controllers", "jobset,job,scheduler,kubelet")
+        ...
+
+Scenarios: admitted on its flavor's nodes and completes (its Workload's pod sets, quota back);
+does not fit, stays suspended with Kueue's pending Warning, deleted gives its Workload back;
+preempted by a higher priority one and readmitted; kubectl apply, get, describe and wait.
+"""
+
+import json
+import os
+import subprocess
+
+from stack import Stack, condition, is_true, queues
+from stack import wait_with_logs
+
+T = 30  # seconds: generous for a loaded 2-core machine
+KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+PRIORITY_CLASSES = """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: high
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: low
+value: 10
+"""
+
+
+class KindScenarios:
+    # What a kind's module sets.
+    INTEGRATION = None     # start_shim_with_webhook's keyword (jobsets, pytorchjobs, ...)
+    API_ARGS = ()          # the test cluster's --crd and --controllers
+    COLLECTION = None      # "/apis/<group>/<version>/namespaces/%s/<plural>"
+    RESOURCE = None        # kubectl's name: jobset, pytorchjob
+    DONE = None            # the condition that says it completed: Completed, Succeeded
+    POD_LABEL = None       # the label its pods carry with its name
+    CONTROLLER = None      # the reportingComponent of the shim's events on it
+    PREFIX = None          # a short prefix for the tests' ClusterQueues
+
+    def make(self, ns, name, pods, runtime=None, priority_class=None):
+        """One object of the kind with a queue name and `pods` pods of 1 CPU each."""
+        raise NotImplementedError
+
+    def suspended(self, obj):
+        raise NotImplementedError
+
+    def templates(self, obj):
+        """Its pod templates as the admission left them (name of the pod set, template)."""
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"), api_args=cls.API_ARGS)
+        cls.shim = cls.s.start_shim_with_webhook(**{cls.INTEGRATION: True})
+        wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
+                       "the shim to lead", T)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+
+    def setUp(self):
+        self.ns = self._testMethodName.replace("test_", "").replace("_", "-")[:30].strip("-")
+        self.s.create_namespace(self.ns)
+
+    def wait(self, fn, what, timeout=T):
+        return wait_with_logs(self.s, fn, what, timeout)
+
+    def create(self, obj):
+        code, body = self.s.kube("POST", self.COLLECTION % self.ns, obj)
+        self.assertEqual(code, 201, body)
+        return body
+
+    def get(self, name):
+        code, body = self.s.kube("GET", (self.COLLECTION % self.ns) + "/" + name)
+        self.assertEqual(code, 200, body)
+        return body
+
+    def pods(self, name):
+        code, body = self.s.kube("GET", "/api/v1/namespaces/%s/pods?labelSelector=%s%%3D%s" %
+                                 (self.ns, self.POD_LABEL, name))
+        self.assertEqual(code, 200, body)
+        return body["items"]
+
+    def workloads_of(self, kind):
+        return [w for w in self.s.workloads(self.ns)
+                if w["metadata"]["ownerReferences"][0]["kind"] == kind]
+
+    def workload(self, name):
+        for w in self.s.workloads(self.ns):
+            if w["metadata"]["ownerReferences"][0]["name"] == name:
+                return w
+        return None
+
+    def test_admitted_on_its_flavors_nodes_it_completes_and_gives_quota_back(self):
+        s, ns, cq = self.s, self.ns, self.PREFIX + "-fit"
+        s.apply(queues(ns, cq, 4))
+        self.assertTrue(self.suspended(self.create(self.make(ns, "fits", 3, runtime=1))))
+        obj = self.wait(lambda: (lambda o: o if not self.suspended(o) else None)(self.get("fits")),
+                        "it to be unsuspended")
+        for pod_set, tmpl in self.templates(obj):
+            self.assertEqual(tmpl["spec"]["nodeSelector"], {"pool": "a"})
+            self.assertEqual(tmpl["metadata"]["labels"]["kueue.x-k8s.io/podset"], pod_set)
+            self.assertEqual(tmpl["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"], cq)
+        self.wait(lambda: is_true(self.get("fits"), self.DONE), "it to complete")
+        self.assertEqual({p["spec"]["nodeName"] for p in self.pods("fits")}, {"n1"})
+        wl = self.wait(lambda: (lambda w: w if w and is_true(w, "Finished") else None)(
+            self.workload("fits")), "the Workload to finish")
+        self.assertEqual(condition(wl, "Finished")["reason"], "Succeeded")
+        self.assertEqual(sum(p["count"] for p in wl["spec"]["podSets"]), 3)
+        self.assertEqual(self.workloads_of("Job"), [])  # no child got one of its own
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
+        reasons = [e["reason"] for e in s.events(ns, "fits")]
+        for r in ("CreatedWorkload", "Started", "FinishedWorkload"):
+            self.assertIn(r, reasons)
+        started = [e for e in s.events(ns, "fits") if e["reason"] == "Started"][0]
+        self.assertEqual(started["message"], "Admitted by clusterQueue " + cq)
+        self.assertEqual(started["source"]["component"], self.CONTROLLER)
+
+    def test_one_that_does_not_fit_stays_suspended_and_pending_until_deleted(self):
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, self.PREFIX + "-nofit", 2))
+        self.create(self.make(ns, "big", 3))
+        wl = self.wait(lambda: (lambda w: w if w and condition(w, "QuotaReserved") else None)(
+            self.workload("big")), "a Pending condition")
+        qr = condition(wl, "QuotaReserved")
+        self.assertEqual(qr["status"], "False")
+        self.assertIn("insufficient", qr["message"])
+        ev = self.wait(lambda: [e for e in s.events(ns, "big") if e["reason"] == qr["reason"]],
+                       "the pending Warning on it")
+        self.assertEqual(ev[0]["type"], "Warning")
+        self.assertEqual(ev[0]["message"], qr["message"])
+        self.assertTrue(self.suspended(self.get("big")))
+        self.assertEqual(self.pods("big"), [])
+        code, _ = s.kube("DELETE", (self.COLLECTION % ns) + "/big")
+        self.assertEqual(code, 200)
+        self.wait(lambda: self.workload("big") is None, "its Workload to go")
+
+    def test_a_higher_priority_one_preempts_it_and_it_is_readmitted(self):
+        s, ns, cq = self.s, self.ns, self.PREFIX + "-pre"
+        s.apply(queues(ns, cq, 4, preemption="LowerPriority") + PRIORITY_CLASSES)
+        self.create(self.make(ns, "low", 4, runtime=4, priority_class="low"))
+        self.wait(lambda: len([p for p in self.pods("low")
+                               if p["status"].get("phase") == "Running"]) == 4,
+                  "the low one's pods to run")
+        self.create(self.make(ns, "high", 2, runtime=1, priority_class="high"))
+        self.wait(lambda: self.suspended(self.get("low")), "the low one to be suspended")
+        self.wait(lambda: [e for e in s.events(ns, "low") if e["reason"] == "Stopped"],
+                  "a Stopped event")
+        self.wait(lambda: not self.suspended(self.get("high")), "the high one to start")
+        self.assertEqual(condition(self.workload("low"), "Evicted")["reason"], "Preempted")
+        self.wait(lambda: is_true(self.get("high"), self.DONE), "the high one to complete")
+        self.wait(lambda: is_true(self.get("low"), self.DONE),
+                  "the low one to be readmitted and complete", timeout=2 * T)
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
+
+    def test_kubectl_applies_gets_describes_and_waits_for_it(self):
+        if not os.path.exists(KUBECTL):
+            self.skipTest("no kubectl")
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, self.PREFIX + "-kubectl", 4))
+
+        def kubectl(*args, stdin=None):
+            r = subprocess.run([KUBECTL, "--kubeconfig", s.api.kubeconfig] + list(args),
+                               input=stdin, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout
+        out = kubectl("apply", "-f", "-", stdin=json.dumps(self.make(ns, "ctl", 2, runtime=1)))
+        self.assertIn(" created", out)
+        self.assertIn("ctl", kubectl("get", self.RESOURCE + "s", "-n", ns))
+        kubectl("wait", "--for=condition=" + self.DONE, "%s/ctl" % self.RESOURCE, "-n", ns,
+                "--timeout=30s")
+        described = kubectl("describe", self.RESOURCE, "ctl", "-n", ns)
+        self.assertIn("CreatedWorkload", described)
+        self.assertIn("Started", described)
