@@ -7,7 +7,6 @@ does) is evicted at the timeout, stopped, requeued after its backoff, admitted a
 the limit deactivated; a Job whose pods get ready is reported ready by the shim and keeps running.
 """
 
-import json
 import os
 import sys
 import time

@@ -45,7 +45,7 @@ import time
 import traceback
 
 from errors import ApiError
-from kcommon import MATCH_ALL
+from kcommon import MATCH_ALL, controller_ref
 
 class Controller:
     """Base: queue store events, sync the keys they map to on a daemon thread."""
@@ -233,3 +233,64 @@ def start(app, names, available):
         raise SystemExit("unknown controllers: %s (available: %s)"
                          % (", ".join(unknown), ", ".join(sorted(by_name)) or "none"))
     return [by_name[n](app) for n in names]
+
+
+class CustomOwnerController(Controller):
+    """A controller of one custom kind whose objects own objects of one built-in kind (a JobSet's
+    Jobs, a PyTorchJob's pods): it queues an owner on its own events and on its dependents',
+    collects the dependents when the owner is deleted (with the deletion's propagation policy),
+    and hands each live owner to ``reconcile``.
+
+    A subclass sets OWNER_KIND, GROUP, VERSION, PLURAL and DEPENDENTS (the built-in resource),
+    KINDS = (DEPENDENTS.kind,), CUSTOM = ((GROUP, PLURAL),), and defines reconcile(res, obj).
+    """
+
+    OWNER_KIND = GROUP = VERSION = PLURAL = None
+    DEPENDENTS = None
+
+    def __init__(self, app):
+        self.delete_opts = {}  # owner uid -> DeleteOptions of the request that deleted it
+        super().__init__(app)
+
+    def owners(self):
+        """The custom resource, None while its CRD is not installed."""
+        return self.custom(self.GROUP, self.VERSION, self.PLURAL)
+
+    def initial_keys(self):
+        res = self.owners()
+        if res is None:
+            return []
+        return [(o["metadata"]["namespace"], o["metadata"]["name"])
+                for o in self.store.list(res, None, MATCH_ALL, MATCH_ALL)[0]]
+
+    def keys_for(self, ev):
+        m = ev.obj["metadata"]
+        if ev.res is self.DEPENDENTS:
+            ref = controller_ref(ev.obj)
+            if ref and ref.get("kind") == self.OWNER_KIND and \
+                    str(ref.get("apiVersion", "")).startswith(self.GROUP + "/"):
+                return [(m["namespace"], ref.get("name"))]
+            return []
+        if ev.opts is not None:
+            self.delete_opts[m["uid"]] = ev.opts
+        if ev.type == "DELETED":
+            return [("gc", m["namespace"], m["name"], m["uid"])]
+        return [(m["namespace"], m["name"])]
+
+    def sync(self, key):
+        if key[0] == "gc":
+            _, ns, _, uid = key
+            self.collect(uid, ns, [self.DEPENDENTS], self.delete_opts.pop(uid, None))
+            return
+        ns, name = key
+        res = self.owners()
+        if res is None:
+            return
+        obj = self.get(res, ns, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        self.reconcile(res, obj)
+
+    def reconcile(self, res, obj):
+        raise NotImplementedError
+

@@ -104,54 +104,17 @@ def expected_pods(job):
     return parallelism if completions is None else min(parallelism, _int(completions))
 
 
-class JobSetController(controllers.Controller):
+class JobSetController(controllers.CustomOwnerController):
     """Child Jobs of JobSets (see the module docstring)."""
 
     NAME = "jobset"
     KINDS = ("Job",)
     CUSTOM = ((GROUP, PLURAL),)
-
-    def __init__(self, app):
-        self.delete_opts = {}  # JobSet uid -> DeleteOptions of the request that deleted it
-        super().__init__(app)
-
-    def _jobsets(self):
-        return self.custom(GROUP, VERSION, PLURAL)
-
-    def initial_keys(self):
-        res = self._jobsets()
-        if res is None:
-            return []
-        return [(o["metadata"]["namespace"], o["metadata"]["name"])
-                for o in self.store.list(res, None, MATCH_ALL, MATCH_ALL)[0]]
-
-    def keys_for(self, ev):
-        m = ev.obj["metadata"]
-        if ev.res is JOBS:
-            ref = controller_ref(ev.obj)
-            if ref and ref.get("kind") == "JobSet" and \
-                    str(ref.get("apiVersion", "")).startswith(GROUP + "/"):
-                return [(m["namespace"], ref.get("name"))]
-            return []
-        if ev.opts is not None:
-            self.delete_opts[m["uid"]] = ev.opts
-        if ev.type == "DELETED":
-            return [("gc", m["namespace"], m["name"], m["uid"])]
-        return [(m["namespace"], m["name"])]
+    # The module's constants, as the runtime reads them.
+    OWNER_KIND, GROUP, VERSION, PLURAL, DEPENDENTS = "JobSet", GROUP, VERSION, PLURAL, JOBS
 
     # ------------------------------------------------------------------ sync
-    def sync(self, key):
-        if key[0] == "gc":
-            _, ns, _, uid = key
-            self.collect(uid, ns, [JOBS], self.delete_opts.pop(uid, None))
-            return
-        ns, name = key
-        res = self._jobsets()
-        if res is None:
-            return
-        js = self.get(res, ns, name)
-        if js is None or js["metadata"].get("deletionTimestamp"):
-            return
+    def reconcile(self, res, js):
         spec = js.get("spec") or {}
         if spec.get("managedBy") not in (None, OWN_MANAGER):
             return

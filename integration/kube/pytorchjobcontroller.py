@@ -130,54 +130,18 @@ def update_condition(status, ctype, value, reason, message, now):
     status["conditions"] = out
 
 
-class PyTorchJobController(controllers.Controller):
+class PyTorchJobController(controllers.CustomOwnerController):
     """Pods of PyTorchJobs (see the module docstring)."""
 
     NAME = "pytorchjob"
     KINDS = ("Pod",)
     CUSTOM = ((GROUP, PLURAL),)
-
-    def __init__(self, app):
-        self.delete_opts = {}  # PyTorchJob uid -> DeleteOptions of the request that deleted it
-        super().__init__(app)
-
-    def _resource(self):
-        return self.custom(GROUP, VERSION, PLURAL)
-
-    def initial_keys(self):
-        res = self._resource()
-        if res is None:
-            return []
-        return [(o["metadata"]["namespace"], o["metadata"]["name"])
-                for o in self.store.list(res, None, MATCH_ALL, MATCH_ALL)[0]]
-
-    def keys_for(self, ev):
-        m = ev.obj["metadata"]
-        if ev.res is PODS:
-            ref = controller_ref(ev.obj)
-            if ref and ref.get("kind") == "PyTorchJob" and \
-                    str(ref.get("apiVersion", "")).startswith(GROUP + "/"):
-                return [(m["namespace"], ref.get("name"))]
-            return []
-        if ev.opts is not None:
-            self.delete_opts[m["uid"]] = ev.opts
-        if ev.type == "DELETED":
-            return [("gc", m["namespace"], m["name"], m["uid"])]
-        return [(m["namespace"], m["name"])]
+    # The module's constants, as the runtime reads them.
+    OWNER_KIND, GROUP, VERSION, PLURAL, DEPENDENTS = "PyTorchJob", GROUP, VERSION, PLURAL, PODS
 
     # ------------------------------------------------------------------ sync
-    def sync(self, key):
-        if key[0] == "gc":
-            _, ns, _, uid = key
-            self.collect(uid, ns, [PODS], self.delete_opts.pop(uid, None))
-            return
-        ns, name = key
-        res = self._resource()
-        if res is None:
-            return
-        job = self.get(res, ns, name)
-        if job is None or job["metadata"].get("deletionTimestamp"):
-            return
+    def reconcile(self, res, job):
+        name = job["metadata"]["name"]
         spec = job.get("spec") or {}
         run = spec.get("runPolicy") or {}
         if run.get("managedBy") not in (None, OWN_MANAGER):
