@@ -1,10 +1,13 @@
 #include "clients/shim/shim_config.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <regex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
 
@@ -12,17 +15,23 @@ namespace admitd::shim {
 
 namespace {
 
-constexpr char kIntegrations[] =
-    "batch/job, pod, ray.io/raycluster, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob";
+constexpr const char* kKnownIntegrations[] = {"batch/job",
+                                              "pod",
+                                              "ray.io/raycluster",
+                                              "ray.io/rayjob",
+                                              "jobset.x-k8s.io/jobset",
+                                              "kubeflow.org/pytorchjob"};
+
+std::string KnownIntegrations() { return absl::StrJoin(kKnownIntegrations, ", "); }
 
 settings::Parser Integrations(std::set<std::string>* out) {
   return [out](const std::string& value) {
     std::set<std::string> parsed;
     for (absl::string_view f : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-      if (f != "batch/job" && f != "pod" && f != "ray.io/raycluster" &&
-          f != "jobset.x-k8s.io/jobset" && f != "kubeflow.org/pytorchjob") {
+      if (std::find(std::begin(kKnownIntegrations), std::end(kKnownIntegrations), f) ==
+          std::end(kKnownIntegrations)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("unknown integration \"", f, "\" (known: ", kIntegrations, ")"));
+            absl::StrCat("unknown integration \"", f, "\" (known: ", KnownIntegrations(), ")"));
       }
       parsed.insert(std::string(f));
     }
@@ -186,8 +195,7 @@ settings::Table ShimConfigTable(ShimConfig* c) {
        .parse = Bool(&c->mirror_workloads)});
   add({.flag = "--integrations",
        .value = "LIST",
-       .help = "the kinds managed (Kueue's integrations.frameworks): batch/job, pod, "
-               "ray.io/raycluster, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob",
+       .help = "the kinds managed (Kueue's integrations.frameworks): " + KnownIntegrations(),
        .default_text = "batch/job",
        .parse = Integrations(&c->integrations)});
   add({.flag = "--feature-gates",

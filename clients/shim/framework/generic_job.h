@@ -67,6 +67,9 @@ class GenericJob {
 
   // The object as the cache holds it (apiVersion, kind, metadata, spec, status).
   virtual const nlohmann::json& Object() const = 0;
+  // Kueue's Skip: the framework leaves the object alone (no Workload, no suspension), e.g. a
+  // RayJob that runs on an existing cluster.
+  virtual bool Skip() const { return false; }
   // Kueue's IsSuspended.
   virtual bool IsSuspended() const = 0;
   // Kueue's IsActive: pods run whose quota the Workload must hold until they are gone.

@@ -19,6 +19,7 @@ class LayoutJob : public GenericJob {
   std::optional<JobFinish> Finished() const override { return kind_.finished(object_); }
   bool PodsReady() const override { return kind_.pods_ready(object_); }
   bool IsElastic() const override { return false; }
+  bool Skip() const override { return kind_.skip && kind_.skip(object_); }
 
   absl::StatusOr<v1::Workload> NewWorkload() const override {
     absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);
@@ -35,7 +36,13 @@ class LayoutJob : public GenericJob {
   }
   absl::StatusOr<nlohmann::json> StartPatch(const std::vector<PodSetInfo>& infos,
                                             bool elastic) const override {
-    return StartPatchFor(object_, kind_.layout(object_), infos, elastic);
+    if (!kind_.for_start) return StartPatchFor(object_, kind_.layout(object_), infos, elastic);
+    nlohmann::json started = kind_.for_start(object_);
+    absl::StatusOr<nlohmann::json> patch =
+        StartPatchFor(started, kind_.layout(started), infos, elastic);
+    if (!patch.ok()) return patch.status();
+    started.merge_patch(*patch);
+    return MergePatchBetween(object_, started);
   }
   StopPlan PlanStop(const v1::Workload* workload) const override {
     StopPlan plan;

@@ -32,6 +32,11 @@ struct LayoutKind {
   std::function<std::optional<JobFinish>(const nlohmann::json&)> finished;
   // Optional (JobWithReclaimablePods).
   std::function<std::map<std::string, int>(const nlohmann::json&)> reclaimable;
+  // Optional: Kueue's Skip (objects the framework leaves alone).
+  std::function<bool(const nlohmann::json&)> skip;
+  // Optional: the object as a start writes it before the admission is merged in (a template the
+  // kind defaults made explicit: a RayJob's submitter).
+  std::function<nlohmann::json(const nlohmann::json&)> for_start;
 };
 
 // `kind` must outlive the job. Not elastic; started and stopped in one write each (the stop

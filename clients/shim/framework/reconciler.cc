@@ -69,6 +69,7 @@ absl::Status Reconciler::Reconcile(const std::string& key) {
       integration_.info().pods_path.empty() ? std::vector<nlohmann::json>{}
                                             : pods_.ControlledBy(uid),
       options_);
+  if (job->Skip()) return absl::OkStatus();
   // A job that uses a prebuilt Workload never gets one of its own.
   if (std::string prebuilt = PrebuiltWorkloadName(*object); !prebuilt.empty()) {
     return ReconcilePrebuilt(*job, prebuilt);

@@ -66,6 +66,9 @@ nlohmann::json StopPatchFor(const nlohmann::json& object, const TemplateLayout& 
   if (workload != nullptr &&
       workload->spec().pod_sets_size() == static_cast<int>(layout.templates.size())) {
     for (size_t i = 0; i < layout.templates.size(); ++i) {
+      // A template the object does not spell out (a RayJob's default submitter) has nothing
+      // to restore.
+      if (!object.contains(layout.templates[i])) continue;
       RestoreTemplate(workload->spec().pod_sets(static_cast<int>(i)).template_(),
                       &want[layout.templates[i]]);
     }

@@ -38,7 +38,8 @@ absl::StatusOr<nlohmann::json> StartPatchFor(const nlohmann::json& object,
                                              const std::vector<PodSetInfo>& infos, bool elastic);
 
 // The merge patch that suspends `object` and restores its templates to `workload`'s pod sets
-// (null, or of another number of pod sets: only suspends). An empty object when nothing changes.
+// (null, or of another number of pod sets: only suspends; a template absent from `object` is
+// left absent). An empty object when nothing changes.
 nlohmann::json StopPatchFor(const nlohmann::json& object, const TemplateLayout& layout,
                             const v1::Workload* workload);
 

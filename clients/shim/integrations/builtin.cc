@@ -4,6 +4,7 @@
 #include "clients/shim/integrations/jobset/jobset_integration.h"
 #include "clients/shim/integrations/pytorchjob/pytorchjob_integration.h"
 #include "clients/shim/integrations/raycluster/raycluster_integration.h"
+#include "clients/shim/integrations/rayjob/rayjob_integration.h"
 
 namespace admitd::shim {
 
@@ -11,6 +12,7 @@ std::unique_ptr<IntegrationRegistry> BuiltinIntegrations() {
   auto registry = std::make_unique<IntegrationRegistry>();
   registry->Register(NewJobIntegration());
   registry->Register(NewRayClusterIntegration());
+  registry->Register(NewRayJobIntegration());
   registry->Register(NewJobSetIntegration());
   registry->Register(NewPyTorchJobIntegration());
   return registry;

@@ -11,7 +11,7 @@ namespace admitd::shim {
 namespace {
 
 // Kueue's registration and the places of a JobSet's switches and templates.
-BaseWebhookSpec Spec() {
+BaseWebhookSpec JobSetSpec() {
   return {.api_version = kJobSetApiVersion,
           .kind = kJobSetKind,
           .mutate_path = "/mutate-jobset-x-k8s-io-v1alpha2-jobset",
@@ -37,24 +37,24 @@ BaseWebhookSpec Spec() {
 
 std::vector<nlohmann::json> DefaultJobSet(const nlohmann::json& jobset, JobWebhookContext& context,
                                           const JobWebhookOptions& options) {
-  return BaseDefault(Spec(), jobset, context, options);
+  return BaseDefault(JobSetSpec(), jobset, context, options);
 }
 
 std::vector<FieldError> ValidateJobSetCreate(const nlohmann::json& jobset,
                                              const JobWebhookOptions& options) {
-  return BaseValidateCreate(Spec(), jobset, options);
+  return BaseValidateCreate(JobSetSpec(), jobset, options);
 }
 
 std::vector<FieldError> ValidateJobSetUpdate(const nlohmann::json& old_jobset,
                                              const nlohmann::json& new_jobset,
                                              JobWebhookContext& context,
                                              const JobWebhookOptions& options) {
-  return BaseValidateUpdate(Spec(), old_jobset, new_jobset, context, options);
+  return BaseValidateUpdate(JobSetSpec(), old_jobset, new_jobset, context, options);
 }
 
 KindWebhook JobSetWebhook(JobWebhookContext& context, const JobWebhookOptions& options,
                           bool enabled) {
-  return BaseWebhook(Spec(), context, options, enabled);
+  return BaseWebhook(JobSetSpec(), context, options, enabled);
 }
 
 }  // namespace admitd::shim
