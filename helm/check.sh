@@ -358,6 +358,13 @@ if [ -n "$HELM" ]; then
   must_have_webhooks "$chart" "mjob.kb.io mjobset.kb.io vjob.kb.io vjobset.kb.io" \
     --integrations=batch/job,jobset.x-k8s.io/jobset "${required[@]}" \
     --set integrations.jobsets=true
+  must_have_webhooks "$chart" "mjob.kb.io mrayjob.kb.io vjob.kb.io vrayjob.kb.io" \
+    --integrations=batch/job,ray.io/rayjob "${required[@]}" --set integrations.rayjobs=true
+  must_have_webhooks "$chart" \
+    "mjob.kb.io mpod.kb.io mpytorchjob.kb.io mraycluster.kb.io mrayjob.kb.io vjob.kb.io vpod.kb.io vpytorchjob.kb.io vraycluster.kb.io vrayjob.kb.io" \
+    --integrations=batch/job,pod,ray.io/raycluster,ray.io/rayjob,kubeflow.org/pytorchjob \
+    "${required[@]}" --set integrations.pods=true --set integrations.rayclusters=true \
+    --set integrations.rayjobs=true --set integrations.pytorchjobs=true
   must_have_webhooks "$chart" "mjob.kb.io mpytorchjob.kb.io vjob.kb.io vpytorchjob.kb.io" \
     --integrations=batch/job,kubeflow.org/pytorchjob "${required[@]}" \
     --set integrations.pytorchjobs=true
