@@ -48,6 +48,16 @@ class KindScenarios:
     POD_LABEL = None       # the label its pods carry with its name
     CONTROLLER = None      # the reportingComponent of the shim's events on it
     PREFIX = None          # a short prefix for the tests' ClusterQueues
+    ALSO = {}              # other integrations enabled beside it ({"rayclusters": True})
+    CHILD_KINDS = ("Job",)  # kinds of the objects it makes, which never get Workloads
+
+    def done(self, obj):
+        """Whether it completed (default: the DONE condition is true)."""
+        return is_true(obj, self.DONE)
+
+    def wait_for(self):
+        """kubectl wait's --for that waits for it to complete."""
+        return "condition=" + self.DONE
 
     def make(self, ns, name, pods, runtime=None, priority_class=None):
         """One object of the kind with a queue name and `pods` pods of 1 CPU each."""
@@ -63,7 +73,7 @@ class KindScenarios:
     @classmethod
     def setUpClass(cls):
         cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"), api_args=cls.API_ARGS)
-        cls.shim = cls.s.start_shim_with_webhook(**{cls.INTEGRATION: True})
+        cls.shim = cls.s.start_shim_with_webhook(**dict(cls.ALSO, **{cls.INTEGRATION: True}))
         wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
                        "the shim to lead", T)
 
@@ -114,13 +124,14 @@ class KindScenarios:
             self.assertEqual(tmpl["spec"]["nodeSelector"], {"pool": "a"})
             self.assertEqual(tmpl["metadata"]["labels"]["kueue.x-k8s.io/podset"], pod_set)
             self.assertEqual(tmpl["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"], cq)
-        self.wait(lambda: is_true(self.get("fits"), self.DONE), "it to complete")
+        self.wait(lambda: self.done(self.get("fits")), "it to complete")
         self.assertEqual({p["spec"]["nodeName"] for p in self.pods("fits")}, {"n1"})
         wl = self.wait(lambda: (lambda w: w if w and is_true(w, "Finished") else None)(
             self.workload("fits")), "the Workload to finish")
         self.assertEqual(condition(wl, "Finished")["reason"], "Succeeded")
         self.assertEqual(sum(p["count"] for p in wl["spec"]["podSets"]), 3)
-        self.assertEqual(self.workloads_of("Job"), [])  # no child got one of its own
+        for kind in self.CHILD_KINDS:  # no child got one of its own
+            self.assertEqual(self.workloads_of(kind), [], kind)
         self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
         reasons = [e["reason"] for e in s.events(ns, "fits")]
         for r in ("CreatedWorkload", "Started", "FinishedWorkload"):
@@ -161,8 +172,8 @@ class KindScenarios:
                   "a Stopped event")
         self.wait(lambda: not self.suspended(self.get("high")), "the high one to start")
         self.assertEqual(condition(self.workload("low"), "Evicted")["reason"], "Preempted")
-        self.wait(lambda: is_true(self.get("high"), self.DONE), "the high one to complete")
-        self.wait(lambda: is_true(self.get("low"), self.DONE),
+        self.wait(lambda: self.done(self.get("high")), "the high one to complete")
+        self.wait(lambda: self.done(self.get("low")),
                   "the low one to be readmitted and complete", timeout=2 * T)
         self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
 
@@ -180,7 +191,7 @@ class KindScenarios:
         out = kubectl("apply", "-f", "-", stdin=json.dumps(self.make(ns, "ctl", 2, runtime=1)))
         self.assertIn(" created", out)
         self.assertIn("ctl", kubectl("get", self.RESOURCE + "s", "-n", ns))
-        kubectl("wait", "--for=condition=" + self.DONE, "%s/ctl" % self.RESOURCE, "-n", ns,
+        kubectl("wait", "--for=" + self.wait_for(), "%s/ctl" % self.RESOURCE, "-n", ns,
                 "--timeout=30s")
         described = kubectl("describe", self.RESOURCE, "ctl", "-n", ns)
         self.assertIn("CreatedWorkload", described)

@@ -39,6 +39,16 @@ ADMITCTL = os.environ.get("ADMITCTL_BIN", "build/clients/admitctl")
 SHIM = os.environ.get("ADMITD_SHIM_BIN", "build/clients/shim/admitd-shim")
 
 SHIM_NAMESPACE = "admitd-system"
+# The kinds the shim can manage (batch/v1 Jobs always; the others are start_shim_with_webhook's
+# switches), with the --integrations name, API group, version, plural and singular (Kueue's webhook names).
+KINDS = {
+    "jobs": ("batch/job", "batch", "v1", "jobs", "job"),
+    "pods": ("pod", "", "v1", "pods", "pod"),
+    "rayclusters": ("ray.io/raycluster", "ray.io", "v1", "rayclusters", "raycluster"),
+    "rayjobs": ("ray.io/rayjob", "ray.io", "v1", "rayjobs", "rayjob"),
+    "jobsets": ("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", "jobset"),
+    "pytorchjobs": ("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "pytorchjobs", "pytorchjob"),
+}
 
 
 # The policy of a secure stack: admin may do everything; each shim acts on its cluster.
@@ -300,48 +310,28 @@ class Stack:
         with open(os.path.join(cert_dir, "tls.crt"), "rb") as f:
             return cert_dir, f.read()
 
-    def register_webhooks(self, port, ca_pem, pods=False, failure_policy="Fail",
-                          rayclusters=False, jobsets=False, pytorchjobs=False):
-        """Kueue's webhook configurations (mjob/vjob, mpod/vpod with ``pods``, mraycluster/
-        vraycluster with ``rayclusters``, mjobset/vjobset with ``jobsets``), pointing at
-        https://127.0.0.1:<port>."""
+    def register_webhooks(self, port, ca_pem, kinds=(), failure_policy="Fail"):
+        """Kueue's webhook configurations, pointing at https://127.0.0.1:<port>: mjob/vjob, and
+        m<singular>/v<singular> for each of ``kinds`` (KINDS' keys: pods, rayclusters, ...)."""
         import base64
-        groups = {"jobs": ("batch", "v1"), "pods": ("", "v1"), "rayclusters": ("ray.io", "v1"),
-                  "jobsets": ("jobset.x-k8s.io", "v1alpha2"), "pytorchjobs": ("kubeflow.org", "v1")}
 
-        def hook(name, path, resource, operations):
-            return {"name": name,
+        def hook(prefix, kind, operations):
+            _, group, version, plural, singular = KINDS[kind]
+            path = "/%s-%s-%s-%s" % ("mutate" if prefix == "m" else "validate",
+                                     group.replace(".", "-"), version, singular)
+            return {"name": "%s%s.kb.io" % (prefix, singular),
                     "clientConfig": {"url": "https://127.0.0.1:%d%s" % (port, path),
                                      "caBundle": base64.b64encode(ca_pem).decode()},
-                    "rules": [{"apiGroups": [groups[resource][0]],
-                               "apiVersions": [groups[resource][1]], "operations": operations,
-                               "resources": [resource]}],
+                    "rules": [{"apiGroups": [group], "apiVersions": [version],
+                               "operations": operations, "resources": [plural]}],
                     "failurePolicy": failure_policy, "sideEffects": "None",
                     "admissionReviewVersions": ["v1"],
                     "namespaceSelector": {"matchExpressions": [{
                         "key": "kubernetes.io/metadata.name", "operator": "NotIn",
                         "values": ["kube-system", SHIM_NAMESPACE]}]}}
-        mutating = [hook("mjob.kb.io", "/mutate-batch-v1-job", "jobs", ["CREATE"])]
-        validating = [hook("vjob.kb.io", "/validate-batch-v1-job", "jobs", ["CREATE", "UPDATE"])]
-        if pods:
-            mutating.append(hook("mpod.kb.io", "/mutate--v1-pod", "pods", ["CREATE"]))
-            validating.append(hook("vpod.kb.io", "/validate--v1-pod", "pods",
-                                   ["CREATE", "UPDATE"]))
-        if rayclusters:
-            mutating.append(hook("mraycluster.kb.io", "/mutate-ray-io-v1-raycluster",
-                                 "rayclusters", ["CREATE"]))
-            validating.append(hook("vraycluster.kb.io", "/validate-ray-io-v1-raycluster",
-                                   "rayclusters", ["CREATE", "UPDATE"]))
-        if jobsets:
-            mutating.append(hook("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset",
-                                 "jobsets", ["CREATE"]))
-            validating.append(hook("vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset",
-                                   "jobsets", ["CREATE", "UPDATE"]))
-        if pytorchjobs:
-            mutating.append(hook("mpytorchjob.kb.io", "/mutate-kubeflow-org-v1-pytorchjob",
-                                 "pytorchjobs", ["CREATE"]))
-            validating.append(hook("vpytorchjob.kb.io", "/validate-kubeflow-org-v1-pytorchjob",
-                                   "pytorchjobs", ["CREATE", "UPDATE"]))
+        enabled = ["jobs"] + list(kinds)
+        mutating = [hook("m", k, ["CREATE"]) for k in enabled]
+        validating = [hook("v", k, ["CREATE", "UPDATE"]) for k in enabled]
         for kind, plural, hooks in (
                 ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", mutating),
                 ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", validating)):
@@ -351,23 +341,21 @@ class Stack:
                                     "webhooks": hooks})
             assert code == 201, (code, resp)
 
-    def start_shim_with_webhook(self, identity="shim-0", pods=False, extra=(), rayclusters=False,
-                                jobsets=False, pytorchjobs=False):
-        """A shim serving the webhook on a free port, and the configurations registered; with
-        ``pods``, ``rayclusters``, ``jobsets`` and ``pytorchjobs`` those integrations too."""
+    def start_shim_with_webhook(self, identity="shim-0", extra=(), **kinds):
+        """A shim serving the webhook on a free port, and the configurations registered; each
+        of KINDS named true (``pods=True``, ``rayjobs=True``, ...) enabled too."""
+        unknown = set(kinds) - set(KINDS)
+        assert not unknown, "unknown kinds %s" % sorted(unknown)
+        enabled = [k for k in KINDS if k != "jobs" and kinds.get(k)]
         cert_dir, ca = self.webhook_certificate()
         port = free_port()
         args = ["--webhook-listen", "127.0.0.1:%d" % port, "--webhook-cert-dir", cert_dir]
-        integrations = ["batch/job"] + (["pod"] if pods else []) + \
-            (["ray.io/raycluster"] if rayclusters else []) + \
-            (["jobset.x-k8s.io/jobset"] if jobsets else []) + \
-            (["kubeflow.org/pytorchjob"] if pytorchjobs else [])
-        if len(integrations) > 1:
-            args.append("--integrations=" + ",".join(integrations))
+        if enabled:
+            args.append("--integrations=" + ",".join(
+                ["batch/job"] + [KINDS[k][0] for k in enabled]))
         shim = self.start_shim(identity, args + list(extra))
         shim.webhook_args = args  # a replacement replica serves the same address and certificate
-        self.register_webhooks(port, ca, pods=pods, rayclusters=rayclusters, jobsets=jobsets,
-                               pytorchjobs=pytorchjobs)
+        self.register_webhooks(port, ca, kinds=enabled)
         return shim
 
     def stop(self):
