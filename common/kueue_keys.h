@@ -48,6 +48,10 @@ inline constexpr char kGroupServingAnnotation[] = "kueue.x-k8s.io/pod-group-serv
 inline constexpr char kGroupSetsAnnotation[] = "kueue.x-k8s.io/pod-group-sets";
 inline constexpr char kGroupRoleLabel[] = "kueue.x-k8s.io/pod-group-role";
 inline constexpr char kGroupPodIndexLabel[] = "kueue.x-k8s.io/pod-group-pod-index";
+// Names the pod label whose value the webhook copies into kGroupPodIndexLabel.
+inline constexpr char kGroupPodIndexLabelAnnotation[] = "kueue.x-k8s.io/pod-group-pod-index-label";
+// On a pod template (Deployment, StatefulSet): its pods are gated for that parent's integration.
+inline constexpr char kPodSuspendingParentAnnotation[] = "kueue.x-k8s.io/pod-suspending-parent";
 inline constexpr char kRoleHashAnnotation[] = "kueue.x-k8s.io/role-hash";
 inline constexpr char kRetriableInGroupAnnotation[] = "kueue.x-k8s.io/retriable-in-group";
 inline constexpr char kIsGroupWorkloadAnnotation[] = "kueue.x-k8s.io/is-group-workload";

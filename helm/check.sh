@@ -365,6 +365,14 @@ if [ -n "$HELM" ]; then
     --integrations=batch/job,pod,ray.io/raycluster,ray.io/rayjob,kubeflow.org/pytorchjob \
     "${required[@]}" --set integrations.pods=true --set integrations.rayclusters=true \
     --set integrations.rayjobs=true --set integrations.pytorchjobs=true
+  must_have_webhooks "$chart" \
+    "mdeployment.kb.io mjob.kb.io mpod.kb.io mstatefulset.kb.io vdeployment.kb.io vjob.kb.io vpod.kb.io vstatefulset.kb.io" \
+    --integrations=batch/job,deployment,statefulset "${required[@]}" \
+    --set integrations.deployments=true --set integrations.statefulsets=true
+  grep -q 'pods/status' <<<"$("$HELM" template r "$chart" "${required[@]}" \
+    --set integrations.deployments=true)" ||
+    { echo "helm: rendering $chart with integrations.deployments: no pods/status rule" >&2
+      exit 1; }
   must_have_webhooks "$chart" "mjob.kb.io mpytorchjob.kb.io vjob.kb.io vpytorchjob.kb.io" \
     --integrations=batch/job,kubeflow.org/pytorchjob "${required[@]}" \
     --set integrations.pytorchjobs=true

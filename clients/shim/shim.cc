@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   s->admitd_ = std::make_unique<AdmitdLink>(
       AdmitdLinkOptions{.admitd = *admitd,
                         .cluster = config.cluster,
-                        .pod_workloads = config.integrations.count("pod") > 0,
+                        .pod_workloads = s->PodsAdmitted(),
                         // Another cluster's shim deleted a namespace this cluster still has.
                         .on_namespace_deleted =
                             [s](const std::string& name) {
@@ -77,8 +77,9 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   options.elastic_jobs = config.elastic_jobs;
   s->namespace_sync_ = std::make_unique<NamespaceSync>(*s->admitd_, *s->namespaces_);
   if (config.mirror_workloads) s->mirror_ = std::make_unique<WorkloadMirror>(s->kube_, *s->events_);
-  if (config.integrations.count("pod")) {
-    // The pods the webhook took in (label kueue.x-k8s.io/managed=true).
+  if (s->PodsAdmitted()) {
+    // The pods the webhook took in (label kueue.x-k8s.io/managed=true), and those of a kind
+    // admitted as pods (its template or its pod reconcile gives them the label).
     s->managed_pods_ = std::make_unique<Informer>(
         s->kube_, "/api/v1/pods?labelSelector=kueue.x-k8s.io%2Fmanaged%3Dtrue",
         [s](const std::string& type, const nlohmann::json& pod) {
@@ -106,7 +107,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     // to its owner's Workload: neither defaulted nor suspended.
     std::vector<OwnerKind> managed_kinds = {{"v1", "Pod"}};
     for (const Integration* i : s->registry_->All()) {
-      managed_kinds.push_back({i->info().api_version, i->info().kind});
+      if (i->HasGenericJob()) managed_kinds.push_back({i->info().api_version, i->info().kind});
     }
     job_options.managed_owner_kinds = managed_kinds;
     std::vector<KindWebhook> webhooks;
@@ -115,7 +116,10 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
                                     config.integrations.count(i->info().name) > 0));
     }
     PodWebhookOptions pod_options;
-    pod_options.integration_enabled = config.integrations.count("pod") > 0;
+    // Enabled with `pod`, or for a kind admitted as pods alone: then only the pods such a kind
+    // marks are taken in (plain pods are left as they are).
+    pod_options.integration_enabled = s->PodsAdmitted();
+    pod_options.parent_pods_only = config.integrations.count("pod") == 0;
     pod_options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
     pod_options.elastic_jobs = config.elastic_jobs;
     pod_options.managed_owner_kinds = managed_kinds;
@@ -259,11 +263,21 @@ bool Shim::Synced() const {
          admitd_->Synced();
 }
 
+bool Shim::PodsAdmitted() const {
+  if (config_.integrations.count("pod")) return true;
+  for (const Integration* i : registry_->All()) {
+    if (i->info().admitted_as_pods && config_.integrations.count(i->info().name)) return true;
+  }
+  return false;
+}
+
 void Shim::AddControllers(const FrameworkOptions& options) {
   for (const Integration* integration : registry_->All()) {
     const IntegrationInfo& info = integration->info();
     const bool enabled = config_.integrations.count(info.name) > 0;
     if (!enabled && info.name != "batch/job") continue;
+    // A kind admitted as pods has a controller only when its pods take labels from it.
+    if (!integration->HasGenericJob() && !integration->pod_patch()) continue;
     auto c = std::make_unique<Controller>();
     Controller* raw = c.get();
     c->integration = integration;
@@ -279,10 +293,15 @@ void Shim::AddControllers(const FrameworkOptions& options) {
             }
           });
     }
-    c->reconciler = std::make_unique<Reconciler>(*integration, *registry_, kube_, *admitd_,
-                                                 *c->objects,
-                                                 c->pods ? *c->pods : NoObjects(), *events_,
-                                                 options);
+    if (integration->HasGenericJob()) {
+      c->reconciler = std::make_unique<Reconciler>(*integration, *registry_, kube_, *admitd_,
+                                                   *c->objects,
+                                                   c->pods ? *c->pods : NoObjects(), *events_,
+                                                   options);
+    } else {
+      c->pod_parent = std::make_unique<PodParentReconciler>(*integration, kube_, *c->objects,
+                                                            *c->pods, options);
+    }
     if (info.name == "batch/job") jobs_ = raw;
     controllers_.push_back(std::move(c));
   }

@@ -26,6 +26,7 @@
 #include "clients/shim/kube/event_recorder.h"
 #include "clients/shim/kube/informer.h"
 #include "clients/shim/framework/integration.h"
+#include "clients/shim/framework/pod_parent_reconciler.h"
 #include "clients/shim/framework/reconciler.h"
 #include "clients/shim/kube/kube_client.h"
 #include "clients/shim/kube/leader_election.h"
@@ -70,11 +71,17 @@ class Shim {
     std::unique_ptr<Informer> objects;
     std::unique_ptr<Informer> pods;  // null for a kind whose reconcile needs none
     WorkQueue queue;
+    // The kind's reconcile: the generic one, or, for a kind admitted as pods whose pods take
+    // labels from it, the pod labelling (exactly one is set).
     std::unique_ptr<Reconciler> reconciler;
+    std::unique_ptr<PodParentReconciler> pod_parent;
     std::atomic<int64_t> errors{0};
   };
 
   explicit Shim(const ShimConfig& config, KubeConfig kube);
+  // Whether pods are admitted as pods: `pod` enabled, or a kind admitted as pods (Deployment,
+  // StatefulSet), which enables the pod integration for its pods.
+  bool PodsAdmitted() const;
   // The controllers of the registered integrations: every enabled one, and the Job's always.
   void AddControllers(const FrameworkOptions& options);
   Controller* ControllerOf(const std::string& kind) const;  // by owner kind; nullptr: none

@@ -20,7 +20,9 @@ constexpr const char* kKnownIntegrations[] = {"batch/job",
                                               "ray.io/raycluster",
                                               "ray.io/rayjob",
                                               "jobset.x-k8s.io/jobset",
-                                              "kubeflow.org/pytorchjob"};
+                                              "kubeflow.org/pytorchjob",
+                                              "deployment",
+                                              "statefulset"};
 
 std::string KnownIntegrations() { return absl::StrJoin(kKnownIntegrations, ", "); }
 

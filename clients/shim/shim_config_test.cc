@@ -78,7 +78,8 @@ TEST_F(ShimConfigTest, ErrorsNameTheFlag) {
   EXPECT_TRUE(Parse({"--cluster=eu-west_1.prod"}).ok());
   EXPECT_EQ(Parse({"--cluster=c", "--integrations=batch/job,kubeflow.org/mpijob"}).status().message(),
             "--integrations: unknown integration \"kubeflow.org/mpijob\" (known: batch/job, pod, "
-            "ray.io/raycluster, ray.io/rayjob, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob)");
+            "ray.io/raycluster, ray.io/rayjob, jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob, "
+            "deployment, statefulset)");
   absl::StatusOr<ShimConfig> both = Parse({"--cluster=c", "--integrations=batch/job,pod"});
   ASSERT_TRUE(both.ok());
   EXPECT_EQ(both->integrations, (std::set<std::string>{"batch/job", "pod"}));

@@ -67,7 +67,9 @@ std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
   // Workload-level counters add up every kind's reconciles.
   auto sum = [&](std::atomic<int64_t> ReconcilerCounters::*field) {
     int64_t n = 0;
-    for (const auto& k : controllers_) n += (k->reconciler->counters().*field).load();
+    for (const auto& k : controllers_) {
+      if (k->reconciler) n += (k->reconciler->counters().*field).load();
+    }
     return n;
   };
   gauge("admitd_shim_admitd_reachable", "1 while admitd answers, 0 while it cannot be reached.",
@@ -116,18 +118,24 @@ std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
   for (const auto& k : controllers_) {
     if (k.get() == jobs_) continue;
     const IntegrationInfo& info = k->integration->info();
-    const ReconcilerCounters& r = k->reconciler->counters();
     const std::string kind = info.short_name, plural = info.resource, name = info.kind + "s";
     gauge(absl::StrCat("admitd_shim_", kind, "_workqueue_depth"),
           absl::StrCat(name, " waiting to be reconciled."), static_cast<double>(k->queue.Len()));
     gauge(absl::StrCat("admitd_shim_", plural, "_cached"),
           absl::StrCat(name, " in the informer's cache."),
           static_cast<double>(k->objects->Size()));
-    counter(absl::StrCat("admitd_shim_", kind, "_reconciles_total"),
-            absl::StrCat(info.kind, " reconciles run."), r.reconciles.load());
     counter(absl::StrCat("admitd_shim_", kind, "_reconcile_errors_total"),
             absl::StrCat(info.kind, " reconciles that failed and were retried."),
             k->errors.load());
+    if (k->pod_parent) {
+      counter(absl::StrCat("admitd_shim_", kind, "_pods_labelled_total"),
+              absl::StrCat("Pods of ", name, " given their pod group's labels."),
+              k->pod_parent->patched());
+      continue;
+    }
+    const ReconcilerCounters& r = k->reconciler->counters();
+    counter(absl::StrCat("admitd_shim_", kind, "_reconciles_total"),
+            absl::StrCat(info.kind, " reconciles run."), r.reconciles.load());
     counter(absl::StrCat("admitd_shim_", plural, "_started_total"),
             absl::StrCat(name, " unsuspended on admission."), r.starts.load());
     counter(absl::StrCat("admitd_shim_", plural, "_stopped_total"),

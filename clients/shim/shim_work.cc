@@ -48,7 +48,10 @@ void Shim::StartWork() {
     for (int i = 0; i < config_.workers; ++i) {
       workers_.emplace_back([this, raw] {
         Worker(raw->queue,
-               [raw](const std::string& key) { return raw->reconciler->Reconcile(key); },
+               [raw](const std::string& key) {
+                 return raw->reconciler ? raw->reconciler->Reconcile(key)
+                                        : raw->pod_parent->Reconcile(key);
+               },
                raw->errors, raw->integration->info().short_name.c_str(),
                [raw](const std::string& key) {
                  std::optional<nlohmann::json> object = raw->objects->Get(key);

@@ -48,7 +48,11 @@ KINDS = {
     "rayjobs": ("ray.io/rayjob", "ray.io", "v1", "rayjobs", "rayjob"),
     "jobsets": ("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", "jobset"),
     "pytorchjobs": ("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "pytorchjobs", "pytorchjob"),
+    "deployments": ("deployment", "apps", "v1", "deployments", "deployment"),
+    "statefulsets": ("statefulset", "apps", "v1", "statefulsets", "statefulset"),
 }
+# Kinds whose pods are admitted as pods: enabling one registers the pod webhooks too.
+ADMITTED_AS_PODS = ("deployments", "statefulsets")
 
 
 # The policy of a secure stack: admin may do everything; each shim acts on its cluster.
@@ -330,7 +334,11 @@ class Stack:
                         "key": "kubernetes.io/metadata.name", "operator": "NotIn",
                         "values": ["kube-system", SHIM_NAMESPACE]}]}}
         enabled = ["jobs"] + list(kinds)
-        mutating = [hook("m", k, ["CREATE"]) for k in enabled]
+        if "pods" not in enabled and any(k in ADMITTED_AS_PODS for k in enabled):
+            enabled.append("pods")
+        # Kueue's Deployment and StatefulSet defaulting runs on updates too.
+        mutating = [hook("m", k, ["CREATE", "UPDATE"] if k in ADMITTED_AS_PODS else ["CREATE"])
+                    for k in enabled]
         validating = [hook("v", k, ["CREATE", "UPDATE"]) for k in enabled]
         for kind, plural, hooks in (
                 ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", mutating),

@@ -72,6 +72,13 @@ Integration::Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key
       owner_key_of_pod_(std::move(owner_key_of_pod)),
       webhook_(std::move(webhook)) {}
 
+Integration::Integration(IntegrationInfo info, PodOwnerFn owner_key_of_pod, WebhookFn webhook,
+                         PodPatchFn pod_patch)
+    : info_(std::move(info)),
+      owner_key_of_pod_(std::move(owner_key_of_pod)),
+      webhook_(std::move(webhook)),
+      pod_patch_(std::move(pod_patch)) {}
+
 std::string ControllerKeyOfPod(const nlohmann::json& pod, const std::string& api_version,
                                const std::string& kind) {
   const nlohmann::json& meta = Field(pod, "metadata");
@@ -126,7 +133,9 @@ bool IntegrationRegistry::OwnedByManagedKind(const nlohmann::json& object) const
   for (const nlohmann::json& ref : refs) {
     if (!ref.is_object() || !ref.value("controller", false)) continue;
     const std::string kind = Str(ref, "kind"), api_version = Str(ref, "apiVersion");
-    return (kind == "Pod" && api_version == "v1") || ForKind(api_version, kind) != nullptr;
+    if (kind == "Pod" && api_version == "v1") return true;
+    const Integration* owner = ForKind(api_version, kind);
+    return owner != nullptr && owner->HasGenericJob();
   }
   return false;
 }

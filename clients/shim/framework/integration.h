@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct IntegrationInfo {
   // A custom resource: a cluster without its definition has none of them, and that does not hold
   // up the shim's readiness.
   bool custom_resource = false;
+  // Its pods are admitted through the pod integration, one by one or as a pod group, never as a
+  // Workload of the kind (Deployment, StatefulSet): enabling it enables the pod integration for
+  // such pods (Kueue's ImplicitlyEnabledFrameworkNames), and it has no GenericJob.
+  bool admitted_as_pods = false;
 };
 
 // A kind's adapter: its facts and three functions. Each integration makes one
@@ -59,14 +64,27 @@ class Integration {
   using WebhookFn = std::function<KindWebhook(JobWebhookContext& context,
                                               const JobWebhookOptions& options, bool enabled)>;
 
+  // The merge patch one of an `admitted_as_pods` kind's pods gets from `owner`, its controller
+  // (a StatefulSet's pods join its pod group); nullopt when it needs none.
+  using PodPatchFn = std::function<std::optional<nlohmann::json>(
+      const nlohmann::json& pod, const nlohmann::json& owner, const FrameworkOptions& options)>;
+
   Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key_of_pod, WebhookFn webhook);
+  // An `admitted_as_pods` kind: no GenericJob; `pod_patch` may be null (a Deployment's pods need
+  // nothing from it: its template carries their labels).
+  Integration(IntegrationInfo info, PodOwnerFn owner_key_of_pod, WebhookFn webhook,
+              PodPatchFn pod_patch);
 
   const IntegrationInfo& info() const { return info_; }
   std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
                                    const FrameworkOptions& options) const {
     return wrap_(object, std::move(pods), options);
   }
+  // Whether the one generic reconcile runs the kind's objects (false: `admitted_as_pods`).
+  bool HasGenericJob() const { return wrap_ != nullptr; }
   std::string OwnerKeyOfPod(const nlohmann::json& pod) const { return owner_key_of_pod_(pod); }
+  // Null unless the kind's pods get labels from it.
+  const PodPatchFn& pod_patch() const { return pod_patch_; }
   KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
                       bool enabled) const {
     return webhook_(context, options, enabled);
@@ -82,6 +100,7 @@ class Integration {
   const WrapFn wrap_;
   const PodOwnerFn owner_key_of_pod_;
   const WebhookFn webhook_;
+  const PodPatchFn pod_patch_;
 };
 
 // "namespace/name" of the object `pod`'s controller owner reference names when it is of
@@ -97,8 +116,9 @@ class IntegrationRegistry {
   // The integration of objects of `api_version` `kind`, nullptr when none.
   const Integration* ForKind(const std::string& api_version, const std::string& kind) const;
   std::vector<const Integration*> All() const;
-  // Whether `object`'s controller owner is of a kind the shim manages (a registered integration,
-  // or a v1 Pod): such an object belongs to its owner's Workload and is left alone (§1.2).
+  // Whether `object`'s controller owner is of a kind the shim manages (a registered integration
+  // with a GenericJob, or a v1 Pod): such an object belongs to its owner's Workload and is left
+  // alone (§1.2).
   bool OwnedByManagedKind(const nlohmann::json& object) const;
 
  private:

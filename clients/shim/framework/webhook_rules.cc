@@ -84,35 +84,52 @@ std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebho
   return DefaultFramework(job, context, options, {"spec", "suspend"});
 }
 
-std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
-                                             const JobWebhookOptions& options,
-                                             const std::vector<std::string>& suspend_path) {
-  const ObjectView view(job);
+std::map<std::string, std::string> DefaultLabels(const nlohmann::json& object,
+                                                 JobWebhookContext& context,
+                                                 const JobWebhookOptions& options) {
+  const ObjectView view(object);
   const std::string ns = view.Namespace();
   const bool owned = ControlledByOneOf(view.meta, options.managed_owner_kinds);
   std::map<std::string, std::string> labels;
-  // 1. The namespace's `default` LocalQueue for a Job without a queue.
+  // 1. The namespace's `default` LocalQueue for an object without a queue.
   if (view.Label(kQueueNameLabel).empty() && !owned && context.DefaultLocalQueueExists(ns) &&
       context.NamespaceManaged(ns)) {
     labels[kQueueNameLabel] = "default";
   }
-  // 2. The `default` WorkloadPriorityClass for a Job without a priority class.
+  // 2. The `default` WorkloadPriorityClass for an object without a priority class.
   if (options.workload_priority_class_defaulting && view.Label(kPriorityClassLabel).empty() &&
       !owned && context.DefaultPriorityClassExists()) {
     labels[kPriorityClassLabel] = "default";
   }
+  return labels;
+}
+
+bool ShouldBeSuspended(const nlohmann::json& object,
+                       const std::map<std::string, std::string>& defaults,
+                       JobWebhookContext& context, const JobWebhookOptions& options) {
+  const ObjectView view(object);
+  if (!Field(view.meta, "deletionTimestamp").is_null()) return false;  // being deleted: as it is
+  if (ControlledByOneOf(view.meta, options.managed_owner_kinds)) return false;
+  const bool has_queue =
+      defaults.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
+  return has_queue ||
+         (options.manage_jobs_without_queue_name && context.NamespaceManaged(view.Namespace()));
+}
+
+std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& job, JobWebhookContext& context,
+                                             const JobWebhookOptions& options,
+                                             const std::vector<std::string>& suspend_path) {
+  const ObjectView view(job);
+  const std::map<std::string, std::string> labels = DefaultLabels(job, context, options);
   std::vector<nlohmann::json> ops;
   SetEntries(job, {"metadata", "labels"}, labels, &ops);
   // 3. Suspended, to wait for admission: a Job with a queue, or every Job of a managed namespace
   // with manageJobsWithoutQueueName. A Job being deleted is left as it is.
-  const bool deleting = !Field(view.meta, "deletionTimestamp").is_null();
-  const bool has_queue = labels.count(kQueueNameLabel) > 0 || !view.Label(kQueueNameLabel).empty();
   const nlohmann::json* suspend = &job;
   for (const std::string& key : suspend_path) suspend = &Field(*suspend, key);
   const bool suspended = *suspend == true;
   const bool stopping = suspended && view.Annotation(kStopping) == "true";
-  if (!deleting && !owned && !(suspended && !stopping) &&
-      (has_queue || (options.manage_jobs_without_queue_name && context.NamespaceManaged(ns)))) {
+  if (!(suspended && !stopping) && ShouldBeSuspended(job, labels, context, options)) {
     if (!suspended) AddAt(job, suspend_path, true, &ops);
   }
   return ops;
@@ -162,16 +179,7 @@ std::vector<FieldError> ValidateFrameworkUpdate(const nlohmann::json& old_job,
     errs.push_back(FieldError::Invalid(LabelPath(kMaxExecTimeLabel),
                                        GoQuote(next.Label(kMaxExecTimeLabel)), kImmutable));
   }
-  const std::string old_class = prev.Label(kPriorityClassLabel),
-                    new_class = next.Label(kPriorityClassLabel);
-  if (!new_suspended && old_class.empty() && !new_class.empty()) {
-    errs.push_back(
-        FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
-                            "WorkloadPriorityClass cannot be added to a non-suspended workload"));
-  } else if (new_class.empty() && !old_class.empty()) {
-    errs.push_back(FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
-                                       "WorkloadPriorityClass cannot be removed from a workload"));
-  }
+  CheckPriorityClassUpdate(old_job, new_job, new_suspended, &errs);
   if (Elastic(prev, options) != Elastic(next, options)) {
     errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobAnnotation),
                                        Elastic(next, options) ? "true" : "false", kImmutable));
@@ -201,6 +209,20 @@ void DefaultMultiKueueManagedBy(const nlohmann::json& object, JobWebhookContext&
                                                      managed_by->get<std::string>() == own_controller);
   if (!queue.empty() && defaultable && context.LocalQueueUsesMultiKueue(view.Namespace(), queue)) {
     AddAt(object, managed_by_path, kMultiKueueControllerName, ops);
+  }
+}
+
+void CheckPriorityClassUpdate(const nlohmann::json& old_object, const nlohmann::json& new_object,
+                              bool suspended, std::vector<FieldError>* errs) {
+  const std::string old_class = ObjectView(old_object).Label(kPriorityClassLabel),
+                    new_class = ObjectView(new_object).Label(kPriorityClassLabel);
+  if (!suspended && old_class.empty() && !new_class.empty()) {
+    errs->push_back(
+        FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
+                            "WorkloadPriorityClass cannot be added to a non-suspended workload"));
+  } else if (new_class.empty() && !old_class.empty()) {
+    errs->push_back(FieldError::Invalid(LabelPath(kPriorityClassLabel), GoQuote(new_class),
+                                        "WorkloadPriorityClass cannot be removed from a workload"));
   }
 }
 

@@ -13,6 +13,7 @@
 #define ADMITD_CLIENTS_SHIM_FRAMEWORK_WEBHOOK_RULES_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,18 @@ std::vector<nlohmann::json> DefaultFramework(const nlohmann::json& object,
                                              JobWebhookContext& context,
                                              const JobWebhookOptions& options,
                                              const std::vector<std::string>& suspend_path);
+
+// §1.3 steps 1 and 2 alone: the labels an object is to get (the `default` LocalQueue's name, the
+// `default` WorkloadPriorityClass), none for an object a managed kind controls.
+std::map<std::string, std::string> DefaultLabels(const nlohmann::json& object,
+                                                 JobWebhookContext& context,
+                                                 const JobWebhookOptions& options);
+// Kueue's WorkloadShouldBeSuspended (deleting objects tolerated: not suspended) for `object` once
+// it has the labels `defaults` adds: not controlled by a managed kind, and a queue name (or
+// manageJobsWithoutQueueName in a managed namespace).
+bool ShouldBeSuspended(const nlohmann::json& object,
+                       const std::map<std::string, std::string>& defaults,
+                       JobWebhookContext& context, const JobWebhookOptions& options);
 
 // jobframework.ValidateJobOnCreate on any integration's object (its metadata: the queue name,
 // prebuilt Workload name, maximum execution time and admission gates).
@@ -69,6 +82,11 @@ void DefaultMultiKueueManagedBy(const nlohmann::json& object, JobWebhookContext&
                                 const std::vector<std::string>& managed_by,
                                 const std::string& own_controller,
                                 std::vector<nlohmann::json>* ops);
+
+// jobframework.ValidateUpdateForWorkloadPriorityClassName: a priority class may be added only
+// while `suspended`, and never removed.
+void CheckPriorityClassUpdate(const nlohmann::json& old_object, const nlohmann::json& new_object,
+                              bool suspended, std::vector<FieldError>* errs);
 
 // The error for an elastic-job annotation on a kind that is not elastic ("elastic job is not
 // supported for \"<group/version>, Kind=<kind>\"").

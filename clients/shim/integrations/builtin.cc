@@ -1,10 +1,12 @@
 #include "clients/shim/integrations/builtin.h"
 
+#include "clients/shim/integrations/deployment/deployment_integration.h"
 #include "clients/shim/integrations/job/job_integration.h"
 #include "clients/shim/integrations/jobset/jobset_integration.h"
 #include "clients/shim/integrations/pytorchjob/pytorchjob_integration.h"
 #include "clients/shim/integrations/raycluster/raycluster_integration.h"
 #include "clients/shim/integrations/rayjob/rayjob_integration.h"
+#include "clients/shim/integrations/statefulset/statefulset_integration.h"
 
 namespace admitd::shim {
 
@@ -15,6 +17,8 @@ std::unique_ptr<IntegrationRegistry> BuiltinIntegrations() {
   registry->Register(NewRayJobIntegration());
   registry->Register(NewJobSetIntegration());
   registry->Register(NewPyTorchJobIntegration());
+  registry->Register(NewDeploymentIntegration());
+  registry->Register(NewStatefulSetIntegration());
   return registry;
 }
 

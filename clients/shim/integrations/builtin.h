@@ -1,7 +1,8 @@
 // The integrations admitd-shim is built with, registered in one place (Kueue registers each
 // from its package's init): batch/job, ray.io/raycluster, ray.io/rayjob,
-// jobset.x-k8s.io/jobset and kubeflow.org/pytorchjob. Plain pods and pod groups are
-// managed by admitd itself through the pod sync (pod_sync.h), not by the generic reconcile.
+// jobset.x-k8s.io/jobset, kubeflow.org/pytorchjob, deployment and statefulset. Plain pods and pod
+// groups (and a Deployment's or StatefulSet's pods) are managed by admitd itself through the pod
+// sync (pod_sync.h), not by the generic reconcile.
 //
 //   std::unique_ptr<IntegrationRegistry> registry = BuiltinIntegrations();
 //

@@ -118,7 +118,8 @@ WebhookReply AnswerReview(const KindWebhook& webhook, const std::string& path,
   if (!ReadReview(body, webhook.kind.c_str(), &r, &reply)) return reply;
   if (!webhook.enabled) return Mutated(r, {});  // Kueue's no-op webhook: allowed, unchanged
   if (path == webhook.mutate_path) {
-    return Mutated(r, r.create && webhook.default_create ? webhook.default_create(r.object)
+    const bool defaults = r.create || (r.update && webhook.default_on_update);
+    return Mutated(r, defaults && webhook.default_create ? webhook.default_create(r.object)
                                                          : std::vector<nlohmann::json>());
   }
   std::vector<FieldError> errors;

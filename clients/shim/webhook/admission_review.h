@@ -36,6 +36,8 @@ struct KindWebhook {
   bool enabled = true;
   // The CREATE defaulting, as JSON Patch operations.
   std::function<std::vector<nlohmann::json>(const nlohmann::json& object)> default_create;
+  // Whether the defaulting runs on UPDATE too (Kueue's Deployment and StatefulSet webhooks).
+  bool default_on_update = false;
   // CREATE (`old_object` null) and UPDATE: the field errors; `warnings` to return with the
   // answer; `denial`, a message to deny with when there is no field error.
   std::function<std::vector<FieldError>(const nlohmann::json* old_object,

@@ -1,8 +1,11 @@
 {{/*
-The custom-resource kinds the chart can enable besides batch/v1 Jobs and pods, one row each:
-`value` (the integrations.<value> switch), `framework` (its --integrations name), its API group,
-version, plural and singular (Kueue's webhook names m<singular>.kb.io and v<singular>.kb.io on
-/mutate-<group>-<version>-<singular> and /validate-...), and what its mutating webhook does.
+The kinds the chart can enable besides batch/v1 Jobs and pods, one row each: `value` (the
+integrations.<value> switch), `framework` (its --integrations name), its API group, version,
+plural and singular (Kueue's webhook names m<singular>.kb.io and v<singular>.kb.io on
+/mutate-<group>-<version>-<singular> and /validate-...), what its mutating webhook does, and
+optionally `mutateOn` (the operations it mutates on; CREATE when unset), `verbs` (what the shim
+does to the kind's objects; the default: start and stop them, with their status) and `asPods`
+(its pods are admitted through the pod integration, whose webhooks come with it).
 The deployment's flag, the RBAC and both webhook configurations are rendered from this table.
 */}}
 {{- define "admitd-shim.kinds" -}}
@@ -42,6 +45,42 @@ The deployment's flag, the RBAC and both webhook configurations are rendered fro
   mutates: >-
     A new PyTorchJob with a queue name is suspended (spec.runPolicy.suspend) until admitd admits
     it; one for a MultiKueue manager's queue is managed by MultiKueue.
+- value: deployments
+  framework: deployment
+  group: apps
+  version: v1
+  plural: deployments
+  singular: deployment
+  mutateOn: [CREATE, UPDATE]
+  verbs: []
+  asPods: true
+  mutates: >-
+    A Deployment with a queue name marks its pod template (kueue.x-k8s.io/pod-suspending-parent,
+    the managed label, the queue name and priority class): each pod waits gated for its own
+    admission.
+- value: statefulsets
+  framework: statefulset
+  group: apps
+  version: v1
+  plural: statefulsets
+  singular: statefulset
+  mutateOn: [CREATE, UPDATE]
+  verbs: [get, list, watch]
+  asPods: true
+  mutates: >-
+    A StatefulSet with a queue name marks its pod template (kueue.x-k8s.io/pod-suspending-parent);
+    the shim puts its pods in one serving pod group, admitted as a whole.
+{{- end }}
+
+{{/*
+"true" when pods are admitted as pods: integrations.pods, or an enabled kind with asPods.
+*/}}
+{{- define "admitd-shim.podsAdmitted" -}}
+{{- $on := .Values.integrations.pods }}
+{{- range $k := include "admitd-shim.enabledKinds" . | fromYamlArray }}
+{{- if $k.asPods }}{{ $on = true }}{{ end }}
+{{- end }}
+{{- if $on }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -63,6 +102,8 @@ settings every webhook shares (`root`, `caBundle`, `clientConfig`, `namespaceSel
 */}}
 {{- define "admitd-shim.kindWebhook" -}}
 {{- $k := .kind }}
+{{- $operations := .operations }}
+{{- if and (eq .prefix "m") $k.mutateOn }}{{ $operations = printf "[%s]" (join ", " $k.mutateOn) }}{{ end }}
 {{- $path := printf "/%s-%s-%s-%s" (ternary "mutate" "validate" (eq .prefix "m")) (replace "." "-" $k.group) $k.version $k.singular }}
 - name: {{ .prefix }}{{ $k.singular }}.kb.io
   admissionReviewVersions: [v1]
@@ -78,6 +119,6 @@ settings every webhook shares (`root`, `caBundle`, `clientConfig`, `namespaceSel
   rules:
     - apiGroups: [{{ $k.group | quote }}]
       apiVersions: [{{ $k.version }}]
-      operations: {{ .operations }}
+      operations: {{ $operations }}
       resources: [{{ $k.plural }}]
 {{- end }}

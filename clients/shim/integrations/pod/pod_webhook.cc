@@ -18,16 +18,6 @@
 namespace admitd::shim {
 namespace {
 
-constexpr char kSuspendingParent[] = "kueue.x-k8s.io/pod-suspending-parent";
-constexpr char kGroupName[] = "kueue.x-k8s.io/pod-group-name";  // the label and the annotation
-constexpr char kGroupTotalCount[] = "kueue.x-k8s.io/pod-group-total-count";
-constexpr char kRoleHash[] = "kueue.x-k8s.io/role-hash";
-constexpr char kRetriableInGroup[] = "kueue.x-k8s.io/retriable-in-group";
-constexpr char kPodIndexLabelAnnotation[] = "kueue.x-k8s.io/pod-group-pod-index-label";
-constexpr char kPodIndexLabel[] = "kueue.x-k8s.io/pod-group-pod-index";
-constexpr char kGroupSets[] = "kueue.x-k8s.io/pod-group-sets";
-constexpr char kGroupRole[] = "kueue.x-k8s.io/pod-group-role";
-
 // ---- Reading the pod's JSON --------------------------------------------------------------------
 
 struct PodView {
@@ -52,13 +42,13 @@ struct PodView {
   // GetPodGroupName: with WorkloadIdentifierAnnotations the annotation first.
   std::string GroupName() const {
     if (identifier_annotations) {
-      if (std::string name = Annotation(kGroupName); !name.empty()) return name;
+      if (std::string name = Annotation(kGroupNameLabel); !name.empty()) return name;
     }
-    return Label(kGroupName);
+    return Label(kGroupNameLabel);
   }
   std::string GroupNamePath() const {
-    return identifier_annotations && !Annotation(kGroupName).empty() ? AnnotationPath(kGroupName)
-                                                                     : LabelPath(kGroupName);
+    return identifier_annotations && !Annotation(kGroupNameLabel).empty() ? AnnotationPath(kGroupNameLabel)
+                                                                     : LabelPath(kGroupNameLabel);
   }
   // The prebuilt Workload's key: from the annotation with WorkloadIdentifierAnnotations (or a
   // value too long for a label), else from the label.
@@ -132,7 +122,7 @@ bool HasTemplate(const v1::PodSet& set) {
 // PodService report errors); empty when it is well formed.
 std::string DeclaredSetsError(const PodView& pod, const PodWebhookOptions& options) {
   absl::StatusOr<std::vector<v1::PodSet>> parsed =
-      manifest::ParsePodSets(pod.Annotation(kGroupSets));
+      manifest::ParsePodSets(pod.Annotation(kGroupSetsAnnotation));
   if (!parsed.ok()) return std::string(parsed.status().message());
   const std::vector<v1::PodSet>& sets = *parsed;
   if (sets.empty()) return "at least one pod set is required";
@@ -169,23 +159,23 @@ std::string DeclaredSetsError(const PodView& pod, const PodWebhookOptions& optio
                      "own spec, not ", absl::StrJoin(untemplated, ", ")));
   }
   if (!errors.empty()) return absl::StrJoin(errors, "; ");
-  if (std::string role = pod.Label(kGroupRole); !role.empty()) {
+  if (std::string role = pod.Label(kGroupRoleLabel); !role.empty()) {
     if (std::none_of(sets.begin(), sets.end(),
                      [&](const v1::PodSet& s) { return s.name() == role; })) {
-      return absl::StrCat("the pod's '", kGroupRole, "' label \"", role,
+      return absl::StrCat("the pod's '", kGroupRoleLabel, "' label \"", role,
                           "\" names none of the pod sets");
     }
   } else if (untemplated.empty()) {
-    return absl::StrCat("the pod belongs to no pod set: give it the '", kGroupRole,
+    return absl::StrCat("the pod belongs to no pod set: give it the '", kGroupRoleLabel,
                         "' label or leave one pod set's template empty");
   }
-  if (pod.HasAnnotation(kGroupTotalCount)) {
+  if (pod.HasAnnotation(kGroupTotalCountAnnotation)) {
     std::string ignored;
     int64_t total = 0;
     for (const v1::PodSet& s : sets) total += s.count();
-    std::optional<int64_t> declared = GoAtoi(pod.Annotation(kGroupTotalCount), &ignored);
+    std::optional<int64_t> declared = GoAtoi(pod.Annotation(kGroupTotalCountAnnotation), &ignored);
     if (declared && *declared != total) {
-      return absl::StrCat("the '", kGroupTotalCount, "' annotation (", *declared,
+      return absl::StrCat("the '", kGroupTotalCountAnnotation, "' annotation (", *declared,
                           ") differs from the pod sets' total count (", total, ")");
     }
   }
@@ -196,28 +186,28 @@ std::string DeclaredSetsError(const PodView& pod, const PodWebhookOptions& optio
 // (or names its set with a role label) needs no total count.
 void CheckGroupMetadata(const PodView& pod, const PodWebhookOptions& options,
                         std::vector<FieldError>* errs) {
-  const std::optional<std::string> total = Entry(pod.annotations, kGroupTotalCount);
-  std::string detail = absl::StrCat("both the '", kGroupTotalCount, "' annotation and the '",
-                                    kGroupName, "' label should be set");
-  if (options.workload_identifier_annotations && !pod.Annotation(kGroupName).empty()) {
-    detail = absl::StrCat("both the '", kGroupTotalCount, "' annotation and the '", kGroupName,
+  const std::optional<std::string> total = Entry(pod.annotations, kGroupTotalCountAnnotation);
+  std::string detail = absl::StrCat("both the '", kGroupTotalCountAnnotation, "' annotation and the '",
+                                    kGroupNameLabel, "' label should be set");
+  if (options.workload_identifier_annotations && !pod.Annotation(kGroupNameLabel).empty()) {
+    detail = absl::StrCat("both the '", kGroupTotalCountAnnotation, "' annotation and the '", kGroupNameLabel,
                           "' annotation should be set");
   }
   const std::string group = pod.GroupName();
-  const bool declares = pod.HasAnnotation(kGroupSets);
-  const bool has_role = !pod.Label(kGroupRole).empty();
+  const bool declares = pod.HasAnnotation(kGroupSetsAnnotation);
+  const bool has_role = !pod.Label(kGroupRoleLabel).empty();
   if (group.empty() && (declares || has_role)) {
     errs->push_back(FieldError::Required(
         pod.GroupNamePath(),
-        absl::StrCat("the '", declares ? kGroupSets : kGroupRole, "' ",
-                     declares ? "annotation" : "label", " needs the '", kGroupName, "' label")));
+        absl::StrCat("the '", declares ? kGroupSetsAnnotation : kGroupRoleLabel, "' ",
+                     declares ? "annotation" : "label", " needs the '", kGroupNameLabel, "' label")));
     return;
   }
   if (declares) {
     // The error may quote what the YAML parser stopped at, half a UTF-8 character at times: the
     // reply is JSON, which needs valid UTF-8.
     if (std::string e = ToValidUtf8(DeclaredSetsError(pod, options)); !e.empty()) {
-      errs->push_back(FieldError::Invalid(AnnotationPath(kGroupSets), "", e));
+      errs->push_back(FieldError::Invalid(AnnotationPath(kGroupSetsAnnotation), "", e));
     }
   }
   if (group.empty()) {
@@ -227,18 +217,18 @@ void CheckGroupMetadata(const PodView& pod, const PodWebhookOptions& options,
   CheckSubdomain(pod.GroupNamePath(), group, errs);
   if (!total) {
     if (!declares && !has_role) {
-      errs->push_back(FieldError::Required(AnnotationPath(kGroupTotalCount), detail));
+      errs->push_back(FieldError::Required(AnnotationPath(kGroupTotalCountAnnotation), detail));
     }
     return;
   }
   std::string error;
   std::optional<int64_t> count = GoAtoi(*total, &error);
   if (count && *count < 1) {
-    error = absl::StrCat("incorrect annotation value '", kGroupTotalCount, "=", *total,
+    error = absl::StrCat("incorrect annotation value '", kGroupTotalCountAnnotation, "=", *total,
                          "': group total count should be greater than zero");
   }
   if (!count || *count < 1) {
-    errs->push_back(FieldError::Invalid(AnnotationPath(kGroupTotalCount), GoQuote(*total), error));
+    errs->push_back(FieldError::Invalid(AnnotationPath(kGroupTotalCountAnnotation), GoQuote(*total), error));
   }
 }
 
@@ -281,9 +271,10 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
   const PodView view(pod, options);
   const std::string ns = view.Namespace();
   // A pod its parent's integration suspends is gated for it: no label, no finalizer.
-  const bool by_parent = view.HasAnnotation(kSuspendingParent);
+  const bool by_parent = view.HasAnnotation(kPodSuspendingParentAnnotation);
   std::map<std::string, std::string> labels;
   if (!by_parent) {
+    if (options.parent_pods_only) return ops;
     if (!context.NamespaceManaged(ns) ||
         ControlledByOneOf(view.meta, options.managed_owner_kinds)) {
       return ops;
@@ -310,9 +301,9 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
   std::vector<nlohmann::json> gates;
   if (!view.HasGate(kAdmissionGate)) gates.push_back({{"name", kAdmissionGate}});
   if (options.topology_aware_scheduling) {
-    if (std::optional<std::string> key = Entry(view.annotations, kPodIndexLabelAnnotation)) {
+    if (std::optional<std::string> key = Entry(view.annotations, kGroupPodIndexLabelAnnotation)) {
       const std::string index = view.Label(*key);
-      if (Entry(view.labels, kPodIndexLabel) != index) labels[kPodIndexLabel] = index;
+      if (Entry(view.labels, kGroupPodIndexLabel) != index) labels[kGroupPodIndexLabel] = index;
     }
     if (!view.HasGate(kTopologyGate)) gates.push_back({{"name", kTopologyGate}});
   }
@@ -321,8 +312,8 @@ std::vector<nlohmann::json> DefaultPod(const nlohmann::json& pod, JobWebhookCont
     AppendToList(pod, {"metadata", "finalizers"}, {kManagedLabel}, &ops);
   }
   AppendToList(pod, {"spec", "schedulingGates"}, gates, &ops);
-  if (!view.HasAnnotation(kRoleHash)) {
-    SetEntries(pod, {"metadata", "annotations"}, {{kRoleHash, PodRoleHash(view.spec)}}, &ops);
+  if (!view.HasAnnotation(kRoleHashAnnotation)) {
+    SetEntries(pod, {"metadata", "annotations"}, {{kRoleHashAnnotation, PodRoleHash(view.spec)}}, &ops);
   }
   return ops;
 }
@@ -358,27 +349,27 @@ std::vector<FieldError> ValidatePodUpdate(const nlohmann::json& old_pod,
   // The pod webhook's own rules.
   CheckCommon(next, options, &errs);
   const auto unretriable = [](const PodView& p) {
-    return p.Annotation(kRetriableInGroup) == "false";
+    return p.Annotation(kRetriableInGroupAnnotation) == "false";
   };
   if (!next.GroupName().empty() && unretriable(prev) && !unretriable(next)) {
-    errs.push_back(FieldError::Forbidden(AnnotationPath(kRetriableInGroup),
+    errs.push_back(FieldError::Forbidden(AnnotationPath(kRetriableInGroupAnnotation),
                                          "unretriable pod group can't be converted to retriable"));
   }
   // admitd's: a group's declared sets and a pod's set are fixed once the pod exists.
-  if (next.Annotation(kGroupSets) != prev.Annotation(kGroupSets)) {
-    errs.push_back(FieldError::Invalid(AnnotationPath(kGroupSets),
-                                       GoQuote(next.Annotation(kGroupSets)), kImmutable));
+  if (next.Annotation(kGroupSetsAnnotation) != prev.Annotation(kGroupSetsAnnotation)) {
+    errs.push_back(FieldError::Invalid(AnnotationPath(kGroupSetsAnnotation),
+                                       GoQuote(next.Annotation(kGroupSetsAnnotation)), kImmutable));
   }
-  if (next.Label(kGroupRole) != prev.Label(kGroupRole)) {
+  if (next.Label(kGroupRoleLabel) != prev.Label(kGroupRoleLabel)) {
     errs.push_back(
-        FieldError::Invalid(LabelPath(kGroupRole), GoQuote(next.Label(kGroupRole)), kImmutable));
+        FieldError::Invalid(LabelPath(kGroupRoleLabel), GoQuote(next.Label(kGroupRoleLabel)), kImmutable));
   }
   if (const std::string old_group = prev.GroupName(); !old_group.empty()) {
     if (const std::string new_group = next.GroupName(); new_group != old_group) {
       errs.push_back(FieldError::Invalid(next.GroupNamePath(), GoQuote(new_group), kImmutable));
     }
   }
-  if (!next.HasAnnotation(kSuspendingParent)) AddManagedOwnerWarning(next, options, warnings);
+  if (!next.HasAnnotation(kPodSuspendingParentAnnotation)) AddManagedOwnerWarning(next, options, warnings);
   return errs;
 }
 

@@ -46,6 +46,9 @@ namespace admitd::shim {
 struct PodWebhookOptions {
   // The `pod` framework is in integrations.frameworks (it is not by default).
   bool integration_enabled = false;
+  // The pod integration enabled only by a kind admitted as pods (Deployment, StatefulSet): only
+  // the pods such a kind marks (kueue.x-k8s.io/pod-suspending-parent) are defaulted.
+  bool parent_pods_only = false;
   bool manage_jobs_without_queue_name = false;
   bool topology_aware_scheduling = true;  // TopologyAwareScheduling: the topology gate
   bool tas_multi_layer_topology = true;   // TASMultiLayerTopology
