@@ -18,10 +18,9 @@ import json
 import os
 import subprocess
 
-from stack import Stack, condition, is_true, queues
-from stack import wait_with_logs
+from shimcase import T, ShimCase
+from stack import condition, is_true, queues
 
-T = 30  # seconds: generous for a loaded 2-core machine
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 PRIORITY_CLASSES = """---
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -38,7 +37,7 @@ value: 10
 """
 
 
-class KindScenarios:
+class KindScenarios(ShimCase):
     # What a kind's module sets.
     INTEGRATION = None     # start_shim_with_webhook's keyword (jobsets, pytorchjobs, ...)
     API_ARGS = ()          # the test cluster's --crd and --controllers
@@ -71,22 +70,8 @@ class KindScenarios:
         raise NotImplementedError
 
     @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"), api_args=cls.API_ARGS)
-        cls.shim = cls.s.start_shim_with_webhook(**dict(cls.ALSO, **{cls.INTEGRATION: True}))
-        wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
-                       "the shim to lead", T)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
-    def setUp(self):
-        self.ns = self._testMethodName.replace("test_", "").replace("_", "-")[:30].strip("-")
-        self.s.create_namespace(self.ns)
-
-    def wait(self, fn, what, timeout=T):
-        return wait_with_logs(self.s, fn, what, timeout)
+    def shim_kinds(cls):
+        return dict(cls.ALSO, **{cls.INTEGRATION: True})
 
     def create(self, obj):
         code, body = self.s.kube("POST", self.COLLECTION % self.ns, obj)

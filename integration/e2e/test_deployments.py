@@ -13,9 +13,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kinds import KUBECTL  # noqa: E402
-from stack import Stack, condition, queues, wait_with_logs  # noqa: E402
-
-T = 30
+from shimcase import ShimCase  # noqa: E402
+from stack import condition, queues  # noqa: E402
 
 
 def template(app, cpu="1"):
@@ -45,25 +44,9 @@ def gated(pod):
                for g in pod["spec"].get("schedulingGates") or [])
 
 
-class ServingE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"),
-                      api_args=("--controllers", "deployment,statefulset,scheduler,kubelet"))
-        cls.shim = cls.s.start_shim_with_webhook(deployments=True, statefulsets=True)
-        wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
-                       "the shim to lead", T)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
-    def setUp(self):
-        self.ns = self._testMethodName.replace("test_", "").replace("_", "-")[:30].strip("-")
-        self.s.create_namespace(self.ns)
-
-    def wait(self, fn, what, timeout=T):
-        return wait_with_logs(self.s, fn, what, timeout)
+class ServingE2E(ShimCase, unittest.TestCase):
+    API_ARGS = ("--controllers", "deployment,statefulset,scheduler,kubelet")
+    KINDS = {"deployments": True, "statefulsets": True}
 
     def pods(self, app):
         code, body = self.s.kube("GET", "/api/v1/namespaces/%s/pods?labelSelector=app%%3D%s" %
