@@ -10,9 +10,10 @@ they define (crds.py; ``--crd raycluster,rayjob,jobset,pytorchjob,workload``
 installs KubeRay's, JobSet's, the training operator's and Kueue's, from
 crddefs.py), with discovery (legacy and aggregated), the minimal OpenAPI v3
 documents kubectl consults, get/list/watch/create/update/patch/delete/
-deletecollection, the status subresource, the pod binding subresource, label
-and field selectors, finalizers, resourceVersion preconditions and
-Kubernetes-shaped Status errors. ``--controllers job,scheduler,kubelet,
+deletecollection, the status subresource, the scale subresource (autoscaling/v1
+Scale) of deployments, replicasets and statefulsets, the pod binding
+subresource, label and field selectors, finalizers, resourceVersion
+preconditions and Kubernetes-shaped Status errors. ``--controllers job,scheduler,kubelet,
 deployment,statefulset,raycluster,rayjob,jobset,pytorchjob`` adds simulated
 controllers (jobcontroller.py, scheduler.py, kubelet.py,
 deploymentcontroller.py, statefulsetcontroller.py, rayclustercontroller.py,
@@ -24,26 +25,25 @@ HTTPS.
 Run:  /usr/bin/python3 apiserver.py --port 0 --kubeconfig-out /tmp/k.yaml
 The first stdout line is ``listening 127.0.0.1:PORT``.
 
-This module is the entry point and the HTTP layer: request routing, list
-pagination, watch streaming, the fixture-only endpoints, the command line and
-main(); it also lists the controllers ``--controllers`` can start
-(``CONTROLLERS``) and hands them to controllers.py, the controller runtime.
-The rest lives in resources.py (resource table, discovery, OpenAPI),
-store.py (objects, resourceVersions, watch history, admission hooks and
-listeners), objects.py (per-kind defaulting and validation), updaterules.py
-(what pod and Job updates may change, and the feature gates), crds.py
-(CustomResourceDefinitions and custom resources; crdfinalizer.py deletes
-them with their CRD), webhookconfig.py (webhook configurations),
-kselectors.py (label and field selectors), tables.py (kubectl's Table form),
-errors.py (Status errors), kpatch.py (patch algorithms) and kcommon.py (small
-helpers every module may use). README.md describes the layering.
+This module is the entry point and the HTTP layer: request routing, the
+fixture-only endpoints, the command line and main(); it also lists the
+controllers ``--controllers`` can start (``CONTROLLERS``) and hands them to
+controllers.py, the controller runtime. The rest lives in listwatch.py (lists
+with pagination, the Table form, watch streaming: a mixin of the request
+handler), resources.py (resource table, discovery, OpenAPI), store.py
+(objects, resourceVersions, watch history, admission hooks and listeners),
+scale.py (the scale subresource's Scale), objects.py (per-kind defaulting and
+validation), updaterules.py (what pod and Job updates may change, and the
+feature gates), crds.py (CustomResourceDefinitions and custom resources;
+crdfinalizer.py deletes them with their CRD), webhookconfig.py (webhook
+configurations), kselectors.py (label and field selectors), tables.py
+(kubectl's Table form), errors.py (Status errors), kpatch.py (patch
+algorithms) and kcommon.py (small helpers every module may use). README.md
+describes the layering.
 """
 
 import argparse
-import base64
-import copy
 import json
-import random
 import re
 import signal
 import sys
@@ -62,14 +62,15 @@ import kubelet
 import pytorchjobcontroller
 import rayclustercontroller
 import rayjobcontroller
+import scale
 import scheduler
 import statefulsetcontroller
-import tables
 import updaterules
 import webhooks
-from errors import (ApiError, bad_request, expired, method_not_allowed, status_details,
+from errors import (ApiError, bad_request, method_not_allowed, status_details,
                     unsupported_media_type)
 from kselectors import FieldSelector, LabelSelector
+from listwatch import ListWatchMixin
 from resources import (AGGREGATED_CONTENT_TYPE, RES_BY_KEY, aggregated_discovery, api_group,
                        api_resource_list, openapi_v3_doc, openapi_v3_index, wants_aggregated)
 from store import Store
@@ -84,7 +85,7 @@ CONTROLLERS = [deploymentcontroller.DeploymentController, jobcontroller.JobContr
                scheduler.Scheduler, statefulsetcontroller.StatefulSetController]
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(ListWatchMixin, BaseHTTPRequestHandler):
     """One HTTP request against the ``App`` at ``self.server.app``."""
 
     protocol_version = "HTTP/1.1"
@@ -218,7 +219,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else ""
-        if sub and not ((sub == "status" and res.has_status)
+        if sub and not ((sub == "status" and res.has_status) or (sub == "scale" and res.has_scale)
                         or (sub == "binding" and res.kind == "Pod" and res.crd is None)):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if res.namespaced and name is not None and ns is None:
@@ -252,6 +253,20 @@ class Handler(BaseHTTPRequestHandler):
             store.bind(ns, name, self._decode(raw), dry_run)
             return self._send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                     "status": "Success", "code": 201})
+        if sub == "scale":  # autoscaling/v1 Scale (scale.py)
+            if method == "GET":
+                obj = store.get_scale(res, ns, name)
+                if self._wants_table():
+                    return self._send_table(scale.SCALE, [obj],
+                                            obj["metadata"]["resourceVersion"], q)
+                return self._send(200, obj)
+            if method == "PUT":
+                return self._send(200, store.update_scale(res, ns, name, self._decode(raw),
+                                                          dry_run))
+            if method == "PATCH":
+                return self._send(200, store.patch_scale(res, ns, name, self._patch_type(res),
+                                                         self._decode(raw), dry_run))
+            raise method_not_allowed()
         if method == "GET" and name is None:
             lsel = LabelSelector(q.get("labelSelector", ""))
             fsel = FieldSelector(q.get("fieldSelector", ""), res)
@@ -272,14 +287,8 @@ class Handler(BaseHTTPRequestHandler):
         if method == "PUT" and name is not None:
             return self._send(200, store.update(res, ns, name, self._decode(raw), sub, dry_run))
         if method == "PATCH" and name is not None:
-            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            if ctype == "application/strategic-merge-patch+json" and not res.strategic:
-                raise unsupported_media_type(ctype, res.strategic)
-            if ctype not in ("application/merge-patch+json", "application/json-patch+json",
-                             "application/strategic-merge-patch+json"):
-                raise unsupported_media_type(ctype, res.strategic)
-            return self._send(200, store.patch(res, ns, name, ctype, self._decode(raw), sub,
-                                               dry_run))
+            return self._send(200, store.patch(res, ns, name, self._patch_type(res),
+                                               self._decode(raw), sub, dry_run))
         if method == "DELETE" and name is not None and not sub:
             opts = self._delete_options(raw, q)
             obj, gone = store.delete(res, ns, name, opts, dry_run)
@@ -306,6 +315,15 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, self._list_body(res, out, store.rv, None))
         raise method_not_allowed()
 
+    def _patch_type(self, res):
+        """The PATCH request's patch type (415 when the resource does not take it)."""
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if ctype not in ("application/merge-patch+json", "application/json-patch+json",
+                         "application/strategic-merge-patch+json") or (
+                ctype == "application/strategic-merge-patch+json" and not res.strategic):
+            raise unsupported_media_type(ctype, res.strategic)
+        return ctype
+
     def _delete_options(self, raw, q):
         opts = {}
         if raw.strip():
@@ -320,197 +338,6 @@ class Handler(BaseHTTPRequestHandler):
         if "propagationPolicy" in q:
             opts["propagationPolicy"] = q["propagationPolicy"]
         return opts
-
-    # ------------------------------------------------------------------ list
-    def _list_body(self, res, items, rv, cont, remaining=None):
-        out = []
-        for o in items:
-            o = dict(o)
-            o.pop("apiVersion", None)
-            o.pop("kind", None)
-            out.append(o)
-        meta = {"resourceVersion": str(rv)}
-        if cont:
-            meta["continue"] = cont
-            if remaining:
-                meta["remainingItemCount"] = remaining
-        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
-                "items": out}
-
-    def _list(self, res, ns, lsel, fsel, q):
-        store = self.server.app.store
-        rv_param = q.get("resourceVersion", "")
-        if rv_param not in ("", "0"):
-            self._wait_for_rv(rv_param)
-        items, rv = store.list(res, ns, lsel, fsel)
-        cont = q.get("continue")
-        if cont:
-            try:
-                tok = json.loads(base64.b64decode(cont))
-                rv, start = int(tok["rv"]), tuple(tok["start"])
-            except (ValueError, KeyError, TypeError):
-                raise bad_request("continue key is not valid: incorrect encoded start "
-                                  "resourceVersion (version meta.k8s.io/v1)")
-            if rv < store.compacted_rv:
-                raise expired("The provided continue parameter is too old to display a "
-                              "consistent list result. You can start a new list without the "
-                              "continue parameter.")
-            items = [o for o in items
-                     if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start]
-        next_tok, remaining = None, None
-        limit = int(q.get("limit") or 0)
-        if limit > 0 and len(items) > limit:
-            last = items[limit - 1]["metadata"]
-            next_tok = base64.b64encode(json.dumps({"rv": rv, "start": [
-                last.get("namespace", ""), last["name"]]}).encode()).decode()
-            remaining = len(items) - limit
-            items = items[:limit]
-        if self._wants_table():
-            return self._send_table(res, items, rv, q, next_tok)
-        self._send(200, self._list_body(res, items, rv, next_tok, remaining))
-
-    def _wait_for_rv(self, rv_param):
-        """A resourceVersion the server has not reached: wait, then 504 as Kubernetes."""
-        try:
-            want = int(rv_param)
-        except ValueError:
-            raise bad_request("invalid resource version: %s" % rv_param)
-        store = self.server.app.store
-        deadline = time.time() + 3
-        with store.lock:
-            while store.rv < want and time.time() < deadline:
-                store.cond.wait(deadline - time.time())
-            if store.rv < want:
-                raise ApiError(504, "Timeout", "Too large resource version: %d, current: %d"
-                               % (want, store.rv), {"causes": [{
-                                   "reason": "ResourceVersionTooLarge",
-                                   "message": "Too large resource version"}],
-                                   "retryAfterSeconds": 1})
-        return want
-
-    # ----------------------------------------------------------------- table
-    def _send_table(self, res, items, rv, q, cont=None):
-        self._send(200, tables.table(res, items, rv, q.get("includeObject", "Metadata"), cont),
-                   "application/json;as=Table;v=v1;g=meta.k8s.io")
-
-    # ----------------------------------------------------------------- watch
-    def _watch(self, res, ns, lsel, fsel, q):
-        app = self.server.app
-        store = app.store
-        rv_param = q.get("resourceVersion", "")
-        bookmarks = q.get("allowWatchBookmarks") in ("1", "true", "True")
-        send_initial = q.get("sendInitialEvents") in ("1", "true", "True")
-        table = self._wants_table()
-        if "timeoutSeconds" in q:
-            try:
-                timeout = float(q["timeoutSeconds"])
-            except ValueError:
-                raise bad_request("invalid timeoutSeconds")
-        else:
-            timeout = app.min_request_timeout * (1 + random.random())
-        deadline = time.time() + timeout
-        if rv_param not in ("", "0"):
-            self._wait_for_rv(rv_param)
-        initial, error = [], None
-        with store.lock:
-            if rv_param in ("", "0") or send_initial:
-                items, _ = store.list(res, ns, lsel, fsel)
-                initial = [("ADDED", o) for o in items]
-                last = store.rv
-            else:
-                last = int(rv_param)
-                if last < store.compacted_rv:
-                    error = expired("too old resource version: %d (%d)"
-                                    % (last, store.compacted_rv))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json;stream=watch"
-                         if not table else "application/json;as=Table;v=v1;g=meta.k8s.io")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache, private")
-        self._send_warnings()
-        self.end_headers()
-        self.close_connection = True
-        first = [True]
-
-        def emit(typ, obj):
-            if table and typ in ("ADDED", "MODIFIED", "DELETED"):
-                obj = tables.table(res, [obj], obj["metadata"]["resourceVersion"],
-                                   q.get("includeObject", "Metadata"), headers=first[0])
-                first[0] = False
-            data = (json.dumps({"type": typ, "object": obj}) + "\n").encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-
-        def bookmark(rv, initial_end=False):
-            meta = {"resourceVersion": str(rv)}
-            if initial_end:
-                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-            emit("BOOKMARK", {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta})
-
-        try:
-            if error is not None:
-                emit("ERROR", error.status())
-                return self._end_chunks()
-            for typ, obj in initial:
-                emit(typ, obj)
-            if send_initial and bookmarks:
-                bookmark(last, initial_end=True)
-            next_bookmark = time.time() + app.bookmark_interval
-            while True:
-                now = time.time()
-                if now >= deadline:
-                    break
-                if store.registry.find(res.group, res.version, res.plural) is None:
-                    break  # the CRD (or this version of it) is gone: the stream ends
-                res = store.registry.find(res.group, res.version, res.plural)
-                with store.lock:
-                    if store.rv == last:
-                        store.cond.wait(min(deadline, next_bookmark if bookmarks else deadline,
-                                            now + 1.0) - now)
-                    events = store.events_since(last)
-                    current = store.rv
-                if events is None:
-                    emit("ERROR", expired("too old resource version: %d (%d)"
-                                          % (last, store.compacted_rv)).status())
-                    break
-                for ev in events:
-                    if ev.res.key == res.key and ev.res.crd == res.crd:
-                        out = self._filter_event(ev, ns, lsel, fsel)
-                        if out is not None:
-                            emit(out[0], res.present(out[1]))
-                    last = ev.rv
-                last = max(last, current) if not events else last
-                if bookmarks and time.time() >= next_bookmark:
-                    bookmark(last)
-                    next_bookmark = time.time() + app.bookmark_interval
-            self._end_chunks()
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            pass
-
-    def _end_chunks(self):
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    @staticmethod
-    def _filter_event(ev, ns, lsel, fsel):
-        def match(o):
-            return (o is not None and (ns is None or o["metadata"].get("namespace") == ns)
-                    and lsel.matches(o["metadata"].get("labels")) and fsel.matches(o))
-
-        if ev.type == "ADDED":
-            return ("ADDED", ev.obj) if match(ev.obj) else None
-        if ev.type == "DELETED":
-            return ("DELETED", ev.obj) if match(ev.obj) else None
-        new_m, old_m = match(ev.obj), match(ev.prev)
-        if new_m and old_m:
-            return ("MODIFIED", ev.obj)
-        if new_m:
-            return ("ADDED", ev.obj)
-        if old_m:
-            prev = copy.deepcopy(ev.prev)
-            prev["metadata"]["resourceVersion"] = str(ev.rv)
-            return ("DELETED", prev)
-        return None
 
     # --------------------------------------------------------------- openapi
     def _openapi(self, parts):

@@ -3,7 +3,9 @@
 This module is the bottom layer: it imports only the standard library, never
 another module of the server, so every module can use it. It holds:
 * ``MATCH_ALL``, a label or field selector that matches every object (for the
-  lists the server and its controllers make through ``Store.list``);
+  lists the server and its controllers make through ``Store.list``), and
+  ``label_selector_string``, a metav1.LabelSelector written as a selector
+  string (``app=web,tier in (a,b)``);
 * ``random_suffix``, the five characters ``generateName`` appends;
 * timestamps: ``now_rfc3339`` (as metadata and conditions write them) and
   ``parse_time``;
@@ -39,6 +41,34 @@ class MatchAll:
 
 
 MATCH_ALL = MatchAll()
+
+_SET_OPERATORS = {"In": " in ", "NotIn": " notin "}
+
+
+def label_selector_string(sel):
+    """A metav1.LabelSelector as labels.Selector's String(): "" when it selects everything.
+
+    Each matchLabels pair is ``key=value``; each matchExpression ``key in (a,b)``,
+    ``key notin (a,b)`` (values sorted), ``key`` (Exists) or ``!key``
+    (DoesNotExist); the terms are sorted by key (stably: matchLabels first). An
+    expression Kubernetes would refuse to convert (an unknown operator, In or
+    NotIn without values, Exists or DoesNotExist with some) is left out.
+    """
+    sel = sel if isinstance(sel, dict) else {}
+    terms = [(str(k), "%s=%s" % (k, v)) for k, v in (sel.get("matchLabels") or {}).items()]
+    for e in sel.get("matchExpressions") or []:
+        if not isinstance(e, dict):
+            continue
+        key, op, values = str(e.get("key", "")), e.get("operator"), e.get("values") or []
+        if op in _SET_OPERATORS and values:
+            terms.append((key, "%s%s(%s)" % (key, _SET_OPERATORS[op],
+                                             ",".join(sorted(str(v) for v in values)))))
+        elif op == "Exists" and not values:
+            terms.append((key, key))
+        elif op == "DoesNotExist" and not values:
+            terms.append((key, "!" + key))
+    terms.sort(key=lambda t: t[0])
+    return ",".join(t[1] for t in terms)
 
 
 # ---------------------------------------------------------------------- names

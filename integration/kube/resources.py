@@ -1,10 +1,11 @@
 """The resources the test API server serves, and its discovery and OpenAPI documents.
 
 ``RESOURCES`` is the table of built-in resources (group, version, kind, scope,
-status subresource, field labels, Table printer). A ``Registry`` (one per
-store) adds the resources that CustomResourceDefinitions define (crds.py
-builds them); from the registry come the legacy discovery documents
-(APIGroup, APIResourceList) and the minimal OpenAPI v3 documents (with the
+status and scale subresources, field labels, Table printer). A ``Registry``
+(one per store) adds the resources that CustomResourceDefinitions define
+(crds.py builds them); from the registry come the legacy discovery documents
+(APIGroup, APIResourceList; ``deployments/scale`` and the others with their
+autoscaling/v1 Scale kind) and the minimal OpenAPI v3 documents (with the
 schemas of custom resources).
 """
 
@@ -26,11 +27,12 @@ class Resource:
 
     def __init__(self, group, version, plural, kind, namespaced, singular,
                  short_names=(), categories=(), has_status=False, generation=False,
-                 field_labels=(), table=None, strategic=True, list_kind=None):
+                 field_labels=(), table=None, strategic=True, list_kind=None, has_scale=False):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.namespaced, self.singular = namespaced, singular
         self.short_names, self.categories = list(short_names), list(categories)
         self.has_status, self.generation = has_status, generation
+        self.has_scale = has_scale  # the autoscaling/v1 Scale subresource (scale.py)
         self.field_labels = {"metadata.name"} | ({"metadata.namespace"} if namespaced else set())
         self.field_labels |= set(field_labels)
         self.table = table
@@ -93,11 +95,11 @@ RESOURCES = [
     Resource("", "v1", "events", "Event", True, "event", ["ev"], [],
              field_labels=EVENT_FIELDS, table=EVENT_TABLE),
     Resource("apps", "v1", "deployments", "Deployment", True, "deployment", ["deploy"], ["all"],
-             has_status=True, generation=True, table=DEPLOYMENT_TABLE),
+             has_status=True, generation=True, table=DEPLOYMENT_TABLE, has_scale=True),
     Resource("apps", "v1", "replicasets", "ReplicaSet", True, "replicaset", ["rs"], ["all"],
-             has_status=True, generation=True, table=REPLICASET_TABLE),
+             has_status=True, generation=True, table=REPLICASET_TABLE, has_scale=True),
     Resource("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset", ["sts"], ["all"],
-             has_status=True, generation=True, table=STATEFULSET_TABLE),
+             has_status=True, generation=True, table=STATEFULSET_TABLE, has_scale=True),
     Resource("batch", "v1", "jobs", "Job", True, "job", [], ["all"], has_status=True,
              generation=True, field_labels=("status.successful",), table=JOB_TABLE),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease", [], [],
@@ -120,6 +122,10 @@ GROUP_ORDER = ["", "apps", "batch", "coordination.k8s.io", "events.k8s.io",
 
 
 RES_BY_KEY = {r.key: r for r in RESOURCES}
+
+# What the scale subresource reads and writes (its kind in discovery and admission).
+SCALE_GVK = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+SUBRESOURCE_VERBS = ["get", "patch", "update"]
 
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
@@ -214,10 +220,14 @@ def api_resource_list(registry, group, version):
         if r.storage:
             entry["storageVersionHash"] = _storage_hash(r)
         resources.append(entry)
+        if r.has_scale:
+            resources.append(dict({"name": r.plural + "/scale", "singularName": "",
+                                   "namespaced": r.namespaced}, **SCALE_GVK,
+                                  verbs=SUBRESOURCE_VERBS))
         if r.has_status:
             resources.append({"name": r.plural + "/status", "singularName": "",
                               "namespaced": r.namespaced, "kind": r.kind,
-                              "verbs": ["get", "patch", "update"]})
+                              "verbs": SUBRESOURCE_VERBS})
         if r.kind == "Pod" and r.crd is None:
             resources.append({"name": "pods/binding", "singularName": "", "namespaced": True,
                               "kind": "Binding", "verbs": ["create"]})
@@ -249,9 +259,12 @@ def aggregated_discovery(registry, core):
                 if r.categories:
                     entry["categories"] = r.categories
                 subs = []
+                if r.has_scale:
+                    subs.append({"subresource": "scale", "responseKind": dict(SCALE_GVK),
+                                 "verbs": SUBRESOURCE_VERBS})
                 if r.has_status:
                     subs.append({"subresource": "status", "responseKind": kind,
-                                 "verbs": ["get", "patch", "update"]})
+                                 "verbs": SUBRESOURCE_VERBS})
                 if r.kind == "Pod" and r.crd is None:
                     subs.append({"subresource": "binding", "responseKind": {
                         "group": "", "version": "", "kind": "Binding"}, "verbs": ["create"]})
@@ -353,15 +366,19 @@ def openapi_v3_doc(registry, group, version, server_version):
                    "application/apply-patch+yaml"]
         if r.strategic:
             content.append("application/strategic-merge-patch+json")
-        for suffix in ("/{name}",) + (("/{name}/status",) if r.has_status else ()):
+        suffixes = [("/{name}", gvk, ok, "")]
+        if r.has_status:
+            suffixes.append(("/{name}/status", gvk, ok, "Status"))
+        if r.has_scale:  # the Scale of an object: its own kind, autoscaling/v1
+            suffixes.append(("/{name}/scale", SCALE_GVK, {"description": "OK"}, "Scale"))
+        for suffix, op_gvk, op_ok, sub in suffixes:
             ops = {}
-            for verb, action in (("get", "get"), ("put", "put"), ("patch", "patch"),
-                                 ("delete", "delete")):
-                if suffix.endswith("status") and verb == "delete":
+            for verb in ("get", "put", "patch", "delete"):
+                if sub and verb == "delete":
                     continue
-                op = {"operationId": "%s%s" % (verb, r.kind), "parameters": params,
-                      "responses": {"200": ok},
-                      "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk}
+                op = {"operationId": "%s%s%s" % (verb, r.kind, sub), "parameters": params,
+                      "responses": {"200": op_ok},
+                      "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": op_gvk}
                 if verb == "patch":
                     op["requestBody"] = {"content": {c: {"schema": {
                         "$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"}}

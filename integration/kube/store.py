@@ -13,7 +13,10 @@ Extension points (webhooks.py adds the admission webhook hook):
   write with a ``WatchEvent``; they run under the store lock and must not block
   (queue the work). ``controllers.py`` builds simulated controllers on them;
   ``WatchEvent.opts`` carries the DeleteOptions of a delete.
-``Store.bind`` is the pod binding subresource (``POST pods/<name>/binding``).
+``Store.bind`` is the pod binding subresource (``POST pods/<name>/binding``);
+``Store.get_scale``, ``update_scale`` and ``patch_scale`` the scale subresource
+of Deployments, ReplicaSets and StatefulSets (scale.py: the admission hooks see
+autoscaling/v1 Scale objects, subresource ``scale``).
 
 ``Store.registry`` (resources.Registry) holds the served resources; every
 write of a CustomResourceDefinition updates it (crds.sync_registry). Custom
@@ -28,6 +31,7 @@ import uuid
 
 import crds
 import kpatch
+import scale
 from errors import (ApiError, FieldError, already_exists, bad_request, conflict, forbidden,
                     invalid, not_found, unsupported_media_type)
 from kcommon import now_rfc3339, random_suffix
@@ -271,30 +275,36 @@ class Store:
             return res.present(self._commit(res, "MODIFIED", new, old))
 
     # ------------------------------------------------------------- patch
+    @staticmethod
+    def _apply_patch(obj, ptype, patch, kind):
+        """``obj`` patched (a new object); 400, 415 or 422 when the patch does not apply."""
+        try:
+            if ptype == "application/merge-patch+json":
+                if not isinstance(patch, dict):
+                    raise kpatch.PatchError("json: cannot unmarshal into object", 400)
+                patched = kpatch.merge_patch(obj, patch)
+            elif ptype == "application/json-patch+json":
+                patched = kpatch.json_patch(obj, patch)
+            elif ptype == "application/strategic-merge-patch+json":
+                patched = kpatch.strategic_merge_patch(obj, patch, kind)
+            else:
+                raise unsupported_media_type(ptype)
+        except kpatch.PatchError as e:
+            if e.code == 400:
+                raise bad_request(str(e))
+            raise ApiError(422, "Invalid", "the server rejected our request due to an error "
+                           "in our request", {"causes": [{"reason": "UnexpectedServerResponse",
+                                                          "message": str(e)}]})
+        if not isinstance(patched, dict):
+            raise bad_request("the patched object is not an object")
+        return patched
+
     def patch(self, res, ns, name, ptype, patch, sub="", dry_run=False):
         with self.lock:
             old = self._get(res, ns, name)
             if old is None:
                 raise not_found(res, name)
-            try:
-                if ptype == "application/merge-patch+json":
-                    if not isinstance(patch, dict):
-                        raise kpatch.PatchError("json: cannot unmarshal into object", 400)
-                    patched = kpatch.merge_patch(old, patch)
-                elif ptype == "application/json-patch+json":
-                    patched = kpatch.json_patch(old, patch)
-                elif ptype == "application/strategic-merge-patch+json":
-                    patched = kpatch.strategic_merge_patch(old, patch, res.kind)
-                else:
-                    raise unsupported_media_type(ptype)
-            except kpatch.PatchError as e:
-                if e.code == 400:
-                    raise bad_request(str(e))
-                raise ApiError(422, "Invalid", "the server rejected our request due to an error "
-                               "in our request", {"causes": [{"reason": "UnexpectedServerResponse",
-                                                              "message": str(e)}]})
-            if not isinstance(patched, dict):
-                raise bad_request("the patched object is not an object")
+            patched = self._apply_patch(old, ptype, patch, res.kind)
             meta = patched.get("metadata")
             if not isinstance(meta, dict):
                 patched["metadata"] = meta = {}
@@ -302,6 +312,65 @@ class Store:
                 raise bad_request("the name of the object (%s) does not match the name on the "
                                   "URL (%s)" % (meta.get("name"), name))
             return self.update(res, ns, name, patched, sub, dry_run, old=old)
+
+    # ------------------------------------------------------------- scale
+    def get_scale(self, res, ns, name):
+        """GET <parent>/<name>/scale: the autoscaling/v1 Scale of the object."""
+        with self.lock:
+            obj = self._get(res, ns, name)
+            if obj is None:
+                raise not_found(res, name)
+            return scale.scale_of(obj)
+
+    def update_scale(self, res, ns, name, body, dry_run=False, old=None):
+        """PUT <parent>/<name>/scale: set the parent's ``spec.replicas`` from a Scale.
+
+        The Scale's resourceVersion and uid are preconditions (409); the
+        admission hooks see Scale objects; then the parent is written as any
+        spec change is (validation, generation, a MODIFIED event; nothing when
+        the replicas do not change). Returns the new Scale.
+        """
+        with self.lock:
+            if old is None:
+                old = self._get(res, ns, name)
+            if old is None:
+                raise not_found(res, name)
+            req = scale.decode(body, ns, name)
+            errs = scale.validate(req)
+            if errs:
+                raise invalid(scale.SCALE, name, errs)
+            meta, om = req["metadata"], old["metadata"]
+            if meta.get("resourceVersion") and meta["resourceVersion"] != om["resourceVersion"]:
+                raise conflict(res, name)
+            if meta.get("uid") and meta["uid"] != om["uid"]:
+                raise conflict(scale.subresource(res), name, "Precondition failed: UID in "
+                               "precondition: %s, UID in object meta: %s"
+                               % (om["uid"], meta["uid"]))
+            req = self._admit("UPDATE", res, "scale", ns, name, req, scale.scale_of(old),
+                              dry_run)
+            errs = scale.validate(req)
+            if errs:
+                raise invalid(scale.SCALE, name, errs)
+            new = scale.with_replicas(old, scale.replicas(req))
+            errs = validate_update(res, new, old, "scale", self.features)
+            if errs:
+                raise invalid(res, name, errs)
+            if res.generation and res.spec_changed(new, old):
+                new["metadata"]["generation"] = om.get("generation", 0) + 1
+            if new == old:
+                return scale.scale_of(old)  # no-op: no new resourceVersion, no watch event
+            if dry_run:
+                return scale.scale_of(new)
+            return scale.scale_of(self._commit(res, "MODIFIED", new, old))
+
+    def patch_scale(self, res, ns, name, ptype, patch, dry_run=False):
+        """PATCH <parent>/<name>/scale: the patch applies to the Scale, then ``update_scale``."""
+        with self.lock:
+            old = self._get(res, ns, name)
+            if old is None:
+                raise not_found(res, name)
+            patched = self._apply_patch(scale.scale_of(old), ptype, patch, scale.KIND)
+            return self.update_scale(res, ns, name, patched, dry_run, old=old)
 
     # ------------------------------------------------------------ delete
     def delete(self, res, ns, name, opts, dry_run=False):

@@ -9,7 +9,7 @@ import json
 import re
 import time
 
-from kcommon import parse_time
+from kcommon import label_selector_string, parse_time
 
 
 def human_duration(seconds):
@@ -115,20 +115,8 @@ JOB_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Completions"), _co
               _col("Selector", priority=1)], _job_row)
 
 def format_label_selector(sel):
-    """metav1.FormatLabelSelector: ``k=v`` and ``k in (a,b)`` terms, ``<none>`` when empty."""
-    sel = sel or {}
-    parts = ["%s=%s" % (k, v) for k, v in sorted((sel.get("matchLabels") or {}).items())]
-    for e in sel.get("matchExpressions") or []:
-        op, key, vals = e.get("operator"), e.get("key", ""), ",".join(e.get("values") or [])
-        if op == "In":
-            parts.append("%s in (%s)" % (key, vals))
-        elif op == "NotIn":
-            parts.append("%s notin (%s)" % (key, vals))
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append("!" + key)
-    return ",".join(parts) or "<none>"
+    """metav1.FormatLabelSelector: the selector string (sorted by key), ``<none>`` when empty."""
+    return label_selector_string(sel) or "<none>"
 
 
 def _containers_images(obj):
@@ -180,6 +168,13 @@ def _statefulset_row(sts):
 STATEFULSET_TABLE = ([_col("Name", fmt="name"), _col("Ready"), _col("Age"),
                       _col("Containers", priority=1), _col("Images", priority=1)],
                      _statefulset_row)
+
+# The scale subresource's Scale (``kubectl get deploy x --subresource=scale``).
+SCALE_TABLE = ([_col("Name", fmt="name"),
+                _col("Desired Replicas", "integer", desc="The replicas asked for."),
+                _col("Available Replicas", "integer", desc="The replicas there are.")],
+               lambda o: [o["metadata"]["name"], (o.get("spec") or {}).get("replicas") or 0,
+                          (o.get("status") or {}).get("replicas") or 0])
 
 NAMESPACE_TABLE = ([_col("Name", fmt="name"), _col("Status"), _col("Age")],
                    lambda n: [n["metadata"]["name"], n.get("status", {}).get("phase", ""), _age(n)])

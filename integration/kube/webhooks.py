@@ -7,7 +7,10 @@ webhooks whose rules, namespaceSelector and objectSelector match, and POSTs an
 AdmissionReview v1 to each over HTTPS, verifying the server certificate
 against ``clientConfig.caBundle``. Mutating webhooks run first (configurations
 in name order, then webhook order) and their JSON patches are applied; the
-patched object is validated again; then the validating webhooks run.
+patched object is validated again; then the validating webhooks run. A write of
+the scale subresource (scale.py) is reviewed as kube-apiserver reviews it: kind
+autoscaling/v1 Scale, the parent's resource, subresource ``scale``, Scale
+objects.
 
 Errors follow k8s.io/apiserver's webhook admission plugin:
 * a denial is ``ToStatusErr``: the webhook's status with code 403 when it has
@@ -36,10 +39,11 @@ import urllib.request
 import uuid
 
 import kpatch
+import scale
 from errors import ApiError, bad_request, invalid
 from kcommon import MATCH_ALL
 from objects import validate_create, validate_update
-from resources import RES_BY_KEY
+from resources import RES_BY_KEY, SCALE_GVK
 
 GROUP = "admissionregistration.k8s.io"
 CONFIG_KEYS = ("mutatingwebhookconfigurations." + GROUP,
@@ -161,6 +165,12 @@ class WebhookAdmission:
 
     def _revalidate(self, req):
         obj = req.object
+        if req.subresource == "scale":  # a Scale: decoded and validated again (ScaleREST)
+            req.object = scale.decode(obj, req.namespace, req.name)
+            errs = scale.validate(req.object)
+            if errs:
+                raise invalid(scale.SCALE, req.name, errs)
+            return
         meta = obj.setdefault("metadata", {})
         # What a patch may not change here (the registry would reject or reset it).
         obj["apiVersion"], obj["kind"] = req.res.api_version, req.res.kind
@@ -314,6 +324,8 @@ class WebhookAdmission:
         resource = {"group": res.group, "version": res.version, "resource": res.plural}
         if req.subresource == "binding":
             kind = {"group": "", "version": "v1", "kind": "Binding"}
+        elif req.subresource == "scale":
+            kind = dict(SCALE_GVK)
         opts_kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions",
                      "DELETE": "DeleteOptions"}[req.operation]
         options = {"kind": opts_kind, "apiVersion": "meta.k8s.io/v1"}
