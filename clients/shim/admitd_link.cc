@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/client.h"
-#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/framework/multikueue.h"
 #include "common/status.h"
 #include "common/workload_list.h"
 

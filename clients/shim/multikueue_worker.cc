@@ -1,19 +1,48 @@
-#include "clients/shim/integrations/job/multikueue_worker.h"
+#include "clients/shim/multikueue_worker.h"
 
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/framework/multikueue.h"
 #include "clients/shim/framework/reconcile_util.h"
 #include "common/log.h"
 
 namespace admitd::shim {
 
 MultiKueueWorker::MultiKueueWorker(const KubeClient& kube, const AdmitdLink& admitd,
-                                   const Informer& jobs)
-    : kube_(kube), admitd_(admitd), jobs_(jobs) {}
+                                   const IntegrationRegistry& registry, ObjectsOf objects_of)
+    : kube_(kube), admitd_(admitd), registry_(registry), objects_of_(std::move(objects_of)) {}
 
 std::vector<std::string> MultiKueueWorker::Keys() const { return admitd_.CopyKeys(); }
+
+absl::StatusOr<bool> MultiKueueWorker::MoveToSlice(const v1::Workload& copy,
+                                                   const std::string& replaced) {
+  const Integration* jobs = registry_.ForKind("batch/v1", "Job");
+  const ObjectCache* cache = jobs != nullptr ? objects_of_(*jobs) : nullptr;
+  if (cache == nullptr) return false;
+  const std::string& ns = copy.metadata().namespace_();
+  const std::string old_name = replaced.substr(replaced.find('/') + 1);
+  std::vector<nlohmann::json> found = cache->Select([&](const nlohmann::json& j) {
+    return reconcile::Str(reconcile::Meta(j), "namespace") == ns && IsMultiKueueWorkerJob(j) &&
+           PrebuiltWorkloadName(j) == old_name;
+  });
+  for (const nlohmann::json& j : found) {
+    const nlohmann::json meta = reconcile::Meta(j);
+    const nlohmann::json patch = {
+        {"metadata",
+         {{"resourceVersion", reconcile::Str(meta, "resourceVersion")},
+          {"annotations", {{kPrebuiltWorkloadKey, copy.metadata().name()}}}}},
+        {"spec", {{"parallelism", copy.spec().pod_sets(0).count()}}}};
+    absl::StatusOr<nlohmann::json> r =
+        kube_.Patch(jobs->ObjectPath(ns, reconcile::Str(meta, "name")), patch);
+    if (!r.ok()) return r.status();
+    ++moved_;
+    ADMITD_LOG(kInfo, "multikueue job moved to its scale-up slice",
+               {{"job", ns + "/" + reconcile::Str(meta, "name")},
+                {"workload", ns + "/" + copy.metadata().name()}});
+  }
+  return !found.empty();
+}
 
 absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
   const size_t slash = key.find('/');
@@ -24,7 +53,7 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
       !copy->metadata().labels().count(kMultiKueueOriginLabel)) {
     return absl::OkStatus();
   }
-  // Adopted already: the Job exists (or existed) and is the Job reconciler's (framework/reconciler.h).
+  // Adopted already: the object exists (or existed) and is its kind's reconciler's.
   if (ControllerOwner(*copy) != nullptr) return absl::OkStatus();
   // An elastic scale-up slice: once admitted here, the Job running on the slice it replaces
   // moves to it (its prebuilt Workload and parallelism).
@@ -33,51 +62,47 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
     if (!reconcile::Admitted(*copy) || copy->spec().pod_sets_size() == 0) {
       return absl::OkStatus();
     }
-    const std::string old_name = replaces->second.substr(replaces->second.find('/') + 1);
-    std::vector<nlohmann::json> jobs = jobs_.Select([&](const nlohmann::json& j) {
-      return reconcile::Str(reconcile::Meta(j), "namespace") == ns && IsMultiKueueWorkerJob(j) &&
-             PrebuiltWorkloadName(j) == old_name;
-    });
-    for (const nlohmann::json& j : jobs) {
-      const nlohmann::json meta = reconcile::Meta(j);
-      const nlohmann::json patch = {
-          {"metadata",
-           {{"resourceVersion", reconcile::Str(meta, "resourceVersion")},
-            {"annotations", {{kPrebuiltWorkloadKey, name}}}}},
-          {"spec", {{"parallelism", copy->spec().pod_sets(0).count()}}}};
-      absl::StatusOr<nlohmann::json> r = kube_.Patch(
-          absl::StrCat("/apis/batch/v1/namespaces/", ns, "/jobs/",
-                       reconcile::Str(meta, "name")),
-          patch);
-      if (!r.ok()) return r.status();
-      ++moved_;
-      ADMITD_LOG(kInfo, "multikueue job moved to its scale-up slice",
-                 {{"job", ns + "/" + reconcile::Str(meta, "name")}, {"workload", key}});
-    }
-    if (!jobs.empty()) return absl::OkStatus();
+    absl::StatusOr<bool> moved = MoveToSlice(*copy, replaces->second);
+    if (!moved.ok()) return moved.status();
+    if (*moved) return absl::OkStatus();
   }
-  absl::StatusOr<nlohmann::json> job = WorkerJobFor(*copy);
-  if (!job.ok()) {
-    ADMITD_LOG(kWarning, "multikueue copy carries no usable job",
-               {{"workload", key}, {"error", job.status().ToString()}});
+  // The kind, as the manifest says (what a copy keeps of its remote job).
+  const nlohmann::json manifest =
+      nlohmann::json::parse(copy->remote_job().manifest(), nullptr, /*allow_exceptions=*/false);
+  const std::string api_version = reconcile::Str(manifest, "apiVersion"),
+                    kind = reconcile::Str(manifest, "kind");
+  const Integration* integration = registry_.ForKind(api_version, kind);
+  const ObjectCache* objects = integration != nullptr ? objects_of_(*integration) : nullptr;
+  if (objects == nullptr || integration->multikueue() == nullptr) {
+    ADMITD_LOG(kWarning, "multikueue copy of a kind not enabled here",
+               {{"workload", key}, {"kind", api_version + ", Kind=" + kind}});
+    return absl::OkStatus();  // nothing to do until the shim runs with that integration
+  }
+  absl::StatusOr<nlohmann::json> object =
+      WorkerObjectFor(*copy, api_version, kind, *integration->multikueue());
+  if (!object.ok()) {
+    ADMITD_LOG(kWarning, "multikueue copy carries no usable object",
+               {{"workload", key}, {"error", object.status().ToString()}});
     return absl::OkStatus();  // nothing to do until the manager hands over another
   }
-  const std::string job_name = reconcile::Str((*job)["metadata"], "name");
-  if (jobs_.Get(ns + "/" + job_name).has_value()) return absl::OkStatus();
-  // The copy read above may have been withdrawn since (and a Job made from it deleted): read it
-  // again right before creating, so a withdrawn copy never gets a new Job.
+  const std::string object_name = reconcile::Str((*object)["metadata"], "name");
+  if (objects->Get(ns + "/" + object_name).has_value()) return absl::OkStatus();
+  // The copy read above may have been withdrawn since (and an object made from it deleted):
+  // read it again right before creating, so a withdrawn copy never gets a new object.
   std::optional<v1::Workload> still = admitd_.Workload(ns, name);
   if (!still || still->metadata().uid() != copy->metadata().uid() || reconcile::Finished(*still)) {
     return absl::OkStatus();
   }
+  const std::string path = integration->ObjectPath(ns, object_name);
   absl::StatusOr<nlohmann::json> created =
-      kube_.Create(absl::StrCat("/apis/batch/v1/namespaces/", ns, "/jobs"), *job);
+      kube_.Create(path.substr(0, path.rfind('/')), *object);
   if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
     return created.status();
   }
   if (created.ok()) {
     ++created_;
-    ADMITD_LOG(kInfo, "multikueue job created", {{"job", ns + "/" + job_name}, {"workload", key}});
+    ADMITD_LOG(kInfo, "multikueue object created",
+               {{"kind", kind}, {"object", ns + "/" + object_name}, {"workload", key}});
   }
   return absl::OkStatus();
 }

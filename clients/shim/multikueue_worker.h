@@ -2,26 +2,31 @@
 //
 // A manager admitd dispatches copies of a Workload to this cluster's admitd; the copy that wins
 // receives the job's manifest (Workload.remote_job.manifest). For such a copy this creates the
-// Job in this cluster: suspended, without managedBy, with the manager's origin label and the
-// copy as its prebuilt Workload (WorkerJobFor). From then on the Job reconciler owns the Job: it
-// adopts the copy, starts the Job, reports its status back and deletes the Job when the manager
-// withdraws the copy. An elastic Job moves to the scale-up slice that replaces its copy once
-// that slice is admitted here (its prebuilt Workload and parallelism follow it). Enabled by
-// --multikueue-worker: without it the shim never creates a Job it was not given by a user.
+// object in this cluster, of any kind with a MultiKueue adapter whose integration is enabled
+// here (a Job, JobSet, RayJob, RayCluster, PyTorchJob): suspended, without managedBy, with the
+// manager's origin label and the copy as its prebuilt Workload (WorkerObjectFor). From then on
+// the kind's reconciler owns it: it adopts the copy, starts the object, reports its status back
+// and deletes it when the manager withdraws the copy. An elastic Job moves to the scale-up slice
+// that replaces its copy once that slice is admitted here (its prebuilt Workload and parallelism
+// follow it). Enabled by --multikueue-worker: without it the shim never creates an object it
+// was not given by a user.
 //
-//   MultiKueueWorker worker(kube, link, jobs);
+//   MultiKueueWorker worker(kube, link, registry, objects_of);
 //   absl::Status s = worker.Reconcile("ns/workload");  // error: retry later
 //
 // Thread safety: Reconcile may run on several threads for different keys.
-#ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_JOB_MULTIKUEUE_WORKER_H_
-#define ADMITD_CLIENTS_SHIM_INTEGRATIONS_JOB_MULTIKUEUE_WORKER_H_
+#ifndef ADMITD_CLIENTS_SHIM_MULTIKUEUE_WORKER_H_
+#define ADMITD_CLIENTS_SHIM_MULTIKUEUE_WORKER_H_
 
 #include <atomic>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include <functional>
+
 #include "clients/shim/admitd_link.h"
+#include "clients/shim/framework/integration.h"
 #include "clients/shim/kube/informer.h"
 #include "clients/shim/kube/kube_client.h"
 
@@ -29,26 +34,34 @@ namespace admitd::shim {
 
 class MultiKueueWorker {
  public:
-  MultiKueueWorker(const KubeClient& kube, const AdmitdLink& admitd, const Informer& jobs);
+  // The cache of an enabled integration's objects, nullptr when it is not enabled here.
+  using ObjectsOf = std::function<const ObjectCache*(const Integration& integration)>;
 
-  // One reconcile of the copy "namespace/name": creates its Job when it carries a manifest and
-  // the Job does not exist yet.
+  MultiKueueWorker(const KubeClient& kube, const AdmitdLink& admitd,
+                   const IntegrationRegistry& registry, ObjectsOf objects_of);
+
+  // One reconcile of the copy "namespace/name": creates its object when it carries a manifest
+  // of an enabled kind and the object does not exist yet.
   absl::Status Reconcile(const std::string& key);
 
   // The keys of every cached copy a manager dispatched here (for a resync).
   std::vector<std::string> Keys() const;
 
-  int64_t created() const { return created_.load(); }
+  int64_t created() const { return created_.load(); }  // objects of any kind
   int64_t moved() const { return moved_.load(); }  // Jobs moved to a scale-up slice
 
  private:
+  // The elastic Job running on the copy `replaced` (ns/name) moves to `copy`: true when one did.
+  absl::StatusOr<bool> MoveToSlice(const v1::Workload& copy, const std::string& replaced);
+
   const KubeClient& kube_;
   const AdmitdLink& admitd_;
-  const Informer& jobs_;
+  const IntegrationRegistry& registry_;
+  const ObjectsOf objects_of_;
   std::atomic<int64_t> created_{0};
   std::atomic<int64_t> moved_{0};
 };
 
 }  // namespace admitd::shim
 
-#endif  // ADMITD_CLIENTS_SHIM_INTEGRATIONS_JOB_MULTIKUEUE_WORKER_H_
+#endif  // ADMITD_CLIENTS_SHIM_MULTIKUEUE_WORKER_H_

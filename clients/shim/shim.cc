@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "clients/shim/integrations/builtin.h"
 #include "clients/shim/integrations/pod/pod_webhook.h"
-#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/framework/multikueue.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/framework/reconcile_util.h"
 #include "common/log.h"
@@ -90,8 +90,14 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   }
   s->AddControllers(options);
   if (config.multikueue_worker) {
-    s->multikueue_worker_ =
-        std::make_unique<MultiKueueWorker>(s->kube_, *s->admitd_, *s->jobs_->objects);
+    s->multikueue_worker_ = std::make_unique<MultiKueueWorker>(
+        s->kube_, *s->admitd_, *s->registry_,
+        [s](const Integration& integration) -> const ObjectCache* {
+          for (const auto& c : s->controllers_) {
+            if (c->integration == &integration && c->reconciler) return c->objects.get();
+          }
+          return nullptr;
+        });
   }
 
   if (!config.webhook_listen.empty()) {
@@ -318,7 +324,7 @@ void Shim::OnObject(Controller& c, const nlohmann::json& object) {
   if (c.enabled) c.queue.Add(ObjectKey(object));
   // A worker Job that goes may leave its copy waiting for a new one (the same name, after a
   // re-dispatch to this cluster).
-  if (&c == jobs_ && multikueue_worker_ && IsMultiKueueWorkerJob(object)) {
+  if (c.reconciler && multikueue_worker_ && IsMultiKueueWorkerJob(object)) {
     copy_queue_.Add(Str(Field(object, "metadata"), "namespace") + "/" +
                     PrebuiltWorkloadName(object));
   }
@@ -329,15 +335,18 @@ void Shim::OnWorkload(const v1::Workload& wl) {
   if (multikueue_worker_ && owner == nullptr &&
       wl.metadata().labels().count(kMultiKueueOriginLabel)) {
     copy_queue_.Add(wl.metadata().namespace_() + "/" + wl.metadata().name());
-    // A Job made from this copy that has not adopted it yet: it must hear of the copy too (the
-    // manager may withdraw the copy first, and then the Job goes with it).
+    // An object made from this copy that has not adopted it yet: it must hear of the copy too
+    // (the manager may withdraw the copy first, and then the object goes with it).
     const std::string& ns = wl.metadata().namespace_();
     const std::string& name = wl.metadata().name();
-    for (const nlohmann::json& j : jobs_->objects->Select([&](const nlohmann::json& job) {
-           return Str(Field(job, "metadata"), "namespace") == ns && IsMultiKueueWorkerJob(job) &&
-                  PrebuiltWorkloadName(job) == name;
-         })) {
-      jobs_->queue.Add(ns + "/" + Str(Field(j, "metadata"), "name"));
+    for (const auto& c : controllers_) {
+      if (!c->reconciler) continue;
+      for (const nlohmann::json& o : c->objects->Select([&](const nlohmann::json& object) {
+             return Str(Field(object, "metadata"), "namespace") == ns &&
+                    IsMultiKueueWorkerJob(object) && PrebuiltWorkloadName(object) == name;
+           })) {
+        c->queue.Add(ns + "/" + Str(Field(o, "metadata"), "name"));
+      }
     }
   }
   if (owner == nullptr) return;

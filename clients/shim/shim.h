@@ -30,7 +30,7 @@
 #include "clients/shim/framework/reconciler.h"
 #include "clients/shim/kube/kube_client.h"
 #include "clients/shim/kube/leader_election.h"
-#include "clients/shim/integrations/job/multikueue_worker.h"
+#include "clients/shim/multikueue_worker.h"
 #include "clients/shim/namespace_sync.h"
 #include "clients/shim/integrations/pod/pod_sync.h"
 #include "clients/shim/shim_config.h"

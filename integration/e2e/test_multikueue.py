@@ -61,7 +61,7 @@ class WorkerCluster:
     """One worker cluster: its API server (the stack's second or third), its admitd and its
     shim in the MultiKueue worker role."""
 
-    def __init__(self, stack, name):
+    def __init__(self, stack, name, shim_extra=()):
         self.name = name
         self.api = stack.start_cluster()
         self.address = "127.0.0.1:%d" % free_port()
@@ -74,7 +74,8 @@ class WorkerCluster:
             f.write(queues(NS, "cq", 4))
         self.admitctl("apply", "-f", path)
         stack.create_namespace(NS, api=self.api)
-        self.shim = stack.start_shim("shim-%s" % name, extra=("--multikueue-worker",),
+        self.shim = stack.start_shim("shim-%s" % name,
+                                     extra=("--multikueue-worker",) + tuple(shim_extra),
                                      cluster=name, api=self.api, admitd=self.address)
 
     def start_admitd(self):

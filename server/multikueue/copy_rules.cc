@@ -78,7 +78,18 @@ std::optional<std::string> RejectionOf(const v1::Workload& wl) {
     owner = &wl.metadata().owner_references(0);
   }
   if (owner == nullptr) return std::nullopt;
-  if (owner->api_version() == "batch/v1" && owner->kind() == "Job") {
+  // The kinds admitd-shim has a MultiKueue adapter for (Kueue's registered adapters).
+  static const std::pair<const char*, const char*> kAdapters[] = {
+      {"batch/v1", "Job"},
+      {"jobset.x-k8s.io/v1alpha2", "JobSet"},
+      {"kubeflow.org/v1", "PyTorchJob"},
+      {"ray.io/v1", "RayJob"},
+      {"ray.io/v1", "RayCluster"}};
+  bool adapter = false;
+  for (const auto& [api_version, kind] : kAdapters) {
+    adapter = adapter || (owner->api_version() == api_version && owner->kind() == kind);
+  }
+  if (adapter) {
     const std::string& managed_by = wl.remote_job().managed_by();
     if (managed_by == kMultiKueueControllerName) return std::nullopt;
     return absl::StrCat("The owner is not managed by Kueue: Expecting spec.managedBy to be \"",

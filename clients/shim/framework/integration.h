@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "clients/shim/framework/generic_job.h"
+#include "clients/shim/framework/multikueue.h"
 #include "clients/shim/framework/webhook_rules.h"
 #include "clients/shim/webhook/admission_review.h"
 #include "nlohmann/json.hpp"
@@ -85,6 +86,12 @@ class Integration {
   std::string OwnerKeyOfPod(const nlohmann::json& pod) const { return owner_key_of_pod_(pod); }
   // Null unless the kind's pods get labels from it.
   const PodPatchFn& pod_patch() const { return pod_patch_; }
+  // Where MultiKueue finds the kind's switches; null for a kind MultiKueue cannot dispatch.
+  const MultiKueueAdapter* multikueue() const {
+    return multikueue_ ? &*multikueue_ : nullptr;
+  }
+  // Before registration: the kind can be dispatched by MultiKueue.
+  void SetMultiKueue(MultiKueueAdapter adapter) { multikueue_ = std::move(adapter); }
   KindWebhook Webhook(JobWebhookContext& context, const JobWebhookOptions& options,
                       bool enabled) const {
     return webhook_(context, options, enabled);
@@ -101,6 +108,7 @@ class Integration {
   const PodOwnerFn owner_key_of_pod_;
   const WebhookFn webhook_;
   const PodPatchFn pod_patch_;
+  std::optional<MultiKueueAdapter> multikueue_;
 };
 
 // "namespace/name" of the object `pod`'s controller owner reference names when it is of

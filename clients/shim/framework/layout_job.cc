@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "clients/shim/framework/multikueue.h"
 #include "clients/shim/framework/workload_builder.h"
 
 namespace admitd::shim {
@@ -50,6 +51,10 @@ class LayoutJob : public GenericJob {
     if (patch.empty()) return plan;
     (IsSuspended() ? plan.restore : plan.suspend) = std::move(patch);
     return plan;
+  }
+  // Kueue's adapters of these kinds copy the worker's status whenever it differs.
+  std::optional<nlohmann::json> MirrorStatusPatch(const nlohmann::json& remote) const override {
+    return MirrorRemoteStatus(object_, remote);
   }
   std::map<std::string, int> ReclaimablePods() const override {
     return kind_.reclaimable ? kind_.reclaimable(object_) : std::map<std::string, int>();

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/framework/multikueue.h"
 #include "common/kueue_keys.h"
 #include "clients/shim/framework/reconcile_util.h"
 #include "common/log.h"
@@ -109,6 +109,16 @@ absl::StatusOr<v1::Workload> Reconciler::Build(const std::string& key, const Gen
   }
   absl::StatusOr<v1::Workload> built = job.NewWorkload();
   if (!built.ok()) return built;
+  // A MultiKueue manager's object travels with its Workload to the worker that admits it; of
+  // another, a MultiKueue check needs to know who manages it (to reject it).
+  if (const MultiKueueAdapter* mk = integration_.multikueue(); mk != nullptr) {
+    v1::RemoteJob remote = RemoteJobFor(job.Object(), *mk);
+    if (ManagedByMultiKueue(job.Object(), *mk)) {
+      *built->mutable_remote_job() = std::move(remote);
+    } else if (!remote.managed_by().empty()) {
+      built->mutable_remote_job()->set_managed_by(remote.managed_by());
+    }
+  }
   absl::StatusOr<std::string> digest = job.ContainersDigest();
   if (!digest.ok()) return digest.status();
   (*built->mutable_metadata()->mutable_labels())[kJobClusterLabel] = options_.cluster;
@@ -218,7 +228,9 @@ absl::Status Reconciler::ReconcileElastic(const GenericJob& job, const v1::Workl
 absl::Status Reconciler::ReconcileWith(const GenericJob& job, const v1::Workload& built,
                                        const v1::Workload* wl, bool elastic) {
   // A MultiKueue manager's job shows the status of the job that runs in the worker.
-  if (wl != nullptr && !wl->remote_job().status().empty() && ManagedByMultiKueue(job.Object())) {
+  const MultiKueueAdapter* mk = integration_.multikueue();
+  if (wl != nullptr && !wl->remote_job().status().empty() && mk != nullptr &&
+      ManagedByMultiKueue(job.Object(), *mk)) {
     const nlohmann::json remote =
         nlohmann::json::parse(wl->remote_job().status(), nullptr, /*allow_exceptions=*/false);
     if (std::optional<nlohmann::json> patch = job.MirrorStatusPatch(remote)) {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/shim/framework/reconciler.h"
-#include "clients/shim/integrations/job/job_multikueue.h"
+#include "clients/shim/framework/multikueue.h"
 #include "common/kueue_keys.h"
 #include "clients/shim/framework/reconcile_util.h"
 #include "common/log.h"

@@ -103,7 +103,7 @@ class FakeJob : public GenericJob {
 }  // namespace
 
 std::unique_ptr<Integration> NewFakeJobIntegration() {
-  return std::make_unique<Integration>(
+  auto integration = std::make_unique<Integration>(
       IntegrationInfo{.name = "example.com/fakejob",
                       .api_version = "example.com/v1",
                       .kind = "FakeJob",
@@ -134,6 +134,8 @@ std::unique_ptr<Integration> NewFakeJobIntegration() {
         };
         return webhook;
       });
+  integration->SetMultiKueue({});  // spec.managedBy, spec.suspend
+  return integration;
 }
 
 nlohmann::json FakeJobObject(const std::string& ns, const std::string& name, int count) {

@@ -34,17 +34,7 @@ class Job : public GenericJob {
     options.partial_admission = options_.partial_admission;
     options.elastic_jobs = options_.elastic_jobs;
     options.label_keys_to_copy = options_.label_keys_to_copy;
-    absl::StatusOr<v1::Workload> built = WorkloadForJob(object_, options);
-    if (!built.ok()) return built;
-    // A MultiKueue manager's Job travels with its Workload to the worker that admits it; of
-    // another Job, a MultiKueue check needs to know who manages it (to reject it).
-    if (ManagedByMultiKueue(object_)) {
-      *built->mutable_remote_job() = RemoteJobFor(object_);
-    } else if (std::string managed_by = Str(Field(object_, "spec"), "managedBy");
-               !managed_by.empty()) {
-      built->mutable_remote_job()->set_managed_by(managed_by);
-    }
-    return built;
+    return WorkloadForJob(object_, options);
   }
   absl::StatusOr<std::vector<nlohmann::json>> PodTemplates() const override {
     const nlohmann::json& t = Field(Field(object_, "spec"), "template");
@@ -89,7 +79,7 @@ class Job : public GenericJob {
 }  // namespace
 
 std::unique_ptr<Integration> NewJobIntegration() {
-  return std::make_unique<Integration>(
+  auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "batch/job",
           .api_version = "batch/v1",
@@ -116,6 +106,8 @@ std::unique_ptr<Integration> NewJobIntegration() {
       [](JobWebhookContext& context, const JobWebhookOptions& options, bool) {
         return JobWebhook(context, options);
       });
+  integration->SetMultiKueue(JobMultiKueueAdapter());
+  return integration;
 }
 
 }  // namespace admitd::shim

@@ -17,7 +17,7 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
                                 .pods_ready = JobSetPodsReady,
                                 .finished = JobSetFinished,
                                 .reclaimable = JobSetReclaimablePods};
-  return std::make_unique<Integration>(
+  auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "jobset.x-k8s.io/jobset",
           .api_version = kJobSetApiVersion,
@@ -31,6 +31,8 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
       [](const nlohmann::json& object, std::vector<nlohmann::json>,
          const FrameworkOptions& options) { return NewLayoutJob(kKind, object, options); },
       [](const nlohmann::json&) { return std::string(); }, JobSetWebhook);
+  integration->SetMultiKueue({});
+  return integration;
 }
 
 }  // namespace admitd::shim

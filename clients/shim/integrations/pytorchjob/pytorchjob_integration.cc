@@ -43,7 +43,7 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
                                 .active = PyTorchJobActive,
                                 .pods_ready = PyTorchJobPodsReady,
                                 .finished = PyTorchJobFinished};
-  return std::make_unique<Integration>(
+  auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "kubeflow.org/pytorchjob",
           .api_version = kPyTorchJobApiVersion,
@@ -60,6 +60,9 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
       [](JobWebhookContext& context, const JobWebhookOptions& options, bool enabled) {
         return BaseWebhook(PyTorchJobWebhookSpec(), context, options, enabled);
       });
+  integration->SetMultiKueue({.managed_by = {"spec", "runPolicy", "managedBy"},
+                                .suspend = {"spec", "runPolicy", "suspend"}});
+  return integration;
 }
 
 }  // namespace admitd::shim

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "clients/shim/framework/multikueue.h"
 #include "clients/shim/integrations/raycluster/raycluster_webhook.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/integrations/raycluster/raycluster_workload.h"
@@ -42,6 +43,9 @@ class RayCluster : public GenericJob {
   }
   // One write (Kueue's generic stop): suspended with the templates restored, or, once
   // suspended, only the templates.
+  std::optional<nlohmann::json> MirrorStatusPatch(const nlohmann::json& remote) const override {
+    return MirrorRemoteStatus(object_, remote);
+  }
   StopPlan PlanStop(const v1::Workload* workload) const override {
     StopPlan plan;
     nlohmann::json patch = RayClusterStopPatch(object_, workload);
@@ -59,7 +63,7 @@ class RayCluster : public GenericJob {
 }  // namespace
 
 std::unique_ptr<Integration> NewRayClusterIntegration() {
-  return std::make_unique<Integration>(
+  auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "ray.io/raycluster",
           .api_version = kRayClusterApiVersion,
@@ -81,6 +85,8 @@ std::unique_ptr<Integration> NewRayClusterIntegration() {
         return ControllerKeyOfPod(pod, kRayClusterApiVersion, kRayClusterKind);
       },
       RayClusterWebhook);
+  integration->SetMultiKueue({});  // spec.managedBy, spec.suspend
+  return integration;
 }
 
 }  // namespace admitd::shim

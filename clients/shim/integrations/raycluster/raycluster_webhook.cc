@@ -94,8 +94,10 @@ void CheckElastic(const nlohmann::json& rc, std::vector<FieldError>* errs) {
 
 std::vector<nlohmann::json> DefaultRayCluster(const nlohmann::json& rc, JobWebhookContext& context,
                                               const JobWebhookOptions& options) {
-  // §1.3 steps 1 to 3 (the managedBy default for MultiKueue, step 4, is not done here).
+  // §1.3 steps 1 to 4: the managedBy default for a MultiKueue manager's queue included.
   std::vector<nlohmann::json> ops = DefaultFramework(rc, context, options);
+  DefaultMultiKueueManagedBy(rc, context, options, {"spec", "managedBy"}, "ray.io/kuberay-operator",
+                             &ops);
   // Every pod of an elastic cluster, the head's too, starts gated until its slice is admitted.
   if (Elastic(rc, options)) {
     Gate(rc, HeadTemplate(rc), {"spec", "headGroupSpec", "template"}, &ops);

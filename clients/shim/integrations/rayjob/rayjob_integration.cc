@@ -17,7 +17,7 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
                                 .finished = RayJobFinished,
                                 .skip = RayJobSkipped,
                                 .for_start = RayJobForStart};
-  return std::make_unique<Integration>(
+  auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "ray.io/rayjob",
           .api_version = kRayJobApiVersion,
@@ -31,6 +31,8 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
       [](const nlohmann::json& object, std::vector<nlohmann::json>,
          const FrameworkOptions& options) { return NewLayoutJob(kKind, object, options); },
       [](const nlohmann::json&) { return std::string(); }, RayJobWebhook);
+  integration->SetMultiKueue({});
+  return integration;
 }
 
 }  // namespace admitd::shim
