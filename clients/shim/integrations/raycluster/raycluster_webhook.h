@@ -1,7 +1,7 @@
 // The admission webhook's rules for RayClusters (ray.io/v1; job framework §1.3, §1.4, §4.1), as
 // pure functions over the cluster's JSON: the defaulting of Kueue's `mraycluster.kb.io` on
-// CREATE (the default LocalQueue and WorkloadPriorityClass labels, spec.suspend, and for an
-// elastic cluster the scheduling gate kueue.x-k8s.io/elastic-job on the head's and every worker
+// CREATE (the default LocalQueue and WorkloadPriorityClass labels, spec.suspend, spec.managedBy
+// for a MultiKueue manager's queue, and for an elastic cluster the scheduling gate kueue.x-k8s.io/elastic-job on the head's and every worker
 // group's template), as RFC 6902 JSON Patch operations, and the checks of `vraycluster.kb.io`
 // on CREATE and UPDATE with Kueue's texts:
 //
