@@ -384,6 +384,13 @@ if [ -n "$HELM" ]; then
     --set integrations.rayclusters=true)" ||
     { echo "helm: rendering $chart with integrations.rayclusters: no rayclusters/status rule" >&2
       exit 1; }
+  # A MultiKueue worker: the flag, and create/delete on the kinds it makes objects of.
+  worker=$("$HELM" template r "$chart" "${required[@]}" --set multikueueWorker=true \
+    --set integrations.jobsets=true)
+  for want in '--multikueue-worker' 'patch, create, delete\]'; do
+    grep -q -- "$want" <<<"$worker" ||
+      { echo "helm: rendering $chart with multikueueWorker: no $want" >&2; exit 1; }
+  done
   # Mirroring: the flag and the rules for Kueue's Workloads; pods: the rule for pods/status.
   mirrored=$("$HELM" template r "$chart" "${required[@]}" --set mirrorWorkloads=true \
     --set integrations.pods=true)
