@@ -11,7 +11,9 @@ objects and read it back:
 
 Scenarios: admitted on its flavor's nodes and completes (its Workload's pod sets, quota back);
 does not fit, stays suspended with Kueue's pending Warning, deleted gives its Workload back;
-preempted by a higher priority one and readmitted; kubectl apply, get, describe and wait.
+preempted by a higher priority one and readmitted; kubectl apply, get, describe and wait; and,
+for a kind that can be elastic (its class has resize_ops), grown through a slice (new pods gated
+until it is admitted, usage never counted twice) and shrunk in place (no pod restarted).
 """
 
 import json
@@ -72,6 +74,12 @@ class KindScenarios(ShimCase):
     @classmethod
     def shim_kinds(cls):
         return dict(cls.ALSO, **{cls.INTEGRATION: True})
+
+    def patch(self, name, ops):
+        code, body = self.s.kube("PATCH", (self.COLLECTION % self.ns) + "/" + name, ops,
+                                 content_type="application/json-patch+json")
+        self.assertEqual(code, 200, body)
+        return body
 
     def create(self, obj):
         code, body = self.s.kube("POST", self.COLLECTION % self.ns, obj)
@@ -160,6 +168,51 @@ class KindScenarios(ShimCase):
         self.wait(lambda: self.done(self.get("high")), "the high one to complete")
         self.wait(lambda: self.done(self.get("low")),
                   "the low one to be readmitted and complete", timeout=2 * T)
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
+
+    def test_an_elastic_one_grows_through_a_slice_and_shrinks_in_place(self):
+        if not hasattr(self, "resize_ops"):
+            self.skipTest("the kind is not elastic")
+        s, ns, cq = self.s, self.ns, self.PREFIX + "-el"
+        s.apply(queues(ns, cq, 3))
+        obj = self.make(ns, "el", 2)  # no runtime: its pods run until it is deleted
+        obj["metadata"].setdefault("annotations", {})["kueue.x-k8s.io/elastic-job"] = "true"
+        self.create(obj)
+
+        def running():
+            return {p["metadata"]["uid"] for p in self.pods("el")
+                    if p["status"].get("phase") == "Running"
+                    and not p["metadata"].get("deletionTimestamp")}
+
+        def gated():
+            return [p for p in self.pods("el")
+                    if any(g["name"] == "kueue.x-k8s.io/elastic-job"
+                           for g in p["spec"].get("schedulingGates") or [])]
+        self.wait(lambda: len(running()) == 2, "its two pods to be ungated and run")
+        first = running()
+        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
+        # Grown past the quota: the scale-up slice waits, the new pods stay gated, and the usage
+        # stays that of the running slice.
+        self.patch("el", self.resize_ops(4))
+        self.wait(lambda: len(gated()) == 2, "the two new pods, gated")
+        self.wait(lambda: [w for w in s.workloads(ns) if condition(w, "QuotaReserved") and
+                           condition(w, "QuotaReserved")["status"] == "False"],
+                  "the scale-up slice to wait for quota")
+        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
+        self.assertEqual(running(), first)
+        # Quota enough: the slice is admitted, the new pods ungated; counted once.
+        s.apply(queues(ns, cq, 5))
+        self.wait(lambda: len(running()) == 4, "the four pods to run")
+        self.assertTrue(first <= running(), "a running pod was restarted")
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "4", "usage to be the new slice's")
+        # Shrunk in place: one pod goes, the others keep running.
+        grown = running()
+        self.patch("el", self.resize_ops(3))
+        self.wait(lambda: len(running()) == 3, "one pod to go")
+        self.assertTrue(running() <= grown, "a pod was restarted or replaced")
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "3", "usage to shrink in place")
+        code, _ = s.kube("DELETE", (self.COLLECTION % ns) + "/el")
+        self.assertEqual(code, 200)
         self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
 
     def test_kubectl_applies_gets_describes_and_waits_for_it(self):

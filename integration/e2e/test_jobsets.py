@@ -40,6 +40,9 @@ class JobSetE2E(KindScenarios, unittest.TestCase):
                     "template": {"spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
                                           "template": pod}}}]}}
 
+    def resize_ops(self, pods):
+        return [{"op": "replace", "path": "/spec/replicatedJobs/0/replicas", "value": pods}]
+
     def suspended(self, obj):
         return obj["spec"].get("suspend") is True
 

@@ -41,6 +41,11 @@ class PyTorchJobE2E(KindScenarios, unittest.TestCase):
                 "spec": {"pytorchReplicaSpecs": {"Master": replica(1),
                                                  "Worker": replica(pods - 1)}}}
 
+    def resize_ops(self, pods):
+        """A Master and `pods` - 1 Workers."""
+        return [{"op": "replace", "path": "/spec/pytorchReplicaSpecs/Worker/replicas",
+                 "value": pods - 1}]
+
     def suspended(self, obj):
         return obj["spec"].get("runPolicy", {}).get("suspend") is True
 

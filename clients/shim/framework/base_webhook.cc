@@ -25,6 +25,12 @@ std::vector<nlohmann::json> BaseDefault(const BaseWebhookSpec& spec, const nlohm
                                         const JobWebhookOptions& options) {
   std::vector<nlohmann::json> ops = DefaultFramework(object, context, options, spec.suspend);
   DefaultMultiKueueManagedBy(object, context, options, spec.managed_by, spec.own_controller, &ops);
+  // Every pod of an elastic object starts gated until its slice is admitted.
+  if (spec.elastic && spec.templates && Elastic(ObjectView(object), options)) {
+    for (const TemplateAt& t : spec.templates(object)) {
+      GateTemplate(object, t.pod_template, t.tokens, &ops);
+    }
+  }
   return ops;
 }
 
@@ -32,7 +38,7 @@ std::vector<FieldError> BaseValidateCreate(const BaseWebhookSpec& spec,
                                            const nlohmann::json& object,
                                            const JobWebhookOptions& options) {
   std::vector<FieldError> errs = ValidateFrameworkCreate(object, options);
-  if (Elastic(ObjectView(object), options)) {
+  if (!spec.elastic && Elastic(ObjectView(object), options)) {
     errs.push_back(ElasticNotSupported(spec.api_version, spec.kind));
   }
   if (!options.topology_aware_scheduling || !spec.templates) return errs;

@@ -6,7 +6,9 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "clients/shim/framework/elastic_pods.h"
 #include "clients/shim/framework/interfaces.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
@@ -78,6 +80,11 @@ Integration::Integration(IntegrationInfo info, PodOwnerFn owner_key_of_pod, Webh
       owner_key_of_pod_(std::move(owner_key_of_pod)),
       webhook_(std::move(webhook)),
       pod_patch_(std::move(pod_patch)) {}
+
+bool ElasticPod(const nlohmann::json& pod) {
+  return HasElasticGate(pod) ||
+         Field(Field(pod, "metadata"), "annotations").contains(kSliceNameAnnotation);
+}
 
 std::string ControllerKeyOfPod(const nlohmann::json& pod, const std::string& api_version,
                                const std::string& kind) {

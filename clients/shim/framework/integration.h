@@ -39,6 +39,9 @@ struct IntegrationInfo {
   // The collection its pods are watched from (a label selector narrows it), "" when the
   // reconcile needs no pods.
   std::string pods_path;
+  // The pod label whose value names the object, when its pods are not controlled by it
+  // directly (a JobSet's belong to its child Jobs); "": its pods are those it controls.
+  std::string pods_by_label;
   // A custom resource: a cluster without its definition has none of them, and that does not hold
   // up the shim's readiness.
   bool custom_resource = false;
@@ -110,6 +113,10 @@ class Integration {
   const PodPatchFn pod_patch_;
   std::optional<MultiKueueAdapter> multikueue_;
 };
+
+// Whether `pod` is an elastic job's: it carries the elastic-job gate or a slice's annotation
+// (the pods whose changes matter to their owner's ungating).
+bool ElasticPod(const nlohmann::json& pod);
 
 // "namespace/name" of the object `pod`'s controller owner reference names when it is of
 // `api_version` `kind` (any apiVersion when empty), else "".

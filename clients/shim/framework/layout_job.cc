@@ -5,6 +5,8 @@
 
 #include "clients/shim/framework/multikueue.h"
 #include "clients/shim/framework/workload_builder.h"
+#include "clients/shim/kube/json_fields.h"
+#include "common/kueue_keys.h"
 
 namespace admitd::shim {
 namespace {
@@ -19,14 +21,17 @@ class LayoutJob : public GenericJob {
   bool IsActive() const override { return kind_.active(object_); }
   std::optional<JobFinish> Finished() const override { return kind_.finished(object_); }
   bool PodsReady() const override { return kind_.pods_ready(object_); }
-  bool IsElastic() const override { return false; }
+  bool IsElastic() const override {
+    return kind_.elastic && options_.elastic_jobs &&
+           Str(Field(Field(object_, "metadata"), "annotations"), kElasticJobAnnotation) == "true";
+  }
   bool Skip() const override { return kind_.skip && kind_.skip(object_); }
 
   absl::StatusOr<v1::Workload> NewWorkload() const override {
     absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);
     if (!pod_sets.ok()) return pod_sets.status();
     return BuildWorkload(object_, kind_.api_version, kind_.kind, *pod_sets,
-                         {.label_keys_to_copy = options_.label_keys_to_copy});
+                         {.elastic = IsElastic(), .label_keys_to_copy = options_.label_keys_to_copy});
   }
   absl::StatusOr<std::vector<nlohmann::json>> PodTemplates() const override {
     absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);

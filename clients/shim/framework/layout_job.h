@@ -32,6 +32,9 @@ struct LayoutKind {
   std::function<std::optional<JobFinish>(const nlohmann::json&)> finished;
   // Optional (JobWithReclaimablePods).
   std::function<std::map<std::string, int>(const nlohmann::json&)> reclaimable;
+  // Whether the kind can be an elastic job (resized through workload slices): an object with the
+  // elastic-job annotation is then one, its Workload named by its generation.
+  bool elastic = false;
   // Optional: Kueue's Skip (objects the framework leaves alone).
   std::function<bool(const nlohmann::json&)> skip;
   // Optional: the object as a start writes it before the admission is merged in (a template the
@@ -39,8 +42,8 @@ struct LayoutKind {
   std::function<nlohmann::json(const nlohmann::json&)> for_start;
 };
 
-// `kind` must outlive the job. Not elastic; started and stopped in one write each (the stop
-// restores every template in the write that suspends, kueue#2691).
+// `kind` must outlive the job. Started and stopped in one write each (the stop restores every
+// template in the write that suspends, kueue#2691).
 std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
                                          const FrameworkOptions& options);
 

@@ -64,11 +64,7 @@ absl::Status Reconciler::Reconcile(const std::string& key) {
   }
   if (registry_.OwnedByManagedKind(*object)) return absl::OkStatus();
   const std::string uid = Str(Meta(*object), "uid");
-  std::unique_ptr<GenericJob> job = integration_.Wrap(
-      *object,
-      integration_.info().pods_path.empty() ? std::vector<nlohmann::json>{}
-                                            : pods_.ControlledBy(uid),
-      options_);
+  std::unique_ptr<GenericJob> job = integration_.Wrap(*object, PodsOf(*object), options_);
   if (job->Skip()) return absl::OkStatus();
   // A job that uses a prebuilt Workload never gets one of its own.
   if (std::string prebuilt = PrebuiltWorkloadName(*object); !prebuilt.empty()) {
@@ -94,6 +90,19 @@ absl::Status Reconciler::Reconcile(const std::string& key) {
   }
   if (job->IsElastic()) return ReconcileElastic(*job, *built, owned);
   return ReconcileMatching(*job, *built, owned);
+}
+
+std::vector<nlohmann::json> Reconciler::PodsOf(const nlohmann::json& object) const {
+  const IntegrationInfo& info = integration_.info();
+  if (info.pods_path.empty()) return {};
+  const nlohmann::json meta = Meta(object);
+  if (info.pods_by_label.empty()) return pods_.ControlledBy(Str(meta, "uid"));
+  const std::string ns = Str(meta, "namespace"), name = Str(meta, "name");
+  return pods_.Select([&](const nlohmann::json& pod) {
+    const nlohmann::json& pod_meta = Field(pod, "metadata");
+    return Str(pod_meta, "namespace") == ns &&
+           Str(Field(pod_meta, "labels"), info.pods_by_label) == name;
+  });
 }
 
 absl::StatusOr<v1::Workload> Reconciler::Build(const std::string& key, const GenericJob& job) {

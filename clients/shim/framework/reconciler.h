@@ -64,6 +64,9 @@ class Reconciler {
 
  private:
   absl::Status Finalize(const std::string& key, const std::vector<v1::Workload>& workloads);
+  // The object's pods in the pods cache: those it controls, or those its kind's label names it
+  // in (IntegrationInfo::pods_by_label); none for a kind without a pods_path.
+  std::vector<nlohmann::json> PodsOf(const nlohmann::json& object) const;
   // A job with a prebuilt Workload: adopts it, reports the job's status on a MultiKueue copy,
   // finishes it OutOfSync when the job no longer matches, then reconciles as usual.
   absl::Status ReconcilePrebuilt(const GenericJob& job, const std::string& prebuilt);

@@ -143,8 +143,7 @@ absl::Status Reconciler::Ungate(const GenericJob& job, const v1::Workload& slice
   const std::string chain = chain_it != slice.metadata().annotations().end()
                                 ? chain_it->second
                                 : slice.metadata().name();
-  const std::string uid = Str(Meta(job.Object()), "uid");
-  const std::vector<nlohmann::json> pods = pods_.ControlledBy(uid);
+  const std::vector<nlohmann::json> pods = PodsOf(job.Object());
   std::map<std::string, int> admitted;
   for (const v1::PodSet& ps : slice.spec().pod_sets()) admitted[ps.name()] = ps.count();
   std::map<std::string, const nlohmann::json*> by_name;

@@ -112,6 +112,21 @@ void SetEntries(const nlohmann::json& doc, const std::vector<std::string>& token
   }
 }
 
+void GateTemplate(const nlohmann::json& doc, const nlohmann::json& pod_template,
+                  std::vector<std::string> tokens, std::vector<nlohmann::json>* ops) {
+  static constexpr char kGate[] = "kueue.x-k8s.io/elastic-job";
+  const nlohmann::json& gates = Field(Field(pod_template, "spec"), "schedulingGates");
+  const nlohmann::json gate = {{"name", kGate}};
+  for (const char* t : {"spec", "schedulingGates"}) tokens.push_back(t);
+  if (!gates.is_array()) {
+    AddAt(doc, tokens, nlohmann::json::array({gate}), ops, ArrayParents::kIndex);
+    return;
+  }
+  if (ListHas(gates, kGate, "name")) return;
+  ops->push_back(
+      {{"op", "add"}, {"path", PointerOf(tokens, tokens.size()) + "/-"}, {"value", gate}});
+}
+
 void AppendToList(const nlohmann::json& doc, const std::vector<std::string>& tokens,
                   const std::vector<nlohmann::json>& items, std::vector<nlohmann::json>* ops) {
   if (items.empty()) return;

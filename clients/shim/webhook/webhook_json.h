@@ -76,6 +76,11 @@ void SetEntries(const nlohmann::json& doc, const std::vector<std::string>& token
                 const std::map<std::string, std::string>& entries,
                 std::vector<nlohmann::json>* ops);
 
+// Kueue's utilpod.GateTemplate: the elastic-job scheduling gate appended to the pod template at
+// `tokens` of `doc` (object members, and indexes of the arrays on the way) unless it is there.
+void GateTemplate(const nlohmann::json& doc, const nlohmann::json& pod_template,
+                  std::vector<std::string> tokens, std::vector<nlohmann::json>* ops);
+
 // Appends `items` to the list at `tokens` of `doc` (an "add" at "<list>/-" each), or adds the list
 // with them when there is none; nothing for no items.
 void AppendToList(const nlohmann::json& doc, const std::vector<std::string>& tokens,

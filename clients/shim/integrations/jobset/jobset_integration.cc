@@ -3,11 +3,13 @@
 #include "clients/shim/framework/layout_job.h"
 #include "clients/shim/integrations/jobset/jobset_webhook.h"
 #include "clients/shim/integrations/jobset/jobset_workload.h"
+#include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
 
 std::unique_ptr<Integration> NewJobSetIntegration() {
-  // Not elastic: the webhook refuses the elastic-job annotation on a JobSet (as Kueue does).
+  // Elastic beyond Kueue (whose webhook refuses the annotation): a replicated job's replicas
+  // resized through workload slices, new pods gated until their slice is admitted.
   static const LayoutKind kKind{.api_version = kJobSetApiVersion,
                                 .kind = kJobSetKind,
                                 .pod_sets = JobSetPodSets,
@@ -16,7 +18,8 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
                                 .active = JobSetActive,
                                 .pods_ready = JobSetPodsReady,
                                 .finished = JobSetFinished,
-                                .reclaimable = JobSetReclaimablePods};
+                                .reclaimable = JobSetReclaimablePods,
+                                .elastic = true};
   auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "jobset.x-k8s.io/jobset",
@@ -25,12 +28,20 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
           .resource = "jobsets",
           .short_name = "jobset",
           .controller = kJobSetController,
-          .pods_path = "",  // its child Jobs count its pods
+          // Its child Jobs' pods, which carry its name: an elastic one's are ungated by the shim.
+          .pods_path = "/api/v1/pods?labelSelector=jobset.sigs.k8s.io%2Fjobset-name",
+          .pods_by_label = kJobSetNameLabel,
           .custom_resource = true,
       },
       [](const nlohmann::json& object, std::vector<nlohmann::json>,
          const FrameworkOptions& options) { return NewLayoutJob(kKind, object, options); },
-      [](const nlohmann::json&) { return std::string(); }, JobSetWebhook);
+      [](const nlohmann::json& pod) {
+        const nlohmann::json& meta = Field(pod, "metadata");
+        const std::string name = Str(Field(meta, "labels"), kJobSetNameLabel);
+        return ElasticPod(pod) && !name.empty() ? Str(meta, "namespace") + "/" + name
+                                                : std::string();
+      },
+      JobSetWebhook);
   integration->SetMultiKueue({});
   return integration;
 }

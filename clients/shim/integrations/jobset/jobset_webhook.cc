@@ -20,6 +20,8 @@ BaseWebhookSpec JobSetSpec() {
           .managed_by = {"spec", "managedBy"},
           // The JobSet operator: a JobSet it manages may be given to MultiKueue.
           .own_controller = "jobset.sigs.k8s.io/jobset-controller",
+          // Beyond Kueue: a replicated job's replicas resized through workload slices.
+          .elastic = true,
           .templates = [](const nlohmann::json& jobset) {
             std::vector<TemplateAt> out;
             absl::StatusOr<nlohmann::json> pod_sets = JobSetPodSets(jobset);
@@ -27,6 +29,7 @@ BaseWebhookSpec JobSetSpec() {
             for (size_t i = 0; i < pod_sets->size(); ++i) {
               out.push_back(
                   {absl::StrCat("spec.replicatedJobs[", i, "].template.spec.template.metadata"),
+                   {"spec", "replicatedJobs", absl::StrCat(i), "template", "spec", "template"},
                    (*pod_sets)[i]["template"], IntOr((*pod_sets)[i]["count"], 0)});
             }
             return out;

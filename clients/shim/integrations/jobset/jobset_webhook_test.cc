@@ -42,22 +42,31 @@ TEST(JobSetWebhookTest, AQueuedJobSetIsSuspendedAndAMultiKueueOneManagedByIt) {
   EXPECT_EQ(defaulted["spec"]["managedBy"], "example.com/controller");
 }
 
-TEST(JobSetWebhookTest, ElasticIsRefusedAndTopologyIsCheckedPerReplicatedJob) {
+TEST(JobSetWebhookTest, AnElasticJobSetIsGatedAndTopologyIsCheckedPerReplicatedJob) {
   nlohmann::json js = JobSet();
   js["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
+  // Elastic beyond Kueue: accepted, and every replicated job's pods start gated.
+  FakeContext context;
+  const nlohmann::json defaulted = js.patch(nlohmann::json(DefaultJobSet(js, context, {})));
+  for (const nlohmann::json& rj : defaulted["spec"]["replicatedJobs"]) {
+    EXPECT_EQ(rj["template"]["spec"]["template"]["spec"]["schedulingGates"],
+              nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/elastic-job"}])"));
+  }
   js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"] = {
       {"kueue.x-k8s.io/podset-required-topology", "rack"},
       {"kueue.x-k8s.io/podset-preferred-topology", "zone"}};
   EXPECT_EQ(
       Texts(ValidateJobSetCreate(js, {})),
       std::vector<std::string>(
-          {"metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not "
-           "supported for \"jobset.x-k8s.io/v1alpha2, Kind=JobSet\"",
-           "spec.replicatedJobs[0].template.spec.template.metadata.annotations: Invalid value: "
+          {"spec.replicatedJobs[0].template.spec.template.metadata.annotations: Invalid value: "
            "must not contain more than one topology annotation: "
            "[\"kueue.x-k8s.io/podset-required-topology\", "
            "\"kueue.x-k8s.io/podset-preferred-topology\", "
            "\"kueue.x-k8s.io/podset-unconstrained-topology\"]"}));
+  // Not elastic: no gate.
+  const nlohmann::json plain = JobSet().patch(nlohmann::json(DefaultJobSet(JobSet(), context, {})));
+  EXPECT_FALSE(plain["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].contains(
+      "schedulingGates"));
 }
 
 TEST(JobSetWebhookTest, TheQueueOfARunningJobSetIsImmutable) {

@@ -18,6 +18,8 @@ BaseWebhookSpec PyTorchJobWebhookSpec() {
           .managed_by = {"spec", "runPolicy", "managedBy"},
           // The training operator: a PyTorchJob it manages may be given to MultiKueue.
           .own_controller = "kubeflow.org/training-operator",
+          // Beyond Kueue: the replicas resized through workload slices.
+          .elastic = true,
           .templates = [](const nlohmann::json& job) {
             std::vector<TemplateAt> out;
             absl::StatusOr<nlohmann::json> pod_sets = PyTorchJobPodSets(job);
@@ -27,6 +29,7 @@ BaseWebhookSpec PyTorchJobWebhookSpec() {
               // The replica type as the map has it: /spec/pytorchReplicaSpecs/<Type>/template.
               const std::string type = layout.templates[i].parent_pointer().back();
               out.push_back({"spec.pytorchReplicaSpecs[" + type + "].template.metadata",
+                             {"spec", "pytorchReplicaSpecs", type, "template"},
                              (*pod_sets)[i]["template"], IntOr((*pod_sets)[i]["count"], 0)});
             }
             return out;
@@ -34,7 +37,8 @@ BaseWebhookSpec PyTorchJobWebhookSpec() {
 }
 
 std::unique_ptr<Integration> NewPyTorchJobIntegration() {
-  // Not elastic: the webhook refuses the elastic-job annotation (as Kueue does).
+  // Elastic beyond Kueue (whose webhook refuses the annotation): Worker replicas resized through
+  // workload slices, new pods gated until their slice is admitted.
   static const LayoutKind kKind{.api_version = kPyTorchJobApiVersion,
                                 .kind = kPyTorchJobKind,
                                 .pod_sets = PyTorchJobPodSets,
@@ -42,7 +46,8 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
                                 .suspended = PyTorchJobSuspended,
                                 .active = PyTorchJobActive,
                                 .pods_ready = PyTorchJobPodsReady,
-                                .finished = PyTorchJobFinished};
+                                .finished = PyTorchJobFinished,
+                                .elastic = true};
   auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "kubeflow.org/pytorchjob",
@@ -51,12 +56,16 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
           .resource = "pytorchjobs",
           .short_name = "pytorchjob",
           .controller = kPyTorchJobController,
-          .pods_path = "",  // its status counts its pods
+          // Its pods (controlled by it): an elastic one's are ungated by the shim.
+          .pods_path = "/api/v1/pods?labelSelector=training.kubeflow.org%2Fjob-name",
           .custom_resource = true,
       },
       [](const nlohmann::json& object, std::vector<nlohmann::json>,
          const FrameworkOptions& options) { return NewLayoutJob(kKind, object, options); },
-      [](const nlohmann::json&) { return std::string(); },
+      [](const nlohmann::json& pod) {
+        return ElasticPod(pod) ? ControllerKeyOfPod(pod, kPyTorchJobApiVersion, kPyTorchJobKind)
+                               : std::string();
+      },
       [](JobWebhookContext& context, const JobWebhookOptions& options, bool enabled) {
         return BaseWebhook(PyTorchJobWebhookSpec(), context, options, enabled);
       });

@@ -86,7 +86,7 @@ TEST(PyTorchJobTest, StartAndStopGoThroughRunPolicy) {
   EXPECT_EQ(stopped["spec"]["runPolicy"]["suspend"], true);
 }
 
-TEST(PyTorchJobTest, TheWebhookSuspendsThroughRunPolicyAndRefusesElastic) {
+TEST(PyTorchJobTest, TheWebhookSuspendsThroughRunPolicyAndGatesAnElasticOne) {
   FakeContext context;
   nlohmann::json job = PyTorchJob();
   job["spec"]["runPolicy"].erase("suspend");
@@ -97,11 +97,21 @@ TEST(PyTorchJobTest, TheWebhookSuspendsThroughRunPolicyAndRefusesElastic) {
   EXPECT_EQ(defaulted["spec"]["runPolicy"]["managedBy"], "kueue.x-k8s.io/multikueue");
   EXPECT_FALSE(defaulted["spec"].contains("suspend"));
 
+  // Elastic beyond Kueue: accepted, its replicas' pods gated at creation.
   job["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
-  EXPECT_EQ(Texts(BaseValidateCreate(spec, job, {})),
-            std::vector<std::string>({"metadata.annotations[kueue.x-k8s.io/elastic-job]: "
-                                      "Forbidden: elastic job is not supported for "
-                                      "\"kubeflow.org/v1, Kind=PyTorchJob\""}));
+  EXPECT_TRUE(BaseValidateCreate(spec, job, {}).empty());
+  nlohmann::json gated = job.patch(nlohmann::json(BaseDefault(spec, job, context, {})));
+  for (const char* type : {"Master", "Worker"}) {
+    EXPECT_EQ(gated["spec"]["pytorchReplicaSpecs"][type]["template"]["spec"]["schedulingGates"],
+              nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/elastic-job"}])"));
+  }
+  // Its Workload is a slice named by its generation.
+  job["metadata"]["generation"] = 1;
+  FrameworkOptions options;
+  absl::StatusOr<v1::Workload> wl = NewPyTorchJobIntegration()->Wrap(job, {}, options)->NewWorkload();
+  ASSERT_TRUE(wl.ok()) << wl.status();
+  EXPECT_EQ(wl->metadata().annotations().at("kueue.x-k8s.io/workload-slice-name"),
+            wl->metadata().name());
   // A running job keeps its queue.
   nlohmann::json running = PyTorchJob();
   running["spec"]["runPolicy"]["suspend"] = false;

@@ -35,22 +35,6 @@ bool Elastic(const nlohmann::json& rc, const JobWebhookOptions& options) {
                                        kElasticJobAnnotation) == std::optional<std::string>("true");
 }
 
-// utilpod.GateTemplate: the elastic gate appended to the template at `tokens` of `doc` (object
-// members, and indexes of the arrays on the way) unless there.
-void Gate(const nlohmann::json& doc, const nlohmann::json& pod_template,
-          std::vector<std::string> tokens, std::vector<nlohmann::json>* ops) {
-  const nlohmann::json& gates = Field(Field(pod_template, "spec"), "schedulingGates");
-  const nlohmann::json gate = {{"name", kElasticJobAnnotation}};
-  for (const char* t : {"spec", "schedulingGates"}) tokens.push_back(t);
-  if (!gates.is_array()) {
-    AddAt(doc, tokens, nlohmann::json::array({gate}), ops, ArrayParents::kIndex);
-    return;
-  }
-  if (ListHas(gates, kElasticJobAnnotation, "name")) return;
-  ops->push_back(
-      {{"op", "add"}, {"path", PointerOf(tokens, tokens.size()) + "/-"}, {"value", gate}});
-}
-
 // ---- Validation ----------------------------------------------------------------------------
 
 // A template's scheduling gates as Go prints a []PodSchedulingGate value: JSON, null when unset.
@@ -100,10 +84,10 @@ std::vector<nlohmann::json> DefaultRayCluster(const nlohmann::json& rc, JobWebho
                              &ops);
   // Every pod of an elastic cluster, the head's too, starts gated until its slice is admitted.
   if (Elastic(rc, options)) {
-    Gate(rc, HeadTemplate(rc), {"spec", "headGroupSpec", "template"}, &ops);
+    GateTemplate(rc, HeadTemplate(rc), {"spec", "headGroupSpec", "template"}, &ops);
     const nlohmann::json& groups = Groups(rc);
     for (size_t i = 0; i < groups.size(); ++i) {
-      Gate(rc, Field(groups[i], "template"),
+      GateTemplate(rc, Field(groups[i], "template"),
            {"spec", "workerGroupSpecs", absl::StrCat(i), "template"}, &ops);
     }
   }
