@@ -13,12 +13,21 @@ namespace {
 
 class LayoutJob : public GenericJob {
  public:
-  LayoutJob(const LayoutKind& kind, const nlohmann::json& object, const FrameworkOptions& options)
-      : kind_(kind), object_(object), options_(options) {}
+  LayoutJob(const LayoutKind& kind, const nlohmann::json& object, std::vector<nlohmann::json> pods,
+            const FrameworkOptions& options)
+      : kind_(kind), object_(object), pods_(std::move(pods)), options_(options) {}
 
   const nlohmann::json& Object() const override { return object_; }
   bool IsSuspended() const override { return kind_.suspended(object_); }
-  bool IsActive() const override { return kind_.active(object_); }
+  bool IsActive() const override {
+    if (kind_.active(object_)) return true;
+    if (!kind_.active_while_pods_run) return false;
+    for (const nlohmann::json& pod : pods_) {
+      const std::string phase = Str(Field(pod, "status"), "phase");
+      if (phase != "Succeeded" && phase != "Failed") return true;
+    }
+    return false;
+  }
   std::optional<JobFinish> Finished() const override { return kind_.finished(object_); }
   bool PodsReady() const override { return kind_.pods_ready(object_); }
   bool IsElastic() const override {
@@ -68,14 +77,16 @@ class LayoutJob : public GenericJob {
  private:
   const LayoutKind& kind_;
   const nlohmann::json& object_;
+  const std::vector<nlohmann::json> pods_;
   const FrameworkOptions& options_;
 };
 
 }  // namespace
 
 std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
+                                         std::vector<nlohmann::json> pods,
                                          const FrameworkOptions& options) {
-  return std::make_unique<LayoutJob>(kind, object, options);
+  return std::make_unique<LayoutJob>(kind, object, std::move(pods), options);
 }
 
 }  // namespace admitd::shim

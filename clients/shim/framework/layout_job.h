@@ -1,6 +1,6 @@
 // A GenericJob for a kind described by its functions (the common case: pod sets read off the
 // spec, templates at known places, state read off the status), so that an integration of such a
-// kind is a description, not a class: JobSet, the Kubeflow jobs.
+// kind is a description, not a class: RayCluster, RayJob, JobSet, the Kubeflow jobs.
 //
 //   static const LayoutKind kKind{.api_version = "kubeflow.org/v1", .kind = "PyTorchJob", ...};
 //   std::unique_ptr<GenericJob> job = NewLayoutJob(kKind, object, options);
@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "clients/shim/framework/generic_job.h"
@@ -29,6 +30,9 @@ struct LayoutKind {
   // Where the suspend switch and each pod set's template are.
   std::function<TemplateLayout(const nlohmann::json&)> layout;
   std::function<bool(const nlohmann::json&)> suspended, active, pods_ready;
+  // The object is also active while one of its pods has not terminated (what its operator may
+  // still be deleting after a suspension; kueue#15980).
+  bool active_while_pods_run = false;
   std::function<std::optional<JobFinish>(const nlohmann::json&)> finished;
   // Optional (JobWithReclaimablePods).
   std::function<std::map<std::string, int>(const nlohmann::json&)> reclaimable;
@@ -44,7 +48,9 @@ struct LayoutKind {
 
 // `kind` must outlive the job. Started and stopped in one write each (the stop restores every
 // template in the write that suspends, kueue#2691).
+// `pods`: the object's pods from its integration's pods_path.
 std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
+                                         std::vector<nlohmann::json> pods,
                                          const FrameworkOptions& options);
 
 }  // namespace admitd::shim

@@ -33,8 +33,10 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
           .pods_by_label = kJobSetNameLabel,
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json>,
-         const FrameworkOptions& options) { return NewLayoutJob(kKind, object, options); },
+      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
+         const FrameworkOptions& options) {
+        return NewLayoutJob(kKind, object, std::move(pods), options);
+      },
       [](const nlohmann::json& pod) {
         const nlohmann::json& meta = Field(pod, "metadata");
         const std::string name = Str(Field(meta, "labels"), kJobSetNameLabel);

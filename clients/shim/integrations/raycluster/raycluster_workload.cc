@@ -134,61 +134,19 @@ absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster
                         .label_keys_to_copy = options.label_keys_to_copy});
 }
 
-bool RayClusterActive(const nlohmann::json& cluster, const std::vector<nlohmann::json>& pods) {
-  if (Str(Field(cluster, "status"), "state") == "ready") return true;
-  for (const nlohmann::json& pod : pods) {
-    const std::string phase = Str(Field(pod, "status"), "phase");
-    if (phase != "Succeeded" && phase != "Failed") return true;
-  }
-  return false;
+bool RayClusterReady(const nlohmann::json& cluster) {
+  return Str(Field(cluster, "status"), "state") == "ready";
 }
 
-absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluster,
-                                                    const std::vector<PodSetInfo>& infos,
-                                                    bool elastic) {
-  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
-  const nlohmann::json groups = ArrayOr(Field(spec, "workerGroupSpecs"));
-  const size_t expected = groups.size() + 1;
-  if (infos.size() != expected) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("invalid podset infos: expecting ", expected, " podset, got ", infos.size()));
+TemplateLayout RayClusterLayout(const nlohmann::json& cluster) {
+  using Pointer = nlohmann::json::json_pointer;
+  TemplateLayout layout{.suspend = Pointer("/spec/suspend"),
+                        .templates = {Pointer("/spec/headGroupSpec/template")}};
+  const size_t groups = ArrayOr(Field(Field(cluster, "spec"), "workerGroupSpecs")).size();
+  for (size_t i = 0; i < groups; ++i) {
+    layout.templates.push_back(Pointer(absl::StrCat("/spec/workerGroupSpecs/", i, "/template")));
   }
-  nlohmann::json want = spec;
-  want["suspend"] = false;
-  if (absl::Status s = MergeIntoTemplate(infos[0], elastic, &want["headGroupSpec"]["template"]);
-      !s.ok()) {
-    return s;
-  }
-  for (size_t i = 0; i < groups.size(); ++i) {
-    if (absl::Status s =
-            MergeIntoTemplate(infos[i + 1], elastic, &want["workerGroupSpecs"][i]["template"]);
-        !s.ok()) {
-      return s;
-    }
-  }
-  return nlohmann::json{{"spec", MergePatchBetween(spec, want)}};
-}
-
-nlohmann::json RayClusterStopPatch(const nlohmann::json& cluster, const v1::Workload* workload) {
-  const nlohmann::json spec = ObjectOr(Field(cluster, "spec"));
-  const nlohmann::json groups = ArrayOr(Field(spec, "workerGroupSpecs"));
-  nlohmann::json want = spec;
-  want["suspend"] = true;
-  // Restore (RestorePodSetsInfo): skipped when the Workload has another number of pod sets.
-  if (workload != nullptr &&
-      workload->spec().pod_sets_size() == static_cast<int>(groups.size()) + 1) {
-    auto restore = [](const v1::PodSet& stored, nlohmann::json* pod_template) {
-      RestoreTemplate(stored.template_(), pod_template);
-    };
-    restore(workload->spec().pod_sets(0), &want["headGroupSpec"]["template"]);
-    for (size_t i = 0; i < groups.size(); ++i) {
-      restore(workload->spec().pod_sets(static_cast<int>(i) + 1),
-              &want["workerGroupSpecs"][i]["template"]);
-    }
-  }
-  nlohmann::json diff = MergePatchBetween(spec, want);
-  if (diff.empty()) return nlohmann::json::object();
-  return nlohmann::json{{"spec", std::move(diff)}};
+  return layout;
 }
 
 }  // namespace admitd::shim

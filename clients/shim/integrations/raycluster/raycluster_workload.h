@@ -1,7 +1,6 @@
 // A RayCluster (ray.io/v1) as Kueue's RayCluster integration sees it (job framework §4): the
-// Workload it builds (§1.6, §4.2), the patches that start and stop the cluster (§4.3, §1.9,
-// §1.10), and what "active" means for the quota held after an eviction. Pure functions over the
-// cluster's JSON as the API server returns it.
+// Workload it builds (§1.6, §4.2), where its templates are for the start and stop (§4.3, §1.9,
+// §1.10), and its state. Pure functions over the cluster's JSON as the API server returns it.
 //
 // The pod sets are `head` (count 1, the head group's template; with enableInTreeAutoscaling
 // KubeRay's `autoscaler` sidecar is added to the template, with GCS fault tolerance the Ray
@@ -9,8 +8,8 @@
 // named by its groupName in lower case, of replicas (unset: 1) × numOfHosts (when above 1) pods.
 //
 //   absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(cluster, {});
-//   absl::StatusOr<nlohmann::json> start = RayClusterStartPatch(cluster, infos, elastic);
-//   nlohmann::json stop = RayClusterStopPatch(cluster, &*wl);
+//   absl::StatusOr<nlohmann::json> start =
+//       StartPatchFor(cluster, RayClusterLayout(cluster), infos, elastic);
 //
 // Thread safety: pure functions.
 #ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_RAYCLUSTER_RAYCLUSTER_WORKLOAD_H_
@@ -58,24 +57,13 @@ absl::StatusOr<v1::Workload> WorkloadForRayCluster(const nlohmann::json& cluster
 // Kueue's IsSuspended: spec.suspend is true.
 bool RayClusterSuspended(const nlohmann::json& cluster);
 
-// Whether the cluster still runs pods whose quota its Workload must hold: Kueue's IsActive
-// (status.state is "ready"), or one of `pods` (the cluster's pods) not terminated yet (what KubeRay
-// may still be deleting after a suspension; kueue#15980).
-bool RayClusterActive(const nlohmann::json& cluster, const std::vector<nlohmann::json>& pods);
+// Kueue's IsActive and PodsReady: status.state is "ready". (The shim also holds the quota of a
+// stopped cluster while one of its pods has not terminated: LayoutKind::active_while_pods_run.)
+bool RayClusterReady(const nlohmann::json& cluster);
 
-// The JSON merge patch that starts the cluster: spec.suspend false, podset info [0] merged into
-// the head group's template and [i+1] into worker group i's. FAILED_PRECONDITION "invalid podset
-// infos: expecting <1+groups> podset, got <n>", or a merge conflict (Kueue's texts).
-absl::StatusOr<nlohmann::json> RayClusterStartPatch(const nlohmann::json& cluster,
-                                                    const std::vector<PodSetInfo>& infos,
-                                                    bool elastic);
-
-// The JSON merge patch that stops the cluster (Kueue's generic stop, one write): spec.suspend
-// true and, when `workload` has one pod set per template, every template restored to the
-// Workload's (RestoreTemplatePatch); `workload` null or of another shape: only suspended. Empty
-// (an empty object) when the cluster is already stopped that way.
-nlohmann::json RayClusterStopPatch(const nlohmann::json& cluster, const v1::Workload* workload);
-
+// The suspend switch (spec.suspend) and the templates: the head group's, then each worker
+// group's (StartPatchFor and StopPatchFor, framework/template_patches.h).
+TemplateLayout RayClusterLayout(const nlohmann::json& cluster);
 
 }  // namespace admitd::shim
 

@@ -1,5 +1,7 @@
 #include "clients/shim/integrations/raycluster/raycluster_workload.h"
 
+#include "clients/shim/integrations/raycluster/raycluster_integration.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -150,7 +152,7 @@ std::vector<PodSetInfo> Infos(int n) {
 
 TEST(RayClusterWorkloadTest, StartUnsuspendsAndMergesEachGroupsInfo) {
   const nlohmann::json rc = SuspendedCluster();
-  absl::StatusOr<nlohmann::json> patch = RayClusterStartPatch(rc, Infos(3), /*elastic=*/false);
+  absl::StatusOr<nlohmann::json> patch = StartPatchFor(rc, RayClusterLayout(rc), Infos(3), /*elastic=*/false);
   ASSERT_TRUE(patch.ok()) << patch.status();
   nlohmann::json after = rc;
   after.merge_patch(*patch);
@@ -168,13 +170,13 @@ TEST(RayClusterWorkloadTest, StartUnsuspendsAndMergesEachGroupsInfo) {
   EXPECT_EQ(after["spec"]["workerGroupSpecs"][1]["replicas"], 3);  // the rest unchanged
   EXPECT_EQ(after["spec"]["headGroupSpec"]["rayStartParams"], nlohmann::json::object());
 
-  absl::StatusOr<nlohmann::json> wrong = RayClusterStartPatch(rc, Infos(2), false);
+  absl::StatusOr<nlohmann::json> wrong = StartPatchFor(rc, RayClusterLayout(rc), Infos(2), false);
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(wrong.status().message(), "invalid podset infos: expecting 3 podset, got 2");
 
   nlohmann::json conflicting = rc;
   conflicting["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] = {{"pool", "b"}};
-  absl::StatusOr<nlohmann::json> conflict = RayClusterStartPatch(conflicting, Infos(3), false);
+  absl::StatusOr<nlohmann::json> conflict = StartPatchFor(conflicting, RayClusterLayout(conflicting), Infos(3), false);
   EXPECT_EQ(conflict.status().message(),
             "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for "
             "key=pool, value1=b, value2=a");
@@ -184,34 +186,39 @@ TEST(RayClusterWorkloadTest, StopSuspendsAndRestoresTheWorkloadsTemplates) {
   absl::StatusOr<v1::Workload> wl = WorkloadForRayCluster(SuspendedCluster(), {});
   ASSERT_TRUE(wl.ok()) << wl.status();
   nlohmann::json running = SuspendedCluster();
-  running.merge_patch(*RayClusterStartPatch(running, Infos(3), false));
-  nlohmann::json patch = RayClusterStopPatch(running, &*wl);
+  running.merge_patch(*StartPatchFor(running, RayClusterLayout(running), Infos(3), false));
+  nlohmann::json patch = StopPatchFor(running, RayClusterLayout(running), &*wl);
   nlohmann::json after = running;
   after.merge_patch(patch);
   EXPECT_EQ(after["spec"]["suspend"], true);
   EXPECT_EQ(after["spec"], SuspendedCluster()["spec"]);  // exactly as it was before the start
   // Stopped and restored: nothing more to do.
-  EXPECT_EQ(RayClusterStopPatch(after, &*wl), nlohmann::json::object());
+  EXPECT_EQ(StopPatchFor(after, RayClusterLayout(after), &*wl), nlohmann::json::object());
   // A Workload of another shape: only suspended.
   v1::Workload other = *wl;
   other.mutable_spec()->mutable_pod_sets()->RemoveLast();
   nlohmann::json suspended_only = running;
-  suspended_only.merge_patch(RayClusterStopPatch(running, &other));
+  suspended_only.merge_patch(StopPatchFor(running, RayClusterLayout(running), &other));
   EXPECT_EQ(suspended_only["spec"]["suspend"], true);
   EXPECT_EQ(suspended_only["spec"]["headGroupSpec"], running["spec"]["headGroupSpec"]);
-  EXPECT_EQ(RayClusterStopPatch(after, nullptr), nlohmann::json::object());
+  EXPECT_EQ(StopPatchFor(after, RayClusterLayout(after), nullptr), nlohmann::json::object());
 }
 
 TEST(RayClusterWorkloadTest, ActiveWhileReadyOrWhileAPodRemains) {
+  std::unique_ptr<Integration> integration = NewRayClusterIntegration();
+  const FrameworkOptions options;
+  auto active = [&](const nlohmann::json& rc, std::vector<nlohmann::json> pods) {
+    return integration->Wrap(rc, std::move(pods), options)->IsActive();
+  };
   nlohmann::json rc = SuspendedCluster();
-  EXPECT_FALSE(RayClusterActive(rc, {}));
+  EXPECT_FALSE(active(rc, {}));
   rc["status"]["state"] = "ready";
-  EXPECT_TRUE(RayClusterActive(rc, {}));
+  EXPECT_TRUE(active(rc, {}));
   rc["status"]["state"] = "suspended";
   const nlohmann::json running = {{"status", {{"phase", "Running"}}}};
   const nlohmann::json done = {{"status", {{"phase", "Succeeded"}}}};
-  EXPECT_TRUE(RayClusterActive(rc, {done, running}));
-  EXPECT_FALSE(RayClusterActive(rc, {done}));
+  EXPECT_TRUE(active(rc, {done, running}));
+  EXPECT_FALSE(active(rc, {done}));
   EXPECT_TRUE(RayClusterSuspended(rc));
 }
 

@@ -28,8 +28,10 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
           .pods_path = "",  // its status says whether its cluster still runs
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json>,
-         const FrameworkOptions& options) { return NewLayoutJob(kKind, object, options); },
+      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
+         const FrameworkOptions& options) {
+        return NewLayoutJob(kKind, object, std::move(pods), options);
+      },
       [](const nlohmann::json&) { return std::string(); }, RayJobWebhook);
   integration->SetMultiKueue({});
   return integration;
