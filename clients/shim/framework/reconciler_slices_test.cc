@@ -9,6 +9,7 @@
 #include "clients/shim/framework/reconciler.h"
 #include "clients/shim/framework/testing/fake_job.h"
 #include "clients/shim/framework/testing/fakes.h"
+#include "clients/shim/framework/testing/reconciler_fixture.h"
 #include "clients/shim/admitd_link.h"
 #include "clients/shim/kube/json_fields.h"
 #include "common/kueue_keys.h"
@@ -19,49 +20,15 @@ namespace reconciler_slices_test {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using testing::FakeAdmitd;
-using testing::FakeCache;
-using testing::FakeEvents;
-using testing::NewFakeJobIntegration;
 using testing::FakeJobObject;
-using testing::FakeKube;
 
-constexpr char kJobs[] = "/apis/example.com/v1/namespaces/ns/fakejobs/";
+constexpr const char* kJobs = testing::kFakeJobs;
 constexpr char kPods[] = "/api/v1/namespaces/ns/pods/";
 
-class SlicesTest : public ::testing::Test {
+class SlicesTest : public testing::ReconcilerFixture {
  protected:
-  SlicesTest() {
-    registry_.Register(NewFakeJobIntegration());
-    v1::ResourceFlavor f;
-    f.mutable_metadata()->set_name("default");
-    admitd_.SetFlavor(f);
-  }
-  Reconciler& reconciler() {
-    if (!reconciler_) {
-      reconciler_ = std::make_unique<Reconciler>(*registry_.Find("example.com/fakejob"),
-                                                 registry_, kube_, admitd_, jobs_, pods_,
-                                                 events_, FrameworkOptions{.cluster = "w1"});
-    }
-    return *reconciler_;
-  }
-  absl::Status Reconcile() {
-    absl::Status s = reconciler().Reconcile("ns/a");
-    jobs_.Sync();
-    pods_.Sync();
-    return s;
-  }
-  void PutJob(nlohmann::json job) {
-    kube_.Put(std::string(kJobs) + "a", std::move(job));
-    jobs_.Sync();
-  }
-  nlohmann::json Job() { return *kube_.Object(std::string(kJobs) + "a"); }
-  void Change(const nlohmann::json& patch) {
-    nlohmann::json job = Job();
-    job.merge_patch(patch);
-    kube_.Put(std::string(kJobs) + "a", job);
-    jobs_.Sync();
-  }
+  SlicesTest() { options_.cluster = "w1"; }
+
   // A gated pod of the job's pod set "main", of the slice chain `chain`.
   void PutPod(const std::string& name, const std::string& chain) {
     nlohmann::json owner = {{"apiVersion", "example.com/v1"},
@@ -79,14 +46,6 @@ class SlicesTest : public ::testing::Test {
     pods_.Sync();
   }
   bool Gated(const std::string& name) { return HasElasticGate(*kube_.Object(kPods + name)); }
-
-  IntegrationRegistry registry_;
-  FakeKube kube_;
-  FakeCache jobs_{kube_, "/apis/example.com/v1/fakejobs"};
-  FakeCache pods_{kube_, "/api/v1/pods"};
-  FakeAdmitd admitd_;
-  FakeEvents events_;
-  std::unique_ptr<Reconciler> reconciler_;
 };
 
 nlohmann::json ElasticJob(int count) {

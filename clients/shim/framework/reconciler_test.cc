@@ -8,6 +8,7 @@
 
 #include "clients/shim/framework/testing/fake_job.h"
 #include "clients/shim/framework/testing/fakes.h"
+#include "clients/shim/framework/testing/reconciler_fixture.h"
 #include "clients/shim/admitd_link.h"
 #include "clients/shim/kube/json_fields.h"
 
@@ -17,56 +18,15 @@ namespace reconciler_test {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using testing::FakeAdmitd;
-using testing::FakeCache;
-using testing::FakeEvents;
-using testing::NewFakeJobIntegration;
 using testing::FakeJobObject;
-using testing::FakeKube;
 
-constexpr char kJobs[] = "/apis/example.com/v1/namespaces/ns/fakejobs/";
+constexpr const char* kJobs = testing::kFakeJobs;
 constexpr char kWorkload[] = "fakejob-a";
 
-class GenericReconcileTest : public ::testing::Test {
+class GenericReconcileTest : public testing::ReconcilerFixture {
  protected:
-  GenericReconcileTest() {
-    registry_.Register(NewFakeJobIntegration());
-    v1::ResourceFlavor spot;
-    spot.mutable_metadata()->set_name("spot");
-    (*spot.mutable_spec()->mutable_node_labels())["instance"] = "spot";
-    admitd_.SetFlavor(spot);
-  }
+  GenericReconcileTest() : ReconcilerFixture("spot", {{"instance", "spot"}}) {}
 
-  Reconciler& reconciler() {
-    if (!reconciler_) {
-      reconciler_ = std::make_unique<Reconciler>(*registry_.Find("example.com/fakejob"),
-                                                 registry_, kube_, admitd_, jobs_, pods_,
-                                                 events_, options_);
-    }
-    return *reconciler_;
-  }
-  // Stores the job and lets the informer see it.
-  void PutJob(nlohmann::json job) {
-    const std::string path = Path(Str(job["metadata"], "name"));
-    kube_.Put(path, std::move(job));
-    jobs_.Sync();
-  }
-  nlohmann::json Job(const std::string& name = "a") { return *kube_.Object(Path(name)); }
-  // Changes the job as its own controller would (status, spec), and the informer sees it.
-  void Change(const nlohmann::json& patch, const std::string& name = "a") {
-    nlohmann::json job = Job(name);
-    job.merge_patch(patch);
-    kube_.Put(Path(name), job);
-    jobs_.Sync();
-  }
-  // One reconcile, then the informer catches up with what it wrote.
-  absl::Status Reconcile(const std::string& key = "ns/a") {
-    absl::Status s = reconciler().Reconcile(key);
-    jobs_.Sync();
-    pods_.Sync();
-    return s;
-  }
-  static std::string Path(const std::string& name) { return kJobs + name; }
   // The Workload `name` in admitd (an empty one, after a test failure, when there is none).
   v1::Workload Workload(const std::string& name = kWorkload) {
     std::optional<v1::Workload> wl = admitd_.Workload("ns", name);
@@ -85,15 +45,6 @@ class GenericReconcileTest : public ::testing::Test {
     kube_.ClearWrites();
     events_.Clear();
   }
-
-  IntegrationRegistry registry_;
-  FakeKube kube_;
-  FakeCache jobs_{kube_, "/apis/example.com/v1/fakejobs"};
-  FakeCache pods_{kube_, "/api/v1/pods"};
-  FakeAdmitd admitd_;
-  FakeEvents events_;
-  FrameworkOptions options_{.cluster = "c1"};
-  std::unique_ptr<Reconciler> reconciler_;
 };
 
 TEST_F(GenericReconcileTest, ANewJobGetsItsWorkloadOnceWithTheClusterLabelAndDigest) {
