@@ -181,6 +181,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
     Controller* raw = c.get();
     s->threads_.emplace_back([raw] { raw->objects->Run(); });
     if (raw->pods) s->threads_.emplace_back([raw] { raw->pods->Run(); });
+    if (raw->children) s->threads_.emplace_back([raw] { raw->children->Run(); });
   }
   s->threads_.emplace_back([s] { s->namespaces_->Run(); });
   if (s->managed_pods_) s->threads_.emplace_back([s] { s->managed_pods_->Run(); });
@@ -226,6 +227,7 @@ void Shim::Stop() {
   for (const auto& c : controllers_) {
     c->objects->Stop();
     if (c->pods) c->pods->Stop();
+    if (c->children) c->children->Stop();
   }
   namespaces_->Stop();
   if (managed_pods_) managed_pods_->Stop();
@@ -264,6 +266,7 @@ bool Shim::Synced() const {
     const bool listed = c->objects->lists() > 0 ||
                         (c->integration->info().custom_resource && c->objects->missing());
     if (!listed || (c->pods && c->pods->lists() == 0)) return false;
+    if (c->children && c->children->lists() == 0 && !c->children->missing()) return false;
   }
   return namespaces_->lists() > 0 && (!managed_pods_ || managed_pods_->lists() > 0) &&
          admitd_->Synced();
@@ -291,19 +294,38 @@ void Shim::AddControllers(const FrameworkOptions& options) {
     c->objects = std::make_unique<Informer>(
         kube_, integration->CollectionPath(),
         [this, raw](const std::string&, const nlohmann::json& object) { OnObject(*raw, object); });
-    if (!info.pods_path.empty()) {
-      c->pods = std::make_unique<Informer>(
-          kube_, info.pods_path, [raw](const std::string&, const nlohmann::json& pod) {
-            if (std::string key = raw->integration->OwnerKeyOfPod(pod); !key.empty()) {
+    if (!info.children_path.empty()) {
+      // A child's change is its owner's (an autoscaled RayCluster resizes its RayJob).
+      c->children = std::make_unique<Informer>(
+          kube_, info.children_path, [raw](const std::string&, const nlohmann::json& child) {
+            if (std::string key = ControllerKeyOfPod(child, raw->integration->info().api_version,
+                                                     raw->integration->info().kind);
+                !key.empty()) {
               raw->queue.Add(key);
             }
           });
     }
+    if (!info.pods_path.empty()) {
+      c->pods = std::make_unique<Informer>(
+          kube_, info.pods_path, [raw](const std::string&, const nlohmann::json& pod) {
+            std::string key = raw->integration->OwnerKeyOfPod(pod);
+            // An elastic job's pod controlled by one of its children (a RayJob's cluster's).
+            if (key.empty() && raw->children && ElasticPod(pod)) {
+              if (std::string child = ControllerKeyOfPod(pod, "", ""); !child.empty()) {
+                if (std::optional<nlohmann::json> c = raw->children->Get(child)) {
+                  key = ControllerKeyOfPod(*c, raw->integration->info().api_version,
+                                           raw->integration->info().kind);
+                }
+              }
+            }
+            if (!key.empty()) raw->queue.Add(key);
+          });
+    }
     if (integration->HasGenericJob()) {
-      c->reconciler = std::make_unique<Reconciler>(*integration, *registry_, kube_, *admitd_,
-                                                   *c->objects,
-                                                   c->pods ? *c->pods : NoObjects(), *events_,
-                                                   options);
+      c->reconciler = std::make_unique<Reconciler>(
+          *integration, *registry_, kube_, *admitd_, *c->objects,
+          c->pods ? *c->pods : NoObjects(), *events_, options,
+          c->children ? *c->children : NoObjects());
     } else {
       c->pod_parent = std::make_unique<PodParentReconciler>(*integration, kube_, *c->objects,
                                                             *c->pods, options);

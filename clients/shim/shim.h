@@ -70,6 +70,7 @@ class Shim {
     bool enabled = false;
     std::unique_ptr<Informer> objects;
     std::unique_ptr<Informer> pods;  // null for a kind whose reconcile needs none
+    std::unique_ptr<Informer> children;  // null for a kind without children_path
     WorkQueue queue;
     // The kind's reconcile: the generic one, or, for a kind admitted as pods whose pods take
     // labels from it, the pod labelling (exactly one is set).

@@ -39,6 +39,14 @@ HttpReply Shim::Readyz() const {
                                  ? absl::StrCat("[+]informer-", pods, " synced\n")
                                  : absl::StrCat("[-]informer-", pods, " not synced\n"));
     }
+    if (c->children) {
+      // A kind's children: informer-<kind>-<their resource> (informer-rayjob-rayclusters).
+      const std::string children = absl::StrCat(
+          info.short_name, "-", info.children_path.substr(info.children_path.rfind('/') + 1));
+      absl::StrAppend(&body, c->children->lists() > 0 || c->children->missing()
+                                 ? absl::StrCat("[+]informer-", children, " synced\n")
+                                 : absl::StrCat("[-]informer-", children, " not synced\n"));
+    }
   }
   absl::StrAppend(&body,
       namespaces_->lists() > 0 ? "[+]informer-namespaces synced\n"

@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,6 +51,16 @@ struct StopPlan {
   nlohmann::json restore;
 };
 
+// What the reconcile hands a GenericJob besides its object: its pods (from its integration's
+// pods_path) and its children (from children_path: the objects it controls, a RayJob's
+// RayCluster).
+struct Related {
+  Related() = default;
+  Related(std::vector<nlohmann::json> p) : pods(std::move(p)) {}  // NOLINT: pods alone
+  std::vector<nlohmann::json> pods;
+  std::vector<nlohmann::json> children;
+};
+
 // The switches every integration reads (the shim's flags).
 struct FrameworkOptions {
   std::string cluster;  // the shim's --cluster: the label on every Workload it submits
@@ -70,6 +81,9 @@ class GenericJob {
   // Kueue's Skip: the framework leaves the object alone (no Workload, no suspension), e.g. a
   // RayJob that runs on an existing cluster.
   virtual bool Skip() const { return false; }
+  // A merge patch the object needs before its Workload is built (an elastic RayJob's
+  // kueue.x-k8s.io/raycluster-generation annotation); nullopt when none.
+  virtual std::optional<nlohmann::json> PreparePatch() const { return std::nullopt; }
   // Kueue's IsSuspended.
   virtual bool IsSuspended() const = 0;
   // Kueue's IsActive: pods run whose quota the Workload must hold until they are gone.

@@ -92,7 +92,8 @@ std::string ControllerKeyOfPod(const nlohmann::json& pod, const std::string& api
   const nlohmann::json& refs = Field(meta, "ownerReferences");
   if (!refs.is_array()) return "";
   for (const nlohmann::json& ref : refs) {
-    if (ref.is_object() && ref.value("controller", false) && Str(ref, "kind") == kind &&
+    if (ref.is_object() && ref.value("controller", false) &&
+        (kind.empty() || Str(ref, "kind") == kind) &&
         (api_version.empty() || Str(ref, "apiVersion") == api_version)) {
       return Str(meta, "namespace") + "/" + Str(ref, "name");
     }

@@ -39,9 +39,15 @@ struct IntegrationInfo {
   // The collection its pods are watched from (a label selector narrows it), "" when the
   // reconcile needs no pods.
   std::string pods_path;
-  // The pod label whose value names the object, when its pods are not controlled by it
-  // directly (a JobSet's belong to its child Jobs); "": its pods are those it controls.
+  // The pod label that names the object's pods, when they are not controlled by it directly (a
+  // JobSet's belong to its child Jobs); "": its pods are those it controls. Its value is the
+  // object's field at pods_label_value (empty: metadata.name; a RayJob's pods carry its
+  // cluster's name, status.rayClusterName).
   std::string pods_by_label;
+  std::vector<std::string> pods_label_value;
+  // The collection of the objects it controls whose state it reads (a RayJob's RayClusters), ""
+  // when none.
+  std::string children_path;
   // A custom resource: a cluster without its definition has none of them, and that does not hold
   // up the shim's readiness.
   bool custom_resource = false;
@@ -57,8 +63,7 @@ class Integration {
  public:
   // `object` of this kind, with the pods it controls (from the pods_path informer).
   using WrapFn = std::function<std::unique_ptr<GenericJob>(
-      const nlohmann::json& object, std::vector<nlohmann::json> pods,
-      const FrameworkOptions& options)>;
+      const nlohmann::json& object, Related related, const FrameworkOptions& options)>;
   // "namespace/name" of the object to reconcile when `pod` (one of pods_path's) changes, or ""
   // when its change does not matter to the owner.
   using PodOwnerFn = std::function<std::string(const nlohmann::json& pod)>;
@@ -80,9 +85,9 @@ class Integration {
               PodPatchFn pod_patch);
 
   const IntegrationInfo& info() const { return info_; }
-  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, std::vector<nlohmann::json> pods,
+  std::unique_ptr<GenericJob> Wrap(const nlohmann::json& object, Related related,
                                    const FrameworkOptions& options) const {
-    return wrap_(object, std::move(pods), options);
+    return wrap_(object, std::move(related), options);
   }
   // Whether the one generic reconcile runs the kind's objects (false: `admitted_as_pods`).
   bool HasGenericJob() const { return wrap_ != nullptr; }
@@ -119,7 +124,7 @@ class Integration {
 bool ElasticPod(const nlohmann::json& pod);
 
 // "namespace/name" of the object `pod`'s controller owner reference names when it is of
-// `api_version` `kind` (any apiVersion when empty), else "".
+// `api_version` `kind` (any apiVersion, any kind, when empty), else "".
 std::string ControllerKeyOfPod(const nlohmann::json& pod, const std::string& api_version,
                                const std::string& kind);
 

@@ -13,16 +13,16 @@ namespace {
 
 class LayoutJob : public GenericJob {
  public:
-  LayoutJob(const LayoutKind& kind, const nlohmann::json& object, std::vector<nlohmann::json> pods,
+  LayoutJob(const LayoutKind& kind, const nlohmann::json& object, Related related,
             const FrameworkOptions& options)
-      : kind_(kind), object_(object), pods_(std::move(pods)), options_(options) {}
+      : kind_(kind), object_(object), related_(std::move(related)), options_(options) {}
 
   const nlohmann::json& Object() const override { return object_; }
   bool IsSuspended() const override { return kind_.suspended(object_); }
   bool IsActive() const override {
     if (kind_.active(object_)) return true;
     if (!kind_.active_while_pods_run) return false;
-    for (const nlohmann::json& pod : pods_) {
+    for (const nlohmann::json& pod : related_.pods) {
       const std::string phase = Str(Field(pod, "status"), "phase");
       if (phase != "Succeeded" && phase != "Failed") return true;
     }
@@ -36,11 +36,24 @@ class LayoutJob : public GenericJob {
   }
   bool Skip() const override { return kind_.skip && kind_.skip(object_); }
 
+  std::optional<nlohmann::json> PreparePatch() const override {
+    if (!kind_.prepare || !IsElastic()) return std::nullopt;
+    return kind_.prepare(object_, related_.children);
+  }
+
   absl::StatusOr<v1::Workload> NewWorkload() const override {
     absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);
     if (!pod_sets.ok()) return pod_sets.status();
+    const bool elastic = IsElastic();
+    if (elastic && kind_.live_counts) {
+      if (absl::Status s = kind_.live_counts(object_, related_.children, &*pod_sets); !s.ok()) {
+        return s;
+      }
+    }
     return BuildWorkload(object_, kind_.api_version, kind_.kind, *pod_sets,
-                         {.elastic = IsElastic(), .label_keys_to_copy = options_.label_keys_to_copy});
+                         {.elastic = elastic,
+                          .extra = elastic && kind_.name_extra ? kind_.name_extra(object_) : "",
+                          .label_keys_to_copy = options_.label_keys_to_copy});
   }
   absl::StatusOr<std::vector<nlohmann::json>> PodTemplates() const override {
     absl::StatusOr<nlohmann::json> pod_sets = kind_.pod_sets(object_);
@@ -77,16 +90,15 @@ class LayoutJob : public GenericJob {
  private:
   const LayoutKind& kind_;
   const nlohmann::json& object_;
-  const std::vector<nlohmann::json> pods_;
+  const Related related_;
   const FrameworkOptions& options_;
 };
 
 }  // namespace
 
 std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
-                                         std::vector<nlohmann::json> pods,
-                                         const FrameworkOptions& options) {
-  return std::make_unique<LayoutJob>(kind, object, std::move(pods), options);
+                                         Related related, const FrameworkOptions& options) {
+  return std::make_unique<LayoutJob>(kind, object, std::move(related), options);
 }
 
 }  // namespace admitd::shim

@@ -44,14 +44,25 @@ struct LayoutKind {
   // Optional: the object as a start writes it before the admission is merged in (a template the
   // kind defaults made explicit: a RayJob's submitter).
   std::function<nlohmann::json(const nlohmann::json&)> for_start;
+  // Optional, for an elastic object: its pod sets' counts as its children have them now (an
+  // autoscaled RayJob's cluster), applied to `pod_sets`; an error when they do not match.
+  std::function<absl::Status(const nlohmann::json& object,
+                             const std::vector<nlohmann::json>& children, nlohmann::json* pod_sets)>
+      live_counts;
+  // Optional, for an elastic object: the patch it needs before its Workload is built, from its
+  // children (GenericJob::PreparePatch), and the extra part of its slices' names (default: its
+  // generation).
+  std::function<std::optional<nlohmann::json>(const nlohmann::json& object,
+                                              const std::vector<nlohmann::json>& children)>
+      prepare;
+  std::function<std::string(const nlohmann::json& object)> name_extra;
 };
 
 // `kind` must outlive the job. Started and stopped in one write each (the stop restores every
 // template in the write that suspends, kueue#2691).
-// `pods`: the object's pods from its integration's pods_path.
+// `related`: the object's pods and children.
 std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
-                                         std::vector<nlohmann::json> pods,
-                                         const FrameworkOptions& options);
+                                         Related related, const FrameworkOptions& options);
 
 }  // namespace admitd::shim
 

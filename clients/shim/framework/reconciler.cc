@@ -39,13 +39,15 @@ v1::ReleaseQuotaRequest ReleaseOf(const v1::Workload& wl) {
 
 Reconciler::Reconciler(const Integration& integration, const IntegrationRegistry& registry,
                        const KubeApi& kube, AdmitdApi& admitd, const ObjectCache& objects,
-                       const ObjectCache& pods, EventSink& events, FrameworkOptions options)
+                       const ObjectCache& pods, EventSink& events, FrameworkOptions options,
+                       const ObjectCache& children)
     : integration_(integration),
       registry_(registry),
       kube_(kube),
       admitd_(admitd),
       objects_(objects),
       pods_(pods),
+      children_(children),
       events_(events),
       options_(std::move(options)) {}
 
@@ -64,8 +66,12 @@ absl::Status Reconciler::Reconcile(const std::string& key) {
   }
   if (registry_.OwnedByManagedKind(*object)) return absl::OkStatus();
   const std::string uid = Str(Meta(*object), "uid");
-  std::unique_ptr<GenericJob> job = integration_.Wrap(*object, PodsOf(*object), options_);
+  std::unique_ptr<GenericJob> job = integration_.Wrap(*object, RelatedOf(*object), options_);
   if (job->Skip()) return absl::OkStatus();
+  // What the object needs written before its Workload is built; its next version reconciles.
+  if (std::optional<nlohmann::json> prepare = job->PreparePatch()) {
+    return PatchObject(*object, *std::move(prepare)).status();
+  }
   // A job that uses a prebuilt Workload never gets one of its own.
   if (std::string prebuilt = PrebuiltWorkloadName(*object); !prebuilt.empty()) {
     return ReconcilePrebuilt(*job, prebuilt);
@@ -97,12 +103,26 @@ std::vector<nlohmann::json> Reconciler::PodsOf(const nlohmann::json& object) con
   if (info.pods_path.empty()) return {};
   const nlohmann::json meta = Meta(object);
   if (info.pods_by_label.empty()) return pods_.ControlledBy(Str(meta, "uid"));
-  const std::string ns = Str(meta, "namespace"), name = Str(meta, "name");
+  const nlohmann::json* value = &Field(meta, "name");
+  if (!info.pods_label_value.empty()) {
+    value = &object;
+    for (const std::string& key : info.pods_label_value) value = &Field(*value, key);
+  }
+  if (!value->is_string() || value->get<std::string>().empty()) return {};
+  const std::string ns = Str(meta, "namespace"), name = value->get<std::string>();
   return pods_.Select([&](const nlohmann::json& pod) {
     const nlohmann::json& pod_meta = Field(pod, "metadata");
     return Str(pod_meta, "namespace") == ns &&
            Str(Field(pod_meta, "labels"), info.pods_by_label) == name;
   });
+}
+
+Related Reconciler::RelatedOf(const nlohmann::json& object) const {
+  Related related(PodsOf(object));
+  if (!integration_.info().children_path.empty()) {
+    related.children = children_.ControlledBy(Str(Meta(object), "uid"));
+  }
+  return related;
 }
 
 absl::StatusOr<v1::Workload> Reconciler::Build(const std::string& key, const GenericJob& job) {

@@ -51,10 +51,12 @@ struct ReconcilerCounters {
 
 class Reconciler {
  public:
-  // `objects` caches integration.CollectionPath(); `pods` its pods_path (empty when it has none).
+  // `objects` caches integration.CollectionPath(); `pods` its pods_path and `children` its
+  // children_path (NoObjects() when it has none).
   Reconciler(const Integration& integration, const IntegrationRegistry& registry,
              const KubeApi& kube, AdmitdApi& admitd, const ObjectCache& objects,
-             const ObjectCache& pods, EventSink& events, FrameworkOptions options);
+             const ObjectCache& pods, EventSink& events, FrameworkOptions options,
+             const ObjectCache& children = NoObjects());
 
   // One reconcile of the object "namespace/name" (present or deleted). An error means "retry".
   absl::Status Reconcile(const std::string& key);
@@ -65,8 +67,9 @@ class Reconciler {
  private:
   absl::Status Finalize(const std::string& key, const std::vector<v1::Workload>& workloads);
   // The object's pods in the pods cache: those it controls, or those its kind's label names it
-  // in (IntegrationInfo::pods_by_label); none for a kind without a pods_path.
+  // in (IntegrationInfo::pods_by_label); none for a kind without a pods_path. Its children.
   std::vector<nlohmann::json> PodsOf(const nlohmann::json& object) const;
+  Related RelatedOf(const nlohmann::json& object) const;
   // A job with a prebuilt Workload: adopts it, reports the job's status on a MultiKueue copy,
   // finishes it OutOfSync when the job no longer matches, then reconciles as usual.
   absl::Status ReconcilePrebuilt(const GenericJob& job, const std::string& prebuilt);
@@ -110,6 +113,7 @@ class Reconciler {
   AdmitdApi& admitd_;
   const ObjectCache& objects_;
   const ObjectCache& pods_;
+  const ObjectCache& children_;
   EventSink& events_;
   const FrameworkOptions options_;
   ReconcilerCounters counters_;

@@ -26,10 +26,12 @@ absl::StatusOr<v1::Workload> BuildWorkload(const nlohmann::json& object,
   const size_t slash = api_version.find('/');
   const std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
   const nlohmann::json& generation = Field(meta, "generation");
-  const std::string extra =
-      options.elastic
-          ? absl::StrCat(generation.is_number_integer() ? generation.get<int64_t>() : 1)
-          : "";
+  std::string extra;
+  if (options.elastic) {
+    extra = !options.extra.empty()
+                ? options.extra
+                : absl::StrCat(generation.is_number_integer() ? generation.get<int64_t>() : 1);
+  }
 
   nlohmann::json wl_labels = {{"kueue.x-k8s.io/job-uid", uid}};
   for (const std::string& k : options.label_keys_to_copy) {

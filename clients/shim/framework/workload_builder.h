@@ -22,6 +22,7 @@ namespace admitd::shim {
 
 struct WorkloadBuildOptions {
   bool elastic = false;  // an elastic job: slice annotations and the generation in the name
+  std::string extra;     // an elastic job's name part instead of its generation (a RayJob's)
   std::set<std::string> label_keys_to_copy;  // Kueue's labelKeysToCopy
 };
 

@@ -112,7 +112,7 @@ std::unique_ptr<Integration> NewFakeJobIntegration() {
                       .controller = "example.com/fakejob-kueue-controller",
                       .pods_path = "/api/v1/pods",
                       .custom_resource = true},
-      [](const nlohmann::json& object, std::vector<nlohmann::json>,
+      [](const nlohmann::json& object, Related,
          const FrameworkOptions& options) -> std::unique_ptr<GenericJob> {
         return std::make_unique<FakeJob>(object, options);
       },

@@ -90,7 +90,7 @@ std::unique_ptr<Integration> NewJobIntegration() {
           // Only the Job controller's pods: those of elastic Jobs are ungated by the shim.
           .pods_path = "/api/v1/pods?labelSelector=batch.kubernetes.io/job-name",
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json>,
+      [](const nlohmann::json& object, Related,
          const FrameworkOptions& options) -> std::unique_ptr<GenericJob> {
         return std::make_unique<Job>(object, options);  // a Job's status counts its pods
       },

@@ -33,9 +33,8 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
           .pods_by_label = kJobSetNameLabel,
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
-         const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(pods), options);
+      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
+        return NewLayoutJob(kKind, object, std::move(related), options);
       },
       [](const nlohmann::json& pod) {
         const nlohmann::json& meta = Field(pod, "metadata");

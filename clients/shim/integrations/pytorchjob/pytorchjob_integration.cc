@@ -60,9 +60,8 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
           .pods_path = "/api/v1/pods?labelSelector=training.kubeflow.org%2Fjob-name",
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
-         const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(pods), options);
+      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
+        return NewLayoutJob(kKind, object, std::move(related), options);
       },
       [](const nlohmann::json& pod) {
         return ElasticPod(pod) ? ControllerKeyOfPod(pod, kPyTorchJobApiVersion, kPyTorchJobKind)

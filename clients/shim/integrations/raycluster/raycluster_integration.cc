@@ -36,9 +36,8 @@ std::unique_ptr<Integration> NewRayClusterIntegration() {
           .pods_path = "/api/v1/pods?labelSelector=ray.io%2Fcluster",
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
-         const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(pods), options);
+      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
+        return NewLayoutJob(kKind, object, std::move(related), options);
       },
       // Every pod of a cluster: the elastic ones are ungated, and a stopped cluster's quota goes
       // back once they are gone.

@@ -15,8 +15,14 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
                                 .active = RayJobActive,
                                 .pods_ready = RayJobPodsReady,
                                 .finished = RayJobFinished,
+                                // Its cluster's worker groups resized through workload slices
+                                // (an autoscaled RayJob, Kueue §7.5).
+                                .elastic = true,
                                 .skip = RayJobSkipped,
-                                .for_start = RayJobForStart};
+                                .for_start = RayJobForStart,
+                                .live_counts = RayJobLiveCounts,
+                                .prepare = RayJobGenerationPatch,
+                                .name_extra = RayJobNameExtra};
   auto integration = std::make_unique<Integration>(
       IntegrationInfo{
           .name = "ray.io/rayjob",
@@ -25,12 +31,17 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
           .resource = "rayjobs",
           .short_name = "rayjob",
           .controller = kRayJobController,
-          .pods_path = "",  // its status says whether its cluster still runs
+          // Its cluster's pods (an elastic RayJob's are ungated by the shim): those labelled with
+          // its cluster's name.
+          .pods_path = "/api/v1/pods?labelSelector=ray.io%2Fcluster",
+          .pods_by_label = "ray.io/cluster",
+          .pods_label_value = {"status", "rayClusterName"},
+          // The RayCluster KubeRay makes for it: an elastic RayJob's counts are its cluster's.
+          .children_path = "/apis/ray.io/v1/rayclusters",
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, std::vector<nlohmann::json> pods,
-         const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(pods), options);
+      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
+        return NewLayoutJob(kKind, object, std::move(related), options);
       },
       [](const nlohmann::json&) { return std::string(); }, RayJobWebhook);
   integration->SetMultiKueue({});

@@ -201,12 +201,18 @@ TEST(RayJobTest, TheWebhookAppliesKueuesRayJobRules) {
   FakeContext context;
   EXPECT_TRUE(ValidateRayJobUpdate(bad, bad, context, options, &denial).empty());
 
+  // Elastic (accepted, as Kueue does), with autoscaling; beyond Kueue its templates are gated.
   nlohmann::json elastic = RayJob();
   elastic["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
-  EXPECT_EQ(Texts(ValidateRayJobCreate(elastic, options, &denial)),
-            std::vector<std::string>({"metadata.annotations[kueue.x-k8s.io/elastic-job]: "
-                                      "Forbidden: elastic job is not supported for "
-                                      "\"ray.io/v1, Kind=RayJob\""}));
+  elastic["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = true;
+  EXPECT_TRUE(ValidateRayJobCreate(elastic, options, &denial).empty());
+  const nlohmann::json gated = elastic.patch(nlohmann::json(DefaultRayJob(elastic, context, options)));
+  const nlohmann::json gate = nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/elastic-job"}])");
+  EXPECT_EQ(gated["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["schedulingGates"],
+            gate);
+  EXPECT_EQ(gated["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+                 ["schedulingGates"],
+            gate);
 
   // Defaulting: suspended, and managed by MultiKueue on a MultiKueue queue.
   nlohmann::json fresh = RayJob();
@@ -216,6 +222,43 @@ TEST(RayJobTest, TheWebhookAppliesKueuesRayJobRules) {
       fresh.patch(nlohmann::json(DefaultRayJob(fresh, context, options)));
   EXPECT_EQ(defaulted["spec"]["suspend"], true);
   EXPECT_EQ(defaulted["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+}
+
+TEST(RayJobTest, AnElasticRayJobFollowsItsLiveClustersCounts) {
+  nlohmann::json job = RayJob();
+  job["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
+  job["metadata"]["generation"] = 1;
+  job["status"]["rayClusterName"] = "rayjob-a-raycluster-x";
+  nlohmann::json cluster = {{"apiVersion", "ray.io/v1"},
+                            {"kind", "RayCluster"},
+                            {"metadata", {{"name", "rayjob-a-raycluster-x"}, {"generation", 2}}},
+                            {"spec", job["spec"]["rayClusterSpec"]}};
+  cluster["spec"]["workerGroupSpecs"][0]["replicas"] = 5;  // the autoscaler's
+  std::unique_ptr<Integration> integration = NewRayJobIntegration();
+  FrameworkOptions options;
+  Related related;
+  related.children = {cluster};
+  // First the RayJob records its cluster's generation (Kueue's annotation), ...
+  std::optional<nlohmann::json> prepare = integration->Wrap(job, related, options)->PreparePatch();
+  ASSERT_TRUE(prepare);
+  EXPECT_EQ((*prepare)["metadata"]["annotations"]["kueue.x-k8s.io/raycluster-generation"], "2");
+  job.merge_patch(*prepare);
+  EXPECT_FALSE(integration->Wrap(job, related, options)->PreparePatch());
+  // ... which names its slice (the spec's example), counted as the cluster has them.
+  absl::StatusOr<v1::Workload> wl = integration->Wrap(job, related, options)->NewWorkload();
+  ASSERT_TRUE(wl.ok()) << wl.status();
+  EXPECT_EQ(wl->metadata().name(), "rayjob-rayjob-a-a6658");
+  EXPECT_EQ(wl->spec().pod_sets(1).count(), 5);
+  // A worker group the RayJob does not have.
+  cluster["spec"]["workerGroupSpecs"][0]["groupName"] = "other";
+  related.children = {cluster};
+  EXPECT_EQ(integration->Wrap(job, related, options)->NewWorkload().status().message(),
+            "PodSet name mismatch: RayCluster rayjob-a-raycluster-x has worker group other which "
+            "is not found in Ray object rayjob-a spec");
+  // Not elastic: the RayJob's own spec, and nothing to prepare.
+  job["metadata"]["annotations"].erase("kueue.x-k8s.io/elastic-job");
+  EXPECT_FALSE(integration->Wrap(job, related, options)->PreparePatch());
+  EXPECT_EQ(integration->Wrap(job, related, options)->NewWorkload()->spec().pod_sets(1).count(), 2);
 }
 
 }  // namespace rayjob_test

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "clients/shim/framework/base_webhook.h"
 #include "clients/shim/integrations/raycluster/ray_spec_rules.h"
 #include "clients/shim/integrations/rayjob/rayjob_workload.h"
@@ -71,7 +72,21 @@ BaseWebhookSpec RayJobSpec() {
 
 std::vector<nlohmann::json> DefaultRayJob(const nlohmann::json& rayjob, JobWebhookContext& context,
                                           const JobWebhookOptions& options) {
-  return BaseDefault(RayJobSpec(), rayjob, context, options);
+  std::vector<nlohmann::json> ops = BaseDefault(RayJobSpec(), rayjob, context, options);
+  // Beyond Kueue (whose RayJob webhook gates nothing): every pod of an elastic RayJob's cluster
+  // starts gated until its slice is admitted.
+  const nlohmann::json& cluster = Field(Field(rayjob, "spec"), "rayClusterSpec");
+  if (Elastic(ObjectView(rayjob), options) && cluster.is_object()) {
+    GateTemplate(rayjob, Field(Field(cluster, "headGroupSpec"), "template"),
+                 {"spec", "rayClusterSpec", "headGroupSpec", "template"}, &ops);
+    const nlohmann::json& groups = RayWorkerGroups(cluster);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      GateTemplate(rayjob, Field(groups[i], "template"),
+                   {"spec", "rayClusterSpec", "workerGroupSpecs", absl::StrCat(i), "template"},
+                   &ops);
+    }
+  }
+  return ops;
 }
 
 std::vector<FieldError> ValidateRayJobCreate(const nlohmann::json& rayjob,
@@ -79,11 +94,9 @@ std::vector<FieldError> ValidateRayJobCreate(const nlohmann::json& rayjob,
                                              std::string* denial) {
   std::vector<FieldError> errs;
   if (RayJobManaged(rayjob, options) && !CheckManaged(rayjob, &errs)) return errs;
+  // The elastic annotation is accepted (RayJob is among Kueue's elastic kinds).
   std::vector<FieldError> common = ValidateFrameworkCreate(rayjob, options);
   errs.insert(errs.end(), common.begin(), common.end());
-  if (Elastic(ObjectView(rayjob), options)) {
-    errs.push_back(ElasticNotSupported(kRayJobApiVersion, kRayJobKind));
-  }
   const nlohmann::json& cluster = Field(Field(rayjob, "spec"), "rayClusterSpec");
   if (options.topology_aware_scheduling && cluster.is_object()) {
     CheckRayTopology(cluster, kClusterSpecPath, options, &errs, denial);
@@ -106,6 +119,9 @@ std::vector<FieldError> ValidateRayJobUpdate(const nlohmann::json& old_rayjob,
 KindWebhook RayJobWebhook(JobWebhookContext& context, const JobWebhookOptions& options,
                           bool enabled) {
   KindWebhook webhook = BaseWebhook(RayJobSpec(), context, options, enabled);
+  webhook.default_create = [&context, options](const nlohmann::json& rayjob) {
+    return DefaultRayJob(rayjob, context, options);
+  };
   webhook.validate = [&context, options](const nlohmann::json* old_rayjob,
                                          const nlohmann::json& rayjob, std::vector<std::string>*,
                                          std::string* denial) {

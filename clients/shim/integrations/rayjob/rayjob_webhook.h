@@ -11,7 +11,8 @@
 // then, for every RayJob, the framework's checks and the Topology Aware Scheduling requests of
 // the cluster's templates. An update is checked only when the new or the old RayJob is managed
 // (ValidateRayAndSparkJobUpdates), with what may not change (ValidateFrameworkUpdate) first.
-// The elastic-job annotation is refused: elastic RayJobs are not supported yet.
+// The elastic-job annotation is accepted (and, beyond Kueue, an elastic RayJob's cluster
+// templates are gated at creation, so that its pods wait for their slice's admission).
 //
 //   KindWebhook webhook = RayJobWebhook(context, options, /*enabled=*/true);
 //

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "clients/shim/integrations/raycluster/ray_spec_rules.h"
 #include "clients/shim/integrations/raycluster/raycluster_workload.h"
@@ -94,6 +95,75 @@ nlohmann::json RayJobForStart(const nlohmann::json& rayjob) {
     out["spec"]["submitterPodTemplate"] = SubmitterTemplate(rayjob);
   }
   return out;
+}
+
+namespace {
+
+// The RayCluster of `clusters` the RayJob runs on, nullptr when none.
+const nlohmann::json* LiveCluster(const nlohmann::json& rayjob,
+                                  const std::vector<nlohmann::json>& clusters) {
+  const std::string name = Str(Field(rayjob, "status"), "rayClusterName");
+  if (name.empty()) return nullptr;
+  for (const nlohmann::json& c : clusters) {
+    if (Str(Field(c, "metadata"), "name") == name) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::Status RayJobLiveCounts(const nlohmann::json& rayjob,
+                              const std::vector<nlohmann::json>& clusters,
+                              nlohmann::json* pod_sets) {
+  const nlohmann::json* cluster = LiveCluster(rayjob, clusters);
+  if (cluster == nullptr) return absl::OkStatus();
+  const std::string cluster_name = Str(Field(*cluster, "metadata"), "name");
+  for (const nlohmann::json& group : RayWorkerGroups(Field(*cluster, "spec"))) {
+    const nlohmann::json& replicas = Field(group, "replicas");
+    if (!replicas.is_number_integer()) continue;
+    int64_t count = replicas.get<int64_t>();
+    if (const int64_t hosts = IntOr(Field(group, "numOfHosts"), 0); hosts > 1) count *= hosts;
+    const std::string name = absl::AsciiStrToLower(Str(group, "groupName"));
+    bool found = false;
+    for (nlohmann::json& ps : *pod_sets) {
+      if (Str(ps, "name") == name) {
+        ps["count"] = count;
+        found = true;
+      }
+    }
+    if (!found) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "PodSet name mismatch: RayCluster ", cluster_name, " has worker group ",
+          Str(group, "groupName"), " which is not found in Ray object ",
+          Str(Field(rayjob, "metadata"), "name"), " spec"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::optional<nlohmann::json> RayJobGenerationPatch(const nlohmann::json& rayjob,
+                                                    const std::vector<nlohmann::json>& clusters) {
+  const nlohmann::json* cluster = LiveCluster(rayjob, clusters);
+  const std::string want =
+      cluster != nullptr ? absl::StrCat(IntOr(Field(Field(*cluster, "metadata"), "generation"), 0))
+                         : "";
+  const nlohmann::json& annotations = Field(Field(rayjob, "metadata"), "annotations");
+  if (annotations.is_object() && annotations.contains(kRayClusterGenerationAnnotation) &&
+      Str(annotations, kRayClusterGenerationAnnotation) == want) {
+    return std::nullopt;
+  }
+  return nlohmann::json{
+      {"metadata", {{"annotations", {{kRayClusterGenerationAnnotation, want}}}}}};
+}
+
+std::string RayJobNameExtra(const nlohmann::json& rayjob) {
+  const nlohmann::json& meta = Field(rayjob, "metadata");
+  std::string extra = absl::StrCat(IntOr(Field(meta, "generation"), 1));
+  if (const std::string g = Str(Field(meta, "annotations"), kRayClusterGenerationAnnotation);
+      !g.empty()) {
+    absl::StrAppend(&extra, "_", g);
+  }
+  return extra;
 }
 
 bool RayJobSkipped(const nlohmann::json& rayjob) {

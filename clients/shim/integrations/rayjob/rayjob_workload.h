@@ -15,6 +15,8 @@
 #define ADMITD_CLIENTS_SHIM_INTEGRATIONS_RAYJOB_RAYJOB_WORKLOAD_H_
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "clients/shim/framework/generic_job.h"
@@ -26,6 +28,7 @@ namespace admitd::shim {
 inline constexpr char kRayJobApiVersion[] = "ray.io/v1";
 inline constexpr char kRayJobKind[] = "RayJob";
 inline constexpr char kRayJobSubmitterPodSet[] = "submitter";
+inline constexpr char kRayClusterGenerationAnnotation[] = "kueue.x-k8s.io/raycluster-generation";
 
 // The Workload's pod sets ({name, count, template}): head, the worker groups, then (K8sJobMode,
 // the CRD's default) `submitter` of one pod; in SidecarMode the submitter container is added to
@@ -37,6 +40,22 @@ TemplateLayout RayJobLayout(const nlohmann::json& rayjob);
 // `rayjob` with, in K8sJobMode and without one, the default submitter template in
 // spec.submitterPodTemplate: what a start writes (Kueue's RunWithPodSetsInfo).
 nlohmann::json RayJobForStart(const nlohmann::json& rayjob);
+
+// An elastic RayJob (Kueue §7.5): its pod sets' counts as its live RayCluster (the one of
+// `clusters`, the RayClusters it controls, named status.rayClusterName) has them: each worker
+// group with replicas set gives replicas × numOfHosts. FAILED_PRECONDITION "PodSet name mismatch:
+// RayCluster <rc> has worker group <g> which is not found in Ray object <rayjob> spec"; nothing
+// changes while the cluster is not there.
+absl::Status RayJobLiveCounts(const nlohmann::json& rayjob,
+                              const std::vector<nlohmann::json>& clusters,
+                              nlohmann::json* pod_sets);
+// The annotation kueue.x-k8s.io/raycluster-generation as Kueue keeps it on an elastic RayJob:
+// its live cluster's metadata.generation, "" without one. The merge patch that sets it, nullopt
+// when it is set so.
+std::optional<nlohmann::json> RayJobGenerationPatch(const nlohmann::json& rayjob,
+                                                    const std::vector<nlohmann::json>& clusters);
+// Kueue's GetWorkloadNameExtraPart: "<generation>", then "_<raycluster-generation>" when set.
+std::string RayJobNameExtra(const nlohmann::json& rayjob);
 
 // Kueue's Skip: the RayJob runs on an existing cluster (spec.clusterSelector is not empty).
 bool RayJobSkipped(const nlohmann::json& rayjob);
