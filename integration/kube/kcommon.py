@@ -18,7 +18,8 @@ another module of the server, so every module can use it. It holds:
 * ``controller_ref``, the controller ownerReference of an object, and
   ``owner_reference``, one naming an owner;
 * ``short_hash``, the short stable hash of a pod template (the
-  ``pod-template-hash`` and ``controller-revision-hash`` labels).
+  ``pod-template-hash`` and ``controller-revision-hash`` labels);
+* ``to_int``, a lenient ``int()`` for the fields of custom resources.
 """
 
 import datetime
@@ -176,6 +177,14 @@ def quantity_float(q):
         return float(parse_quantity(q)[0])
     except ValueError:
         return 0.0
+
+
+def to_int(v, default=0):
+    """``int(v)``, or ``default`` when that fails (a field left unset or not a number)."""
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
 
 
 # ----------------------------------------------------------------- conditions

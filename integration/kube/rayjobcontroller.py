@@ -72,6 +72,10 @@ Ray job is ``RUNNING`` from ``Running`` on, for ``fixture.admitd.io/
 runtime-seconds`` (absent: until suspended or deleted), then ends with
 ``fixture.admitd.io/exit-code`` (0: ``SUCCEEDED``).
 
+The submitter (its Job and container, and the Ray job read off its run) is
+built in raysubmitter.py; this module holds the controller: its events, the
+states above, the RayCluster it makes and the garbage collection.
+
 Not simulated: the head Service, the dashboard and its HTTP API,
 ``HTTPMode`` job submission retries, ``deletionStrategy``, ``schedule``,
 events and KubeRay's metrics.
@@ -83,7 +87,8 @@ import time
 import controllers
 from errors import ApiError
 from kcommon import (MATCH_ALL, controller_ref, get_condition, now_rfc3339, owner_reference,
-                     parse_time, random_suffix)
+                     parse_time, random_suffix, to_int)
+from raysubmitter import job_finished, submitter_container, submitter_job, submitter_run
 from resources import RES_BY_KEY
 
 GROUP, VERSION = "ray.io", "v1"
@@ -91,43 +96,12 @@ JOBS = RES_BY_KEY["jobs.batch"]
 PODS = RES_BY_KEY["pods"]
 OWN_MANAGER = "ray.io/kuberay-operator"
 FINALIZER = "ray.io/rayjob-finalizer"
-FIXTURE_PREFIX = "fixture.admitd.io/"
 RUNTIME_ANNOTATION = "fixture.admitd.io/runtime-seconds"
 EXIT_CODE_ANNOTATION = "fixture.admitd.io/exit-code"
 TERMINAL_JOB_STATUSES = ("SUCCEEDED", "FAILED", "STOPPED")
 MODES = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 CLUSTER_SELECTOR_KEY = "ray.io/cluster"
-SUBMITTER = "ray-job-submitter"
 RESET_FIELDS = ("rayClusterName", "dashboardURL", "jobId", "message", "reason")
-
-
-def _int(v, default=0):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return default
-
-
-def _true(obj, ctype):
-    c = get_condition(obj, ctype)
-    return c is not None and c.get("status") == "True"
-
-
-def job_finished(job):
-    return _true(job, "Complete") or _true(job, "Failed")
-
-
-def submitter_container(image, address, status, spec):
-    """KubeRay's default submitter: ``ray job submit`` to ``address``, its resources."""
-    return {"name": SUBMITTER, "image": image,
-            "command": ["/bin/bash", "-ce", "--"],
-            "args": ["ray job submit --address http://%s --submission-id %s -- %s" % (
-                address, status.get("jobId", ""), spec.get("entrypoint", ""))],
-            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"},
-                    {"name": "RAY_DASHBOARD_ADDRESS", "value": address},
-                    {"name": "RAY_JOB_SUBMISSION_ID", "value": status.get("jobId", "")}],
-            "resources": {"limits": {"cpu": "1", "memory": "1Gi"},
-                          "requests": {"cpu": "500m", "memory": "200Mi"}}}
 
 
 def validation_error(spec):
@@ -238,7 +212,7 @@ class RayJobController(controllers.Controller):
     def _count_outcome(self, rj, status, old_state):
         """checkBackoffLimitAndUpdateStatusIfNeeded, at a transition; endTime."""
         new_state = status.get("jobDeploymentStatus")
-        failed, succeeded = _int(status.get("failed")), _int(status.get("succeeded"))
+        failed, succeeded = to_int(status.get("failed")), to_int(status.get("succeeded"))
         if new_state != old_state and new_state in ("Complete", "Failed"):
             status["endTime"] = now_rfc3339()
             if new_state == "Failed":
@@ -247,7 +221,7 @@ class RayJobController(controllers.Controller):
                 succeeded += 1
         status["failed"], status["succeeded"] = failed, succeeded
         limit = (rj.get("spec") or {}).get("backoffLimit")
-        if new_state == "Failed" and limit is not None and failed < _int(limit) + 1 \
+        if new_state == "Failed" and limit is not None and failed < to_int(limit) + 1 \
                 and status.get("reason") != "DeadlineExceeded":
             status["jobDeploymentStatus"] = "Retrying"
 
@@ -285,12 +259,12 @@ class RayJobController(controllers.Controller):
             return True
         deadline = spec.get("activeDeadlineSeconds")
         if deadline is not None and status.get("startTime"):
-            end = parse_time(status["startTime"]) + _int(deadline)
+            end = parse_time(status["startTime"]) + to_int(deadline)
             if time.time() >= end:
                 status.update(jobDeploymentStatus="Failed", reason="DeadlineExceeded",
                               message="The RayJob has passed the activeDeadlineSeconds. "
                                       "StartTime: %s. ActiveDeadlineSeconds: %d"
-                              % (status["startTime"], _int(deadline)))
+                              % (status["startTime"], to_int(deadline)))
                 return True
             self.after(end - time.time() + 0.05,
                        (rj["metadata"]["namespace"], rj["metadata"]["name"]))
@@ -410,7 +384,7 @@ class RayJobController(controllers.Controller):
         spec = rj.get("spec") or {}
         if spec.get("shutdownAfterJobFinishes") and not spec.get("clusterSelector"):
             end = parse_time(status.get("endTime") or now_rfc3339())
-            due = end + _int(spec.get("ttlSecondsAfterFinished"))
+            due = end + to_int(spec.get("ttlSecondsAfterFinished"))
             if time.time() < due:
                 self.after(due - time.time() + 0.05,
                            (rj["metadata"]["namespace"], rj["metadata"]["name"]))
@@ -462,37 +436,9 @@ class RayJobController(controllers.Controller):
         return job
 
     def _create_submitter(self, rj, status, rc):
-        m, spec = rj["metadata"], rj.get("spec") or {}
-        if spec.get("submitterPodTemplate"):
-            tmpl = copy.deepcopy(spec["submitterPodTemplate"])
-        else:
-            head = (((rc.get("spec") or {}).get("headGroupSpec") or {}).get("template")
-                    or {}).get("spec") or {}
-            image = ((head.get("containers") or [{}])[0]).get("image") or "rayproject/ray"
-            tmpl = {"metadata": {}, "spec": {"restartPolicy": "Never", "containers": [
-                submitter_container(image, status.get("dashboardURL", ""), status, spec)]}}
-        tm = tmpl.setdefault("metadata", {})
-        for k, v in (m.get("annotations") or {}).items():
-            if k.startswith(FIXTURE_PREFIX):
-                tm.setdefault("annotations", {}).setdefault(k, v)
-        containers = tmpl.setdefault("spec", {}).setdefault("containers", [])
-        if containers and spec.get("submitterPodTemplate"):
-            c = containers[0]  # a user's template: its first container submits
-            default = submitter_container("", status.get("dashboardURL", ""), status, spec)
-            if not c.get("command"):
-                c["command"], c["args"] = default["command"], default["args"]
-            c.setdefault("env", []).extend(default["env"])
-        limit = (spec.get("submitterConfig") or {}).get("backoffLimit")
-        body = {"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": m["name"], "labels": {
-                    "ray.io/originated-from-cr-name": m["name"],
-                    "ray.io/originated-from-crd": "RayJob",
-                    "app.kubernetes.io/created-by": "kuberay-operator"},
-                    "ownerReferences": [owner_reference(rj)]},
-                "spec": {"backoffLimit": 2 if limit is None else _int(limit, 2),
-                         "template": tmpl}}
+        body = submitter_job(rj, status, rc)
         try:
-            return self.store.create(JOBS, m["namespace"], body)
+            return self.store.create(JOBS, rj["metadata"]["namespace"], body)
         except ApiError as e:
             if e.code == 409 and e.reason == "AlreadyExists":
                 return None  # someone else's Job has the name: KubeRay leaves it alone
@@ -503,29 +449,10 @@ class RayJobController(controllers.Controller):
         """What the dashboard would say about the Ray job: status, message, times."""
         old = status.get("rayJobInfo") or {}
         if job is not None:  # K8sJobMode: the submitter's run
-            st = job.get("status") or {}
             pods = [p for p in self.store.list(PODS, job["metadata"]["namespace"], MATCH_ALL,
                                                MATCH_ALL)[0]
                     if (controller_ref(p) or {}).get("uid") == job["metadata"]["uid"]]
-            if _int(st.get("succeeded")) > 0 or _true(job, "Complete"):
-                return dict(old, status="SUCCEEDED", message="Job finished successfully.",
-                            endTime=old.get("endTime") or now_rfc3339())
-            failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
-            if _int(st.get("failed")) > 0 or failed:
-                code = 1
-                for p in failed:
-                    for cs in (p.get("status") or {}).get("containerStatuses") or []:
-                        term = (cs.get("state") or {}).get("terminated") or {}
-                        if term.get("exitCode"):
-                            code = term["exitCode"]
-                return dict(old, status="FAILED",
-                            message="Job entrypoint command failed with exit code %d" % code,
-                            endTime=old.get("endTime") or now_rfc3339())
-            if _int(st.get("ready")) > 0 or any(
-                    (p.get("status") or {}).get("phase") == "Running" for p in pods):
-                return dict(old, status="RUNNING", startTime=old.get("startTime")
-                            or now_rfc3339())
-            return dict(old, status="PENDING")
+            return submitter_run(job, pods, old)
         # No submitter Job: the Ray job starts with Running and lasts runtime-seconds.
         info = dict(old, status="RUNNING", startTime=old.get("startTime") or now_rfc3339())
         started = self.started.setdefault((rj["metadata"]["uid"], status.get("jobId")),
@@ -541,7 +468,7 @@ class RayJobController(controllers.Controller):
             self.after(end - time.time() + 0.05,
                        (rj["metadata"]["namespace"], rj["metadata"]["name"]))
             return info
-        code = _int(ann.get(EXIT_CODE_ANNOTATION), 1) if ann.get(EXIT_CODE_ANNOTATION) else 0
+        code = to_int(ann.get(EXIT_CODE_ANNOTATION), 1) if ann.get(EXIT_CODE_ANNOTATION) else 0
         if code == 0:
             return dict(info, status="SUCCEEDED", message="Job finished successfully.",
                         endTime=old.get("endTime") or now_rfc3339())
