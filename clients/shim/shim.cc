@@ -326,7 +326,8 @@ void Shim::AddControllers(const FrameworkOptions& options) {
           *integration, *registry_, kube_, *admitd_, *c->objects,
           c->pods ? *c->pods : NoObjects(), *events_, options,
           c->children ? *c->children : NoObjects());
-    } else {
+    }
+    if (integration->pod_patch()) {
       c->pod_parent = std::make_unique<PodParentReconciler>(*integration, kube_, *c->objects,
                                                             *c->pods, options);
     }

@@ -72,8 +72,8 @@ class Shim {
     std::unique_ptr<Informer> pods;  // null for a kind whose reconcile needs none
     std::unique_ptr<Informer> children;  // null for a kind without children_path
     WorkQueue queue;
-    // The kind's reconcile: the generic one, or, for a kind admitted as pods whose pods take
-    // labels from it, the pod labelling (exactly one is set).
+    // The kind's reconciles: the generic one (a kind admitted as pods: its elastic objects'),
+    // and, for a kind admitted as pods whose pods take labels from it, the pod labelling.
     std::unique_ptr<Reconciler> reconciler;
     std::unique_ptr<PodParentReconciler> pod_parent;
     std::atomic<int64_t> errors{0};

@@ -139,8 +139,8 @@ std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
       counter(absl::StrCat("admitd_shim_", kind, "_pods_labelled_total"),
               absl::StrCat("Pods of ", name, " given their pod group's labels."),
               k->pod_parent->patched());
-      continue;
     }
+    if (!k->reconciler) continue;
     const ReconcilerCounters& r = k->reconciler->counters();
     counter(absl::StrCat("admitd_shim_", kind, "_reconciles_total"),
             absl::StrCat(info.kind, " reconciles run."), r.reconciles.load());

@@ -49,8 +49,10 @@ void Shim::StartWork() {
       workers_.emplace_back([this, raw] {
         Worker(raw->queue,
                [raw](const std::string& key) {
-                 return raw->reconciler ? raw->reconciler->Reconcile(key)
-                                        : raw->pod_parent->Reconcile(key);
+                 absl::Status status = absl::OkStatus();
+                 if (raw->reconciler) status = raw->reconciler->Reconcile(key);
+                 if (raw->pod_parent) status.Update(raw->pod_parent->Reconcile(key));
+                 return status;
                },
                raw->errors, raw->integration->info().short_name.c_str(),
                [raw](const std::string& key) {

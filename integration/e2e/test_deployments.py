@@ -156,6 +156,65 @@ class ServingE2E(ShimCase, unittest.TestCase):
         self.assertIn("insufficient", condition(wl, "QuotaReserved")["message"])
         self.assertEqual(wl["spec"]["podSets"][0]["count"], 3)
 
+    def elastic_grows_and_shrinks(self, kind, obj):
+        """An elastic `kind` of 2 pods (quota 3): grown to 4 past the quota, its new pods wait
+        gated while the slice waits, then run once it is admitted; shrunk to 3 in place."""
+        s, ns, cq = self.s, self.ns, "cq-el-" + kind.lower()
+        s.apply(queues(ns, cq, 3))
+        app = obj["metadata"]["name"]
+        obj["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+        created = self.create(obj)
+        template = created["spec"]["template"]
+        self.assertEqual(template["spec"]["schedulingGates"],
+                         [{"name": "kueue.x-k8s.io/elastic-job"}])
+        self.assertNotIn("kueue.x-k8s.io/pod-suspending-parent",
+                         template["metadata"].get("annotations") or {})
+
+        def running():
+            return {p["metadata"]["uid"] for p in self.running(app)}
+
+        def elastic_gated():
+            return [p for p in self.pods(app) if any(
+                g["name"] == "kueue.x-k8s.io/elastic-job"
+                for g in p["spec"].get("schedulingGates") or [])]
+        self.wait(lambda: len(running()) == 2, "its two pods to be ungated and run")
+        for p in self.running(app):
+            self.assertEqual(p["spec"]["nodeSelector"], {"pool": "a"})  # ungated with its flavor
+        wl = [w for w in s.workloads(ns) if w["metadata"]["ownerReferences"][0]["kind"] == kind]
+        self.assertEqual(len(wl), 1)
+        self.assertEqual([(p["name"], p["count"]) for p in wl[0]["spec"]["podSets"]], [("main", 2)])
+        first = running()
+        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
+        code, body = self.patch(kind.lower(), app, {"spec": {"replicas": 4}})
+        self.assertEqual(code, 200, body)
+        self.wait(lambda: len(elastic_gated()) == 2, "the two new pods, gated")
+        self.wait(lambda: [w for w in s.workloads(ns) if condition(w, "QuotaReserved") and
+                           condition(w, "QuotaReserved")["status"] == "False"],
+                  "the scale-up slice to wait for quota")
+        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
+        self.assertEqual(running(), first)
+        s.apply(queues(ns, cq, 5))
+        self.wait(lambda: len(running()) == 4, "the four pods to run")
+        self.assertTrue(first <= running(), "a running pod was restarted")
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "4", "usage to be the new slice's")
+        grown = running()
+        code, body = self.patch(kind.lower(), app, {"spec": {"replicas": 3}})
+        self.assertEqual(code, 200, body)
+        self.wait(lambda: len(running()) == 3, "one pod to go")
+        self.assertTrue(running() <= grown, "a pod was restarted or replaced")
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "3", "usage to shrink in place")
+        code, _ = s.kube("DELETE", "/apis/apps/v1/namespaces/%s/%ss/%s" % (ns, kind.lower(), app))
+        self.assertEqual(code, 200)
+        self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
+
+    def test_an_elastic_statefulset_is_one_workload_resized_through_slices(self):
+        sts = statefulset(self.ns, "els", 2)
+        sts["spec"]["podManagementPolicy"] = "Parallel"
+        self.elastic_grows_and_shrinks("StatefulSet", sts)
+
+    def test_an_elastic_deployment_is_one_workload_resized_through_slices(self):
+        self.elastic_grows_and_shrinks("Deployment", deployment(self.ns, "eld", 2))
+
     def test_kubectl_scales_and_describes_them(self):
         if not os.path.exists(KUBECTL):
             self.skipTest("no kubectl")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "clients/shim/framework/template_patches.h"
 #include "clients/shim/kube/json_fields.h"
 
 namespace admitd::shim {
@@ -24,7 +25,7 @@ std::vector<std::string> PodsToUngate(const std::vector<nlohmann::json>& pods,
     const nlohmann::json annotations = meta.value("annotations", nlohmann::json::object());
     std::string slice = Str(annotations, "kueue.x-k8s.io/workload-slice-name");
     if (slice.empty()) slice = Str(annotations, "kueue.x-k8s.io/workload");
-    if (slice != chain) continue;
+    if (!chain.empty() && slice != chain) continue;
     const std::string phase = Str(pod.value("status", nlohmann::json::object()), "phase");
     if (phase == "Succeeded" || phase == "Failed") continue;
     const std::string pod_set =
@@ -55,6 +56,27 @@ nlohmann::json UngatePatch(const nlohmann::json& pod) {
   }
   return {{"metadata", {{"resourceVersion", Str(meta, "resourceVersion")}}},
           {"spec", {{"schedulingGates", remaining.empty() ? nlohmann::json(nullptr) : remaining}}}};
+}
+
+absl::StatusOr<nlohmann::json> UngatePatchWithInfo(const nlohmann::json& pod,
+                                                   const PodSetInfo& info) {
+  const nlohmann::json& meta = Field(pod, "metadata");
+  const nlohmann::json& spec = Field(pod, "spec");
+  // The pod's parts an admission writes, as a template.
+  nlohmann::json before = {{"metadata", nlohmann::json::object()}, {"spec", nlohmann::json::object()}};
+  for (const char* key : {"labels", "annotations"}) {
+    if (Field(meta, key).is_object()) before["metadata"][key] = meta[key];
+  }
+  for (const char* key : {"nodeSelector", "tolerations"}) {
+    if (!Field(spec, key).is_null()) before["spec"][key] = spec[key];
+  }
+  nlohmann::json after = before;
+  if (absl::Status s = MergeIntoTemplate(info, /*elastic=*/true, &after); !s.ok()) return s;
+  after["spec"].erase("schedulingGates");  // the gates are the ungate's own
+  nlohmann::json patch = UngatePatch(pod);
+  patch.merge_patch(MergePatchBetween(before, after));
+  patch["metadata"]["resourceVersion"] = Str(meta, "resourceVersion");
+  return patch;
 }
 
 }  // namespace admitd::shim

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "clients/shim/framework/podset_info.h"
 #include "nlohmann/json.hpp"
 #include "common/kueue_keys.h"
 
@@ -23,7 +25,8 @@ namespace admitd::shim {
 bool HasElasticGate(const nlohmann::json& pod);
 
 // The names of the pods to ungate. `chain` is the first slice's name (the pods' annotation
-// kueue.x-k8s.io/workload-slice-name, else kueue.x-k8s.io/workload); `admitted` is the admitted
+// kueue.x-k8s.io/workload-slice-name, else kueue.x-k8s.io/workload; "": every pod counts, for a
+// kind whose pods get that annotation only as they are ungated); `admitted` is the admitted
 // slice's count per pod set (the pods' label kueue.x-k8s.io/podset).
 std::vector<std::string> PodsToUngate(const std::vector<nlohmann::json>& pods,
                                       const std::string& chain,
@@ -32,6 +35,12 @@ std::vector<std::string> PodsToUngate(const std::vector<nlohmann::json>& pods,
 // The merge patch that removes the elastic-job gate from `pod` (keeping its other gates),
 // guarded by the pod's resourceVersion.
 nlohmann::json UngatePatch(const nlohmann::json& pod);
+
+// The same, with `info` (its pod set's admission) merged into the pod's labels, annotations,
+// node selector and tolerations, as Kubernetes allows of a gated pod: for a kind that starts by
+// ungating (GenericJob::StartsByUngating). FAILED_PRECONDITION on a conflicting key.
+absl::StatusOr<nlohmann::json> UngatePatchWithInfo(const nlohmann::json& pod,
+                                                   const PodSetInfo& info);
 
 }  // namespace admitd::shim
 

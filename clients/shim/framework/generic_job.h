@@ -49,6 +49,9 @@ struct StopPlan {
   // Merge patch restoring the templates to the Workload's stored pod sets (Kueue's
   // RestorePodSetsInfo); null when there is nothing to restore.
   nlohmann::json restore;
+  // Pods to delete (a kind that cannot be suspended stops by deleting its running pods, which
+  // its controller makes again, gated).
+  std::vector<nlohmann::json> delete_pods;
 };
 
 // What the reconcile hands a GenericJob besides its object: its pods (from its integration's
@@ -81,6 +84,10 @@ class GenericJob {
   // Kueue's Skip: the framework leaves the object alone (no Workload, no suspension), e.g. a
   // RayJob that runs on an existing cluster.
   virtual bool Skip() const { return false; }
+  // A kind that is never suspended (an elastic StatefulSet or Deployment): it starts as its pods
+  // are ungated, each taking the admission's pod set info (node selector, labels, annotations,
+  // tolerations) in the patch that removes its gate; StartPatch is never asked for.
+  virtual bool StartsByUngating() const { return false; }
   // A merge patch the object needs before its Workload is built (an elastic RayJob's
   // kueue.x-k8s.io/raycluster-generation annotation); nullopt when none.
   virtual std::optional<nlohmann::json> PreparePatch() const { return std::nullopt; }

@@ -74,9 +74,10 @@ Integration::Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key
       owner_key_of_pod_(std::move(owner_key_of_pod)),
       webhook_(std::move(webhook)) {}
 
-Integration::Integration(IntegrationInfo info, PodOwnerFn owner_key_of_pod, WebhookFn webhook,
-                         PodPatchFn pod_patch)
+Integration::Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key_of_pod,
+                         WebhookFn webhook, PodPatchFn pod_patch)
     : info_(std::move(info)),
+      wrap_(std::move(wrap)),
       owner_key_of_pod_(std::move(owner_key_of_pod)),
       webhook_(std::move(webhook)),
       pod_patch_(std::move(pod_patch)) {}
@@ -143,7 +144,7 @@ bool IntegrationRegistry::OwnedByManagedKind(const nlohmann::json& object) const
     const std::string kind = Str(ref, "kind"), api_version = Str(ref, "apiVersion");
     if (kind == "Pod" && api_version == "v1") return true;
     const Integration* owner = ForKind(api_version, kind);
-    return owner != nullptr && owner->HasGenericJob();
+    return owner != nullptr && owner->HasGenericJob() && !owner->info().admitted_as_pods;
   }
   return false;
 }

@@ -79,9 +79,10 @@ class Integration {
       const nlohmann::json& pod, const nlohmann::json& owner, const FrameworkOptions& options)>;
 
   Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key_of_pod, WebhookFn webhook);
-  // An `admitted_as_pods` kind: no GenericJob; `pod_patch` may be null (a Deployment's pods need
-  // nothing from it: its template carries their labels).
-  Integration(IntegrationInfo info, PodOwnerFn owner_key_of_pod, WebhookFn webhook,
+  // An `admitted_as_pods` kind: `wrap` null when it has no GenericJob at all (an elastic
+  // StatefulSet's is one); `pod_patch` null when its pods need nothing from it (a Deployment's
+  // template carries their labels).
+  Integration(IntegrationInfo info, WrapFn wrap, PodOwnerFn owner_key_of_pod, WebhookFn webhook,
               PodPatchFn pod_patch);
 
   const IntegrationInfo& info() const { return info_; }
@@ -89,7 +90,8 @@ class Integration {
                                    const FrameworkOptions& options) const {
     return wrap_(object, std::move(related), options);
   }
-  // Whether the one generic reconcile runs the kind's objects (false: `admitted_as_pods`).
+  // Whether the one generic reconcile runs the kind's objects (an `admitted_as_pods` kind's
+  // elastic ones only).
   bool HasGenericJob() const { return wrap_ != nullptr; }
   std::string OwnerKeyOfPod(const nlohmann::json& pod) const { return owner_key_of_pod_(pod); }
   // Null unless the kind's pods get labels from it.

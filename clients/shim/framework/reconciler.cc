@@ -102,7 +102,18 @@ std::vector<nlohmann::json> Reconciler::PodsOf(const nlohmann::json& object) con
   const IntegrationInfo& info = integration_.info();
   if (info.pods_path.empty()) return {};
   const nlohmann::json meta = Meta(object);
-  if (info.pods_by_label.empty()) return pods_.ControlledBy(Str(meta, "uid"));
+  if (info.pods_by_label.empty()) {
+    std::vector<nlohmann::json> pods = pods_.ControlledBy(Str(meta, "uid"));
+    // And those its children control (a Deployment's ReplicaSets').
+    if (!info.children_path.empty()) {
+      for (const nlohmann::json& child : children_.ControlledBy(Str(meta, "uid"))) {
+        for (nlohmann::json& pod : pods_.ControlledBy(Str(Meta(child), "uid"))) {
+          pods.push_back(std::move(pod));
+        }
+      }
+    }
+    return pods;
+  }
   const nlohmann::json* value = &Field(meta, "name");
   if (!info.pods_label_value.empty()) {
     value = &object;

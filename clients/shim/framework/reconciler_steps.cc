@@ -123,7 +123,24 @@ absl::Status Reconciler::Stop(const GenericJob& job, const v1::Workload* wl,
     }
   }
   if (absl::Status s = apply(plan.status, true); !s.ok()) return s;
-  return apply(plan.restore, false);
+  if (absl::Status s = apply(plan.restore, false); !s.ok()) return s;
+  // A kind that cannot be suspended: its running pods go (its controller makes them again,
+  // gated until the Workload is admitted again).
+  for (const nlohmann::json& pod : plan.delete_pods) {
+    const nlohmann::json meta = Meta(pod);
+    absl::StatusOr<nlohmann::json> r = kube_.DeleteUid(
+        absl::StrCat("/api/v1/namespaces/", Str(meta, "namespace"), "/pods/", Str(meta, "name")),
+        Str(meta, "uid"));
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound &&
+        r.status().code() != absl::StatusCode::kAborted) {
+      return r.status();
+    }
+  }
+  if (!plan.delete_pods.empty()) {
+    ++counters_.stops;
+    RecordEvent(job, "Stopped", message);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<nlohmann::json> Reconciler::PatchObject(const nlohmann::json& object,
@@ -140,9 +157,20 @@ absl::StatusOr<nlohmann::json> Reconciler::PatchObject(const nlohmann::json& obj
 
 absl::Status Reconciler::Ungate(const GenericJob& job, const v1::Workload& slice) {
   auto chain_it = slice.metadata().annotations().find("kueue.x-k8s.io/workload-slice-name");
-  const std::string chain = chain_it != slice.metadata().annotations().end()
+  // A kind that starts by ungating: its pods get the chain's annotation as they are ungated.
+  const std::string chain = job.StartsByUngating() ? ""
+                            : chain_it != slice.metadata().annotations().end()
                                 ? chain_it->second
                                 : slice.metadata().name();
+  std::map<std::string, PodSetInfo> infos;
+  if (job.StartsByUngating()) {
+    absl::StatusOr<std::map<std::string, v1::ResourceFlavor>> flavors =
+        reconcile::AdmittedFlavors(admitd_, slice);
+    if (!flavors.ok()) return flavors.status();
+    absl::StatusOr<std::vector<PodSetInfo>> list = PodSetInfos(slice, *flavors);
+    if (!list.ok()) return list.status();
+    for (PodSetInfo& info : *list) infos[info.name] = std::move(info);
+  }
   const std::vector<nlohmann::json> pods = PodsOf(job.Object());
   std::map<std::string, int> admitted;
   for (const v1::PodSet& ps : slice.spec().pod_sets()) admitted[ps.name()] = ps.count();
@@ -150,9 +178,16 @@ absl::Status Reconciler::Ungate(const GenericJob& job, const v1::Workload& slice
   for (const nlohmann::json& pod : pods) by_name[Str(Meta(pod), "name")] = &pod;
   for (const std::string& name : PodsToUngate(pods, chain, admitted)) {
     const nlohmann::json& pod = *by_name[name];
+    absl::StatusOr<nlohmann::json> patch = UngatePatch(pod);
+    if (job.StartsByUngating()) {
+      auto info = infos.find(Str(Field(Meta(pod), "labels"), "kueue.x-k8s.io/podset"));
+      if (info == infos.end()) continue;
+      patch = UngatePatchWithInfo(pod, info->second);
+      if (!patch.ok()) return patch.status();
+    }
     absl::StatusOr<nlohmann::json> r = kube_.Patch(
         absl::StrCat("/api/v1/namespaces/", Str(Meta(pod), "namespace"), "/pods/", name),
-        UngatePatch(pod));
+        *patch);
     if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) return r.status();
     ++counters_.ungated;
   }

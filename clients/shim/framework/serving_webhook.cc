@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "clients/shim/framework/serving_job.h"
 #include "clients/shim/kube/json_fields.h"
 #include "clients/shim/webhook/webhook_json.h"
 #include "common/kueue_keys.h"
@@ -35,6 +36,14 @@ std::vector<nlohmann::json> ServingDefault(const ServingWebhookSpec& spec,
   const std::map<std::string, std::string> defaults = DefaultLabels(object, context, options);
   SetEntries(object, {"metadata", "labels"}, defaults, &ops);
   if (!ShouldBeSuspended(object, defaults, context, options)) return ops;
+  if (spec.elastic && Elastic(ObjectView(object), options)) {
+    // One Workload for the object: its pods wait gated for their slice, in its one pod set.
+    const nlohmann::json& pod_template = Field(Field(object, "spec"), "template");
+    GateTemplate(object, pod_template, {"spec", "template"}, &ops);
+    SetEntries(object, {"spec", "template", "metadata", "labels"},
+               {{"kueue.x-k8s.io/podset", kServingPodSet}}, &ops);
+    return ops;
+  }
   SetEntries(object, {"spec", "template", "metadata", "annotations"},
              {{kPodSuspendingParentAnnotation, spec.framework}}, &ops);
   if (spec.label_template) {
@@ -58,7 +67,9 @@ std::vector<FieldError> ServingValidate(const ServingWebhookSpec& spec,
   if (OtherParent(spec, object)) return errs;
   const ObjectView view(object);
   CheckSubdomain(LabelPath(kQueueNameLabel), Entry(view.labels, kQueueNameLabel), &errs);
-  if (Elastic(view, options)) errs.push_back(ElasticNotSupported(spec.api_version, spec.kind));
+  if (!spec.elastic && Elastic(view, options)) {
+    errs.push_back(ElasticNotSupported(spec.api_version, spec.kind));
+  }
   if (old_object == nullptr) {
     if (options.admission_gated_by) {
       CheckAdmissionGatedByFormat(view.Annotation(kAdmissionGatedBy), &errs);
@@ -66,6 +77,10 @@ std::vector<FieldError> ServingValidate(const ServingWebhookSpec& spec,
     return errs;
   }
   const ObjectView prev(*old_object);
+  if (spec.elastic && Elastic(prev, options) != Elastic(view, options)) {
+    errs.push_back(FieldError::Invalid(AnnotationPath(kElasticJobAnnotation),
+                                       Elastic(view, options) ? "true" : "false", kImmutable));
+  }
   // Suspended: none of its pods is ready.
   const bool suspended = ReadyReplicas(*old_object) == 0;
   const std::string old_queue = prev.Label(kQueueNameLabel), new_queue = view.Label(kQueueNameLabel);

@@ -13,7 +13,8 @@
 //     own checks of a managed object (`check_managed_update`).
 //
 // An object whose template names another framework as its pods' parent is left alone when
-// `yield_to_other_parent` (a LeaderWorkerSet's StatefulSets).
+// `yield_to_other_parent` (a LeaderWorkerSet's StatefulSets). With `elastic`, an elastic object
+// is gated instead of marked (see below), and its elastic-job annotation may not change.
 //
 //   KindWebhook webhook = ServingWebhook(spec, context, options, enabled);
 //
@@ -37,6 +38,11 @@ struct ServingWebhookSpec {
   std::string mutate_path, validate_path;
   bool label_template = false;
   bool yield_to_other_parent = false;
+  // Beyond Kueue: an object with the elastic-job annotation is one Workload resized through
+  // slices (framework/serving_job.h): its template is gated (kueue.x-k8s.io/elastic-job) and
+  // labelled with its pod set instead of being marked for the pod integration. Otherwise the
+  // annotation is refused.
+  bool elastic = false;
   // Further errors for an update of an object that is to wait for admission; may be null.
   std::function<void(const nlohmann::json& old_object, const nlohmann::json& new_object,
                      JobWebhookContext& context, std::vector<FieldError>* errs)>

@@ -3,6 +3,7 @@
 // labels them, on fakes.
 #include <gtest/gtest.h>
 
+#include "clients/shim/framework/elastic_pods.h"
 #include "clients/shim/framework/pod_parent_reconciler.h"
 #include "clients/shim/framework/testing/fakes.h"
 #include "clients/shim/integrations/deployment/deployment_integration.h"
@@ -77,12 +78,14 @@ TEST(DeploymentWebhookTest, TheQueueNameIsImmutableWhileAPodIsReady) {
                  "immutable",
                  "metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: \"high\": "
                  "WorkloadPriorityClass cannot be added to a non-suspended workload"}));
+  // Elastic (beyond Kueue): accepted, and fixed once created.
   nlohmann::json elastic = Object("Deployment", 3);
   elastic["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
-  EXPECT_EQ(Texts(ServingValidate(spec, nullptr, elastic, context, {})),
-            std::vector<std::string>({"metadata.annotations[kueue.x-k8s.io/elastic-job]: "
-                                      "Forbidden: elastic job is not supported for \"apps/v1, "
-                                      "Kind=Deployment\""}));
+  EXPECT_TRUE(ServingValidate(spec, nullptr, elastic, context, {}).empty());
+  nlohmann::json plain = Object("Deployment", 3);
+  EXPECT_EQ(Texts(ServingValidate(spec, &plain, elastic, context, {})),
+            std::vector<std::string>({"metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid "
+                                      "value: true: field is immutable"}));
 }
 
 TEST(StatefulSetWebhookTest, OnlyTheParentAnnotationAndAnotherParentIsLeftAlone) {
@@ -152,6 +155,76 @@ nlohmann::json Pod(const std::string& name, const nlohmann::json& owner) {
                {"controller", true}}}}}},
           {"spec", Template("1")["spec"]},
           {"status", {{"phase", "Pending"}}}};
+}
+
+TEST(ServingElasticTest, AnElasticOneIsGatedAsOneWorkloadAndResizable) {
+  FakeContext context;
+  nlohmann::json sts = Object("StatefulSet", 3);
+  sts["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true";
+  const nlohmann::json d = Defaulted(StatefulSetWebhookSpec(), sts, context);
+  const nlohmann::json& t = d["spec"]["template"];
+  EXPECT_EQ(t["spec"]["schedulingGates"],
+            nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/elastic-job"}])"));
+  EXPECT_EQ(t["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+  EXPECT_FALSE(t["metadata"].contains("annotations"));  // not the pod integration's
+  // Any size.
+  nlohmann::json bigger = d;
+  bigger["spec"]["replicas"] = 5;
+  EXPECT_TRUE(ServingValidate(StatefulSetWebhookSpec(), &d, bigger, context, {}).empty());
+
+  // Its GenericJob: one pod set of `replicas`, a slice; active while an ungated pod runs;
+  // stopped by deleting those.
+  std::unique_ptr<Integration> integration = NewStatefulSetIntegration();
+  FrameworkOptions options;
+  nlohmann::json object = d;
+  object["metadata"]["generation"] = 1;
+  nlohmann::json running = Pod("sts-a-0", object);
+  nlohmann::json gated = Pod("sts-a-1", object);
+  gated["spec"]["schedulingGates"] = nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/elastic-job"}])");
+  std::unique_ptr<GenericJob> job =
+      integration->Wrap(object, std::vector<nlohmann::json>{running, gated}, options);
+  EXPECT_FALSE(job->Skip());
+  EXPECT_FALSE(job->IsSuspended());
+  EXPECT_TRUE(job->StartsByUngating());
+  EXPECT_TRUE(job->IsActive());
+  absl::StatusOr<v1::Workload> wl = job->NewWorkload();
+  ASSERT_TRUE(wl.ok()) << wl.status();
+  ASSERT_EQ(wl->spec().pod_sets_size(), 1);
+  EXPECT_EQ(wl->spec().pod_sets(0).name(), "main");
+  EXPECT_EQ(wl->spec().pod_sets(0).count(), 3);
+  EXPECT_EQ(wl->metadata().annotations().at("kueue.x-k8s.io/workload-slice-name"),
+            wl->metadata().name());
+  const StopPlan stop = job->PlanStop(&*wl);
+  ASSERT_EQ(stop.delete_pods.size(), 1u);
+  EXPECT_EQ(stop.delete_pods[0]["metadata"]["name"], "sts-a-0");
+  // Not elastic: the pod integration's.
+  EXPECT_TRUE(integration->Wrap(Object("StatefulSet", 3), {}, options)->Skip());
+}
+
+TEST(ServingElasticTest, AGatedPodTakesItsPodSetsAdmissionWhenUngated) {
+  nlohmann::json pod = Pod("sts-a-0", Object("StatefulSet", 1));
+  pod["metadata"]["resourceVersion"] = "4";
+  pod["spec"]["schedulingGates"] =
+      nlohmann::json::parse(R"([{"name": "kueue.x-k8s.io/elastic-job"}, {"name": "other"}])");
+  PodSetInfo info;
+  info.name = "main";
+  info.node_selector = {{"pool", "a"}};
+  info.labels = {{"kueue.x-k8s.io/podset", "main"}};
+  info.annotations = {{"kueue.x-k8s.io/workload-slice-name", "statefulset-sts-a-1"}};
+  absl::StatusOr<nlohmann::json> patch = UngatePatchWithInfo(pod, info);
+  ASSERT_TRUE(patch.ok()) << patch.status();
+  nlohmann::json after = pod;
+  after.merge_patch(*patch);
+  EXPECT_EQ((*patch)["metadata"]["resourceVersion"], "4");
+  EXPECT_EQ(after["spec"]["nodeSelector"], nlohmann::json({{"pool", "a"}}));
+  EXPECT_EQ(after["spec"]["schedulingGates"], nlohmann::json::parse(R"([{"name": "other"}])"));
+  EXPECT_EQ(after["metadata"]["annotations"]["kueue.x-k8s.io/workload-slice-name"],
+            "statefulset-sts-a-1");
+  EXPECT_EQ(after["metadata"]["labels"]["app"], "web");
+  // A conflicting node selector key.
+  pod["spec"]["nodeSelector"] = {{"pool", "b"}};
+  EXPECT_EQ(UngatePatchWithInfo(pod, info).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(StatefulSetPodsTest, APodJoinsItsStatefulSetsServingGroup) {

@@ -7,6 +7,7 @@
 #include "clients/shim/integrations/pod/pod_webhook_role_hash.h"
 #include "clients/shim/integrations/statefulset/statefulset_pods.h"
 #include "clients/shim/kube/json_fields.h"
+#include "common/kueue_keys.h"
 #include "clients/shim/webhook/webhook_json.h"
 
 namespace admitd::shim {
@@ -67,6 +68,10 @@ void CheckManagedUpdate(const nlohmann::json& old_sts, const nlohmann::json& new
       PodShapeChanges(Field(Field(Field(old_sts, "spec"), "template"), "spec"),
                       Field(Field(Field(new_sts, "spec"), "template"), "spec"));
   errs->insert(errs->end(), shape.begin(), shape.end());
+  // An elastic StatefulSet is resized through workload slices: any size.
+  if (Str(Field(Field(new_sts, "metadata"), "annotations"), kElasticJobAnnotation) == "true") {
+    return;
+  }
   const int64_t old_replicas = Replicas(old_sts), new_replicas = Replicas(new_sts);
   // Only to and from zero (Kueue's TODO: other sizes later).
   if (new_replicas != 0 && old_replicas != 0 && new_replicas != old_replicas) {
@@ -95,6 +100,7 @@ ServingWebhookSpec StatefulSetWebhookSpec() {
           .validate_path = "/validate-apps-v1-statefulset",
           .label_template = false,  // the pod reconcile labels each pod (statefulset_pods.h)
           .yield_to_other_parent = true,
+          .elastic = true,
           .check_managed_update = CheckManagedUpdate};
 }
 
