@@ -369,6 +369,10 @@ if [ -n "$HELM" ]; then
     "mdeployment.kb.io mjob.kb.io mpod.kb.io mstatefulset.kb.io vdeployment.kb.io vjob.kb.io vpod.kb.io vstatefulset.kb.io" \
     --integrations=batch/job,deployment,statefulset "${required[@]}" \
     --set integrations.deployments=true --set integrations.statefulsets=true
+  grep -q 'resources: \[replicasets\]' <<<"$("$HELM" template r "$chart" "${required[@]}" \
+    --set integrations.deployments=true)" ||
+    { echo "helm: rendering $chart with integrations.deployments: no replicasets rule" >&2
+      exit 1; }
   grep -q 'pods/status' <<<"$("$HELM" template r "$chart" "${required[@]}" \
     --set integrations.deployments=true)" ||
     { echo "helm: rendering $chart with integrations.deployments: no pods/status rule" >&2

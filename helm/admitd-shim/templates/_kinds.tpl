@@ -4,8 +4,9 @@ integrations.<value> switch), `framework` (its --integrations name), its API gro
 plural and singular (Kueue's webhook names m<singular>.kb.io and v<singular>.kb.io on
 /mutate-<group>-<version>-<singular> and /validate-...), what its mutating webhook does, and
 optionally `mutateOn` (the operations it mutates on; CREATE when unset), `verbs` (what the shim
-does to the kind's objects; the default: start and stop them, with their status) and `asPods`
-(its pods are admitted through the pod integration, whose webhooks come with it).
+does to the kind's objects; the default: start and stop them, with their status), `alsoRead`
+(a resource of the same group it watches too: a Deployment's ReplicaSets) and `asPods` (its pods
+are admitted through the pod integration, whose webhooks come with it).
 The deployment's flag, the RBAC and both webhook configurations are rendered from this table.
 */}}
 {{- define "admitd-shim.kinds" -}}
@@ -52,12 +53,13 @@ The deployment's flag, the RBAC and both webhook configurations are rendered fro
   plural: deployments
   singular: deployment
   mutateOn: [CREATE, UPDATE]
-  verbs: []
+  verbs: [get, list, watch]
+  alsoRead: replicasets
   asPods: true
   mutates: >-
     A Deployment with a queue name marks its pod template (kueue.x-k8s.io/pod-suspending-parent,
     the managed label, the queue name and priority class): each pod waits gated for its own
-    admission.
+    admission; an elastic one's template is gated for its one Workload's slices.
 - value: statefulsets
   framework: statefulset
   group: apps
@@ -69,7 +71,8 @@ The deployment's flag, the RBAC and both webhook configurations are rendered fro
   asPods: true
   mutates: >-
     A StatefulSet with a queue name marks its pod template (kueue.x-k8s.io/pod-suspending-parent);
-    the shim puts its pods in one serving pod group, admitted as a whole.
+    the shim puts its pods in one serving pod group, admitted as a whole; an elastic one's
+    template is gated for its one Workload's slices.
 {{- end }}
 
 {{/*
