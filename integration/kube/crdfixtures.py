@@ -1,17 +1,56 @@
-"""Test data shared by the tests of CRDs and the RayCluster controller.
+"""Test data shared by the tests of CRDs, the RayCluster controller and the Ray clients.
 
 The paths of RayClusters and Kueue Workloads, the merge and JSON patch
 content types, and the bodies the tests create: RayClusters (with their pod
 templates), Workloads and an admitted Workload's status, a ``widgets`` CRD
 with two versions and printer columns; ``cond``, a condition of an object's
-status. Used by test_crds_api.py, test_crds_clients.py and
-test_raycluster_controller.py.
+status; ``ray_cluster_spec_yaml``, a RayCluster's spec as the manifests given
+to kubectl write it. Used by test_crds_api.py, test_crds_clients.py,
+test_raycluster_controller.py and test_workload_clients.py.
 """
+
+import textwrap
 
 RC_PATH = "/apis/ray.io/v1/namespaces/%s/rayclusters"
 WL_PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/%s/workloads"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+
+
+RAY_HEAD_YAML = """rayVersion: '2.41.0'
+headGroupSpec:
+  rayStartParams: {}
+  template:
+    spec:
+      containers:
+      - name: ray-head
+        image: rayproject/ray:2.41.0
+        resources:
+          requests: {cpu: "1", memory: 2G}
+"""
+
+RAY_WORKER_TEMPLATE_YAML = """rayStartParams: {}
+template:
+  spec:
+    containers:
+    - name: ray-worker
+      image: rayproject/ray:2.41.0
+      resources:
+        requests: {cpu: "1", memory: 1G}
+"""
+
+
+def ray_cluster_spec_yaml(group, replicas, *fields, indent=""):
+    """A RayCluster spec in YAML: a head (1 CPU, 2G) and one worker group (1 CPU, 1G a worker).
+
+    The group is ``group`` with ``replicas`` workers and the YAML lines
+    ``fields`` (``"minReplicas: 1"``); ``indent`` prefixes every line, to nest
+    the spec in a manifest.
+    """
+    group_lines = (["replicas: %s" % replicas, *fields, "groupName: " + group]
+                   + RAY_WORKER_TEMPLATE_YAML.splitlines())
+    spec = RAY_HEAD_YAML + "workerGroupSpecs:\n- " + "\n  ".join(group_lines) + "\n"
+    return textwrap.indent(spec, indent)
 
 
 def template(cpu="500m", memory="1Gi", gates=None, annotations=None, restart=None,

@@ -1,4 +1,7 @@
-"""Start and stop the test API server as a child process, and poll helpers (for the tests)."""
+"""Start and stop the test API server as a child process, and poll helpers (for the tests).
+
+``ServerTest`` is the test case mixin that gives each test class its own server.
+"""
 
 import json
 import os
@@ -135,6 +138,32 @@ class InProcessApiServer:
         self.stop()
 
     request = ApiServerProcess.request
+
+
+class ServerTest:
+    """A test case mixin: one ApiServerProcess per test class, ``cls.s``.
+
+    It is started in setUpClass with ``server_args()``, by default ``SERVER_ARGS``
+    (command-line options, e.g. ``("--controllers", "job")``), and stopped in
+    tearDownClass. Put it before ``unittest.TestCase`` in the bases; a class that
+    extends setUpClass or tearDownClass calls ``super()``.
+    """
+
+    SERVER_ARGS = ()
+
+    @classmethod
+    def server_args(cls):
+        return tuple(cls.SERVER_ARGS)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.s = ApiServerProcess(*cls.server_args()).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+        super().tearDownClass()
 
 
 def wait_until(fn, timeout=10.0, interval=0.05, what="condition"):

@@ -7,111 +7,59 @@ Deployments, StatefulSets and ReplicaSets; the real kubectl applies, waits on,
 prints (``-o wide``), describes and deletes them. Run with /usr/bin/python3.
 """
 
-import base64
-import json
-import os
 import re
-import shutil
-import ssl
-import subprocess
-import tempfile
-import threading
 import time
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import ApiServerProcess, wait_until
+from clientfixtures import (KubectlServerTest, PythonClientServerTest, needs_kubectl,
+                            needs_python_client)
+from harness import wait_until
 from test_apps_controllers import FAST, GATE, AppsApi, cond, deployment, statefulset
-from test_webhooks import make_cert
+from webhookfixtures import ReviewHandler, WebhookServerTest, json_patch
 
-try:
-    from kubernetes import client, config
-except ImportError:  # pragma: no cover
-    client = None
-
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+ARGS = ("--controllers", "deployment,statefulset,scheduler,kubelet", "--node", "n1::cpu=32",
+        *FAST)
 
 
 # ------------------------------------------------------------ admission webhooks
 
-class GatingHook(BaseHTTPRequestHandler):
+class GatingHook(ReviewHandler):
     """/gate adds Kueue's scheduling gate to the pod; /deny refuses pods labelled deny=true."""
 
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        req = review["request"]
-        self.server.seen.append((self.path.split("?")[0], req))
+    def review(self, path, req):
+        self.server.seen.append((path, req))
         resp = {"uid": req["uid"], "allowed": True}
         labels = ((req.get("object") or {}).get("metadata") or {}).get("labels") or {}
-        if self.path.startswith("/gate"):
-            ops = [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": GATE}]}]
-            resp.update(patchType="JSONPatch",
-                        patch=base64.b64encode(json.dumps(ops).encode()).decode())
+        if path.startswith("/gate"):
+            resp.update(json_patch([{"op": "add", "path": "/spec/schedulingGates",
+                                     "value": [{"name": GATE}]}]))
         elif labels.get("deny") == "true":
             resp = {"uid": req["uid"], "allowed": False,
                     "status": {"code": 403, "message": "pods labelled deny are refused"}}
-        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                           "response": resp}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        return resp
 
 
-class PodWebhookTest(AppsApi, unittest.TestCase):
+class PodWebhookTest(AppsApi, WebhookServerTest, unittest.TestCase):
     """The controllers' pod creates go through the admission webhooks, as a user's do."""
 
     NS = "hooked"
+    HOOK = GatingHook
+    SERVER_ARGS = ARGS + ("--namespace", NS)
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="kube-apps-webhook-")
-        crt, key = make_cert(cls.tmp, "hook", "IP:127.0.0.1,DNS:hooks.system.svc")
-        with open(crt, "rb") as f:
-            cls.ca = base64.b64encode(f.read()).decode()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(crt, key)
-        cls.hooks = ThreadingHTTPServer(("127.0.0.1", 0), GatingHook)
-        cls.hooks.daemon_threads = True
-        cls.hooks.socket = ctx.wrap_socket(cls.hooks.socket, server_side=True)
-        cls.hooks.seen = []
-        threading.Thread(target=cls.hooks.serve_forever, kwargs={"poll_interval": 0.1},
-                         daemon=True).start()
-        cls.s = ApiServerProcess(
-            "--controllers", "deployment,statefulset,scheduler,kubelet", "--node", "n1::cpu=32",
-            "--namespace", cls.NS, "--namespace", "system",
-            "--service-address", "system/hooks=127.0.0.1:%d" % cls.hooks.server_address[1],
-            *FAST).start()
+        super().setUpClass()
         cls.register("Mutating", "gate", "/gate")
         cls.register("Validating", "deny", "/deny")
 
     @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        cls.hooks.shutdown()
-        cls.hooks.server_close()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
     def register(cls, kind, name, path):
-        code, out = cls.s.request("POST", "/apis/admissionregistration.k8s.io/v1/%s" % (
-            kind.lower() + "webhookconfigurations"), {
-            "metadata": {"name": name}, "webhooks": [{
-                "name": "%s.pods.test" % name, "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": {"caBundle": cls.ca, "service": {
-                    "namespace": "system", "name": "hooks", "path": path}},
-                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                           "resources": ["pods"]}],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cls.NS}},
-                "objectSelector": {"matchLabels": {"hook": "yes"}}}]})
-        assert code == 201, out
+        cls.register_hook(
+            kind, name, "%s.pods.test" % name, path,
+            [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+              "resources": ["pods"]}],
+            namespaceSelector={"matchLabels": {"kubernetes.io/metadata.name": cls.NS}},
+            objectSelector={"matchLabels": {"hook": "yes"}})
 
     def test_deployment_pods_are_gated_until_admitted(self):
         body = deployment("gated", 2)
@@ -172,20 +120,10 @@ class PodWebhookTest(AppsApi, unittest.TestCase):
 
 # ----------------------------------------------------------- python3-kubernetes
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class AppsClientTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--controllers", "deployment,statefulset,scheduler,kubelet",
-                                 "--node", "n1::cpu=32", *FAST).start()
-        cls.api_client = config.new_client_from_config(config_file=cls.s.kubeconfig)
-        cls.apps = client.AppsV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.rest_client.pool_manager.clear()
-        cls.api_client.close()
-        cls.s.stop()
+@needs_python_client
+class AppsClientTest(PythonClientServerTest, unittest.TestCase):
+    SERVER_ARGS = ARGS
+    APIS = {"apps": "AppsV1Api"}
 
     def test_deployments_and_statefulsets(self):
         self.apps.create_namespaced_deployment("default", deployment("pyweb", 2))
@@ -216,15 +154,6 @@ class AppsClientTest(unittest.TestCase):
 
 
 # ----------------------------------------------------------------------- kubectl
-
-def kubectl_minor():
-    try:
-        out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
-        return int(json.loads(out)["clientVersion"]["minor"].rstrip("+"))
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
-
 
 DEPLOYMENT_YAML = """apiVersion: apps/v1
 kind: Deployment
@@ -262,27 +191,12 @@ spec:
 """
 
 
-@unittest.skipIf((kubectl_minor() or 0) < 29, "needs kubectl 1.29 or later at %s" % KUBECTL)
-class AppsKubectlTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--controllers", "deployment,statefulset,scheduler,kubelet",
-                                 "--node", "n1::cpu=32", *FAST).start()
-        cls.env = dict(os.environ, HOME=cls.s.tmp, KUBECONFIG=cls.s.kubeconfig)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+@needs_kubectl(29)
+class AppsKubectlTest(KubectlServerTest, unittest.TestCase):
+    SERVER_ARGS = ARGS
 
     def kubectl(self, *args, stdin=None):
-        cmd = [KUBECTL, "--kubeconfig", self.s.kubeconfig, "--cache-dir",
-               os.path.join(self.s.tmp, "cache")] + list(args)
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, input=stdin,
-                           timeout=40)
-        if p.returncode != 0:
-            self.fail("%s failed (%d):\nstdout: %s\nstderr: %s" % (
-                " ".join(cmd), p.returncode, p.stdout, p.stderr))
-        return p.stdout
+        return super().kubectl(*args, stdin=stdin).stdout
 
     def test_discovery(self):
         out = self.kubectl("api-resources", "--api-group=apps", "--no-headers")

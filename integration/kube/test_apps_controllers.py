@@ -14,7 +14,7 @@ import time
 import unittest
 import urllib.parse
 
-from harness import ApiServerProcess, wait_until
+from harness import ServerTest, wait_until
 
 APPS = "/apis/apps/v1/namespaces/%s/"
 PODS = "/api/v1/namespaces/%s/pods"
@@ -100,15 +100,9 @@ class AppsApi:
 
 # ------------------------------------------------------------------ Deployments
 
-class DeploymentTest(AppsApi, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--controllers", "deployment,scheduler,kubelet",
-                                 "--node", "n1::cpu=32", *FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class DeploymentTest(AppsApi, ServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--controllers", "deployment,scheduler,kubelet",
+                   "--node", "n1::cpu=32", *FAST)
 
     def replicasets(self, deploy_uid):
         items = self.s.request("GET", APPS % self.NS + "replicasets")[1]["items"]
@@ -256,15 +250,9 @@ class DeploymentTest(AppsApi, unittest.TestCase):
 
 # ---------------------------------------------------------------- StatefulSets
 
-class StatefulSetTest(AppsApi, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--controllers", "statefulset,scheduler,kubelet",
-                                 "--node", "n1::cpu=32", *FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class StatefulSetTest(AppsApi, ServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--controllers", "statefulset,scheduler,kubelet",
+                   "--node", "n1::cpu=32", *FAST)
 
     def names(self, app):
         return [p["metadata"]["name"] for p in self.pods(app)]

@@ -11,14 +11,9 @@ import subprocess
 import unittest
 
 import errors
-from harness import ApiServerProcess, InProcessApiServer, wait_until
+from clientfixtures import KUBECTL, PythonClientServerTest, client, config, needs_python_client
+from harness import InProcessApiServer, wait_until
 
-try:
-    from kubernetes import client, config
-except ImportError:  # pragma: no cover
-    client = None
-
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 RUNTIME = "fixture.admitd.io/runtime-seconds"
 GATE = "kueue.x-k8s.io/admission"
 NS = "ctl"
@@ -62,24 +57,13 @@ def cond(obj, ctype):
     return None
 
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class ControllersTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ApiServerProcess(
-            "--namespace", NS, "--controllers", "job,scheduler,kubelet",
-            "--kubelet-start-delay", "0.1", "--kubelet-grace-cap", "0.3",
-            "--node", "node-a:pool=a:cpu=8",
-            "--node", "node-b:pool=b:cpu=8:taint=dedicated=b:NoSchedule").start()
-        cls.api_client = config.new_client_from_config(config_file=cls.server.kubeconfig)
-        cls.core = client.CoreV1Api(cls.api_client)
-        cls.batch = client.BatchV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.rest_client.pool_manager.clear()
-        cls.api_client.close()
-        cls.server.stop()
+@needs_python_client
+class ControllersTest(PythonClientServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--namespace", NS, "--controllers", "job,scheduler,kubelet",
+                   "--kubelet-start-delay", "0.1", "--kubelet-grace-cap", "0.3",
+                   "--node", "node-a:pool=a:cpu=8",
+                   "--node", "node-b:pool=b:cpu=8:taint=dedicated=b:NoSchedule")
+    APIS = {"core": "CoreV1Api", "batch": "BatchV1Api"}
 
     # ---------------------------------------------------------------- helpers
     def job(self, name):
@@ -87,8 +71,8 @@ class ControllersTest(unittest.TestCase):
 
     def job_status(self, name):
         """The Job's status as JSON (this client predates status.ready and .terminating)."""
-        code, body = self.server.request("GET", "/apis/batch/v1/namespaces/%s/jobs/%s"
-                                         % (NS, name))
+        code, body = self.s.request("GET", "/apis/batch/v1/namespaces/%s/jobs/%s"
+                                    % (NS, name))
         self.assertEqual(code, 200, body)
         return body.get("status") or {}
 
@@ -285,26 +269,26 @@ class ControllersTest(unittest.TestCase):
 
     def test_binding_subresource(self):
         self.core.create_namespaced_pod(NS, pod_body("manual", {"pool": "a"}, gates=[GATE]))
-        code, body = self.server.request("POST", "/api/v1/namespaces/%s/pods/manual/binding" % NS,
-                                         {"apiVersion": "v1", "kind": "Binding",
-                                          "metadata": {"name": "manual"},
-                                          "target": {"kind": "Node", "name": "node-a"}})
+        code, body = self.s.request("POST", "/api/v1/namespaces/%s/pods/manual/binding" % NS,
+                                    {"apiVersion": "v1", "kind": "Binding",
+                                     "metadata": {"name": "manual"},
+                                     "target": {"kind": "Node", "name": "node-a"}})
         self.assertEqual(code, 409, body)  # gated pods cannot be bound
         self.core.patch_namespaced_pod("manual", NS, {"spec": {"schedulingGates": [
             {"$patch": "delete", "name": GATE}]}})
         p = wait_until(lambda: (lambda p: p.spec.node_name and p)(self.pod("manual")),
                        what="bound")
-        code, body = self.server.request("POST", "/api/v1/namespaces/%s/pods/manual/binding" % NS,
-                                         {"target": {"kind": "Node", "name": "node-b"}})
+        code, body = self.s.request("POST", "/api/v1/namespaces/%s/pods/manual/binding" % NS,
+                                    {"target": {"kind": "Node", "name": "node-b"}})
         self.assertEqual(code, 409)
         self.assertIn("is already assigned to node \"%s\"" % p.spec.node_name, body["message"])
 
     @unittest.skipUnless(os.path.exists(KUBECTL), "no kubectl")
     def test_kubectl_wait_for_complete(self):
-        env = dict(os.environ, HOME=self.server.tmp, KUBECONFIG=self.server.kubeconfig)
+        env = dict(os.environ, HOME=self.s.tmp, KUBECONFIG=self.s.kubeconfig)
         self.batch.create_namespaced_job(NS, job_body("waited", 1, 2, runtime=0.2))
-        p = subprocess.run([KUBECTL, "--kubeconfig", self.server.kubeconfig, "-n", NS,
-                            "--cache-dir", os.path.join(self.server.tmp, "cache"), "wait",
+        p = subprocess.run([KUBECTL, "--kubeconfig", self.s.kubeconfig, "-n", NS,
+                            "--cache-dir", os.path.join(self.s.tmp, "cache"), "wait",
                             "--for=condition=complete", "job/waited", "--timeout=20s"],
                            env=env, capture_output=True, text=True, timeout=40)
         self.assertEqual(p.returncode, 0, "stdout: %s\nstderr: %s" % (p.stdout, p.stderr))
@@ -312,7 +296,7 @@ class ControllersTest(unittest.TestCase):
         self.assertEqual(self.job("waited").status.succeeded, 2)
 
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
+@needs_python_client
 class InProcessConflictTest(unittest.TestCase):
     """Controllers write through the store like clients: 409s reach them and are retried."""
 

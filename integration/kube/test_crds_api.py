@@ -17,7 +17,7 @@ import urllib.request
 
 from crdfixtures import (JSON_PATCH, MERGE, RC_PATH, WL_PATH, admitted_status, cond, raycluster,
                          template, widget_crd, workload)
-from harness import ApiServerProcess, wait_until
+from harness import ApiServerProcess, ServerTest, wait_until
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -26,17 +26,10 @@ TABLE = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
 
 # ---------------------------------------------------------------------- raw API
 
-class CrdApiTest(unittest.TestCase):
+class CrdApiTest(ServerTest, unittest.TestCase):
     """The built-in definitions (``--crd raycluster,workload``) over the raw API."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "raycluster", "--crd", "workload",
-                                 "--namespace", "team").start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+    SERVER_ARGS = ("--crd", "raycluster", "--crd", "workload", "--namespace", "team")
 
     def create_rc(self, name, **kw):
         code, body = self.s.request("POST", RC_PATH % "team", raycluster(name, **kw))
@@ -242,16 +235,10 @@ class CrdApiTest(unittest.TestCase):
         self.assertRegex(cells[5], r"^\d+s$")
 
 
-class CrdLifecycleTest(unittest.TestCase):
+class CrdLifecycleTest(ServerTest, unittest.TestCase):
     """A CRD created through the API: validation, versions, deletion."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--namespace", "team").start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+    SERVER_ARGS = ("--namespace", "team")
 
     def test_validation(self):
         bad = widget_crd(name="gadgets.example.com")

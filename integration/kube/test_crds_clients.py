@@ -7,89 +7,33 @@ delete, watch; ApiextensionsV1Api). Run with /usr/bin/python3.
 """
 
 import json
-import os
 import queue
-import subprocess
 import threading
 import time
 import unittest
 
-from crdfixtures import MERGE, WL_PATH, admitted_status, raycluster, widget_crd, workload
-from harness import ApiServerProcess, wait_until
-
-try:
-    from kubernetes import client, config, watch
-    from kubernetes.client.rest import ApiException
-except ImportError:  # pragma: no cover
-    client = None
-
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+from clientfixtures import (ApiException, KubectlServerTest, PythonClientServerTest,
+                            needs_kubectl, needs_python_client, watch)
+from crdfixtures import (MERGE, WL_PATH, admitted_status, ray_cluster_spec_yaml, raycluster,
+                         widget_crd, workload)
+from harness import wait_until
 
 
 # ---------------------------------------------------------------------- kubectl
-
-def kubectl_minor():
-    try:
-        out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
-        return int(json.loads(out)["clientVersion"]["minor"].rstrip("+"))
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
-
 
 RAYCLUSTER_YAML = """apiVersion: ray.io/v1
 kind: RayCluster
 metadata:
   name: raycluster-kuberay
 spec:
-  rayVersion: '2.41.0'
-  headGroupSpec:
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-head
-          image: rayproject/ray:2.41.0
-          resources:
-            requests: {cpu: "1", memory: 2G}
-  workerGroupSpecs:
-  - replicas: %d
-    minReplicas: 1
-    maxReplicas: 5
-    groupName: workergroup
-    rayStartParams: {}
-    template:
-      spec:
-        containers:
-        - name: ray-worker
-          image: rayproject/ray:2.41.0
-          resources:
-            requests: {cpu: "1", memory: 1G}
-"""
+""" + ray_cluster_spec_yaml("workergroup", "%d", "minReplicas: 1", "maxReplicas: 5", indent="  ")
 
 
-@unittest.skipIf((kubectl_minor() or 0) < 29, "needs kubectl 1.29 or later at %s" % KUBECTL)
-class CrdKubectlTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "raycluster,workload", "--namespace", "ns",
-                                 "--controllers", "raycluster,scheduler,kubelet",
-                                 "--node", "n1::cpu=16", "--kubelet-start-delay", "0.05").start()
-        cls.env = dict(os.environ, HOME=cls.s.tmp, KUBECONFIG=cls.s.kubeconfig)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
-    def kubectl(self, *args, check=True, stdin=None):
-        cmd = [KUBECTL, "--kubeconfig", self.s.kubeconfig, "--cache-dir",
-               os.path.join(self.s.tmp, "cache")] + list(args)
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, input=stdin,
-                           timeout=40)
-        if check and p.returncode != 0:
-            self.fail("%s failed (%d):\nstdout: %s\nstderr: %s" % (
-                " ".join(cmd), p.returncode, p.stdout, p.stderr))
-        return p
+@needs_kubectl(29)
+class CrdKubectlTest(KubectlServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--crd", "raycluster,workload", "--namespace", "ns",
+                   "--controllers", "raycluster,scheduler,kubelet",
+                   "--node", "n1::cpu=16", "--kubelet-start-delay", "0.05")
 
     def rows(self, text):
         return [line.split() for line in text.strip().splitlines()]
@@ -196,19 +140,10 @@ class CrdKubectlTest(unittest.TestCase):
 
 # ------------------------------------------------------------- python3-kubernetes
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class CustomObjectsApiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "raycluster,workload", "--namespace", "team").start()
-        cls.api_client = config.new_client_from_config(config_file=cls.s.kubeconfig)
-        cls.api = client.CustomObjectsApi(cls.api_client)
-        cls.ext = client.ApiextensionsV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.close()
-        cls.s.stop()
+@needs_python_client
+class CustomObjectsApiTest(PythonClientServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--crd", "raycluster,workload", "--namespace", "team")
+    APIS = {"api": "CustomObjectsApi", "ext": "ApiextensionsV1Api"}
 
     def test_crud_list_and_status(self):
         api = self.api

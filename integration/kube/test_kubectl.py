@@ -13,9 +13,8 @@ import threading
 import time
 import unittest
 
-from harness import ApiServerProcess
+from clientfixtures import KUBECTL, KubectlServerTest, needs_kubectl
 
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 KUBECTL_132 = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32"
 
 JOB = """apiVersion: batch/v1
@@ -69,45 +68,12 @@ class LineReader:
         return self.lines.get(timeout=timeout)
 
 
-def kubectl_minor():
-    """The minor version of the kubectl client, or None when there is none."""
-    try:
-        out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
-        return int(json.loads(out)["clientVersion"]["minor"].rstrip("+"))
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
-
-
 # The fixture publishes OpenAPI v3 only, which `kubectl apply` reads from 1.29 on (1.27 and 1.28 want
 # v2 as protobuf).
-MINOR = kubectl_minor()
-
-
-@unittest.skipIf(MINOR is None or MINOR < 29,
-                 f"needs kubectl 1.29 or later at {KUBECTL} (found minor version {MINOR})")
-class KubectlTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ApiServerProcess().start()
-        cls.env = dict(os.environ, HOME=cls.server.tmp, KUBECONFIG=cls.server.kubeconfig)
-        cls.cache = os.path.join(cls.server.tmp, "cache")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def kubectl(self, *args, check=True, binary=KUBECTL, stdin=None, timeout=30):
-        cmd = [binary, "--kubeconfig", self.server.kubeconfig, "--cache-dir", self.cache] + list(args)
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, input=stdin,
-                           timeout=timeout)
-        if check and p.returncode != 0:
-            self.fail("%s failed (%d):\nstdout: %s\nstderr: %s\nserver log tail:\n%s" % (
-                " ".join(cmd), p.returncode, p.stdout, p.stderr, self.server.log()[-3000:]))
-        return p
-
+@needs_kubectl(29)
+class KubectlTest(KubectlServerTest, unittest.TestCase):
     def write(self, name, text):
-        path = os.path.join(self.server.tmp, name)
+        path = os.path.join(self.s.tmp, name)
         with open(path, "w") as f:
             f.write(text)
         return path
@@ -148,7 +114,7 @@ class KubectlTest(unittest.TestCase):
         self.assertIn('"team":"blue"', job["metadata"]["annotations"][
             "kubectl.kubernetes.io/last-applied-configuration"])
         self.assertIn("PATCH /apis/batch/v1/namespaces/default/jobs/apply-job",
-                      self.server.log())
+                      self.s.log())
 
     def test_apply_with_kubectl_1_32(self):
         if not os.path.exists(KUBECTL_132):
@@ -284,7 +250,7 @@ class KubectlTest(unittest.TestCase):
         job = self.get_json("job", "fin-job")
         self.assertIn("deletionTimestamp", job["metadata"])
         self.assertEqual(job["metadata"]["deletionGracePeriodSeconds"], 0)
-        cmd = [KUBECTL, "--kubeconfig", self.server.kubeconfig, "--cache-dir", self.cache,
+        cmd = [KUBECTL, "--kubeconfig", self.s.kubeconfig, "--cache-dir", self.cache,
                "wait", "--for=delete", "job/fin-job", "--timeout=20s"]
         waiter = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
@@ -306,7 +272,7 @@ class KubectlTest(unittest.TestCase):
     def test_get_watch(self):
         path = self.write("watch.yaml", JOB.format(name="watch-job", extra_label=""))
         self.kubectl("apply", "-f", path)
-        cmd = [KUBECTL, "--kubeconfig", self.server.kubeconfig, "--cache-dir", self.cache,
+        cmd = [KUBECTL, "--kubeconfig", self.s.kubeconfig, "--cache-dir", self.cache,
                "get", "jobs", "-w", "--field-selector", "metadata.name=watch-job"]
         proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
@@ -323,7 +289,7 @@ class KubectlTest(unittest.TestCase):
             proc.wait()
             proc.stdout.close()
             proc.stderr.close()
-        self.assertIn("watch=true", self.server.log())
+        self.assertIn("watch=true", self.s.log())
 
 
 if __name__ == "__main__":

@@ -10,13 +10,8 @@ import time
 import unittest
 import urllib.request
 
-from harness import ApiServerProcess
-
-try:
-    from kubernetes import client, config, watch
-    from kubernetes.client.rest import ApiException
-except ImportError:  # pragma: no cover
-    client = None
+from clientfixtures import (ApiException, PythonClientServerTest, client, needs_python_client,
+                            watch)
 
 GATE = "kueue.x-k8s.io/admission"
 
@@ -36,20 +31,10 @@ def status_of(exc):
     return json.loads(exc.body)
 
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class PythonClientTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ApiServerProcess("--bookmark-interval", "0.3", "--namespace", "team").start()
-        cls.api_client = config.new_client_from_config(config_file=cls.server.kubeconfig)
-        cls.core = client.CoreV1Api(cls.api_client)
-        cls.batch = client.BatchV1Api(cls.api_client)
-        cls.coord = client.CoordinationV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.close()
-        cls.server.stop()
+@needs_python_client
+class PythonClientTest(PythonClientServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--bookmark-interval", "0.3", "--namespace", "team")
+    APIS = {"core": "CoreV1Api", "batch": "BatchV1Api", "coord": "CoordinationV1Api"}
 
     def merge_patch_pod(self, name, body, namespace="team"):
         return self.api_client.call_api(
@@ -291,7 +276,7 @@ class PythonClientTest(unittest.TestCase):
     def test_watch_too_old_resource_version(self):
         old_rv = self.core.list_namespaced_pod("team").metadata.resource_version
         self.core.create_namespaced_pod("team", pod_body("churn"))
-        code, body = self.server.request("POST", "/_fixture/compact")
+        code, body = self.s.request("POST", "/_fixture/compact")
         self.assertEqual(code, 200)
         compacted = body["compactedResourceVersion"]
         with self.assertRaises(ApiException) as cm:
@@ -302,7 +287,7 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(cm.exception.reason, "Expired: too old resource version: %s (%s)"
                          % (old_rv, compacted))
         # The same on the wire: HTTP 200, then one ERROR event carrying the Status.
-        code, text = self.server.request(
+        code, text = self.s.request(
             "GET", "/api/v1/namespaces/team/pods?watch=1&resourceVersion=%s" % old_rv)
         self.assertEqual(code, 200)
         ev = text if isinstance(text, dict) else json.loads(text.splitlines()[0])
@@ -324,7 +309,7 @@ class PythonClientTest(unittest.TestCase):
         rv = self.core.list_namespaced_pod("team").metadata.resource_version
         start = time.time()
         req = urllib.request.Request(
-            self.server.url + "/api/v1/namespaces/team/pods?watch=true&allowWatchBookmarks=true"
+            self.s.url + "/api/v1/namespaces/team/pods?watch=true&allowWatchBookmarks=true"
             "&timeoutSeconds=1&resourceVersion=" + rv)
         with urllib.request.urlopen(req, timeout=10) as resp:
             self.assertEqual(resp.headers["Transfer-Encoding"], "chunked")

@@ -2,7 +2,7 @@
 
 import unittest
 
-from harness import ApiServerProcess
+from harness import ServerTest
 
 
 def pod(name, **labels):
@@ -10,15 +10,7 @@ def pod(name, **labels):
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
 
-class RawApiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
+class RawApiTest(ServerTest, unittest.TestCase):
     def test_discovery_documents(self):
         code, body = self.s.request("GET", "/api")
         self.assertEqual((code, body["kind"], body["versions"]), (200, "APIVersions", ["v1"]))

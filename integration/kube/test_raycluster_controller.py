@@ -11,25 +11,18 @@ import unittest
 import urllib.request
 
 from crdfixtures import JSON_PATCH, MERGE, RC_PATH, cond, raycluster, template
-from harness import ApiServerProcess, wait_until
+from harness import ServerTest, wait_until
 
 ELASTIC_GATE = "kueue.x-k8s.io/elastic-job"
 
 
-class RayOperatorTest(unittest.TestCase):
+class RayOperatorTest(ServerTest, unittest.TestCase):
     """``--controllers raycluster,scheduler,kubelet``: pods run, the status follows."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "raycluster", "--namespace", "ray",
-                                 "--controllers", "raycluster,scheduler,kubelet",
-                                 "--node", "n1:pool=a:cpu=32", "--node", "n2:pool=a:cpu=32",
-                                 "--kubelet-start-delay", "0.05",
-                                 "--kubelet-grace-cap", "0.2").start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+    SERVER_ARGS = ("--crd", "raycluster", "--namespace", "ray",
+                   "--controllers", "raycluster,scheduler,kubelet",
+                   "--node", "n1:pool=a:cpu=32", "--node", "n2:pool=a:cpu=32",
+                   "--kubelet-start-delay", "0.05", "--kubelet-grace-cap", "0.2")
 
     def create(self, body):
         code, out = self.s.request("POST", RC_PATH % "ray", body)

@@ -10,7 +10,7 @@ deletion with the finalizer. Run with /usr/bin/python3.
 import time
 import unittest
 
-from harness import ApiServerProcess, wait_until
+from harness import ServerTest, wait_until
 from test_workload_controllers import (EXIT_CODE, FAST, JOBS, NS, PODS, RUNTIME, Api, cond,
                                        container)
 
@@ -37,16 +37,10 @@ def deployment_status(o):
     return (o.get("status") or {}).get("jobDeploymentStatus")
 
 
-class RayJobTest(Api, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "raycluster,rayjob",
-                                 "--controllers", "rayjob,raycluster,job,scheduler,kubelet",
-                                 "--node", "n1::cpu=64", *FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class RayJobTest(Api, ServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--crd", "raycluster,rayjob",
+                   "--controllers", "rayjob,raycluster,job,scheduler,kubelet",
+                   "--node", "n1::cpu=64", *FAST)
 
     def wait_state(self, name, state, timeout=10):
         return self.wait_for(RAYJOBS, name, lambda o: deployment_status(o) == state, state,

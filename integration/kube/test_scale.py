@@ -12,33 +12,18 @@ following a scale; kubectl (``scale``, ``get --subresource=scale``, ``patch
 /usr/bin/python3.
 """
 
-import base64
 import json
-import os
-import shutil
-import ssl
-import subprocess
-import tempfile
-import threading
 import unittest
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness import ApiServerProcess, wait_until
-from test_apps_clients import kubectl_minor
+from clientfixtures import (ApiException, KubectlServerTest, PythonClientServerTest,
+                            needs_kubectl, needs_python_client)
+from harness import ServerTest, wait_until
 from test_apps_controllers import FAST, MERGE, STRATEGIC, AppsApi, deployment, statefulset
-from test_webhooks import make_cert
+from webhookfixtures import ReviewHandler, WebhookServerTest, json_patch
 
-try:
-    from kubernetes import client, config
-    from kubernetes.client.rest import ApiException
-except ImportError:  # pragma: no cover
-    client = None
-
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 JSON_PATCH = "application/json-patch+json"
 APPS = "/apis/apps/v1/namespaces/%s/"
-AR = "/apis/admissionregistration.k8s.io/v1/"
 CONFLICT = ('Operation cannot be fulfilled on deployments.apps "%s": the object has been '
             'modified; please apply your changes to the latest version and try again')
 
@@ -64,15 +49,7 @@ class ScaleApi(AppsApi):
 
 # ---------------------------------------------------------------------- raw API
 
-class ScaleApiTest(ScaleApi, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
+class ScaleApiTest(ScaleApi, ServerTest, unittest.TestCase):
     def test_get_is_a_view_of_the_parent(self):
         body = deployment("view", 3)
         body["spec"]["selector"]["matchExpressions"] = [
@@ -254,84 +231,43 @@ class ScaleApiTest(ScaleApi, unittest.TestCase):
 
 # ------------------------------------------------------------- admission webhooks
 
-class ScaleHook(BaseHTTPRequestHandler):
+class ScaleHook(ReviewHandler):
     """/cap caps a Scale at 4 replicas (13 becomes -1); /deny refuses more than 5; /record
     allows. Every review is kept in ``server.seen`` as (path, request)."""
 
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["request"]
-        path = self.path.split("?")[0]
+    def review(self, path, req):
         self.server.seen.append((path, req))
         resp = {"uid": req["uid"], "allowed": True}
         replicas = ((req.get("object") or {}).get("spec") or {}).get("replicas", 0)
         if path == "/cap" and replicas > 4:
-            ops = [{"op": "replace", "path": "/spec/replicas",
-                    "value": -1 if replicas == 13 else 4}]
-            resp.update(patchType="JSONPatch",
-                        patch=base64.b64encode(json.dumps(ops).encode()).decode())
+            resp.update(json_patch([{"op": "replace", "path": "/spec/replicas",
+                                     "value": -1 if replicas == 13 else 4}]))
         elif path == "/deny" and replicas > 5:
             resp = {"uid": req["uid"], "allowed": False, "status": {
                 "code": 403, "reason": "Forbidden",
                 "message": "spec.replicas: Forbidden: at most 5"}}
-        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                           "response": resp}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        return resp
 
 
-class ScaleWebhookTest(ScaleApi, unittest.TestCase):
+class ScaleWebhookTest(ScaleApi, WebhookServerTest, unittest.TestCase):
     """Webhooks see Scale objects, and only those whose rules name the scale subresource."""
 
     NS = "scaled"
+    HOOK = ScaleHook
+    SERVER_ARGS = ("--namespace", NS)
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="kube-scale-webhook-")
-        crt, key = make_cert(cls.tmp, "hook", "IP:127.0.0.1,DNS:hooks.system.svc")
-        with open(crt, "rb") as f:
-            ca = base64.b64encode(f.read()).decode()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(crt, key)
-        cls.hooks = ThreadingHTTPServer(("127.0.0.1", 0), ScaleHook)
-        cls.hooks.daemon_threads = True
-        cls.hooks.socket = ctx.wrap_socket(cls.hooks.socket, server_side=True)
-        cls.hooks.seen = []
-        threading.Thread(target=cls.hooks.serve_forever, kwargs={"poll_interval": 0.1},
-                         daemon=True).start()
-        cls.s = ApiServerProcess(
-            "--namespace", cls.NS, "--namespace", "system",
-            "--service-address", "system/hooks=127.0.0.1:%d" % cls.hooks.server_address[1]
-        ).start()
+        super().setUpClass()
         for kind, name, path, resource in (
                 ("Mutating", "cap", "/cap", "deployments/scale"),
                 ("Validating", "deny", "/deny", "statefulsets/scale"),
                 ("Validating", "record", "/record", "deployments")):
-            code, out = cls.s.request("POST", AR + kind.lower() + "webhookconfigurations", {
-                "metadata": {"name": name}, "webhooks": [{
-                    "name": name + ".scale.test", "sideEffects": "None",
-                    "admissionReviewVersions": ["v1"],
-                    "clientConfig": {"caBundle": ca, "service": {
-                        "namespace": "system", "name": "hooks", "path": path}},
-                    "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
-                               "operations": ["UPDATE"], "resources": [resource]}],
-                    "namespaceSelector": {"matchLabels": {
-                        "kubernetes.io/metadata.name": cls.NS}}}]})
-            assert code == 201, out
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        cls.hooks.shutdown()
-        cls.hooks.server_close()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+            cls.register_hook(
+                kind, name, name + ".scale.test", path,
+                [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                  "resources": [resource]}],
+                namespaceSelector={"matchLabels": {"kubernetes.io/metadata.name": cls.NS}})
 
     def reviews(self, path, name):
         return [r for p, r in self.hooks.seen if p == path and r["name"] == name]
@@ -388,15 +324,9 @@ class ScaleWebhookTest(ScaleApi, unittest.TestCase):
 
 # ------------------------------------------------------------------ controllers
 
-class ScaleControllersTest(ScaleApi, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--controllers", "deployment,statefulset,scheduler,kubelet",
-                                 "--node", "n1::cpu=32", *FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class ScaleControllersTest(ScaleApi, ServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--controllers", "deployment,statefulset,scheduler,kubelet",
+                   "--node", "n1::cpu=32", *FAST)
 
     def test_scaling_a_deployment_changes_its_pods(self):
         self.create("deployments", deployment("grow", 1))
@@ -422,19 +352,9 @@ class ScaleControllersTest(ScaleApi, unittest.TestCase):
 
 # ----------------------------------------------------------------------- clients
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class ScalePythonClientTest(ScaleApi, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess().start()
-        cls.api_client = config.new_client_from_config(config_file=cls.s.kubeconfig)
-        cls.apps = client.AppsV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.rest_client.pool_manager.clear()
-        cls.api_client.close()
-        cls.s.stop()
+@needs_python_client
+class ScalePythonClientTest(ScaleApi, PythonClientServerTest, unittest.TestCase):
+    APIS = {"apps": "AppsV1Api"}
 
     def test_read_patch_and_replace(self):
         d = self.create("deployments", deployment("pyscale", 2))
@@ -461,24 +381,10 @@ class ScalePythonClientTest(ScaleApi, unittest.TestCase):
         self.assertEqual(ctx.exception.status, 404)
 
 
-@unittest.skipIf((kubectl_minor() or 0) < 27, "needs kubectl 1.27 or later at %s" % KUBECTL)
-class ScaleKubectlTest(ScaleApi, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess().start()
-        cls.env = dict(os.environ, HOME=cls.s.tmp, KUBECONFIG=cls.s.kubeconfig)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
+@needs_kubectl(27)
+class ScaleKubectlTest(ScaleApi, KubectlServerTest, unittest.TestCase):
     def kubectl(self, *args, code=0):
-        cmd = [KUBECTL, "--kubeconfig", self.s.kubeconfig, "--cache-dir",
-               os.path.join(self.s.tmp, "cache")] + list(args)
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=60)
-        if p.returncode != code:
-            self.fail("%s exited %d:\nstdout: %s\nstderr: %s" % (
-                " ".join(cmd), p.returncode, p.stdout, p.stderr))
+        p = super().kubectl(*args, code=code)
         return p.stdout + p.stderr
 
     def test_scale_get_and_patch(self):

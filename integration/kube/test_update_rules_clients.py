@@ -11,32 +11,18 @@ with /usr/bin/python3.
 import json
 import unittest
 
-from harness import ApiServerProcess, wait_until
+from clientfixtures import ApiException, PythonClientServerTest, needs_python_client
+from harness import ServerTest, wait_until
 from updaterulefixtures import (GATE, JOBS, NODE_SELECTOR_ONLY_ADDITIONS, PODS, STRATEGIC,
                                 UPDATABLE, RulesApi, job, pod)
 
-try:
-    from kubernetes import client, config
-    from kubernetes.client.rest import ApiException
-except ImportError:  # pragma: no cover
-    client = None
 
-
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class PythonClientUpdateRulesTest(unittest.TestCase):
+@needs_python_client
+class PythonClientUpdateRulesTest(PythonClientServerTest, unittest.TestCase):
     """The same rules as python3-kubernetes sees them (ApiException 422)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.server = ApiServerProcess("--namespace", "team").start()
-        cls.api_client = config.new_client_from_config(config_file=cls.server.kubeconfig)
-        cls.core = client.CoreV1Api(cls.api_client)
-        cls.batch = client.BatchV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.close()
-        cls.server.stop()
+    SERVER_ARGS = ("--namespace", "team")
+    APIS = {"core": "CoreV1Api", "batch": "BatchV1Api"}
 
     def test_pod_tolerations_and_node_selector(self):
         self.core.create_namespaced_pod("team", pod("py", gates=[GATE],
@@ -100,20 +86,11 @@ def _suspended(j):
                for c in j.get("status", {}).get("conditions") or [])
 
 
-class _Controllers(RulesApi):
-    """With the simulated scheduler, kubelet and Job controller (``ARGS``)."""
+class _Controllers(RulesApi, ServerTest):
+    """With the simulated scheduler, kubelet and Job controller (``SERVER_ARGS``)."""
 
-    ns = "default"
-    ARGS = ("--controllers", "job,scheduler,kubelet", "--node", "n1:pool=a:cpu=8",
-            "--kubelet-start-delay", "0.05")
-
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess(*cls.ARGS).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+    SERVER_ARGS = ("--controllers", "job,scheduler,kubelet", "--node", "n1:pool=a:cpu=8",
+                   "--kubelet-start-delay", "0.05")
 
     def run_then_suspend(self, name):
         self.create(JOBS, job(name, suspend=False, parallelism=2, completions=2))
@@ -178,7 +155,7 @@ class ControllersUnderUpdateRulesTest(_Controllers, unittest.TestCase):
 class Kubernetes136ControllersTest(_Controllers, unittest.TestCase):
     """--server-version v1.36.0: both suspended-Job gates on by default."""
 
-    ARGS = _Controllers.ARGS + ("--server-version", "v1.36.0")
+    SERVER_ARGS = _Controllers.SERVER_ARGS + ("--server-version", "v1.36.0")
 
     def test_suspension_clears_start_time_and_opens_the_template(self):
         started, j = self.run_then_suspend("open")

@@ -11,25 +11,15 @@ import os
 import sys
 import unittest
 
-from harness import ApiServerProcess
+from harness import ApiServerProcess, ServerTest
 from updaterulefixtures import GATE, JOBS, MERGE, STRATEGIC, RulesApi, job
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import updaterules  # noqa: E402
 
 
-class JobUpdateRulesTest(RulesApi, unittest.TestCase):
+class JobUpdateRulesTest(RulesApi, ServerTest, unittest.TestCase):
     """ValidateJobSpecUpdate (§6.6) as the Job strategy calls it before 1.36 (the default)."""
-
-    ns = "default"
-
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
 
     DIRECTIVES = {"spec": {"template": {
         "metadata": {"labels": {"kueue.x-k8s.io/podset": "main"},
@@ -166,18 +156,10 @@ class JobUpdateRulesTest(RulesApi, unittest.TestCase):
         self.assertEqual(got["spec"]["completions"], 1)  # /status ignores spec
 
 
-class Kubernetes136RulesTest(RulesApi, unittest.TestCase):
+class Kubernetes136RulesTest(RulesApi, ServerTest, unittest.TestCase):
     """The 1.36 condition on the old Job: suspended, and never started or safely suspended."""
 
-    ns = "default"
-
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--server-version", "v1.36.0").start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+    SERVER_ARGS = ("--server-version", "v1.36.0")
 
     CHANGE = {"spec": {"template": {"spec": {
         "nodeSelector": {"pool": "a"},

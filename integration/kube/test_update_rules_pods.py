@@ -9,7 +9,7 @@ aggregated errors, PUT with defaulting, and the binding subresource. Run with
 
 import unittest
 
-from harness import ApiServerProcess
+from harness import ServerTest
 from updaterulefixtures import (GATE, NODE_SELECTOR_ONLY_ADDITIONS, PODS, STRATEGIC, UPDATABLE,
                                 RulesApi, pod)
 
@@ -18,18 +18,8 @@ TOLERATION_CHANGED = ("spec.tolerations: Forbidden: existing toleration can not 
                       "except its tolerationSeconds")
 
 
-class PodUpdateRulesTest(RulesApi, unittest.TestCase):
+class PodUpdateRulesTest(RulesApi, ServerTest, unittest.TestCase):
     """ValidatePodUpdate (§6.5), on pods no controller touches."""
-
-    ns = "default"
-
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
 
     def test_scheduling_gates_can_only_be_removed(self):
         self.create(PODS, pod("gates", gates=[GATE, "example.com/b"]))

@@ -6,26 +6,17 @@ openssl for 127.0.0.1, localhost and hooks.system.svc (the service DNS name of
 reaches through ``--service-address system/hooks=127.0.0.1:PORT``).
 """
 
-import base64
-import json
-import os
-import shutil
 import socket
-import ssl
 import subprocess
-import tempfile
-import threading
 import time
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import webhooks
-from harness import ApiServerProcess
+from clientfixtures import KUBECTL
 from resources import RES_BY_KEY
 from store import AdmissionRequest
+from webhookfixtures import AR, ReviewHandler, WebhookServerTest, ca_bundle, json_patch, make_cert
 
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
-AR = "/apis/admissionregistration.k8s.io/v1/"
 MUTATED = "webhook.test/mutated"
 
 JOB = """apiVersion: batch/v1
@@ -45,26 +36,10 @@ spec:
 """
 
 
-def make_cert(directory, name, sans):
-    crt, key = os.path.join(directory, name + ".crt"), os.path.join(directory, name + ".key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=" + sans,
-                    "-keyout", key, "-out", crt], check=True, capture_output=True)
-    return crt, key
-
-
-class WebhookHandler(BaseHTTPRequestHandler):
+class WebhookHandler(ReviewHandler):
     """Paths: /mutate, /validate, /wronguid, /slow (sleeps 1.5 s, then allows)."""
 
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        req = review["request"]
-        path = self.path.split("?")[0]
+    def review(self, path, req):
         self.server.seen.append((path, self.path, req))
         resp = {"uid": req["uid"], "allowed": True}
         obj = req.get("object") or {}
@@ -75,8 +50,7 @@ class WebhookHandler(BaseHTTPRequestHandler):
             ops += [{"op": "add", "path": "/metadata/labels/webhook.test~1mutated",
                      "value": "true"},
                     {"op": "add", "path": "/spec/suspend", "value": True}]
-            resp["patchType"] = "JSONPatch"
-            resp["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+            resp.update(json_patch(ops))
         elif path == "/validate":
             old = ((req.get("oldObject") or {}).get("metadata") or {}).get("labels") or {}
             if (labels or {}).get("deny") == "true":
@@ -90,16 +64,7 @@ class WebhookHandler(BaseHTTPRequestHandler):
             resp["uid"] = "not-" + req["uid"]
         elif path == "/slow":
             time.sleep(1.5)
-        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                           "response": resp}).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            pass
+        return resp
 
 
 def free_port():
@@ -108,39 +73,19 @@ def free_port():
         return s.getsockname()[1]
 
 
-class WebhookTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="kube-webhook-test-")
-        crt, key = make_cert(cls.tmp, "hook",
-                             "IP:127.0.0.1,DNS:localhost,DNS:hooks.system.svc")
-        other, _ = make_cert(cls.tmp, "other", "IP:127.0.0.1,DNS:localhost")
-        with open(crt, "rb") as f:
-            cls.ca = base64.b64encode(f.read()).decode()
-        with open(other, "rb") as f:
-            cls.wrong_ca = base64.b64encode(f.read()).decode()
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(crt, key)
-        cls.hooks = ThreadingHTTPServer(("127.0.0.1", 0), WebhookHandler)
-        cls.hooks.daemon_threads = True
-        cls.hooks.socket = ctx.wrap_socket(cls.hooks.socket, server_side=True)
-        cls.hooks.seen = []
-        cls.hook_addr = "127.0.0.1:%d" % cls.hooks.server_address[1]
-        threading.Thread(target=cls.hooks.serve_forever, kwargs={"poll_interval": 0.1},
-                         daemon=True).start()
-        cls.server = ApiServerProcess("--service-address", "system/hooks=" + cls.hook_addr,
-                                      "--namespace", "system").start()
+class WebhookTest(WebhookServerTest, unittest.TestCase):
+    HOOK = WebhookHandler
 
     @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.hooks.shutdown()
-        cls.hooks.server_close()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ca, cls.hook_addr = cls.hooks.ca, cls.hooks.address
+        other, _ = make_cert(cls.hooks.tmp, "other", "IP:127.0.0.1,DNS:localhost")
+        cls.wrong_ca = ca_bundle(other)
 
     # ------------------------------------------------------------ helpers
     def req(self, method, path, body=None, ctype="application/json"):
-        return self.server.request(method, path, body, ctype)
+        return self.s.request(method, path, body, ctype)
 
     def namespace(self, name, labels=None):
         code, body = self.req("POST", "/api/v1/namespaces",
@@ -174,7 +119,7 @@ class WebhookTest(unittest.TestCase):
         return wh
 
     def kubectl(self, *args, stdin=None):
-        return subprocess.run([KUBECTL, "--kubeconfig", self.server.kubeconfig] + list(args),
+        return subprocess.run([KUBECTL, "--kubeconfig", self.s.kubeconfig] + list(args),
                               input=stdin, capture_output=True, text=True, timeout=30)
 
     def lease(self, ns, name):

@@ -8,20 +8,14 @@ python3-kubernetes' CustomObjectsApi creates, lists, reads, patches and
 deletes a JobSet and reads a RayJob's status. Run with /usr/bin/python3.
 """
 
-import json
-import os
 import re
-import subprocess
 import unittest
 
-from harness import ApiServerProcess, wait_until
+from clientfixtures import (KubectlServerTest, PythonClientServerTest, needs_kubectl,
+                            needs_python_client)
+from crdfixtures import ray_cluster_spec_yaml
+from harness import wait_until
 
-try:
-    from kubernetes import client, config
-except ImportError:  # pragma: no cover
-    client = None
-
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 ARGS = ("--crd", "raycluster,rayjob,jobset,pytorchjob",
         "--controllers", "raycluster,rayjob,jobset,pytorchjob,job,scheduler,kubelet",
         "--node", "n1::cpu=64", "--kubelet-start-delay", "0.05", "--kubelet-grace-cap", "0.2")
@@ -36,28 +30,7 @@ spec:
   entrypoint: python /home/ray/samples/sample_code.py
   shutdownAfterJobFinishes: true
   rayClusterSpec:
-    rayVersion: '2.41.0'
-    headGroupSpec:
-      rayStartParams: {}
-      template:
-        spec:
-          containers:
-          - name: ray-head
-            image: rayproject/ray:2.41.0
-            resources:
-              requests: {cpu: "1", memory: 2G}
-    workerGroupSpecs:
-    - replicas: 1
-      groupName: small-group
-      rayStartParams: {}
-      template:
-        spec:
-          containers:
-          - name: ray-worker
-            image: rayproject/ray:2.41.0
-            resources:
-              requests: {cpu: "1", memory: 1G}
-"""
+""" + ray_cluster_spec_yaml("small-group", 1, indent="    ")
 
 JOBSET_YAML = """apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
@@ -109,35 +82,12 @@ spec:
 """
 
 
-def kubectl_minor():
-    try:
-        out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
-        return int(json.loads(out)["clientVersion"]["minor"].rstrip("+"))
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
-
-
-@unittest.skipIf((kubectl_minor() or 0) < 29, "needs kubectl 1.29 or later at %s" % KUBECTL)
-class WorkloadKubectlTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess(*ARGS).start()
-        cls.env = dict(os.environ, HOME=cls.s.tmp, KUBECONFIG=cls.s.kubeconfig)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+@needs_kubectl(29)
+class WorkloadKubectlTest(KubectlServerTest, unittest.TestCase):
+    SERVER_ARGS = ARGS
 
     def kubectl(self, *args, stdin=None):
-        cmd = [KUBECTL, "--kubeconfig", self.s.kubeconfig, "--cache-dir",
-               os.path.join(self.s.tmp, "cache")] + list(args)
-        p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, input=stdin,
-                           timeout=40)
-        if p.returncode != 0:
-            self.fail("%s failed (%d):\nstdout: %s\nstderr: %s" % (
-                " ".join(cmd), p.returncode, p.stdout, p.stderr))
-        return p.stdout
+        return super().kubectl(*args, stdin=stdin).stdout
 
     def test_rayjob(self):
         out = self.kubectl("apply", "-f", "-", stdin=RAYJOB_YAML)
@@ -201,20 +151,10 @@ class WorkloadKubectlTest(unittest.TestCase):
                      "--timeout=20s")
 
 
-@unittest.skipIf(client is None, "python3-kubernetes is not installed (use /usr/bin/python3)")
-class WorkloadClientTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess(*ARGS).start()
-        cls.api_client = config.new_client_from_config(config_file=cls.s.kubeconfig)
-        cls.api = client.CustomObjectsApi(cls.api_client)
-        cls.batch = client.BatchV1Api(cls.api_client)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.api_client.rest_client.pool_manager.clear()
-        cls.api_client.close()
-        cls.s.stop()
+@needs_python_client
+class WorkloadClientTest(PythonClientServerTest, unittest.TestCase):
+    SERVER_ARGS = ARGS
+    APIS = {"api": "CustomObjectsApi", "batch": "BatchV1Api"}
 
     def test_jobset_through_custom_objects_api(self):
         g, v, p = "jobset.x-k8s.io", "v1alpha2", "jobsets"

@@ -12,7 +12,7 @@ with /usr/bin/python3.
 import unittest
 import urllib.parse
 
-from harness import ApiServerProcess, wait_until
+from harness import ServerTest, wait_until
 
 MERGE = "application/merge-patch+json"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/%s/jobsets"
@@ -91,16 +91,9 @@ def jobset(name, suspend=None, workers=2, runtime="0.3", exit_code=None, **spec)
     return body
 
 
-class JobSetTest(Api, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "jobset", "--controllers", "jobset,job,scheduler,kubelet",
-                                 "--node", "na:pool=a:cpu=64", "--node", "nb:pool=b:cpu=64",
-                                 *FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class JobSetTest(Api, ServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--crd", "jobset", "--controllers", "jobset,job,scheduler,kubelet",
+                   "--node", "na:pool=a:cpu=64", "--node", "nb:pool=b:cpu=64", *FAST)
 
     def child_jobs(self, name):
         return self.items(JOBS, "jobset.sigs.k8s.io/jobset-name=" + name)
@@ -245,17 +238,10 @@ def active(job, rtype):
         "active", 0)
 
 
-class PyTorchJobTest(Api, unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = ApiServerProcess("--crd", "pytorchjob",
-                                 "--controllers", "pytorchjob,scheduler,kubelet",
-                                 "--node", "na:pool=a:cpu=64", "--node", "nb:pool=b:cpu=64",
-                                 *FAST).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class PyTorchJobTest(Api, ServerTest, unittest.TestCase):
+    SERVER_ARGS = ("--crd", "pytorchjob",
+                   "--controllers", "pytorchjob,scheduler,kubelet",
+                   "--node", "na:pool=a:cpu=64", "--node", "nb:pool=b:cpu=64", *FAST)
 
     def pods(self, name):
         return self.items(PODS, "training.kubeflow.org/job-name=" + name)

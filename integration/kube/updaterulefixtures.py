@@ -49,6 +49,8 @@ def job(name, suspend=True, **spec):
 class RulesApi:
     """Helpers over ``self.s`` (an ApiServerProcess) and ``self.ns``."""
 
+    ns = "default"
+
     def create(self, path, body):
         code, out = self.s.request("POST", path % self.ns, body)
         self.assertEqual(code, 201, out)
