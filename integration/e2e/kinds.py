@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 
-from shimcase import T, ShimCase
+from shimcase import T, ShimCase, elastic_gated, grow_and_shrink
 from stack import condition, is_true, queues
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
@@ -178,39 +178,13 @@ class KindScenarios(ShimCase):
         obj = self.make(ns, "el", 2)  # no runtime: its pods run until it is deleted
         obj["metadata"].setdefault("annotations", {})["kueue.x-k8s.io/elastic-job"] = "true"
         self.create(obj)
-
-        def running():
-            return {p["metadata"]["uid"] for p in self.pods("el")
-                    if p["status"].get("phase") == "Running"
-                    and not p["metadata"].get("deletionTimestamp")}
-
-        def gated():
-            return [p for p in self.pods("el")
-                    if any(g["name"] == "kueue.x-k8s.io/elastic-job"
-                           for g in p["spec"].get("schedulingGates") or [])]
-        self.wait(lambda: len(running()) == 2, "its two pods to be ungated and run")
-        first = running()
-        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
-        # Grown past the quota: the scale-up slice waits, the new pods stay gated, and the usage
-        # stays that of the running slice.
-        self.patch("el", self.resize_ops(4))
-        self.wait(lambda: len(gated()) == 2, "the two new pods, gated")
-        self.wait(lambda: [w for w in s.workloads(ns) if condition(w, "QuotaReserved") and
-                           condition(w, "QuotaReserved")["status"] == "False"],
-                  "the scale-up slice to wait for quota")
-        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
-        self.assertEqual(running(), first)
-        # Quota enough: the slice is admitted, the new pods ungated; counted once.
-        s.apply(queues(ns, cq, 5))
-        self.wait(lambda: len(running()) == 4, "the four pods to run")
-        self.assertTrue(first <= running(), "a running pod was restarted")
-        self.wait(lambda: s.cq_usage(cq, "pool-a") == "4", "usage to be the new slice's")
-        # Shrunk in place: one pod goes, the others keep running.
-        grown = running()
-        self.patch("el", self.resize_ops(3))
-        self.wait(lambda: len(running()) == 3, "one pod to go")
-        self.assertTrue(running() <= grown, "a pod was restarted or replaced")
-        self.wait(lambda: s.cq_usage(cq, "pool-a") == "3", "usage to shrink in place")
+        grow_and_shrink(
+            self, cq, 2, 4, 3,
+            running=lambda: {p["metadata"]["uid"] for p in self.pods("el")
+                             if p["status"].get("phase") == "Running"
+                             and not p["metadata"].get("deletionTimestamp")},
+            gated=lambda: elastic_gated(self.pods("el")),
+            resize=lambda n: self.patch("el", self.resize_ops(n)))
         code, _ = s.kube("DELETE", (self.COLLECTION % ns) + "/el")
         self.assertEqual(code, 200)
         self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")

@@ -6,14 +6,15 @@ A Deployment's pods are single pods, each with its Workload; a StatefulSet's pod
 serving pod group, admitted at once (fast admission) and named after the StatefulSet.
 """
 
+import json
 import os
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kinds import KUBECTL  # noqa: E402
-from shimcase import ShimCase  # noqa: E402
+from kinds import KUBECTL, PRIORITY_CLASSES  # noqa: E402
+from shimcase import ShimCase, elastic_gated, grow_and_shrink  # noqa: E402
 from stack import condition, queues  # noqa: E402
 
 
@@ -37,6 +38,11 @@ def statefulset(ns, name, replicas):
                          "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
             "spec": {"replicas": replicas, "serviceName": name,
                      "selector": {"matchLabels": {"app": name}}, "template": template(name)}}
+
+
+def with_priority(obj, priority_class):
+    obj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority_class
+    return obj
 
 
 def gated(pod):
@@ -157,52 +163,30 @@ class ServingE2E(ShimCase, unittest.TestCase):
         self.assertEqual(wl["spec"]["podSets"][0]["count"], 3)
 
     def elastic_grows_and_shrinks(self, kind, obj):
-        """An elastic `kind` of 2 pods (quota 3): grown to 4 past the quota, its new pods wait
-        gated while the slice waits, then run once it is admitted; shrunk to 3 in place."""
+        """An elastic `kind` of 2 pods is one Workload (pod set main) grown and shrunk through
+        slices (shimcase.grow_and_shrink), its pods ungated with their flavor."""
         s, ns, cq = self.s, self.ns, "cq-el-" + kind.lower()
         s.apply(queues(ns, cq, 3))
         app = obj["metadata"]["name"]
         obj["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
-        created = self.create(obj)
-        template = created["spec"]["template"]
+        template = self.create(obj)["spec"]["template"]
         self.assertEqual(template["spec"]["schedulingGates"],
                          [{"name": "kueue.x-k8s.io/elastic-job"}])
         self.assertNotIn("kueue.x-k8s.io/pod-suspending-parent",
                          template["metadata"].get("annotations") or {})
 
-        def running():
-            return {p["metadata"]["uid"] for p in self.running(app)}
-
-        def elastic_gated():
-            return [p for p in self.pods(app) if any(
-                g["name"] == "kueue.x-k8s.io/elastic-job"
-                for g in p["spec"].get("schedulingGates") or [])]
-        self.wait(lambda: len(running()) == 2, "its two pods to be ungated and run")
+        def resize(n):
+            code, body = self.patch(kind.lower(), app, {"spec": {"replicas": n}})
+            self.assertEqual(code, 200, body)
+        self.wait(lambda: len(self.running(app)) == 2, "its two pods to be ungated and run")
         for p in self.running(app):
             self.assertEqual(p["spec"]["nodeSelector"], {"pool": "a"})  # ungated with its flavor
         wl = [w for w in s.workloads(ns) if w["metadata"]["ownerReferences"][0]["kind"] == kind]
-        self.assertEqual(len(wl), 1)
-        self.assertEqual([(p["name"], p["count"]) for p in wl[0]["spec"]["podSets"]], [("main", 2)])
-        first = running()
-        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
-        code, body = self.patch(kind.lower(), app, {"spec": {"replicas": 4}})
-        self.assertEqual(code, 200, body)
-        self.wait(lambda: len(elastic_gated()) == 2, "the two new pods, gated")
-        self.wait(lambda: [w for w in s.workloads(ns) if condition(w, "QuotaReserved") and
-                           condition(w, "QuotaReserved")["status"] == "False"],
-                  "the scale-up slice to wait for quota")
-        self.assertEqual(s.cq_usage(cq, "pool-a"), "2")
-        self.assertEqual(running(), first)
-        s.apply(queues(ns, cq, 5))
-        self.wait(lambda: len(running()) == 4, "the four pods to run")
-        self.assertTrue(first <= running(), "a running pod was restarted")
-        self.wait(lambda: s.cq_usage(cq, "pool-a") == "4", "usage to be the new slice's")
-        grown = running()
-        code, body = self.patch(kind.lower(), app, {"spec": {"replicas": 3}})
-        self.assertEqual(code, 200, body)
-        self.wait(lambda: len(running()) == 3, "one pod to go")
-        self.assertTrue(running() <= grown, "a pod was restarted or replaced")
-        self.wait(lambda: s.cq_usage(cq, "pool-a") == "3", "usage to shrink in place")
+        self.assertEqual([(p["name"], p["count"]) for p in wl[0]["spec"]["podSets"]],
+                         [("main", 2)])
+        grow_and_shrink(self, cq, 2, 4, 3,
+                        running=lambda: {p["metadata"]["uid"] for p in self.running(app)},
+                        gated=lambda: elastic_gated(self.pods(app)), resize=resize)
         code, _ = s.kube("DELETE", "/apis/apps/v1/namespaces/%s/%ss/%s" % (ns, kind.lower(), app))
         self.assertEqual(code, 200)
         self.wait(lambda: s.cq_usage(cq, "pool-a") == "0", "usage to drop to 0")
@@ -214,6 +198,53 @@ class ServingE2E(ShimCase, unittest.TestCase):
 
     def test_an_elastic_deployment_is_one_workload_resized_through_slices(self):
         self.elastic_grows_and_shrinks("Deployment", deployment(self.ns, "eld", 2))
+
+    def preempted(self, kind, make):
+        """A lower priority `kind` of 2 pods runs under a quota of 2; a higher priority one takes
+        the quota: the lower one's pods are stopped (TerminationTarget, deleted) and come back
+        gated, to wait; the higher one's run."""
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, "cq-pre-" + kind.lower(), 2, preemption="LowerPriority") +
+                PRIORITY_CLASSES)
+        self.create(with_priority(make(ns, "low", 2), "low"))
+        self.wait(lambda: len(self.running("low")) == 2, "the low one's pods to run")
+        self.create(with_priority(make(ns, "high", 2), "high"))
+        self.wait(lambda: len(self.running("high")) == 2, "the high one's pods to run")
+        self.wait(lambda: len([p for p in self.pods("low") if gated(p)]) == 2,
+                  "the low one's pods to come back gated")
+        self.assertEqual(self.running("low"), [])
+
+    def test_a_higher_priority_deployment_preempts_a_lower_ones_pods(self):
+        self.preempted("Deployment", deployment)
+
+    def test_a_higher_priority_statefulset_preempts_a_lower_ones_group(self):
+        def parallel(ns, name, replicas):
+            sts = statefulset(ns, name, replicas)
+            sts["spec"]["podManagementPolicy"] = "Parallel"
+            return sts
+        self.preempted("StatefulSet", parallel)
+
+    def test_kubectl_applies_gets_waits_for_and_scales_a_statefulset(self):
+        if not os.path.exists(KUBECTL):
+            self.skipTest("no kubectl")
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, "cq-kubectl-sts", 4))
+
+        def kubectl(*args, stdin=None):
+            r = subprocess.run([KUBECTL, "--kubeconfig", s.api.kubeconfig] + list(args),
+                               input=stdin, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout
+        self.assertIn(" created", kubectl("apply", "-f", "-",
+                                          stdin=json.dumps(statefulset(ns, "web", 2))))
+        self.assertIn("web", kubectl("get", "statefulsets", "-n", ns))
+        kubectl("wait", "--for=jsonpath={.status.readyReplicas}=2", "statefulset/web", "-n", ns,
+                "--timeout=30s")
+        self.assertIn("kueue.x-k8s.io/pod-suspending-parent",
+                      kubectl("describe", "statefulset", "web", "-n", ns))
+        kubectl("scale", "statefulset/web", "--replicas=0", "-n", ns)
+        self.wait(lambda: self.pods("web") == [], "its pods to go")
+        self.wait(lambda: s.workloads(ns) == [], "its Workload to go with them")
 
     def test_kubectl_scales_and_describes_them(self):
         if not os.path.exists(KUBECTL):

@@ -13,42 +13,32 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stack import Stack, condition, is_true, job, queues  # noqa: E402
-from stack import wait_with_logs  # noqa: E402
+from shimcase import ShimCase  # noqa: E402
+from stack import condition, is_true, job, queues  # noqa: E402
 
 T = 60  # seconds: generous for a loaded 2-core machine
 
 
-class PodsReadyE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=16",), metrics=True,
-                      config="waitForPodsReady:\n"
-                             "  timeout: 3s\n"
-                             "  requeuingStrategy:\n"
-                             "    timestamp: Eviction\n"
-                             "    backoffBaseSeconds: 1\n"
-                             "    backoffMaxSeconds: 2\n"
-                             "    backoffLimitCount: 2\n")
-        cls.shim = cls.s.start_shim()
-        wait_with_logs(cls.s, lambda: cls.shim.metric("admitd_shim_leader") == 1,
-                       "the shim to lead", T)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
+class PodsReadyE2E(ShimCase, unittest.TestCase):
+    NODES = ("n1:pool=a:cpu=16",)
+    STACK = {"metrics": True,
+             "config": "waitForPodsReady:\n"
+                       "  timeout: 3s\n"
+                       "  requeuingStrategy:\n"
+                       "    timestamp: Eviction\n"
+                       "    backoffBaseSeconds: 1\n"
+                       "    backoffMaxSeconds: 2\n"
+                       "    backoffLimitCount: 2\n"}
+    WEBHOOK = False
+    TIMEOUT = T
 
     def setUp(self):
-        self.ns = self._testMethodName.replace("test_", "").replace("_", "-")[:30].strip("-")
-        self.s.create_namespace(self.ns)
+        super().setUp()
         self.s.apply(queues(self.ns, "cq-" + self.ns, 4))
 
     def workload(self):
         wls = self.s.workloads(self.ns)
         return wls[0] if len(wls) == 1 else None
-
-    def wait(self, fn, what):
-        return wait_with_logs(self.s, fn, what, T)
 
     def test_a_job_whose_pods_never_get_ready_is_evicted_requeued_and_deactivated(self):
         s, ns = self.s, self.ns

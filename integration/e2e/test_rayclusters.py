@@ -11,10 +11,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stack import Stack, condition, is_true, queues  # noqa: E402
-from stack import wait_with_logs  # noqa: E402
+from shimcase import ShimCase  # noqa: E402
+from stack import condition, is_true, queues  # noqa: E402
 
-T = 30  # seconds: generous for a loaded 2-core machine
 ELASTIC_GATE = "kueue.x-k8s.io/elastic-job"
 PRIORITY_CLASSES = """---
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -59,25 +58,9 @@ def raycluster(ns, name, workers=1, cpu="1", queue="lq", elastic=False, autoscal
             "spec": spec}
 
 
-class RayClusterE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=64", "n2:pool=b:cpu=64"),
-                      api_args=("--crd", "raycluster",
-                                "--controllers", "job,scheduler,kubelet,raycluster"))
-        cls.shim = cls.s.start_shim_with_webhook(rayclusters=True)
-        cls.wait(cls, lambda: cls.shim.metric("admitd_shim_leader") == 1, "the shim to lead")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-
-    def setUp(self):
-        self.ns = self._testMethodName.replace("test_", "").replace("_", "-")[:30].strip("-")
-        self.s.create_namespace(self.ns)
-
-    def wait(self, fn, what, timeout=T):
-        return wait_with_logs(self.s, fn, what, timeout)
+class RayClusterE2E(ShimCase, unittest.TestCase):
+    API_ARGS = ("--crd", "raycluster", "--controllers", "job,scheduler,kubelet,raycluster")
+    KINDS = {"rayclusters": True}
 
     # --- the cluster --------------------------------------------------------------------------
     def path(self, name=""):

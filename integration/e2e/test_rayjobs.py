@@ -10,7 +10,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kinds import KindScenarios  # noqa: E402
-from stack import condition, queues  # noqa: E402
+from shimcase import elastic_gated, grow_and_shrink  # noqa: E402
+from stack import queues  # noqa: E402
 
 
 class RayJobE2E(KindScenarios, unittest.TestCase):
@@ -101,51 +102,33 @@ class RayJobE2E(KindScenarios, unittest.TestCase):
     def test_an_elastic_rayjob_follows_its_clusters_workers(self):
         # The autoscaler's part is played by hand: the RayCluster's worker replicas are patched.
         s, ns, cq = self.s, self.ns, self.PREFIX + "-el"
-        s.apply(queues(ns, cq, 3))
+        s.apply(queues(ns, cq, 4))
         job = self.make(ns, "el", 3)  # head, one worker, submitter; running until deleted
         job["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] = "true"
         created = self.create(job)
         worker_template = created["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]
         self.assertEqual(worker_template["spec"]["schedulingGates"],
                          [{"name": "kueue.x-k8s.io/elastic-job"}])
+        # The cluster of the admitted run (a suspended RayJob's first one goes again).
+        cluster = self.wait(lambda: (lambda st: st.get("rayClusterName") if st.get(
+            "jobDeploymentStatus") == "Running" else None)(self.get("el").get("status") or {}),
+            "it to run on its cluster")
 
-        def running():
-            return {p["metadata"]["uid"] for p in self.pods("el")
-                    if p["status"].get("phase") == "Running"
-                    and not p["metadata"].get("deletionTimestamp")}
-        self.wait(lambda: len(running()) == 3, "its three pods to be ungated and run")
-        first = running()
-        cluster = self.get("el")["status"]["rayClusterName"]
-        cluster_path = "/apis/ray.io/v1/namespaces/%s/rayclusters/%s" % (ns, cluster)
-
-        def scale(workers):
-            code, body = s.kube("PATCH", cluster_path, [
-                {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": workers}],
-                content_type="application/json-patch+json")
+        def resize(pods):  # the head and the submitter, and pods - 2 workers
+            code, body = s.kube(
+                "PATCH", "/apis/ray.io/v1/namespaces/%s/rayclusters/%s" % (ns, cluster),
+                [{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas",
+                  "value": pods - 2}], content_type="application/json-patch+json")
             self.assertEqual(code, 200, body)
-        # Grown past the quota: a scale-up slice named by the cluster's generation waits; the
-        # new workers stay gated; the usage stays that of the running slice.
-        scale(3)
-        self.wait(lambda: len([p for p in self.pods("el") if any(
-            g["name"] == "kueue.x-k8s.io/elastic-job"
-            for g in p["spec"].get("schedulingGates") or [])]) == 2, "two new gated workers")
-        self.wait(lambda: self.get("el")["metadata"]["annotations"].get(
-            "kueue.x-k8s.io/raycluster-generation") == "2",
-            "the RayJob to record its cluster's generation")
-        self.wait(lambda: [w for w in s.workloads(ns) if condition(w, "QuotaReserved") and
-                           condition(w, "QuotaReserved")["status"] == "False"],
-                  "the scale-up slice to wait for quota")
-        self.assertEqual(s.cq_usage(cq, "pool-a"), "3")
-        s.apply(queues(ns, cq, 5))
-        self.wait(lambda: len(running()) == 5, "the five pods to run")
-        self.assertTrue(first <= running(), "a running pod was restarted")
-        self.wait(lambda: s.cq_usage(cq, "pool-a") == "5", "usage to be the new slice's")
-        # Shrunk in place.
-        grown = running()
-        scale(2)
-        self.wait(lambda: len(running()) == 4, "one worker to go")
-        self.assertTrue(running() <= grown, "a pod was restarted or replaced")
-        self.wait(lambda: s.cq_usage(cq, "pool-a") == "4", "usage to shrink in place")
+        grow_and_shrink(
+            self, cq, 3, 5, 4,
+            running=lambda: {p["metadata"]["uid"] for p in self.pods("el")
+                             if p["status"].get("phase") == "Running"
+                             and not p["metadata"].get("deletionTimestamp")},
+            gated=lambda: elastic_gated(self.pods("el")), resize=resize)
+        # Each slice is named by the cluster's generation, which the RayJob records.
+        self.assertEqual(self.get("el")["metadata"]["annotations"]
+                         ["kueue.x-k8s.io/raycluster-generation"], "3")
 
     def test_the_webhook_refuses_what_kueue_refuses(self):
         s, ns = self.s, self.ns
