@@ -75,6 +75,7 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
   options.excluded_namespaces = config.excluded_namespaces;
   options.manage_jobs_without_queue_name = config.manage_jobs_without_queue_name;
   options.elastic_jobs = config.elastic_jobs;
+  options.enabled = config.integrations;
   s->namespace_sync_ = std::make_unique<NamespaceSync>(*s->admitd_, *s->namespaces_);
   if (config.mirror_workloads) s->mirror_ = std::make_unique<WorkloadMirror>(s->kube_, *s->events_);
   if (s->PodsAdmitted()) {

@@ -73,6 +73,9 @@ struct FrameworkOptions {
   bool elastic_jobs = true;       // the ElasticJobsViaWorkloadSlices gate (β, on)
   bool partial_admission = true;  // the PartialAdmission gate (β, on)
   std::set<std::string> label_keys_to_copy;  // Kueue's labelKeysToCopy
+  // The integrations enabled (--integrations names): a child of an enabled kind's object runs
+  // only while its parent's Workload is admitted.
+  std::set<std::string> enabled;
 };
 
 class GenericJob {

@@ -66,6 +66,12 @@ class Reconciler {
 
  private:
   absl::Status Finalize(const std::string& key, const std::vector<v1::Workload>& workloads);
+  // A child of an enabled kind's object (a JobSet's Job, a RayJob's RayCluster; Kueue's
+  // non-top-level job, §1.2): it never gets a Workload; running while its parent (managed: a
+  // queue name) has no unfinished Workload, or one not admitted (an elastic one: evicted), it is
+  // suspended ("Kueue managed child job suspended").
+  absl::Status ReconcileChild(const nlohmann::json& object, const Integration& parent,
+                              const std::string& parent_name);
   // The object's pods in the pods cache: those it controls, or those its kind's label names it
   // in (IntegrationInfo::pods_by_label); none for a kind without a pods_path. Its children.
   std::vector<nlohmann::json> PodsOf(const nlohmann::json& object) const;

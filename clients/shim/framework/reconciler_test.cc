@@ -294,5 +294,42 @@ TEST_F(GenericReconcileTest, AnAdmitdErrorIsReturnedForTheQueuesBackoff) {
   EXPECT_TRUE(admitd_.Workload("ns", kWorkload).has_value());
 }
 
+TEST_F(GenericReconcileTest, AChildRunsOnlyWhileItsParentsWorkloadIsAdmitted) {
+  options_.enabled = {"example.com/fakejob"};
+  PutJob(FakeJobObject("ns", "p", 2));  // the parent, with a queue name
+  ASSERT_TRUE(Reconcile("ns/p").ok());
+  // A running child (its parent's controller made it, without a queue name of its own).
+  nlohmann::json child = FakeJobObject("ns", "c");
+  child["metadata"]["labels"].erase("kueue.x-k8s.io/queue-name");
+  child["spec"]["suspend"] = false;
+  child["metadata"]["ownerReferences"] = {{{"apiVersion", "example.com/v1"},
+                                           {"kind", "FakeJob"},
+                                           {"name", "p"},
+                                           {"uid", Job("p")["metadata"]["uid"]},
+                                           {"controller", true}}};
+  PutJob(child);
+  // The parent's Workload is not admitted: the child is suspended, and gets no Workload.
+  ASSERT_TRUE(Reconcile("ns/c").ok());
+  EXPECT_EQ(Job("c")["spec"]["suspend"], true);
+  EXPECT_THAT(events_.reasons(), ::testing::Contains("Suspended"));
+  EXPECT_EQ(events_.events().back().message, "Kueue managed child job suspended");
+  EXPECT_FALSE(admitd_.Workload("ns", "fakejob-c").has_value());
+  // Admitted: a running child is left to run.
+  admitd_.Admit("ns", "fakejob-p", "cq", {{"cpu", "spot"}});
+  Change({{"spec", {{"suspend", false}}}}, "c");
+  events_.Clear();
+  ASSERT_TRUE(Reconcile("ns/c").ok());
+  EXPECT_EQ(Job("c")["spec"]["suspend"], false);
+  EXPECT_THAT(events_.reasons(), IsEmpty());
+  // A parent without a queue name is not Kueue's: its children are left alone.
+  nlohmann::json free_parent = Job("p");
+  free_parent["metadata"]["labels"].erase("kueue.x-k8s.io/queue-name");
+  kube_.Put(Path("p"), free_parent);
+  admitd_.Evict("ns", "fakejob-p", "Preempted");
+  admitd_.SetCondition("ns", "fakejob-p", "Admitted", "False");
+  ASSERT_TRUE(Reconcile("ns/c").ok());
+  EXPECT_EQ(Job("c")["spec"]["suspend"], false);
+}
+
 }  // namespace reconciler_test
 }  // namespace admitd::shim
