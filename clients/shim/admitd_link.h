@@ -115,6 +115,7 @@ class AdmitdLink : public AdmitdApi {
   absl::Status DeleteWorkload(const v1::Workload& workload) override;
   absl::StatusOr<v1::Workload> UpdateRemoteJob(const v1::UpdateRemoteJobRequest& request) override;
   absl::Status ReportPodsReady(const v1::ReportPodsReadyRequest& request) override;
+  absl::Status SetActive(const v1::SetActiveRequest& request) override;
   // Applies the Workload a write answered, unless the cache already has a newer version or the
   // watch has gone past it and it is not cached (deleted since): read your writes before the
   // watch delivers them, never bring a deleted Workload back.

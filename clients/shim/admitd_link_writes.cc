@@ -81,4 +81,14 @@ absl::Status AdmitdLink::ReportPodsReady(const v1::ReportPodsReadyRequest& req) 
   return absl::OkStatus();
 }
 
+absl::Status AdmitdLink::SetActive(const v1::SetActiveRequest& req) {
+  v1::SetActiveResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  grpc::Status s = admission().SetActive(&ctx, req, &resp);
+  ReportCall(s);
+  if (!s.ok()) return FromGrpc("set active", s);
+  return absl::OkStatus();
+}
+
 }  // namespace admitd::shim

@@ -11,7 +11,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kinds import KindScenarios  # noqa: E402
 from shimcase import elastic_gated, grow_and_shrink  # noqa: E402
-from stack import queues  # noqa: E402
+from stack import condition, queues  # noqa: E402
 
 
 class RayJobE2E(KindScenarios, unittest.TestCase):
@@ -129,6 +129,28 @@ class RayJobE2E(KindScenarios, unittest.TestCase):
         # Each slice is named by the cluster's generation, which the RayJob records.
         self.assertEqual(self.get("el")["metadata"]["annotations"]
                          ["kueue.x-k8s.io/raycluster-generation"], "3")
+
+    def test_a_rayjob_kuberay_finds_invalid_is_on_hold_and_holds_no_quota(self):
+        s, ns = self.s, self.ns
+        s.apply(queues(ns, self.PREFIX + "-hold", 4))
+        job = self.make(ns, "invalid", 2)
+        job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"] = []
+        self.create(job)
+        self.wait(lambda: (self.get("invalid").get("status") or {}).get(
+            "jobDeploymentStatus") == "ValidationFailed", "KubeRay to find it invalid")
+        # On hold: it holds no quota and waits, not requeued. Submitted before KubeRay looked
+        # (and admitted), its Workload is deactivated and its quota released; otherwise it has
+        # none.
+        self.create(self.make(ns, "probe", 2, runtime=1))
+        self.wait(lambda: self.workload("probe"), "the probe's Workload")
+        def holds_no_quota():
+            w = self.workload("invalid")
+            if w is None:
+                return True  # never submitted
+            requeued = condition(w, "Requeued")
+            return (w["spec"].get("active") is False and "admission" not in w["status"] and
+                    requeued is not None and requeued["status"] == "False")
+        self.wait(holds_no_quota, "it to hold no quota")
 
     def test_the_webhook_refuses_what_kueue_refuses(self):
         s, ns = self.s, self.ns

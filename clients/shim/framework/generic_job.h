@@ -87,6 +87,9 @@ class GenericJob {
   // Kueue's Skip: the framework leaves the object alone (no Workload, no suspension), e.g. a
   // RayJob that runs on an existing cluster.
   virtual bool Skip() const { return false; }
+  // Kueue's JobWithOnHold: the job waits on something outside admission (a RayJob KubeRay found
+  // invalid) and must not hold quota meanwhile.
+  virtual bool IsOnHold() const { return false; }
   // A kind that is never suspended (an elastic StatefulSet or Deployment): it starts as its pods
   // are ungated, each taking the admission's pod set info (node selector, labels, annotations,
   // tolerations) in the patch that removes its gate; StartPatch is never asked for.

@@ -94,6 +94,8 @@ class AdmitdApi {
   virtual absl::StatusOr<v1::Workload> UpdateRemoteJob(
       const v1::UpdateRemoteJobRequest& request) = 0;
   virtual absl::Status ReportPodsReady(const v1::ReportPodsReadyRequest& request) = 0;
+  // spec.active of a Workload (deactivating one that holds quota evicts it, Deactivated).
+  virtual absl::Status SetActive(const v1::SetActiveRequest& request) = 0;
 };
 
 }  // namespace admitd::shim

@@ -35,6 +35,7 @@ class LayoutJob : public GenericJob {
            Str(Field(Field(object_, "metadata"), "annotations"), kElasticJobAnnotation) == "true";
   }
   bool Skip() const override { return kind_.skip && kind_.skip(object_); }
+  bool IsOnHold() const override { return kind_.on_hold && kind_.on_hold(object_); }
 
   std::optional<nlohmann::json> PreparePatch() const override {
     if (!kind_.prepare || !IsElastic()) return std::nullopt;

@@ -39,6 +39,8 @@ struct LayoutKind {
   // Whether the kind can be an elastic job (resized through workload slices): an object with the
   // elastic-job annotation is then one, its Workload named by its generation.
   bool elastic = false;
+  // Optional: Kueue's IsOnHold.
+  std::function<bool(const nlohmann::json&)> on_hold;
   // Optional: Kueue's Skip (objects the framework leaves alone).
   std::function<bool(const nlohmann::json&)> skip;
   // Optional: the object as a start writes it before the admission is merged in (a template the

@@ -333,6 +333,29 @@ absl::Status Reconciler::ReconcileWith(const GenericJob& job, const v1::Workload
     }
   }
   if (wl != nullptr && Finished(*wl)) return absl::OkStatus();
+  // On hold (Kueue's step 2): the quota goes back and the Workload waits, not requeued. Kueue
+  // unsets the reservation (QuotaReserved=False, OnHold); admitd deactivates the Workload and
+  // releases its quota once evicted.
+  if (job.IsOnHold()) {
+    if (wl == nullptr || !Reserved(*wl)) return absl::OkStatus();
+    if (!wl->spec().has_active() || wl->spec().active()) {
+      v1::SetActiveRequest req;
+      req.set_namespace_(wl->metadata().namespace_());
+      req.set_name(wl->metadata().name());
+      req.set_uid(wl->metadata().uid());
+      req.set_active(false);
+      ADMITD_LOG(kInfo, "job is on hold, releasing its quota",
+                 {{"kind", integration_.info().kind},
+                  {"object", Str(Meta(job.Object()), "namespace") + "/" +
+                                 Str(Meta(job.Object()), "name")},
+                  {"workload", wl->metadata().name()}});
+      return admitd_.SetActive(req);
+    }
+    if (!ConditionTrue(*wl, "Evicted")) return absl::OkStatus();
+    v1::ReleaseQuotaRequest req = ReleaseOf(*wl);
+    req.mutable_stopped();
+    return ReleaseQuota(req);
+  }
   const std::string ns = Str(Meta(job.Object()), "namespace");
   if (std::optional<JobFinish> finish = job.Finished()) {
     if (wl == nullptr) return absl::OkStatus();  // a finished job never gets a Workload

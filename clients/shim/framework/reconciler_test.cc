@@ -294,6 +294,22 @@ TEST_F(GenericReconcileTest, AnAdmitdErrorIsReturnedForTheQueuesBackoff) {
   EXPECT_TRUE(admitd_.Workload("ns", kWorkload).has_value());
 }
 
+TEST_F(GenericReconcileTest, AJobOnHoldGivesItsQuotaBackAndIsNotRequeued) {
+  Running();
+  Change({{"status", {{"onHold", true}, {"active", 0}}}});
+  // Deactivated (admitd evicts it, Deactivated), then its quota released once evicted.
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ElementsAre("SetActive"));
+  EXPECT_FALSE(Workload().spec().active());
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), ::testing::Contains("ReleaseQuota"));
+  EXPECT_FALSE(Workload().status().has_admission());
+  // Nothing more while it stays on hold.
+  admitd_.ClearCalls();
+  ASSERT_TRUE(Reconcile().ok());
+  EXPECT_THAT(admitd_.methods(), IsEmpty());
+}
+
 TEST_F(GenericReconcileTest, AChildRunsOnlyWhileItsParentsWorkloadIsAdmitted) {
   options_.enabled = {"example.com/fakejob"};
   PutJob(FakeJobObject("ns", "p", 2));  // the parent, with a queue name

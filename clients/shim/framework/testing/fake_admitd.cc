@@ -269,4 +269,19 @@ absl::Status FakeAdmitd::ReportPodsReady(const v1::ReportPodsReadyRequest& req) 
   return absl::OkStatus();
 }
 
+absl::Status FakeAdmitd::SetActive(const v1::SetActiveRequest& req) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = Begin("SetActive", Key(req.namespace_(), req.name()), req); !s.ok()) {
+    return s;
+  }
+  v1::Workload* wl = Find(req.namespace_(), req.name());
+  if (wl == nullptr) return absl::NotFoundError("set active: workload not found");
+  wl->mutable_spec()->set_active(req.active());
+  if (!req.active() && wl->status().has_admission()) {
+    SetWorkloadCondition(wl, "Evicted", "True", "Deactivated", "The workload is deactivated");
+    SetWorkloadCondition(wl, "Admitted", "False", "NoReservation");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace admitd::shim::testing

@@ -27,6 +27,8 @@ class FakeJob : public GenericJob {
     if (finished.empty()) return std::nullopt;
     return JobFinish{.succeeded = finished == "Succeeded", .message = Str(status(), "message")};
   }
+  // status.onHold: true.
+  bool IsOnHold() const override { return Field(status(), "onHold") == true; }
   bool PodsReady() const override { return Field(status(), "ready") == true; }
   bool IsElastic() const override {
     return options_.elastic_jobs &&

@@ -3,7 +3,7 @@
 //
 //   spec.suspend, spec.count (pods, default 1), spec.template (one pod template, pod set "main"),
 //   status.active (pods running), status.ready, status.finished ("Succeeded" or "Failed", with
-//   status.message), status.reclaimable (pods of "main" no longer needing quota);
+//   status.message), status.reclaimable (pods of "main" no longer needing quota), status.onHold;
 //   annotation kueue.x-k8s.io/elastic-job: "true" makes it elastic.
 //
 // Thread safety: immutable.

@@ -143,6 +143,8 @@ class FakeAdmitd : public AdmitdApi {
   absl::Status DeleteWorkload(const v1::Workload& workload) override;
   absl::StatusOr<v1::Workload> UpdateRemoteJob(const v1::UpdateRemoteJobRequest& request) override;
   absl::Status ReportPodsReady(const v1::ReportPodsReadyRequest& request) override;
+  // spec.active; deactivating a Workload that holds quota evicts it (Deactivated).
+  absl::Status SetActive(const v1::SetActiveRequest& request) override;
 
  private:
   // Records the call; the injected failure for `method`, if any.

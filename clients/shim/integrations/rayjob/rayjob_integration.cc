@@ -18,6 +18,7 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
                                 // Its cluster's worker groups resized through workload slices
                                 // (an autoscaled RayJob, Kueue §7.5).
                                 .elastic = true,
+                                .on_hold = RayJobOnHold,
                                 .skip = RayJobSkipped,
                                 .for_start = RayJobForStart,
                                 .live_counts = RayJobLiveCounts,

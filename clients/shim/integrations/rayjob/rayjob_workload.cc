@@ -184,7 +184,11 @@ std::optional<JobFinish> RayJobFinished(const nlohmann::json& rayjob) {
 
 bool RayJobActive(const nlohmann::json& rayjob) {
   const std::string state = Str(Field(rayjob, "status"), "jobDeploymentStatus");
-  return !state.empty() && state != "Suspended";
+  return !state.empty() && state != "Suspended" && state != "ValidationFailed";
+}
+
+bool RayJobOnHold(const nlohmann::json& rayjob) {
+  return Str(Field(rayjob, "status"), "jobDeploymentStatus") == "ValidationFailed";
 }
 
 bool RayJobPodsReady(const nlohmann::json& rayjob) {

@@ -62,8 +62,11 @@ bool RayJobSkipped(const nlohmann::json& rayjob);
 bool RayJobSuspended(const nlohmann::json& rayjob);
 // jobDeploymentStatus Complete or Failed; succeeded when jobStatus is SUCCEEDED; status.message.
 std::optional<JobFinish> RayJobFinished(const nlohmann::json& rayjob);
-// jobDeploymentStatus neither "" (new) nor Suspended: KubeRay may still run its cluster.
+// jobDeploymentStatus neither "" (new) nor Suspended (nor ValidationFailed: no cluster was
+// made): KubeRay may still run its cluster.
 bool RayJobActive(const nlohmann::json& rayjob);
+// Kueue's IsOnHold: jobDeploymentStatus ValidationFailed.
+bool RayJobOnHold(const nlohmann::json& rayjob);
 // status.rayClusterStatus.state is "ready".
 bool RayJobPodsReady(const nlohmann::json& rayjob);
 
