@@ -102,4 +102,18 @@ std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann:
   return std::make_unique<LayoutJob>(kind, object, std::move(related), options);
 }
 
+std::unique_ptr<Integration> NewLayoutIntegration(const LayoutKind& kind, IntegrationInfo info,
+                                                  Integration::PodOwnerFn owner_key_of_pod,
+                                                  Integration::WebhookFn webhook,
+                                                  MultiKueueAdapter multikueue) {
+  auto integration = std::make_unique<Integration>(
+      std::move(info),
+      [&kind](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
+        return NewLayoutJob(kind, object, std::move(related), options);
+      },
+      std::move(owner_key_of_pod), std::move(webhook));
+  integration->SetMultiKueue(std::move(multikueue));
+  return integration;
+}
+
 }  // namespace admitd::shim

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "clients/shim/framework/generic_job.h"
+#include "clients/shim/framework/integration.h"
 #include "clients/shim/framework/template_patches.h"
 #include "nlohmann/json.hpp"
 
@@ -65,6 +66,13 @@ struct LayoutKind {
 // `related`: the object's pods and children.
 std::unique_ptr<GenericJob> NewLayoutJob(const LayoutKind& kind, const nlohmann::json& object,
                                          Related related, const FrameworkOptions& options);
+
+// The Integration of a kind described by `kind` (which must outlive it): `info`, its pods'
+// owner, its webhook, and where MultiKueue finds its switches.
+std::unique_ptr<Integration> NewLayoutIntegration(const LayoutKind& kind, IntegrationInfo info,
+                                                  Integration::PodOwnerFn owner_key_of_pod,
+                                                  Integration::WebhookFn webhook,
+                                                  MultiKueueAdapter multikueue = {});
 
 }  // namespace admitd::shim
 

@@ -20,7 +20,8 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
                                 .finished = JobSetFinished,
                                 .reclaimable = JobSetReclaimablePods,
                                 .elastic = true};
-  auto integration = std::make_unique<Integration>(
+  return NewLayoutIntegration(
+      kKind,
       IntegrationInfo{
           .name = "jobset.x-k8s.io/jobset",
           .api_version = kJobSetApiVersion,
@@ -33,9 +34,6 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
           .pods_by_label = kJobSetNameLabel,
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(related), options);
-      },
       [](const nlohmann::json& pod) {
         const nlohmann::json& meta = Field(pod, "metadata");
         const std::string name = Str(Field(meta, "labels"), kJobSetNameLabel);
@@ -43,8 +41,6 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
                                                 : std::string();
       },
       JobSetWebhook);
-  integration->SetMultiKueue({});
-  return integration;
 }
 
 }  // namespace admitd::shim

@@ -48,7 +48,8 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
                                 .pods_ready = PyTorchJobPodsReady,
                                 .finished = PyTorchJobFinished,
                                 .elastic = true};
-  auto integration = std::make_unique<Integration>(
+  return NewLayoutIntegration(
+      kKind,
       IntegrationInfo{
           .name = "kubeflow.org/pytorchjob",
           .api_version = kPyTorchJobApiVersion,
@@ -60,19 +61,15 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
           .pods_path = "/api/v1/pods?labelSelector=training.kubeflow.org%2Fjob-name",
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(related), options);
-      },
       [](const nlohmann::json& pod) {
         return ElasticPod(pod) ? ControllerKeyOfPod(pod, kPyTorchJobApiVersion, kPyTorchJobKind)
                                : std::string();
       },
       [](JobWebhookContext& context, const JobWebhookOptions& options, bool enabled) {
         return BaseWebhook(PyTorchJobWebhookSpec(), context, options, enabled);
-      });
-  integration->SetMultiKueue({.managed_by = {"spec", "runPolicy", "managedBy"},
-                                .suspend = {"spec", "runPolicy", "suspend"}});
-  return integration;
+      },
+      MultiKueueAdapter{.managed_by = {"spec", "runPolicy", "managedBy"},
+                        .suspend = {"spec", "runPolicy", "suspend"}});
 }
 
 }  // namespace admitd::shim

@@ -24,7 +24,8 @@ std::unique_ptr<Integration> NewRayClusterIntegration() {
       .finished = [](const nlohmann::json&) { return std::optional<JobFinish>(); },
       // Autoscaled (or resized) worker groups through workload slices (§4.5).
       .elastic = true};
-  auto integration = std::make_unique<Integration>(
+  return NewLayoutIntegration(
+      kKind,
       IntegrationInfo{
           .name = "ray.io/raycluster",
           .api_version = kRayClusterApiVersion,
@@ -36,17 +37,12 @@ std::unique_ptr<Integration> NewRayClusterIntegration() {
           .pods_path = "/api/v1/pods?labelSelector=ray.io%2Fcluster",
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(related), options);
-      },
       // Every pod of a cluster: the elastic ones are ungated, and a stopped cluster's quota goes
       // back once they are gone.
       [](const nlohmann::json& pod) {
         return ControllerKeyOfPod(pod, kRayClusterApiVersion, kRayClusterKind);
       },
-      RayClusterWebhook);
-  integration->SetMultiKueue({});  // spec.managedBy, spec.suspend
-  return integration;
+      RayClusterWebhook);  // MultiKueue: spec.managedBy, spec.suspend
 }
 
 }  // namespace admitd::shim

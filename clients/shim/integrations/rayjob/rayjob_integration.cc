@@ -24,7 +24,8 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
                                 .live_counts = RayJobLiveCounts,
                                 .prepare = RayJobGenerationPatch,
                                 .name_extra = RayJobNameExtra};
-  auto integration = std::make_unique<Integration>(
+  return NewLayoutIntegration(
+      kKind,
       IntegrationInfo{
           .name = "ray.io/rayjob",
           .api_version = kRayJobApiVersion,
@@ -41,12 +42,7 @@ std::unique_ptr<Integration> NewRayJobIntegration() {
           .children_path = "/apis/ray.io/v1/rayclusters",
           .custom_resource = true,
       },
-      [](const nlohmann::json& object, Related related, const FrameworkOptions& options) {
-        return NewLayoutJob(kKind, object, std::move(related), options);
-      },
       [](const nlohmann::json&) { return std::string(); }, RayJobWebhook);
-  integration->SetMultiKueue({});
-  return integration;
 }
 
 }  // namespace admitd::shim
