@@ -17,31 +17,38 @@ std::vector<std::string> MultiKueueWorker::Keys() const { return admitd_.CopyKey
 
 absl::StatusOr<bool> MultiKueueWorker::MoveToSlice(const v1::Workload& copy,
                                                    const std::string& replaced) {
-  const Integration* jobs = registry_.ForKind("batch/v1", "Job");
-  const ObjectCache* cache = jobs != nullptr ? objects_of_(*jobs) : nullptr;
-  if (cache == nullptr) return false;
   const std::string& ns = copy.metadata().namespace_();
   const std::string old_name = replaced.substr(replaced.find('/') + 1);
-  std::vector<nlohmann::json> found = cache->Select([&](const nlohmann::json& j) {
-    return reconcile::Str(reconcile::Meta(j), "namespace") == ns && IsMultiKueueWorkerJob(j) &&
-           PrebuiltWorkloadName(j) == old_name;
-  });
-  for (const nlohmann::json& j : found) {
-    const nlohmann::json meta = reconcile::Meta(j);
-    const nlohmann::json patch = {
-        {"metadata",
-         {{"resourceVersion", reconcile::Str(meta, "resourceVersion")},
-          {"annotations", {{kPrebuiltWorkloadKey, copy.metadata().name()}}}}},
-        {"spec", {{"parallelism", copy.spec().pod_sets(0).count()}}}};
-    absl::StatusOr<nlohmann::json> r =
-        kube_.Patch(jobs->ObjectPath(ns, reconcile::Str(meta, "name")), patch);
-    if (!r.ok()) return r.status();
-    ++moved_;
-    ADMITD_LOG(kInfo, "multikueue job moved to its scale-up slice",
-               {{"job", ns + "/" + reconcile::Str(meta, "name")},
-                {"workload", ns + "/" + copy.metadata().name()}});
+  int64_t moved = 0;
+  for (const Integration* integration : registry_.All()) {
+    const ObjectCache* cache =
+        integration->multikueue() != nullptr ? objects_of_(*integration) : nullptr;
+    if (cache == nullptr) continue;
+    const bool job = integration->info().kind == "Job";
+    for (const nlohmann::json& o : cache->Select([&](const nlohmann::json& object) {
+           return reconcile::Str(reconcile::Meta(object), "namespace") == ns &&
+                  IsMultiKueueWorkerJob(object) && PrebuiltWorkloadName(object) == old_name;
+         })) {
+      const nlohmann::json meta = reconcile::Meta(o);
+      nlohmann::json patch = {
+          {"metadata",
+           {{"resourceVersion", reconcile::Str(meta, "resourceVersion")},
+            {"annotations", {{kPrebuiltWorkloadKey, copy.metadata().name()}}}}}};
+      // A Job takes the slice's count in the same write; another kind is scaled by its
+      // reconcile once it has adopted the slice (GenericJob::ScalePatch).
+      if (job) patch["spec"] = {{"parallelism", copy.spec().pod_sets(0).count()}};
+      absl::StatusOr<nlohmann::json> r =
+          kube_.Patch(integration->ObjectPath(ns, reconcile::Str(meta, "name")), patch);
+      if (!r.ok()) return r.status();
+      ++moved_;
+      ++moved;
+      ADMITD_LOG(kInfo, "multikueue object moved to its scale-up slice",
+                 {{"kind", integration->info().kind},
+                  {"object", ns + "/" + reconcile::Str(meta, "name")},
+                  {"workload", ns + "/" + copy.metadata().name()}});
+    }
   }
-  return !found.empty();
+  return moved > 0;
 }
 
 absl::Status MultiKueueWorker::Reconcile(const std::string& key) {

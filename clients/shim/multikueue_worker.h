@@ -6,9 +6,9 @@
 // here (a Job, JobSet, RayJob, RayCluster, PyTorchJob): suspended, without managedBy, with the
 // manager's origin label and the copy as its prebuilt Workload (WorkerObjectFor). From then on
 // the kind's reconciler owns it: it adopts the copy, starts the object, reports its status back
-// and deletes it when the manager withdraws the copy. An elastic Job moves to the scale-up slice
-// that replaces its copy once that slice is admitted here (its prebuilt Workload and parallelism
-// follow it). Enabled by --multikueue-worker: without it the shim never creates an object it
+// and deletes it when the manager withdraws the copy. An elastic object moves to the scale-up
+// slice that replaces its copy once that slice is admitted here (its prebuilt Workload, then its
+// counts: a Job's parallelism in the same write, another kind's by its reconcile). Enabled by --multikueue-worker: without it the shim never creates an object it
 // was not given by a user.
 //
 //   MultiKueueWorker worker(kube, link, registry, objects_of);
@@ -51,7 +51,8 @@ class MultiKueueWorker {
   int64_t moved() const { return moved_.load(); }  // Jobs moved to a scale-up slice
 
  private:
-  // The elastic Job running on the copy `replaced` (ns/name) moves to `copy`: true when one did.
+  // The elastic object running on the copy `replaced` (ns/name) moves to `copy`: true when one
+  // did.
   absl::StatusOr<bool> MoveToSlice(const v1::Workload& copy, const std::string& replaced);
 
   const KubeClient& kube_;

@@ -5,6 +5,7 @@ webhook gives them to MultiKueue, the winning worker's shim creates the object t
 copy's manifest, it runs there, and the manager's object shows the worker's status.
 """
 
+import json
 import os
 import sys
 import unittest
@@ -141,6 +142,53 @@ class MultiKueueKindsE2E(unittest.TestCase):
 
     def test_a_rayjob_runs_in_a_worker(self):
         self.run_to_completion(test_rayjobs.RayJobE2E)
+
+    def test_an_elastic_jobset_is_resized_where_it_runs(self):
+        kind = scenarios(test_jobsets.JobSetE2E)
+        collection = kind.COLLECTION
+        obj = kind.make(NS, "mk-grow", 1)  # no runtime: its pods run until it is deleted
+        obj["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+        wl, worker = self.dispatched(collection, obj)
+
+        def running():
+            code, body = self.s.kube("GET", "/api/v1/namespaces/%s/pods?labelSelector=%s" % (
+                NS, "jobset.sigs.k8s.io%2Fjobset-name%3Dmk-grow"), api=worker.api)
+            return [p for p in body.get("items", []) if p["status"].get("phase") == "Running"
+                    and not p["metadata"].get("deletionTimestamp")]
+
+        def resize(n):
+            code, body = self.s.kube("PATCH", (collection % NS) + "/mk-grow", [
+                {"op": "replace", "path": "/spec/replicatedJobs/0/replicas", "value": n}],
+                content_type="application/json-patch+json")
+            self.assertEqual(code, 200, body)
+
+        def remote_replicas():
+            remote = self.get(collection, "mk-grow", api=worker.api) or {}
+            return remote.get("spec", {}).get("replicatedJobs", [{}])[0].get("replicas")
+        self.wait(lambda: len(running()) == 1, "its pod to run in the worker")
+        # Scale-up: the new slice goes to the same worker, the worker's JobSet moves to it and
+        # takes its count; the worker counts the pods once.
+        resize(3)
+        self.wait(lambda: remote_replicas() == 3, "the worker's JobSet to scale up")
+        self.wait(lambda: len(running()) == 3, "three pods to run in the worker")
+        live = [w for w in self.s.workloads(NS) if not is_true(w, "Finished") and
+                w["metadata"]["ownerReferences"][0]["name"] == "mk-grow"]
+        self.assertEqual(len(live), 1, live)
+        self.assertEqual(live[0]["status"]["clusterName"], worker.name)
+        remote = self.get(collection, "mk-grow", api=worker.api)
+        self.assertEqual(remote["metadata"]["annotations"]
+                         ["kueue.x-k8s.io/prebuilt-workload-name"], live[0]["metadata"]["name"])
+        self.wait(lambda: json.loads(worker.admitctl("get", "cq", "cq", "-o", "json"))
+                  ["clusterQueue"]["status"]["flavorsUsage"][0]["resources"][0]["total"] == "3",
+                  "the worker's usage to be 3")
+        # Scale-down in place.
+        resize(2)
+        self.wait(lambda: remote_replicas() == 2, "the worker's JobSet to scale down")
+        self.wait(lambda: len(running()) == 2, "two pods to remain")
+        code, _ = self.s.kube("DELETE", (collection % NS) + "/mk-grow")
+        self.assertEqual(code, 200)
+        self.wait(lambda: self.get(collection, "mk-grow", api=worker.api) is None,
+                  "the worker's JobSet to go with its copy")
 
     def test_a_raycluster_runs_in_a_worker_until_deleted(self):
         collection = "/apis/ray.io/v1/namespaces/%s/rayclusters"

@@ -84,6 +84,12 @@ class LayoutJob : public GenericJob {
   std::optional<nlohmann::json> MirrorStatusPatch(const nlohmann::json& remote) const override {
     return MirrorRemoteStatus(object_, remote);
   }
+  std::optional<nlohmann::json> ScalePatch(const v1::Workload& workload) const override {
+    if (!kind_.scale) return std::nullopt;
+    std::map<std::string, int> counts;
+    for (const v1::PodSet& ps : workload.spec().pod_sets()) counts[ps.name()] = ps.count();
+    return kind_.scale(object_, counts);
+  }
   std::map<std::string, int> ReclaimablePods() const override {
     return kind_.reclaimable ? kind_.reclaimable(object_) : std::map<std::string, int>();
   }

@@ -59,6 +59,12 @@ struct LayoutKind {
                                               const std::vector<nlohmann::json>& children)>
       prepare;
   std::function<std::string(const nlohmann::json& object)> name_extra;
+  // Optional, for an elastic object on a MultiKueue worker: the merge patch that gives it the
+  // counts per pod set of the copy its manager resized (GenericJob::ScalePatch); nullopt when
+  // they are its own already.
+  std::function<std::optional<nlohmann::json>(const nlohmann::json& object,
+                                              const std::map<std::string, int>& counts)>
+      scale;
 };
 
 // `kind` must outlive the job. Started and stopped in one write each (the stop restores every

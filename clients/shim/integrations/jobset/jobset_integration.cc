@@ -19,7 +19,8 @@ std::unique_ptr<Integration> NewJobSetIntegration() {
                                 .pods_ready = JobSetPodsReady,
                                 .finished = JobSetFinished,
                                 .reclaimable = JobSetReclaimablePods,
-                                .elastic = true};
+                                .elastic = true,
+                                .scale = JobSetScalePatch};
   return NewLayoutIntegration(
       kKind,
       IntegrationInfo{

@@ -58,6 +58,24 @@ absl::StatusOr<nlohmann::json> JobSetPodSets(const nlohmann::json& jobset) {
   return pod_sets;
 }
 
+std::optional<nlohmann::json> JobSetScalePatch(const nlohmann::json& jobset,
+                                               const std::map<std::string, int>& counts) {
+  nlohmann::json jobs = ArrayOr(Field(Field(jobset, "spec"), "replicatedJobs"));
+  bool changed = false;
+  for (nlohmann::json& job : jobs) {
+    auto it = counts.find(absl::AsciiStrToLower(Str(job, "name")));
+    const int64_t per_replica = PodsPerReplica(job);
+    if (it == counts.end() || per_replica <= 0) continue;
+    const int64_t replicas = it->second / per_replica;
+    if (IntOr(Field(job, "replicas"), 1) != replicas) {
+      job["replicas"] = replicas;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return nlohmann::json{{"spec", {{"replicatedJobs", jobs}}}};
+}
+
 TemplateLayout JobSetLayout(const nlohmann::json& jobset) {
   TemplateLayout layout{.suspend = nlohmann::json::json_pointer("/spec/suspend")};
   const nlohmann::json& jobs = ReplicatedJobs(jobset);

@@ -40,6 +40,10 @@ std::optional<JobFinish> JobSetFinished(const nlohmann::json& jobset);
 bool JobSetActive(const nlohmann::json& jobset);
 // Σ replicas == Σ (ready + succeeded) over the replicated jobs' statuses.
 bool JobSetPodsReady(const nlohmann::json& jobset);
+// The merge patch giving each replicated job the replicas its pod set's count in `counts`
+// (by pod set name) makes (count ÷ pods per replica); nullopt when nothing changes.
+std::optional<nlohmann::json> JobSetScalePatch(const nlohmann::json& jobset,
+                                               const std::map<std::string, int>& counts);
 // Per replicated job with 0 < succeeded ≤ replicas: succeeded × pods per replica.
 std::map<std::string, int> JobSetReclaimablePods(const nlohmann::json& jobset);
 

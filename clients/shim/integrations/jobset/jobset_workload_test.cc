@@ -55,6 +55,19 @@ TEST(JobSetWorkloadTest, OnePodSetPerReplicatedJobWithKueuesNameAndCounts) {
   EXPECT_EQ(JobSetPodSets(empty).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(JobSetWorkloadTest, AMultiKueueWorkersCopyTakesItsResizedCounts) {
+  // workers: 2 pods a replica; 10 pods are 5 replicas. leader unchanged.
+  std::optional<nlohmann::json> patch = JobSetScalePatch(JobSet(), {{"leader", 8}, {"workers", 10}});
+  ASSERT_TRUE(patch);
+  nlohmann::json after = JobSet();
+  after.merge_patch(*patch);
+  EXPECT_EQ(after["spec"]["replicatedJobs"][0]["replicas"], 2);
+  EXPECT_EQ(after["spec"]["replicatedJobs"][1]["replicas"], 5);
+  EXPECT_EQ(after["spec"]["replicatedJobs"][1]["template"],
+            JobSet()["spec"]["replicatedJobs"][1]["template"]);
+  EXPECT_FALSE(JobSetScalePatch(JobSet(), {{"leader", 8}, {"workers", 6}}));
+}
+
 TEST(JobSetWorkloadTest, FinishedActiveReadyAndReclaimableFromItsStatus) {
   nlohmann::json js = JobSet();
   EXPECT_FALSE(JobSetFinished(js));

@@ -47,7 +47,8 @@ std::unique_ptr<Integration> NewPyTorchJobIntegration() {
                                 .active = PyTorchJobActive,
                                 .pods_ready = PyTorchJobPodsReady,
                                 .finished = PyTorchJobFinished,
-                                .elastic = true};
+                                .elastic = true,
+                                .scale = PyTorchJobScalePatch};
   return NewLayoutIntegration(
       kKind,
       IntegrationInfo{

@@ -122,5 +122,12 @@ TEST(PyTorchJobTest, TheWebhookSuspendsThroughRunPolicyAndGatesAnElasticOne) {
                                       "value: \"other\": field is immutable"}));
 }
 
+TEST(PyTorchJobTest, AMultiKueueWorkersCopyTakesItsResizedCounts) {
+  EXPECT_EQ(PyTorchJobScalePatch(PyTorchJob(), {{"master", 1}, {"worker", 5}}),
+            nlohmann::json::parse(
+                R"({"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 5}}}})"));
+  EXPECT_FALSE(PyTorchJobScalePatch(PyTorchJob(), {{"master", 1}, {"worker", 3}}));
+}
+
 }  // namespace pytorchjob_test
 }  // namespace admitd::shim

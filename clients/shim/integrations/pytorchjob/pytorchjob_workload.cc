@@ -44,6 +44,21 @@ TemplateLayout PyTorchJobLayout(const nlohmann::json& job) {
   return layout;
 }
 
+std::optional<nlohmann::json> PyTorchJobScalePatch(const nlohmann::json& job,
+                                                   const std::map<std::string, int>& counts) {
+  nlohmann::json specs = nlohmann::json::object();
+  for (const char* type : kReplicaTypes) {
+    const nlohmann::json& replica = Field(ReplicaSpecs(job), type);
+    auto it = counts.find(absl::AsciiStrToLower(type));
+    if (!replica.is_object() || it == counts.end()) continue;
+    if (IntOr(Field(replica, "replicas"), 1) != it->second) {
+      specs[type] = {{"replicas", it->second}};
+    }
+  }
+  if (specs.empty()) return std::nullopt;
+  return nlohmann::json{{"spec", {{"pytorchReplicaSpecs", specs}}}};
+}
+
 bool PyTorchJobSuspended(const nlohmann::json& job) {
   return Field(Field(Field(job, "spec"), "runPolicy"), "suspend") == true;
 }

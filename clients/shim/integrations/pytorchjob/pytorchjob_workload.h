@@ -10,6 +10,7 @@
 #ifndef ADMITD_CLIENTS_SHIM_INTEGRATIONS_PYTORCHJOB_PYTORCHJOB_WORKLOAD_H_
 #define ADMITD_CLIENTS_SHIM_INTEGRATIONS_PYTORCHJOB_PYTORCHJOB_WORKLOAD_H_
 
+#include <map>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -28,6 +29,11 @@ inline constexpr char kPyTorchJobKind[] = "PyTorchJob";
 absl::StatusOr<nlohmann::json> PyTorchJobPodSets(const nlohmann::json& job);
 // Where the suspend switch and each present replica type's template are.
 TemplateLayout PyTorchJobLayout(const nlohmann::json& job);
+
+// The merge patch giving each replica type the replicas its pod set's count in `counts` (by pod
+// set name: master, worker) says; nullopt when nothing changes.
+std::optional<nlohmann::json> PyTorchJobScalePatch(const nlohmann::json& job,
+                                                   const std::map<std::string, int>& counts);
 
 bool PyTorchJobSuspended(const nlohmann::json& job);
 std::optional<JobFinish> PyTorchJobFinished(const nlohmann::json& job);
