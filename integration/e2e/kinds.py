@@ -21,22 +21,9 @@ import os
 import subprocess
 
 from shimcase import T, ShimCase, elastic_gated, grow_and_shrink
-from stack import condition, is_true, queues
+from stack import PRIORITY_CLASSES, condition, is_true, queues
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
-PRIORITY_CLASSES = """---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: high
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: low
-value: 10
-"""
 
 
 class KindScenarios(ShimCase):

@@ -402,6 +402,22 @@ class Stack:
         return "\n".join(out)
 
 
+# WorkloadPriorityClasses "high" (1000) and "low" (10), as admitctl manifests.
+PRIORITY_CLASSES = """---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: high
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: low
+value: 10
+"""
+
+
 def queues(ns, cq, quota, flavor="pool-a", pool="a", preemption=None, selector="{}",
            more_namespaces=()):
     """ResourceFlavor, ClusterQueue and LocalQueue "lq" in ``ns`` (and in each of

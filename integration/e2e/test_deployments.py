@@ -13,9 +13,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kinds import KUBECTL, PRIORITY_CLASSES  # noqa: E402
+from kinds import KUBECTL  # noqa: E402
 from shimcase import ShimCase, elastic_gated, grow_and_shrink  # noqa: E402
-from stack import condition, queues  # noqa: E402
+from stack import PRIORITY_CLASSES, condition, queues  # noqa: E402
 
 
 def template(app, cpu="1"):

@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stack import Stack, condition, is_true, job, queues  # noqa: E402
+from stack import PRIORITY_CLASSES, Stack, condition, is_true, job, queues  # noqa: E402
 from stack import wait_with_logs  # noqa: E402
 
 T = 30  # seconds: generous for a loaded 2-core machine
@@ -107,19 +107,7 @@ class JobE2E(unittest.TestCase):
 
     def test_a_higher_priority_job_preempts_a_lower_one_which_is_requeued(self):
         s, ns = self.s, self.ns
-        s.apply(queues(ns, "cq-pre", 4, preemption="LowerPriority") + """---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: high
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: low
-value: 10
-""")
+        s.apply(queues(ns, "cq-pre", 4, preemption="LowerPriority") + PRIORITY_CLASSES)
         s.create_job(job(ns, "low", parallelism=4, completions=4, runtime=4, priority_class="low"))
         wait_until(lambda: len([p for p in s.pods(ns, "low")
                                 if p["status"].get("phase") == "Running"]) == 4,

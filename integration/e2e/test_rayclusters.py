@@ -12,22 +12,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shimcase import ShimCase  # noqa: E402
-from stack import condition, is_true, queues  # noqa: E402
+from stack import PRIORITY_CLASSES, condition, is_true, queues  # noqa: E402
 
 ELASTIC_GATE = "kueue.x-k8s.io/elastic-job"
-PRIORITY_CLASSES = """---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: high
-value: 1000
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata:
-  name: low
-value: 10
-"""
 
 
 def raycluster(ns, name, workers=1, cpu="1", queue="lq", elastic=False, autoscaling=False,

@@ -235,6 +235,8 @@ class Engine::Impl {
   void IndexChain(WorkloadEntry& entry, bool add);
   // The workloads of a chain, oldest first.
   std::vector<WorkloadEntry*> ChainOf(const std::string& chain);
+  // The chain's newest slice that may run pods (pods::IsActiveSlice), nullptr when none.
+  const WorkloadEntry* NewestActiveSlice(const std::string& chain) const;
   // The admitted slice `entry` replaces in `cq`, when delta accounting applies (§13.3).
   WorkloadEntry* ReplacedSlice(const WorkloadEntry& entry, const ClusterQueueState& cq);
   SliceBase SliceBaseOf(const WorkloadEntry& old) const;

@@ -203,4 +203,38 @@ void Engine::Impl::AddDirectivesFor(const v1::ReportPodsRequest& request, absl::
   response->set_revision(revision_);
 }
 
+// ---- Elastic Job pods (§13.5) ----------------------------------------------------------------
+
+std::string Engine::Impl::ElasticPodsKey(const v1::PodObservation& pod) const {
+  return absl::StrCat(pod.namespace_(), "/",
+                      pod.annotations().at(kSliceNameAnnotation));
+}
+
+std::vector<v1::PodDirective> Engine::Impl::ElasticPodDirectives(
+    const std::vector<v1::PodObservation>& pods) const {
+  std::vector<v1::PodDirective> out;
+  if (!options_.elastic_jobs || pods.empty()) return out;
+  // The chain the pods' Job owns, as ChainKey names it: by the owner's UID, else by the origin
+  // slice's name.
+  const v1::PodObservation& first = pods.front();
+  std::string chain;
+  for (const v1::OwnerReference& o : first.owner_references()) {
+    if (o.uid().empty()) continue;
+    if (chain.empty() || o.controller()) chain = absl::StrCat(first.namespace_(), "/uid:", o.uid());
+  }
+  if (chain.empty()) {
+    chain = absl::StrCat(first.namespace_(), "/name:",
+                         first.annotations().at(kSliceNameAnnotation));
+  }
+  const WorkloadEntry* active = NewestActiveSlice(chain);
+  if (active == nullptr) return out;
+  const int64_t rev = static_cast<int64_t>(revision_);
+  for (const std::string& name : pods::ElasticPodsToUngate(&active->object(), pods)) {
+    for (const v1::PodObservation& p : pods) {
+      if (p.name() == name) out.push_back(pods::ElasticUngateDirective(p, rev));
+    }
+  }
+  return out;
+}
+
 }  // namespace admitd::engine
