@@ -395,6 +395,11 @@ if [ -n "$HELM" ]; then
     grep -q -- "$want" <<<"$worker" ||
       { echo "helm: rendering $chart with multikueueWorker: no $want" >&2; exit 1; }
   done
+  # A worker whose kinds run as pods (Deployments) creates the pods its copies carry.
+  grep -q 'patch, delete, create\]' <<<"$("$HELM" template r "$chart" "${required[@]}" \
+    --set multikueueWorker=true --set integrations.deployments=true)" ||
+    { echo "helm: rendering $chart with multikueueWorker and deployments: no pods create" >&2
+      exit 1; }
   # Mirroring: the flag and the rules for Kueue's Workloads; pods: the rule for pods/status.
   mirrored=$("$HELM" template r "$chart" "${required[@]}" --set mirrorWorkloads=true \
     --set integrations.pods=true)

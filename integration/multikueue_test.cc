@@ -203,7 +203,7 @@ TEST_F(MultiKueueTest, TheWinnerAloneGetsTheJobAndItsStatusComesBack) {
 TEST_F(MultiKueueTest, AJobNotManagedByMultiKueueIsRejected) {
   SubmitJob("job-local", "");
   SubmitJob("job-ctrl", "kubernetes.io/job-controller");
-  SubmitJob("pod-x", "", "v1", "Pod");
+  SubmitJob("deploy-x", "", "apps/v1", "Deployment");
   const std::map<std::string, std::string> want = {
       {"job-local",
        "The owner is not managed by Kueue: Expecting spec.managedBy to be "
@@ -212,8 +212,9 @@ TEST_F(MultiKueueTest, AJobNotManagedByMultiKueueIsRejected) {
        "The owner is not managed by Kueue: Expecting spec.managedBy to be "
        "\"kueue.x-k8s.io/multikueue\" not \"kubernetes.io/job-controller\", Previously: "
        "\"Pending\""},
-      {"pod-x", "No multikueue adapter found for owner kind \"/v1, Kind=Pod\", Previously: "
-                "\"Pending\""}};
+      {"deploy-x",
+       "No multikueue adapter found for owner kind \"apps/v1, Kind=Deployment\", Previously: "
+       "\"Pending\""}};
   for (const auto& entry : want) {
     const std::string& name = entry.first;  // lambdas below capture it
     const std::string& message = entry.second;

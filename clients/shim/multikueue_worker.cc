@@ -5,13 +5,20 @@
 #include "absl/strings/str_cat.h"
 #include "clients/shim/framework/multikueue.h"
 #include "clients/shim/framework/reconcile_util.h"
+#include "clients/shim/integrations/pod/pod_multikueue.h"
+#include "common/kueue_keys.h"
 #include "common/log.h"
 
 namespace admitd::shim {
 
 MultiKueueWorker::MultiKueueWorker(const KubeClient& kube, const AdmitdLink& admitd,
-                                   const IntegrationRegistry& registry, ObjectsOf objects_of)
-    : kube_(kube), admitd_(admitd), registry_(registry), objects_of_(std::move(objects_of)) {}
+                                   const IntegrationRegistry& registry, ObjectsOf objects_of,
+                                   const ObjectCache* pods)
+    : kube_(kube),
+      admitd_(admitd),
+      registry_(registry),
+      objects_of_(std::move(objects_of)),
+      pods_(pods) {}
 
 std::vector<std::string> MultiKueueWorker::Keys() const { return admitd_.CopyKeys(); }
 
@@ -60,6 +67,11 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
       !copy->metadata().labels().count(kMultiKueueOriginLabel)) {
     return absl::OkStatus();
   }
+  // The kind, as the manifest says (what a copy keeps of its remote job).
+  const nlohmann::json manifest =
+      nlohmann::json::parse(copy->remote_job().manifest(), nullptr, /*allow_exceptions=*/false);
+  // Pods: those of the manifest not created yet (a serving group grows after it was taken).
+  if (IsPodsManifest(manifest)) return CreatePods(*copy);
   // Adopted already: the object exists (or existed) and is its kind's reconciler's.
   if (ControllerOwner(*copy) != nullptr) return absl::OkStatus();
   // An elastic scale-up slice: once admitted here, the Job running on the slice it replaces
@@ -73,9 +85,6 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
     if (!moved.ok()) return moved.status();
     if (*moved) return absl::OkStatus();
   }
-  // The kind, as the manifest says (what a copy keeps of its remote job).
-  const nlohmann::json manifest =
-      nlohmann::json::parse(copy->remote_job().manifest(), nullptr, /*allow_exceptions=*/false);
   const std::string api_version = reconcile::Str(manifest, "apiVersion"),
                     kind = reconcile::Str(manifest, "kind");
   const Integration* integration = registry_.ForKind(api_version, kind);
@@ -110,6 +119,51 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
     ++created_;
     ADMITD_LOG(kInfo, "multikueue object created",
                {{"kind", kind}, {"object", ns + "/" + object_name}, {"workload", key}});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace admitd::shim
+
+namespace admitd::shim {
+
+absl::Status MultiKueueWorker::CreatePods(const v1::Workload& copy) {
+  const std::string key = copy.metadata().namespace_() + "/" + copy.metadata().name();
+  if (pods_ == nullptr) {
+    ADMITD_LOG(kWarning, "multikueue copy of pods, and the pod integration is not enabled here",
+               {{"workload", key}});
+    return absl::OkStatus();  // nothing to do until the shim runs with it
+  }
+  absl::StatusOr<std::vector<nlohmann::json>> pods = WorkerPodsFor(copy);
+  if (!pods.ok()) {
+    ADMITD_LOG(kWarning, "multikueue copy carries no usable pods",
+               {{"workload", key}, {"error", pods.status().ToString()}});
+    return absl::OkStatus();
+  }
+  const std::string& ns = copy.metadata().namespace_();
+  bool checked = false;
+  for (const nlohmann::json& pod : *pods) {
+    const std::string pod_name = reconcile::Str(pod["metadata"], "name");
+    if (pods_->Get(ns + "/" + pod_name).has_value()) continue;
+    if (!checked) {
+      // As for any object: a withdrawn copy never gets new pods.
+      std::optional<v1::Workload> still = admitd_.Workload(ns, copy.metadata().name());
+      if (!still || still->metadata().uid() != copy.metadata().uid() ||
+          reconcile::Finished(*still)) {
+        return absl::OkStatus();
+      }
+      checked = true;
+    }
+    absl::StatusOr<nlohmann::json> created =
+        kube_.Create(absl::StrCat("/api/v1/namespaces/", ns, "/pods"), pod);
+    if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
+      return created.status();
+    }
+    if (created.ok()) {
+      ++created_;
+      ADMITD_LOG(kInfo, "multikueue pod created",
+                 {{"pod", ns + "/" + pod_name}, {"workload", key}});
+    }
   }
   return absl::OkStatus();
 }

@@ -3,7 +3,9 @@
 // A manager admitd dispatches copies of a Workload to this cluster's admitd; the copy that wins
 // receives the job's manifest (Workload.remote_job.manifest). For such a copy this creates the
 // object in this cluster, of any kind with a MultiKueue adapter whose integration is enabled
-// here (a Job, JobSet, RayJob, RayCluster, PyTorchJob): suspended, without managedBy, with the
+// here (a Job, JobSet, RayJob, RayCluster, PyTorchJob), or the pods of a pod Workload (a plain
+// pod, a pod group, a Deployment's or StatefulSet's pods; integrations/pod/pod_multikueue.h) when
+// the pod integration runs here: suspended (pods: gated), without managedBy, with the
 // manager's origin label and the copy as its prebuilt Workload (WorkerObjectFor). From then on
 // the kind's reconciler owns it: it adopts the copy, starts the object, reports its status back
 // and deletes it when the manager withdraws the copy. An elastic object moves to the scale-up
@@ -37,8 +39,10 @@ class MultiKueueWorker {
   // The cache of an enabled integration's objects, nullptr when it is not enabled here.
   using ObjectsOf = std::function<const ObjectCache*(const Integration& integration)>;
 
+  // `pods`: the managed pods' cache, nullptr without the pod integration.
   MultiKueueWorker(const KubeClient& kube, const AdmitdLink& admitd,
-                   const IntegrationRegistry& registry, ObjectsOf objects_of);
+                   const IntegrationRegistry& registry, ObjectsOf objects_of,
+                   const ObjectCache* pods);
 
   // One reconcile of the copy "namespace/name": creates its object when it carries a manifest
   // of an enabled kind and the object does not exist yet.
@@ -54,11 +58,14 @@ class MultiKueueWorker {
   // The elastic object running on the copy `replaced` (ns/name) moves to `copy`: true when one
   // did.
   absl::StatusOr<bool> MoveToSlice(const v1::Workload& copy, const std::string& replaced);
+  // The pods of a copy whose manifest is a list of pods, those not created yet.
+  absl::Status CreatePods(const v1::Workload& copy);
 
   const KubeClient& kube_;
   const AdmitdLink& admitd_;
   const IntegrationRegistry& registry_;
   const ObjectsOf objects_of_;
+  const ObjectCache* const pods_;
   std::atomic<int64_t> created_{0};
   std::atomic<int64_t> moved_{0};
 };

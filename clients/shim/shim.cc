@@ -88,6 +88,8 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
         });
     s->pod_sync_ = std::make_unique<PodSync>(s->kube_, *s->admitd_, *s->managed_pods_,
                                              *s->events_, config.cluster);
+    s->pod_multikueue_ = std::make_unique<PodMultiKueue>(s->kube_, *s->admitd_, *s->managed_pods_,
+                                                         config.cluster);
   }
   s->AddControllers(options);
   if (config.multikueue_worker) {
@@ -98,7 +100,8 @@ absl::StatusOr<std::unique_ptr<Shim>> Shim::Start(const ShimConfig& config) {
             if (c->integration == &integration && c->reconciler) return c->objects.get();
           }
           return nullptr;
-        });
+        },
+        s->managed_pods_.get());
   }
 
   if (!config.webhook_listen.empty()) {
@@ -223,6 +226,7 @@ void Shim::Stop() {
   if (stopping_.exchange(true)) return;
   for (const auto& c : controllers_) c->queue.ShutDown();
   copy_queue_.ShutDown();
+  pod_multikueue_queue_.ShutDown();
   namespace_queue_.ShutDown();
   if (elector_) elector_->Stop();
   for (const auto& c : controllers_) {
@@ -355,8 +359,12 @@ void Shim::OnObject(Controller& c, const nlohmann::json& object) {
 }
 
 void Shim::OnWorkload(const v1::Workload& wl) {
+  if (pod_multikueue_ && PodMultiKueue::Concerns(wl, config_.cluster)) {
+    pod_multikueue_queue_.Add(wl.metadata().namespace_() + "/" + wl.metadata().name());
+  }
   const v1::OwnerReference* owner = ControllerOwner(wl);
-  if (multikueue_worker_ && owner == nullptr &&
+  // A copy not adopted yet, or one a worker's pods took (its manifest may list more pods).
+  if (multikueue_worker_ && (owner == nullptr || owner->kind() == "Pod") &&
       wl.metadata().labels().count(kMultiKueueOriginLabel)) {
     copy_queue_.Add(wl.metadata().namespace_() + "/" + wl.metadata().name());
     // An object made from this copy that has not adopted it yet: it must hear of the copy too

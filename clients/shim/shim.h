@@ -32,6 +32,7 @@
 #include "clients/shim/kube/leader_election.h"
 #include "clients/shim/multikueue_worker.h"
 #include "clients/shim/namespace_sync.h"
+#include "clients/shim/integrations/pod/pod_multikueue.h"
 #include "clients/shim/integrations/pod/pod_sync.h"
 #include "clients/shim/shim_config.h"
 #include "clients/shim/webhook/webhook_server.h"
@@ -128,6 +129,10 @@ class Shim {
   // With --multikueue-worker only: creates the Jobs of winning copies (keys: the copies').
   WorkQueue copy_queue_;
   std::unique_ptr<MultiKueueWorker> multikueue_worker_;
+  // With the pod integration: a dispatched pod Workload's manifest and its pods' status.
+  WorkQueue pod_multikueue_queue_;
+  std::unique_ptr<PodMultiKueue> pod_multikueue_;
+  std::atomic<int64_t> pod_multikueue_errors_{0};
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<HttpEndpoint> health_;
   std::unique_ptr<AdmitdWebhookContext> webhook_context_;

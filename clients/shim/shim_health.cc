@@ -111,9 +111,20 @@ std::vector<prometheus::MetricFamily> Shim::CollectCounters() const {
   counter("admitd_shim_multikueue_status_reported_total",
           "Worker job statuses reported to admitd for the manager.",
           sum(&ReconcilerCounters::reported));
+  if (pod_multikueue_) {
+    counter("admitd_shim_multikueue_pods_handed_over_total",
+            "Pod Workloads whose pods' manifests were handed to admitd for a worker.",
+            pod_multikueue_->handed_over());
+    counter("admitd_shim_multikueue_pod_status_mirrored_total",
+            "Manager pods whose status was set from their worker copy's.",
+            pod_multikueue_->mirrored());
+    counter("admitd_shim_multikueue_pod_reconcile_errors_total",
+            "MultiKueue pod Workload reconciles that failed and were retried.",
+            pod_multikueue_errors_.load());
+  }
   if (multikueue_worker_) {
     counter("admitd_shim_multikueue_jobs_created_total",
-            "Jobs created in this worker cluster for winning MultiKueue copies.",
+            "Jobs (and pods) created in this worker cluster for winning MultiKueue copies.",
             multikueue_worker_->created());
     counter("admitd_shim_multikueue_jobs_withdrawn_total",
             "Worker jobs deleted because the manager withdrew their copy.",

@@ -75,6 +75,19 @@ void Shim::StartWork() {
              });
     });
   }
+  if (pod_multikueue_) {
+    workers_.emplace_back([this] {
+      Worker(pod_multikueue_queue_,
+             [this](const std::string& key) { return pod_multikueue_->Reconcile(key); },
+             pod_multikueue_errors_, "multikueue pods", [this](const std::string& key) {
+               const size_t slash = key.find('/');
+               if (slash == std::string::npos) return std::string();
+               std::optional<v1::Workload> wl =
+                   admitd_->Workload(key.substr(0, slash), key.substr(slash + 1));
+               return wl ? wl->metadata().uid() : std::string();
+             });
+    });
+  }
   workers_.emplace_back([this] { NamespaceWorker(); });
   if (pod_sync_) workers_.emplace_back([this] { pod_sync_->Run(); });
   if (mirror_) {

@@ -220,6 +220,16 @@ class Engine::Impl {
   // report (Kueue's messages); appends the events Kueue would record to `events` when given.
   std::vector<std::string> ReconcilePodWorkload(const std::string& workload_key, absl::Time now,
                                                 std::vector<v1::PodEvent>* events = nullptr);
+  // ---- engine_pods_multikueue.cc: a worker's pods made from a manager's copy ----
+  // The copy takes the pods a worker cluster's shim made from it: it becomes their cluster's pod
+  // Workload, owned by them. False (nothing changed) when it is not a copy awaiting them.
+  bool TakeCopyForPods(WorkloadEntry& entry, const std::vector<v1::PodObservation>& pods,
+                       bool is_group);
+  // A copy made of pods carries their status back to the manager (remote_job.status).
+  void ReportPodsToManager(WorkloadEntry& entry, const std::vector<v1::PodObservation>& pods);
+  // The Workload holds a MultiKueue admission check: its pods run in a worker cluster, never
+  // here (Kueue's ShouldSkipLocalExecution).
+  bool RunsElsewhere(const v1::Workload& wl) const;
   // jobframework's QueueNameChange for a pod Workload that holds no quota (§14.3). A new queue
   // that does not exist leaves the Workload where it is; the answer says why ("" otherwise).
   std::string FollowPodQueueName(WorkloadEntry& entry, const std::vector<v1::PodObservation>& pods,

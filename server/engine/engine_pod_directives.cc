@@ -9,6 +9,7 @@
 #include "server/engine/engine_impl.h"
 #include "server/engine/engine_pods_internal.h"
 #include "server/pods/elastic_pods.h"
+#include "server/pods/multikueue_pods.h"
 #include "server/pods/pod_group.h"
 
 namespace admitd::engine {
@@ -53,6 +54,13 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     }
   };
   auto wl_it = workloads_.find(workload_key);
+  if (wl_it == workloads_.end() && pods::IsMultiKueueWorkerPod(pods.front())) {
+    // Made from a manager's copy that is gone (withdrawn, or finished and cleaned up there).
+    std::vector<std::string> names;
+    for (const v1::PodObservation& p : pods) names.push_back(p.name());
+    remove(names);
+    return out;
+  }
   if (wl_it == workloads_.end()) {
     if (is_group) {
       TakeOtherClusters(&pods, pods.front().cluster());  // as ReconcilePodWorkload composes
@@ -126,7 +134,7 @@ std::vector<v1::PodDirective> Engine::Impl::PodDirectivesFor(const std::string& 
     }
     return out;
   }
-  if (!IsConditionTrue(wl, kAdmitted)) return out;
+  if (!IsConditionTrue(wl, kAdmitted) || RunsElsewhere(wl)) return out;
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ungate =
       pods::PodsToUngate(members, wl, is_group);
   if (!ungate.ok()) return out;

@@ -10,6 +10,7 @@
 #include "server/engine/engine_impl.h"
 #include "server/engine/engine_pods_internal.h"
 #include "server/pods/elastic_pods.h"
+#include "server/pods/multikueue_pods.h"
 #include "server/pods/pod_group.h"
 
 namespace admitd::engine {
@@ -104,6 +105,10 @@ pods::PodOptions Engine::Impl::PodOptionsNow() const {
 }
 
 std::string Engine::Impl::PodWorkloadKey(const v1::PodObservation& pod) const {
+  // A worker's pod made from a manager's copy belongs to that copy, whatever its group.
+  if (pods::IsMultiKueueWorkerPod(pod)) {
+    return absl::StrCat(pod.namespace_(), "/", pods::PrebuiltWorkloadName(pod));
+  }
   const std::string group = pods::GroupName(pod, PodOptionsNow());
   if (!group.empty()) return absl::StrCat(pod.namespace_(), "/", group);
   if (pods::IsElasticJobPod(pod)) return ElasticPodsKey(pod);

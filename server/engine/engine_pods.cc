@@ -14,6 +14,7 @@
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
 #include "server/pods/elastic_pods.h"
+#include "server/pods/multikueue_pods.h"
 #include "server/engine/metadata_validation.h"
 #include "server/engine/validation.h"
 #include "server/engine/engine_pods_internal.h"
@@ -234,6 +235,10 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
       return ReconcilePodWorkload(now_key, now, events);
     }
   }
+  // A worker's pods made from a manager's copy never make a Workload of their own: without their
+  // copy they go (engine_pod_directives.cc).
+  const bool from_copy = pods::IsMultiKueueWorkerPod(pods.front());
+  if (wl_it == workloads_.end() && from_copy) return errors;
   if (wl_it == workloads_.end()) {
     // Same-named pods of several clusters: the first cluster's make the Workload.
     TakeOtherClusters(&pods, cluster);
@@ -259,6 +264,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
     return errors;
   }
   WorkloadEntry& entry = wl_it->second;
+  if (from_copy) TakeCopyForPods(entry, pods, is_group);
   v1::Workload& wl = entry.mutable_object();
   if (!OwnsWorkload(wl, is_group)) {
     AppendEvents(NameConflict(pods, wl, is_group, now, options).events, workload_key, pods, events);
@@ -281,6 +287,7 @@ std::vector<std::string> Engine::Impl::ReconcilePodWorkload(const std::string& w
                                   owner, "\": the pods of cluster \"", others.front().cluster(),
                                   "\" stay gated"));
   }
+  ReportPodsToManager(entry, pods);
   if (IsConditionTrue(wl, kFinished)) return errors;
   // Finished: every pod succeeded (groups), or the single pod ended.
   std::vector<v1::PodObservation> kept = pods;

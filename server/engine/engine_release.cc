@@ -10,6 +10,8 @@
 #include "common/status.h"
 #include "server/engine/conditions.h"
 #include "server/engine/engine_impl.h"
+#include "server/engine/metadata_validation.h"
+#include "server/engine/validation.h"
 
 namespace admitd::engine {
 

@@ -78,6 +78,9 @@ std::optional<std::string> RejectionOf(const v1::Workload& wl) {
     owner = &wl.metadata().owner_references(0);
   }
   if (owner == nullptr) return std::nullopt;
+  // Pods (and so a Deployment's or a StatefulSet's) have no managedBy: they are accepted as
+  // they are, and stay gated here while a worker runs their copies.
+  if (owner->api_version() == "v1" && owner->kind() == "Pod") return std::nullopt;
   // The kinds admitd-shim has a MultiKueue adapter for (Kueue's registered adapters).
   static const std::pair<const char*, const char*> kAdapters[] = {
       {"batch/v1", "Job"},

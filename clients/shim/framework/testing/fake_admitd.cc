@@ -253,6 +253,7 @@ absl::StatusOr<v1::Workload> FakeAdmitd::UpdateRemoteJob(const v1::UpdateRemoteJ
   v1::Workload* wl = Find(req.namespace_(), req.name());
   if (wl == nullptr) return absl::NotFoundError("update remote job: workload not found");
   if (req.has_adopt()) *wl->mutable_metadata()->add_owner_references() = req.adopt();
+  if (req.has_manifest()) wl->mutable_remote_job()->set_manifest(req.manifest());
   if (req.has_status()) wl->mutable_remote_job()->set_status(req.status());
   return *wl;
 }
