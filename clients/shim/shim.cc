@@ -325,6 +325,8 @@ void Shim::AddControllers(const FrameworkOptions& options) {
             }
             if (!key.empty()) raw->queue.Add(key);
           });
+      // A kind whose pods are found by a label (a JobSet's, a RayJob's): an index, not a scan.
+      if (!info.pods_by_label.empty()) c->pods->IndexLabel(info.pods_by_label);
     }
     if (integration->HasGenericJob()) {
       c->reconciler = std::make_unique<Reconciler>(

@@ -35,6 +35,10 @@ class ObjectCache {
   // The cached objects whose controller owner reference has `uid` (an index, not a scan, in the
   // real informer).
   virtual std::vector<nlohmann::json> ControlledBy(const std::string& uid) const = 0;
+  // The cached objects of namespace `ns` whose label `key` is `value` (a scan unless the cache
+  // keeps an index of that label).
+  virtual std::vector<nlohmann::json> Labelled(const std::string& ns, const std::string& key,
+                                               const std::string& value) const;
   virtual std::vector<std::string> Keys() const = 0;
 };
 

@@ -125,12 +125,7 @@ std::vector<nlohmann::json> Reconciler::PodsOf(const nlohmann::json& object) con
     for (const std::string& key : info.pods_label_value) value = &Field(*value, key);
   }
   if (!value->is_string() || value->get<std::string>().empty()) return {};
-  const std::string ns = Str(meta, "namespace"), name = value->get<std::string>();
-  return pods_.Select([&](const nlohmann::json& pod) {
-    const nlohmann::json& pod_meta = Field(pod, "metadata");
-    return Str(pod_meta, "namespace") == ns &&
-           Str(Field(pod_meta, "labels"), info.pods_by_label) == name;
-  });
+  return pods_.Labelled(Str(meta, "namespace"), info.pods_by_label, value->get<std::string>());
 }
 
 Related Reconciler::RelatedOf(const nlohmann::json& object) const {

@@ -1,5 +1,7 @@
 #include "clients/shim/kube/informer.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -68,9 +70,8 @@ absl::Status Informer::List() {
     }
     cache_ = std::move(fresh);
     by_controller_.clear();
-    for (const auto& [key, obj] : cache_) {
-      if (std::string uid = ControllerUid(obj); !uid.empty()) by_controller_[uid].insert(key);
-    }
+    by_label_.clear();
+    for (const auto& [key, obj] : cache_) Index(key, obj, /*add=*/true);
     resource_version_ = list->value("metadata", nlohmann::json::object())
                             .value("resourceVersion", "");
   }
@@ -88,18 +89,12 @@ void Informer::Apply(const std::string& type, const nlohmann::json& object) {
     if (!rv.empty()) resource_version_ = rv;
     if (type == "BOOKMARK") return;
     const std::string key = ObjectKey(object);
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      if (std::string uid = ControllerUid(it->second); !uid.empty()) {
-        auto entry = by_controller_.find(uid);
-        entry->second.erase(key);
-        if (entry->second.empty()) by_controller_.erase(entry);
-      }
-    }
+    if (auto it = cache_.find(key); it != cache_.end()) Index(key, it->second, /*add=*/false);
     if (type == "DELETED") {
       cache_.erase(key);
     } else {
       cache_[key] = object;
-      if (std::string uid = ControllerUid(object); !uid.empty()) by_controller_[uid].insert(key);
+      Index(key, object, /*add=*/true);
     }
   }
   if (handler_) handler_(type, object);
@@ -161,6 +156,48 @@ std::vector<nlohmann::json> Informer::ControlledBy(const std::string& uid) const
   if (it == by_controller_.end()) return out;
   for (const std::string& key : it->second) out.push_back(cache_.at(key));
   return out;
+}
+
+void Informer::IndexLabel(std::string key) { indexed_labels_.push_back(std::move(key)); }
+
+std::vector<nlohmann::json> Informer::Labelled(const std::string& ns, const std::string& key,
+                                               const std::string& value) const {
+  if (std::find(indexed_labels_.begin(), indexed_labels_.end(), key) == indexed_labels_.end()) {
+    return ObjectCache::Labelled(ns, key, value);  // a scan
+  }
+  std::vector<nlohmann::json> out;
+  absl::MutexLock lock(&mu_);
+  auto it = by_label_.find(LabelIndexKey(key, ns, value));
+  if (it == by_label_.end()) return out;
+  for (const std::string& k : it->second) out.push_back(cache_.at(k));
+  return out;
+}
+
+void Informer::Index(const std::string& key, const nlohmann::json& object, bool add) {
+  auto update = [&](std::map<std::string, std::set<std::string>>& index, std::string value) {
+    if (add) {
+      index[std::move(value)].insert(key);
+      return;
+    }
+    auto entry = index.find(value);
+    if (entry == index.end()) return;
+    entry->second.erase(key);
+    if (entry->second.empty()) index.erase(entry);
+  };
+  if (std::string uid = ControllerUid(object); !uid.empty()) update(by_controller_, uid);
+  if (indexed_labels_.empty()) return;
+  const nlohmann::json& meta = Field(object, "metadata");
+  const nlohmann::json& labels = Field(meta, "labels");
+  for (const std::string& label : indexed_labels_) {
+    if (std::string value = Str(labels, label); !value.empty()) {
+      update(by_label_, LabelIndexKey(label, Str(meta, "namespace"), value));
+    }
+  }
+}
+
+std::string Informer::LabelIndexKey(const std::string& label, const std::string& ns,
+                                    const std::string& value) {
+  return absl::StrCat(label, "=", ns, "/", value);
 }
 
 std::vector<std::string> Informer::Keys() const {

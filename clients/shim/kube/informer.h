@@ -52,6 +52,11 @@ class Informer : public ObjectCache {
       const std::function<bool(const nlohmann::json&)>& keep) const override;
   // The cached objects whose controller owner has `uid` (an index kept with the cache).
   std::vector<nlohmann::json> ControlledBy(const std::string& uid) const override;
+  // Keeps an index by label `key` (client-go's Indexers): Labelled answers from it rather than
+  // by a scan. Before Run or List only.
+  void IndexLabel(std::string key);
+  std::vector<nlohmann::json> Labelled(const std::string& ns, const std::string& key,
+                                       const std::string& value) const override;
   // The keys of every cached object.
   std::vector<std::string> Keys() const override;
   size_t Size() const;
@@ -63,6 +68,11 @@ class Informer : public ObjectCache {
 
  private:
   void Apply(const std::string& type, const nlohmann::json& object);
+  // Adds `object` (cached under `key`) to the indexes, or removes it.
+  void Index(const std::string& key, const nlohmann::json& object, bool add)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static std::string LabelIndexKey(const std::string& label, const std::string& ns,
+                                   const std::string& value);
 
   const KubeClient& client_;
   const std::string path_;
@@ -75,6 +85,9 @@ class Informer : public ObjectCache {
   std::map<std::string, nlohmann::json> cache_ ABSL_GUARDED_BY(mu_);
   // Controller owner uid -> the keys of the cached objects it controls.
   std::map<std::string, std::set<std::string>> by_controller_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> indexed_labels_;  // set before the cache fills
+  // "<label>=<namespace>/<value>" -> the keys of the cached objects with that label value.
+  std::map<std::string, std::set<std::string>> by_label_ ABSL_GUARDED_BY(mu_);
   std::string resource_version_ ABSL_GUARDED_BY(mu_);
 };
 

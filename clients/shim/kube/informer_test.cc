@@ -106,6 +106,33 @@ TEST_F(InformerTest, TheCacheFollowsTheClusterAndTheHandlerSeesEachChange) {
                                            "DELETED default/a", "MODIFIED default/b"));
 }
 
+TEST_F(InformerTest, ALabelIndexFollowsRelabelsAndDeletes) {
+  ASSERT_TRUE(kube_.Create(kPods, Pod("a")).ok());
+  ASSERT_TRUE(kube_.Create(kPods, Pod("b")).ok());
+  Informer pods(kube_, kPods, nullptr, /*watch_timeout_seconds=*/1);
+  pods.IndexLabel("app");
+  ASSERT_TRUE(pods.List().ok());
+  auto names = [&](const std::string& key, const std::string& value) {
+    std::vector<std::string> out;
+    for (const nlohmann::json& p : pods.Labelled("default", key, value)) {
+      out.push_back(p["metadata"]["name"]);
+    }
+    return out;
+  };
+  EXPECT_THAT(names("app", "x"), ::testing::ElementsAre("a", "b"));
+  EXPECT_TRUE(names("app", "y").empty());
+  EXPECT_TRUE(pods.Labelled("other", "app", "x").empty());  // by namespace too
+  ASSERT_TRUE(kube_.Patch(absl::StrCat(kPods, "/b"), {{"metadata", {{"labels", {{"app", "y"}}}}}}).ok());
+  ASSERT_TRUE(kube_.Delete(absl::StrCat(kPods, "/a")).ok());
+  EXPECT_TRUE(pods.WatchOnce().ok());
+  EXPECT_TRUE(names("app", "x").empty());
+  EXPECT_THAT(names("app", "y"), ::testing::ElementsAre("b"));
+  // A label without an index is answered by a scan, the same way.
+  ASSERT_TRUE(kube_.Patch(absl::StrCat(kPods, "/b"), {{"metadata", {{"labels", {{"k", "1"}}}}}}).ok());
+  EXPECT_TRUE(pods.WatchOnce().ok());
+  EXPECT_THAT(names("k", "1"), ::testing::ElementsAre("b"));
+}
+
 TEST_F(InformerTest, AnExpiredVersionListsAgain) {
   ASSERT_TRUE(kube_.Create(kPods, Pod("a")).ok());
   Informer pods(kube_, kPods, nullptr, /*watch_timeout_seconds=*/1);
