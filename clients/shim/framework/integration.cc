@@ -144,22 +144,6 @@ std::vector<const Integration*> IntegrationRegistry::All() const {
   return out;
 }
 
-const Integration* IntegrationRegistry::ManagedOwnerOf(const nlohmann::json& object,
-                                                       std::string* owner_name) const {
-  const nlohmann::json& refs = Field(Field(object, "metadata"), "ownerReferences");
-  if (!refs.is_array()) return nullptr;
-  for (const nlohmann::json& ref : refs) {
-    if (!ref.is_object() || !ref.value("controller", false)) continue;
-    const Integration* owner = ForKind(Str(ref, "apiVersion"), Str(ref, "kind"));
-    if (owner == nullptr || !owner->HasGenericJob() || owner->info().admitted_as_pods) {
-      return nullptr;
-    }
-    *owner_name = Str(ref, "name");
-    return owner;
-  }
-  return nullptr;
-}
-
 bool IntegrationRegistry::OwnedByManagedKind(const nlohmann::json& object) const {
   const nlohmann::json& refs = Field(Field(object, "metadata"), "ownerReferences");
   if (!refs.is_array()) return false;

@@ -142,9 +142,6 @@ class IntegrationRegistry {
   // with a GenericJob, or a v1 Pod): such an object belongs to its owner's Workload and is left
   // alone (§1.2).
   bool OwnedByManagedKind(const nlohmann::json& object) const;
-  // The integration of `object`'s controller owner when that is a kind with a GenericJob (its
-  // parent), with the owner's name in `*owner_name`; nullptr otherwise.
-  const Integration* ManagedOwnerOf(const nlohmann::json& object, std::string* owner_name) const;
 
  private:
   std::vector<std::unique_ptr<Integration>> integrations_;

@@ -60,11 +60,10 @@ absl::Status Reconciler::Reconcile(const std::string& key) {
   std::vector<v1::Workload> workloads = admitd_.WorkloadsOf(integration_.info().kind, ns, name);
   if (!Live(object)) return Finalize(key, workloads);
   if (options_.excluded_namespaces.count(ns)) return absl::OkStatus();
-  std::string parent_name;
-  if (const Integration* parent = registry_.ManagedOwnerOf(*object, &parent_name);
-      parent != nullptr && options_.enabled.count(parent->info().name)) {
-    return ReconcileChild(*object, *parent, parent_name);
-  }
+  // A child of a managed object (a JobSet's Job, a RayJob's RayCluster) never has a Workload.
+  absl::StatusOr<std::optional<Ancestor>> ancestor = FindManagedAncestor(*object);
+  if (!ancestor.ok()) return ReportAncestorError(*object, ancestor.status());
+  if (ancestor->has_value()) return ReconcileChild(*object, **ancestor);
   const nlohmann::json& labels = Field(Field(*object, "metadata"), "labels");
   if (Str(labels, kQueueNameLabel).empty() && !options_.manage_jobs_without_queue_name) {
     return absl::OkStatus();
@@ -134,53 +133,6 @@ Related Reconciler::RelatedOf(const nlohmann::json& object) const {
     related.children = children_.ControlledBy(Str(Meta(object), "uid"));
   }
   return related;
-}
-
-absl::Status Reconciler::ReconcileChild(const nlohmann::json& object, const Integration& parent,
-                                        const std::string& parent_name) {
-  std::unique_ptr<GenericJob> job = integration_.Wrap(object, RelatedOf(object), options_);
-  if (job->Finished() || job->IsSuspended()) return absl::OkStatus();
-  const std::string ns = Str(Meta(object), "namespace");
-  // The parent as the API server holds it: managed when it has a queue name.
-  absl::StatusOr<nlohmann::json> owner = kube_.Get(parent.ObjectPath(ns, parent_name));
-  if (!owner.ok()) {
-    return owner.status().code() == absl::StatusCode::kNotFound ? absl::OkStatus()
-                                                                : owner.status();
-  }
-  const nlohmann::json owner_meta = Meta(*owner);
-  if (Str(Field(owner_meta, "labels"), kQueueNameLabel).empty() &&
-      !options_.manage_jobs_without_queue_name) {
-    return absl::OkStatus();
-  }
-  // Its newest Workload that is not finished.
-  const v1::Workload* latest = nullptr;
-  const std::vector<v1::Workload> workloads = admitd_.WorkloadsOf(parent.info().kind, ns, parent_name);
-  for (const v1::Workload& wl : workloads) {
-    const v1::OwnerReference* o = ControllerOwner(wl);
-    if (Finished(wl) || o == nullptr || o->uid() != Str(owner_meta, "uid")) continue;
-    const auto& t = wl.metadata().creation_timestamp();
-    if (latest == nullptr ||
-        std::make_pair(t.seconds(), t.nanos()) >=
-            std::make_pair(latest->metadata().creation_timestamp().seconds(),
-                           latest->metadata().creation_timestamp().nanos())) {
-      latest = &wl;
-    }
-  }
-  // With workload slices a scale-up has no admitted slice for a while: evicted counts instead.
-  const bool elastic =
-      job->IsElastic() ||
-      Str(Field(owner_meta, "annotations"), kElasticJobAnnotation) == "true";
-  const bool suspend = latest == nullptr ? true
-                       : elastic         ? ConditionTrue(*latest, "Evicted")
-                                         : !Admitted(*latest);
-  if (!suspend) return absl::OkStatus();
-  const StopPlan plan = job->PlanStop(nullptr);
-  if (plan.suspend.is_null()) return absl::OkStatus();  // a kind that cannot be suspended
-  absl::StatusOr<nlohmann::json> r = PatchObject(object, plan.suspend);
-  if (!r.ok()) return r.status();
-  ++counters_.stops;
-  RecordEvent(*job, "Suspended", "Kueue managed child job suspended");
-  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Workload> Reconciler::Build(const std::string& key, const GenericJob& job) {

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,12 +67,25 @@ class Reconciler {
 
  private:
   absl::Status Finalize(const std::string& key, const std::vector<v1::Workload>& workloads);
-  // A child of an enabled kind's object (a JobSet's Job, a RayJob's RayCluster; Kueue's
-  // non-top-level job, §1.2): it never gets a Workload; running while its parent (managed: a
-  // queue name) has no unfinished Workload, or one not admitted (an elastic one: evicted), it is
-  // suspended ("Kueue managed child job suspended").
-  absl::Status ReconcileChild(const nlohmann::json& object, const Integration& parent,
-                              const std::string& parent_name);
+  // ---- reconciler_children.cc ----
+  // The top-level managed ancestor of an object (Kueue's FindAncestorJobManagedByKueue, §1.2
+  // step 4): up its controller references through the enabled kinds (and ReplicaSets, with
+  // Deployments), each read from the API server and matching the reference's uid, the topmost
+  // one of a kind with a GenericJob and a queue name (any, with manage_jobs_without_queue_name).
+  // nullopt: the object is top-level. NOT_FOUND when an owner is gone; FAILED_PRECONDITION on a cycle;
+  // RESOURCE_EXHAUSTED past kManagedOwnersChainLimit hops.
+  struct Ancestor {
+    const Integration* integration = nullptr;
+    nlohmann::json object;
+  };
+  absl::StatusOr<std::optional<Ancestor>> FindManagedAncestor(const nlohmann::json& object) const;
+  // What a failed walk means for the reconcile: an owner that is gone leaves the object to the
+  // garbage collector (OK); too deep a chain records JobNestingTooDeep; the rest is retried.
+  absl::Status ReportAncestorError(const nlohmann::json& object, const absl::Status& error);
+  // A child of a managed object (Kueue's non-top-level job, §1.2 step 6): it never gets a
+  // Workload; running while its ancestor has no unfinished Workload, or one not admitted (an
+  // elastic one: evicted), it is suspended ("Kueue managed child job suspended").
+  absl::Status ReconcileChild(const nlohmann::json& object, const Ancestor& ancestor);
   // The object's pods in the pods cache: those it controls, or those its kind's label names it
   // in (IntegrationInfo::pods_by_label); none for a kind without a pods_path. Its children.
   std::vector<nlohmann::json> PodsOf(const nlohmann::json& object) const;

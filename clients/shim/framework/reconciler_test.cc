@@ -347,5 +347,87 @@ TEST_F(GenericReconcileTest, AChildRunsOnlyWhileItsParentsWorkloadIsAdmitted) {
   EXPECT_EQ(Job("c")["spec"]["suspend"], false);
 }
 
+// The controller reference of an object of `kind` (FakeJob or ReplicaSet) named `name`.
+nlohmann::json OwnedBy(const std::string& kind, const std::string& name, const std::string& uid) {
+  return {{{"apiVersion", kind == "ReplicaSet" ? "apps/v1" : "example.com/v1"},
+           {"kind", kind},
+           {"name", name},
+           {"uid", uid},
+           {"controller", true}}};
+}
+
+TEST_F(GenericReconcileTest, AGrandchildBelongsToItsTopManagedAncestor) {
+  options_.enabled = {"example.com/fakejob", "deployment"};
+  PutJob(FakeJobObject("ns", "p", 2));  // the top: a queue name
+  ASSERT_TRUE(Reconcile("ns/p").ok());
+  // p -> ReplicaSet rs (a known interim owner) -> c, a running FakeJob with a queue name of its
+  // own: still p's, so no Workload of its own, and suspended while p is not admitted.
+  kube_.Put("/apis/apps/v1/namespaces/ns/replicasets/rs",
+            {{"apiVersion", "apps/v1"},
+             {"kind", "ReplicaSet"},
+             {"metadata",
+              {{"name", "rs"},
+               {"namespace", "ns"},
+               {"uid", "rs-uid"},
+               {"ownerReferences", OwnedBy("FakeJob", "p", Job("p")["metadata"]["uid"])}}}});
+  nlohmann::json child = FakeJobObject("ns", "c");
+  child["spec"]["suspend"] = false;
+  child["metadata"]["ownerReferences"] = OwnedBy("ReplicaSet", "rs", "rs-uid");
+  PutJob(child);
+  ASSERT_TRUE(Reconcile("ns/c").ok());
+  EXPECT_EQ(Job("c")["spec"]["suspend"], true);
+  EXPECT_FALSE(admitd_.Workload("ns", "fakejob-c").has_value());
+  // A reference whose uid is not the owner's is stale: the walk stops, c is top-level.
+  child = Job("c");
+  child["metadata"]["ownerReferences"] = OwnedBy("ReplicaSet", "rs", "another-uid");
+  PutJob(child);
+  ASSERT_TRUE(Reconcile("ns/c").ok());
+  EXPECT_TRUE(admitd_.Workload("ns", "fakejob-c").has_value());
+}
+
+TEST_F(GenericReconcileTest, AnOwnerGoneLeavesTheChildToTheCollector) {
+  options_.enabled = {"example.com/fakejob"};
+  nlohmann::json child = FakeJobObject("ns", "c");
+  child["metadata"]["ownerReferences"] = OwnedBy("FakeJob", "gone", "gone-uid");
+  PutJob(child);
+  ASSERT_TRUE(Reconcile("ns/c").ok());
+  EXPECT_FALSE(admitd_.Workload("ns", "fakejob-c").has_value());
+  EXPECT_TRUE(admitd_.calls().empty());
+}
+
+TEST_F(GenericReconcileTest, CyclesAndTooDeepChainsAreRefused) {
+  options_.enabled = {"example.com/fakejob"};
+  // x <-> y: a cycle is an error (retried), never a Workload.
+  nlohmann::json x = FakeJobObject("ns", "x"), y = FakeJobObject("ns", "y");
+  PutJob(x);
+  PutJob(y);
+  x = Job("x");
+  y = Job("y");
+  x["metadata"]["ownerReferences"] = OwnedBy("FakeJob", "y", y["metadata"]["uid"]);
+  y["metadata"]["ownerReferences"] = OwnedBy("FakeJob", "x", x["metadata"]["uid"]);
+  PutJob(x);
+  PutJob(y);
+  EXPECT_EQ(Reconcile("ns/x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(admitd_.Workload("ns", "fakejob-x").has_value());
+  // j0 <- j1 <- ... <- j11: eleven hops, one past Kueue's limit.
+  for (int i = 0; i <= 11; ++i) {
+    nlohmann::json j = FakeJobObject("ns", absl::StrCat("j", i));
+    if (i > 0) {
+      const std::string parent = absl::StrCat("j", i - 1);
+      j["metadata"]["ownerReferences"] = OwnedBy("FakeJob", parent, Job(parent)["metadata"]["uid"]);
+    }
+    PutJob(j);
+  }
+  EXPECT_EQ(Reconcile("ns/j11").code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_FALSE(events_.events().empty());
+  EXPECT_EQ(events_.events().back().type, "Warning");
+  EXPECT_EQ(events_.events().back().reason, "JobNestingTooDeep");
+  EXPECT_EQ(events_.events().back().message,
+            "Terminated search for Kueue-managed Job because ancestor depth exceeded limit of 10");
+  // Ten hops are walked: j10's top is j0.
+  EXPECT_TRUE(Reconcile("ns/j10").ok());
+  EXPECT_FALSE(admitd_.Workload("ns", "fakejob-j10").has_value());
+}
+
 }  // namespace reconciler_test
 }  // namespace admitd::shim
