@@ -33,14 +33,6 @@ class EmptyCache : public ObjectCache {
 
 }  // namespace
 
-std::vector<nlohmann::json> ObjectCache::Labelled(const std::string& ns, const std::string& key,
-                                                  const std::string& value) const {
-  return Select([&](const nlohmann::json& object) {
-    const nlohmann::json& meta = Field(object, "metadata");
-    return Str(meta, "namespace") == ns && Str(Field(meta, "labels"), key) == value;
-  });
-}
-
 const ObjectCache& NoObjects() {
   static const EmptyCache kEmpty;
   return kEmpty;

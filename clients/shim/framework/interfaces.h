@@ -38,7 +38,16 @@ class ObjectCache {
   // The cached objects of namespace `ns` whose label `key` is `value` (a scan unless the cache
   // keeps an index of that label).
   virtual std::vector<nlohmann::json> Labelled(const std::string& ns, const std::string& key,
-                                               const std::string& value) const;
+                                               const std::string& value) const {
+    return Select([&](const nlohmann::json& object) {
+      auto meta = object.find("metadata");
+      if (meta == object.end() || !meta->is_object() || meta->value("namespace", "") != ns) {
+        return false;
+      }
+      auto labels = meta->find("labels");
+      return labels != meta->end() && labels->is_object() && labels->value(key, "") == value;
+    });
+  }
   virtual std::vector<std::string> Keys() const = 0;
 };
 

@@ -30,6 +30,7 @@ EventRecorder::~EventRecorder() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    drain_until_ = absl::Now() + absl::Seconds(2);
   }
   thread_.join();
 }
@@ -70,6 +71,13 @@ void EventRecorder::Loop() {
       if (queue_.empty()) {
         if (stopping_) return;
         continue;
+      }
+      // Stopping: what is still queued after the drain's 2 s is dropped (best effort, as
+      // Kubernetes events are), so that a stop never waits on a backlog.
+      if (stopping_ && absl::Now() >= drain_until_) {
+        dropped_ += static_cast<int64_t>(queue_.size());
+        queue_.clear();
+        return;
       }
       p = std::move(queue_.front());
       queue_.pop_front();

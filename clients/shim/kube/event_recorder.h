@@ -21,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "clients/shim/framework/interfaces.h"
 #include "clients/shim/kube/kube_client.h"
 #include "nlohmann/json.hpp"
@@ -53,6 +54,7 @@ class EventRecorder : public EventSink {
   mutable absl::Mutex mu_;
   std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time drain_until_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   int64_t recorded_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   // Aggregation (used by the writer thread only): key -> the event written and its count.
