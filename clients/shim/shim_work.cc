@@ -62,30 +62,25 @@ void Shim::StartWork() {
       });
     }
   }
+  // Queues keyed by a Workload's "namespace/name": its uid roots the reconcile's trace.
+  auto workload_uid = [this](const std::string& key) {
+    const size_t slash = key.find('/');
+    if (slash == std::string::npos) return std::string();
+    std::optional<v1::Workload> wl = admitd_->Workload(key.substr(0, slash), key.substr(slash + 1));
+    return wl ? wl->metadata().uid() : std::string();
+  };
   if (multikueue_worker_) {
-    workers_.emplace_back([this] {
+    workers_.emplace_back([this, workload_uid] {
       Worker(copy_queue_,
              [this](const std::string& key) { return multikueue_worker_->Reconcile(key); },
-             copy_reconcile_errors_, "multikueue copy", [this](const std::string& key) {
-               const size_t slash = key.find('/');
-               if (slash == std::string::npos) return std::string();
-               std::optional<v1::Workload> copy =
-                   admitd_->Workload(key.substr(0, slash), key.substr(slash + 1));
-               return copy ? copy->metadata().uid() : std::string();
-             });
+             copy_reconcile_errors_, "multikueue copy", workload_uid);
     });
   }
   if (pod_multikueue_) {
-    workers_.emplace_back([this] {
+    workers_.emplace_back([this, workload_uid] {
       Worker(pod_multikueue_queue_,
              [this](const std::string& key) { return pod_multikueue_->Reconcile(key); },
-             pod_multikueue_errors_, "multikueue pods", [this](const std::string& key) {
-               const size_t slash = key.find('/');
-               if (slash == std::string::npos) return std::string();
-               std::optional<v1::Workload> wl =
-                   admitd_->Workload(key.substr(0, slash), key.substr(slash + 1));
-               return wl ? wl->metadata().uid() : std::string();
-             });
+             pod_multikueue_errors_, "multikueue pods", workload_uid);
     });
   }
   workers_.emplace_back([this] { NamespaceWorker(); });

@@ -118,6 +118,53 @@ class WorkerCluster:
         self.log.close()
 
 
+class ManagerAndWorkers:
+    """A manager cluster and workers w1, w2 for a whole test class (not a TestCase: the kinds'
+    MultiKueue tests mix it in). The class sets API_ARGS (the clusters' API server arguments),
+    WORKER_INTEGRATIONS (the workers' --integrations) and MANAGER_KINDS (the manager shim's
+    webhook switches, Stack.start_shim_with_webhook)."""
+
+    API_ARGS = ()
+    WORKER_INTEGRATIONS = "batch/job"
+    MANAGER_KINDS = {}
+    TIMEOUT = 40  # seconds: generous for a loaded 2-core machine
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Stack(nodes=("n1:pool=a:cpu=16",), api_args=cls.API_ARGS,
+                      admitd_args=("--multikueue-reconnect-backoff", "200ms",
+                                   "--multikueue-gc-interval", "2s"))
+        cls.workers = {}
+        try:
+            for name in ("w1", "w2"):
+                cls.workers[name] = WorkerCluster(
+                    cls.s, name, shim_extra=("--integrations=" + cls.WORKER_INTEGRATIONS,))
+            cls.s.create_namespace(NS)
+            cls.s.apply(MANAGER_QUEUES + "".join(
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueCluster\n"
+                "metadata: {name: %s}\nspec:\n  admitd: {address: \"%s\"}\n" % (n, w.address)
+                for n, w in cls.workers.items()))
+            cls.manager_shim = cls.s.start_shim_with_webhook("shim-manager", **cls.MANAGER_KINDS)
+            wait_with_logs(cls.s, lambda: cls.check_active() == "True", "the check to be Active",
+                           cls.TIMEOUT)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+        for w in cls.workers.values():
+            w.stop()
+
+    @classmethod
+    def check_active(cls):
+        return MultiKueueE2E.check_active(cls)
+
+    def wait(self, fn, what, timeout=None):
+        return wait_with_logs(self.s, fn, what, timeout or self.TIMEOUT)
+
+
 class MultiKueueE2E(unittest.TestCase):
     def setUp(self):
         self.s = Stack(nodes=("n1:pool=a:cpu=16",),

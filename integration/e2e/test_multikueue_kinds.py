@@ -17,11 +17,10 @@ import test_multikueue  # noqa: E402
 import test_pytorchjobs  # noqa: E402
 import test_rayclusters  # noqa: E402
 import test_rayjobs  # noqa: E402
-from stack import KINDS, Stack, condition, is_true, wait_with_logs  # noqa: E402
+from stack import KINDS, condition, is_true  # noqa: E402
 
 MK, NS = test_multikueue.MK, test_multikueue.NS
 
-T = 40  # seconds: generous for a loaded 2-core machine
 SWITCHES = ("jobsets", "pytorchjobs", "rayjobs", "rayclusters")
 API_ARGS = ("--crd", "jobset,pytorchjob,raycluster,rayjob",
             "--controllers", "jobset,pytorchjob,rayjob,raycluster,job,scheduler,kubelet")
@@ -32,44 +31,10 @@ def scenarios(cls):
     return cls.__new__(cls)
 
 
-class MultiKueueKindsE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=16",), api_args=API_ARGS,
-                      admitd_args=("--multikueue-reconnect-backoff", "200ms",
-                                   "--multikueue-gc-interval", "2s"))
-        cls.workers = {}
-        integrations = "--integrations=" + ",".join(
-            ["batch/job"] + [KINDS[k][0] for k in SWITCHES])
-        try:
-            for name in ("w1", "w2"):
-                cls.workers[name] = test_multikueue.WorkerCluster(cls.s, name,
-                                                                 shim_extra=(integrations,))
-            cls.s.create_namespace(NS)
-            cls.s.apply(test_multikueue.MANAGER_QUEUES + "".join(
-                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueCluster\n"
-                "metadata: {name: %s}\nspec:\n  admitd: {address: \"%s\"}\n" % (n, w.address)
-                for n, w in cls.workers.items()))
-            cls.manager_shim = cls.s.start_shim_with_webhook(
-                "shim-manager", **{k: True for k in SWITCHES})
-            wait_with_logs(cls.s, lambda: cls.check_active() == "True", "the check to be Active",
-                           T)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        for w in cls.workers.values():
-            w.stop()
-
-    @classmethod
-    def check_active(cls):
-        return test_multikueue.MultiKueueE2E.check_active(cls)
-
-    def wait(self, fn, what, timeout=T):
-        return wait_with_logs(self.s, fn, what, timeout)
+class MultiKueueKindsE2E(test_multikueue.ManagerAndWorkers, unittest.TestCase):
+    API_ARGS = API_ARGS
+    WORKER_INTEGRATIONS = ",".join(["batch/job"] + [KINDS[k][0] for k in SWITCHES])
+    MANAGER_KINDS = {k: True for k in SWITCHES}
 
     def get(self, collection, name, api=None):
         code, body = self.s.kube("GET", (collection % NS) + "/" + name, api=api)

@@ -12,10 +12,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_deployments  # noqa: E402  (its module, not its TestCase)
 import test_multikueue  # noqa: E402
-from stack import Stack, condition, is_true, wait_with_logs  # noqa: E402
+from stack import condition, is_true  # noqa: E402
 
 NS = test_multikueue.NS
-T = 40  # seconds: generous for a loaded 2-core machine
 API_ARGS = ("--controllers", "deployment,statefulset,scheduler,kubelet")
 ORIGIN = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -25,42 +24,10 @@ def gated(pod):
     return test_deployments.gated(pod)
 
 
-class MultiKueuePodsE2E(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.s = Stack(nodes=("n1:pool=a:cpu=16",), api_args=API_ARGS,
-                      admitd_args=("--multikueue-reconnect-backoff", "200ms",
-                                   "--multikueue-gc-interval", "2s"))
-        cls.workers = {}
-        try:
-            for name in ("w1", "w2"):
-                cls.workers[name] = test_multikueue.WorkerCluster(
-                    cls.s, name, shim_extra=("--integrations=batch/job,pod",))
-            cls.s.create_namespace(NS)
-            cls.s.apply(test_multikueue.MANAGER_QUEUES + "".join(
-                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: MultiKueueCluster\n"
-                "metadata: {name: %s}\nspec:\n  admitd: {address: \"%s\"}\n" % (n, w.address)
-                for n, w in cls.workers.items()))
-            cls.manager_shim = cls.s.start_shim_with_webhook(
-                "shim-manager", pods=True, deployments=True, statefulsets=True)
-            wait_with_logs(cls.s, lambda: cls.check_active() == "True", "the check to be Active",
-                           T)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.s.stop()
-        for w in cls.workers.values():
-            w.stop()
-
-    @classmethod
-    def check_active(cls):
-        return test_multikueue.MultiKueueE2E.check_active(cls)
-
-    def wait(self, fn, what, timeout=T):
-        return wait_with_logs(self.s, fn, what, timeout)
+class MultiKueuePodsE2E(test_multikueue.ManagerAndWorkers, unittest.TestCase):
+    API_ARGS = API_ARGS
+    WORKER_INTEGRATIONS = "batch/job,pod"
+    MANAGER_KINDS = {"pods": True, "deployments": True, "statefulsets": True}
 
     def pods(self, app, api=None):
         code, body = self.s.kube("GET", "/api/v1/namespaces/%s/pods?labelSelector=app%%3D%s" %
