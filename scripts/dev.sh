@@ -26,6 +26,8 @@ PACKAGES=(
   etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev
   python3 python3-kubernetes python3-yaml python3-grpcio unzip openssl
+  python3-protobuf python3-venv python3-pip python3-setuptools python3-wheel python3-pytest
+  python3-cryptography
 )
 BUILD_DIR=${BUILD_DIR:-build}
 SANITIZE_BUILD_DIR=${SANITIZE_BUILD_DIR:-build-asan}

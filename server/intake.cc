@@ -55,7 +55,8 @@ Intake::Intake(int64_t max_pending, MetricsRegistry* metrics)
     if (service == nullptr) continue;
     for (int i = 0; i < service->method_count(); ++i) {
       const google::protobuf::MethodDescriptor* method = service->method(i);
-      if (method->client_streaming() || method->server_streaming() || method->name() == "Ping") {
+      if (method->client_streaming() || method->server_streaming() || method->name() == "Ping" ||
+          method->name() == "ParseManifests") {
         continue;
       }
       const std::string label = absl::StrCat(service->name(), "/", method->name());

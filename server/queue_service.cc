@@ -1,6 +1,7 @@
 #include "server/queue_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/manifest/manifest.h"
 #include "common/status.h"
 #include "server/access_control.h"
 #include "server/grpc_status.h"
@@ -212,20 +213,55 @@ grpc::ServerUnaryReactor* QueueServiceImpl::Import(grpc::CallbackServerContext* 
                   });
 }
 
+absl::Status QueueServiceImpl::Authenticated(grpc::CallbackServerContext& rpc) const {
+  if (ctx_->access == nullptr) return absl::OkStatus();
+  absl::StatusOr<auth::Identity> caller = ctx_->access->Identify(rpc);
+  if (!caller.ok()) return caller.status();
+  if (ctx_->access->enforcing() && caller->source == auth::Identity::Source::kAnonymous) {
+    return absl::UnauthenticatedError(
+        "the call carries no credentials: present a client certificate or a bearer token");
+  }
+  return absl::OkStatus();
+}
+
 grpc::ServerUnaryReactor* QueueServiceImpl::Ping(grpc::CallbackServerContext* rpc,
                                                  const v1::PingRequest*, v1::PingResponse*) {
   grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
   // Any authenticated caller may ping.
-  if (ctx_->access != nullptr) {
-    absl::StatusOr<auth::Identity> caller = ctx_->access->Identify(*rpc);
-    if (!caller.ok()) {
-      reactor->Finish(ToGrpcStatus(caller.status()));
-      return reactor;
-    }
-    if (ctx_->access->enforcing() && caller->source == auth::Identity::Source::kAnonymous) {
-      reactor->Finish(ToGrpcStatus(absl::UnauthenticatedError(
-          "the call carries no credentials: present a client certificate or a bearer token")));
-      return reactor;
+  reactor->Finish(ToGrpcStatus(Authenticated(*rpc)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* QueueServiceImpl::ParseManifests(grpc::CallbackServerContext* rpc,
+                                                           const v1::ParseManifestsRequest* req,
+                                                           v1::ParseManifestsResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+  // Any authenticated caller: it reads no state and changes none.
+  if (absl::Status s = Authenticated(*rpc); !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
+  constexpr size_t kMaxText = 4 << 20;
+  if (req->text().size() > kMaxText) {
+    reactor->Finish(ToGrpcStatus(
+        InvalidArgument({{"text", absl::StrCat("must be at most ", kMaxText, " bytes")}})));
+    return reactor;
+  }
+  absl::StatusOr<std::vector<manifest::Manifest>> parsed = manifest::ParseManifests(
+      req->text(), req->source().empty() ? "manifest" : req->source());
+  if (!parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed.status()));
+    return reactor;
+  }
+  if (req->apply_order()) manifest::SortForApply(&*parsed);
+  for (manifest::Manifest& m : *parsed) {
+    v1::ParsedManifest* out = resp->add_manifests();
+    out->set_source(m.source);
+    out->set_kind(m.kind);
+    if (m.is_workload) {
+      *out->mutable_workload() = std::move(m.workload);
+    } else {
+      *out->mutable_queue_object() = std::move(m.object);
     }
   }
   reactor->Finish(grpc::Status::OK);

@@ -29,8 +29,14 @@ class QueueServiceImpl final : public v1::QueueService::CallbackService {
                                    v1::ImportResponse* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* rpc, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
+  grpc::ServerUnaryReactor* ParseManifests(grpc::CallbackServerContext* rpc,
+                                           const v1::ParseManifestsRequest* req,
+                                           v1::ParseManifestsResponse* resp) override;
 
  private:
+  // OK for any caller when access control is off; else the caller must have an identity.
+  absl::Status Authenticated(grpc::CallbackServerContext& rpc) const;
+
   ServiceContext* const ctx_;
 };
 

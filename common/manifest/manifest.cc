@@ -1,4 +1,6 @@
 #include "common/manifest/manifest.h"
+
+#include "common/status.h"
 #include "common/manifest/manifest_walker.h"
 
 #include <yaml-cpp/yaml.h>
@@ -455,6 +457,7 @@ absl::StatusOr<std::vector<Manifest>> ParseManifests(const std::string& text,
   }
   std::vector<Manifest> out;
   std::vector<std::string> errors;
+  std::vector<FieldViolation> violations;  // the same, as fields of documents[i]
   int index = 0;
   for (const YAML::Node& doc : docs) {
     ++index;
@@ -478,9 +481,20 @@ absl::StatusOr<std::vector<Manifest>> ParseManifests(const std::string& text,
       out.push_back(std::move(m));
     } else {
       errors.insert(errors.end(), w.errors().begin(), w.errors().end());
+      for (const auto& [path, what] : w.problems()) {
+        violations.push_back({absl::StrCat("documents[", index - 1, "]",
+                                           path.empty() ? "" : ".", path),
+                              what});
+      }
     }
   }
-  if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
+  if (!errors.empty()) {
+    // The lines as the message (what admitctl prints), the fields as a BadRequest.
+    absl::Status status = absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
+    InvalidArgument(violations).ForEachPayload(
+        [&](absl::string_view url, const absl::Cord& payload) { status.SetPayload(url, payload); });
+    return status;
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "common/manifest/manifest.h"
 
+#include "common/status.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -192,6 +194,15 @@ spec:
                         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuto: unknown field"));
   EXPECT_THAT(parsed.status().message(),
               HasSubstr("demo.yaml: document 2 (ClusterQueue \"team-a\"): spec.bogus: unknown field"));
+  // The same problems as field violations of documents[i] (what a gRPC caller reads).
+  std::vector<std::string> fields;
+  for (const admitd::FieldViolation& v : admitd::FieldViolationsOf(parsed.status())) {
+    fields.push_back(v.field + ": " + v.description);
+  }
+  EXPECT_THAT(fields, ::testing::ElementsAre(
+                          "documents[1].spec.resourceGroups[0].flavors[0].resources[0].nominalQuto:"
+                          " unknown field",
+                          "documents[1].spec.bogus: unknown field"));
 }
 
 TEST(ManifestTest, CoreNamespacesAreReadWithTheirLabelsAndAppliedFirst) {

@@ -24,8 +24,11 @@ class Walker {
   explicit Walker(std::string where) : where_(std::move(where)) {}
   void Error(const std::string& path, const std::string& what) {
     errors_.push_back(absl::StrCat(where_, ": ", path, ": ", what));
+    problems_.push_back({path, what});
   }
   std::vector<std::string>& errors() { return errors_; }
+  // The same problems as (field path, what is wrong).
+  const std::vector<std::pair<std::string, std::string>>& problems() const { return problems_; }
   void set_where(std::string where) { where_ = std::move(where); }
 
   // Visits a mapping: `handlers` take known keys; `ignored` keys are accepted silently.
@@ -152,6 +155,7 @@ class Walker {
  private:
   std::string where_;
   std::vector<std::string> errors_;
+  std::vector<std::pair<std::string, std::string>> problems_;
 };
 
 // Parses a Workload's status: its admission and conditions (for import); the rest is ignored.
