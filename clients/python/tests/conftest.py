@@ -71,7 +71,8 @@ spec:
 class Admitd:
     """One admitd process; ``kill()`` (SIGKILL) and ``start()`` again keep its data and port."""
 
-    def __init__(self, tmp, args=()):
+    def __init__(self, tmp, args=(), binary=None):
+        self.binary = binary or ADMITD
         self.port = free_port()
         self.address = "127.0.0.1:%d" % self.port
         self.data = os.path.join(tmp, "data")
@@ -81,7 +82,7 @@ class Admitd:
 
     def start(self):
         log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([ADMITD, "--listen", self.address, "--data-dir", self.data] +
+        self.proc = subprocess.Popen([self.binary, "--listen", self.address, "--data-dir", self.data] +
                                      self.args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
