@@ -89,18 +89,17 @@ class Operations:
         return self._unary("admission", "Resize",
                            rq.resize_request(counts, name, namespace, generation, job))
 
-    def activate(self, name: str, namespace: str = "default"):
-        """spec.active=true: an inactive workload queues again."""
-        return self._set_active(name, namespace, True)
+    def activate(self, name: str, namespace: str = "default", uid: str = ""):
+        """spec.active=true: an inactive workload queues again. Returns the workload."""
+        return self._set_active(name, namespace, True, uid)
 
-    def deactivate(self, name: str, namespace: str = "default"):
-        """spec.active=false: evicts a workload that holds quota."""
-        return self._set_active(name, namespace, False)
+    def deactivate(self, name: str, namespace: str = "default", uid: str = ""):
+        """spec.active=false: evicts a workload that holds quota. Returns the workload."""
+        return self._set_active(name, namespace, False, uid)
 
-    def _set_active(self, name: str, namespace: str, active: bool):
-        return self._unary("admission", "SetActive",
-                           adm.SetActiveRequest(namespace=namespace, name=name, active=active),
-                           lambda _: None)
+    def _set_active(self, name: str, namespace: str, active: bool, uid: str):
+        return self._unary("admission", "SetActive", adm.SetActiveRequest(
+            namespace=namespace, name=name, active=active, uid=uid), lambda r: r.workload)
 
     def report_pods_ready(self, name: str, namespace: str = "default", ready: bool = True,
                           uid: str = ""):

@@ -105,7 +105,12 @@ class _BearerToken(grpc.AuthMetadataPlugin):
 def channel_parts(options: ConnectionOptions):
     """(credentials or None for plaintext, channel options) for grpc's channel constructors."""
     options.validate()
-    channel_options = [("grpc.max_receive_message_length", 64 << 20)]
+    # A restarted admitd is reached again within a second or two (gRPC's default backoff grows
+    # to two minutes).
+    channel_options = [("grpc.max_receive_message_length", 64 << 20),
+                       ("grpc.initial_reconnect_backoff_ms", 200),
+                       ("grpc.min_reconnect_backoff_ms", 200),
+                       ("grpc.max_reconnect_backoff_ms", 2000)]
     if not options.secure:
         return None, channel_options
     creds = grpc.ssl_channel_credentials(

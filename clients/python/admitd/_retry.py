@@ -17,7 +17,8 @@ class Retry:
     delay before another, or None when the error is final."""
 
     def __init__(self, method: str, timeout: float):
-        self._safe = method in SAFE_TO_REPEAT
+        # Safe calls also wait for a connection (wait_for_ready) rather than fail at once.
+        self.safe = method in SAFE_TO_REPEAT
         self._deadline = time.monotonic() + timeout
         self._backoff = 0.05
 
@@ -26,7 +27,7 @@ class Retry:
 
     def again(self, error: grpc.RpcError) -> Optional[float]:
         code = error.code() if hasattr(error, "code") else None
-        if not self._safe or code != grpc.StatusCode.UNAVAILABLE:
+        if not self.safe or code != grpc.StatusCode.UNAVAILABLE:
             return None
         delay = self._backoff
         if time.monotonic() + delay >= self._deadline:

@@ -61,7 +61,8 @@ class AsyncClient(Operations):
         while True:
             try:
                 resp = await getattr(self._stubs[service], method)(
-                    request, timeout=retry.remaining(), metadata=_tracing.metadata())
+                    request, timeout=retry.remaining(), metadata=_tracing.metadata(),
+                    wait_for_ready=retry.safe)
                 return post(resp) if post else resp
             except grpc.RpcError as e:
                 delay = retry.again(e)
@@ -125,7 +126,7 @@ class AsyncClient(Operations):
                            cluster_queue, backoff_max)
         stub = self._stubs["admission"]
         while True:
-            call = stub.Watch(state.request(), metadata=_tracing.metadata())
+            call = stub.Watch(state.request(), metadata=_tracing.metadata(), wait_for_ready=True)
             try:
                 async for event in call:
                     if state.accept(event):

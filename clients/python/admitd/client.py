@@ -107,7 +107,8 @@ class Client(Operations):
         while True:
             try:
                 resp = getattr(self._stubs[service], method)(
-                    request, timeout=retry.remaining(), metadata=_tracing.metadata())
+                    request, timeout=retry.remaining(), metadata=_tracing.metadata(),
+                    wait_for_ready=retry.safe)
                 return post(resp) if post else resp
             except grpc.RpcError as e:
                 delay = retry.again(e)
@@ -168,8 +169,9 @@ class Client(Operations):
         """The changes after ``since_revision`` (0: from now) as an iterator of WatchEvents that
         outlives admitd's restarts: it resumes from the last revision it saw (no event repeated,
         none lost); when admitd no longer holds that revision (OUT_OF_RANGE) it lists again:
-        every object ADDED with reason "Relisted", then SYNCED, then the changes after the list.
-        A SYNCED event ends each (re)connection's replay. ``cancel()`` ends the watch."""
+        every object ADDED with reason "Relisted", then SYNCED, then the changes after the list
+        (an object the relist does not name is gone: no DELETED event is sent for it). A SYNCED
+        event ends each (re)connection's replay. ``cancel()`` ends the watch."""
         return Watch(self, WatchState(since_revision, [rq.object_kind(k) for k in kinds],
                                       namespace, cluster_queue, backoff_max))
 
@@ -208,7 +210,8 @@ class Watch:
             with self._lock:
                 if self._cancelled:
                     return
-                self._call = stub.Watch(self._state.request(), metadata=_tracing.metadata())
+                self._call = stub.Watch(self._state.request(), metadata=_tracing.metadata(),
+                                        wait_for_ready=True)
             try:
                 for event in self._call:
                     if self._state.accept(event):

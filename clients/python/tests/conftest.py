@@ -81,6 +81,7 @@ class Admitd:
         self.proc = None
 
     def start(self):
+        served = self._serving_lines()
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen([self.binary, "--listen", self.address, "--data-dir", self.data] +
                                      self.args, stdout=log, stderr=subprocess.STDOUT)
@@ -88,10 +89,16 @@ class Admitd:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("admitd exited: " + open(self.log_path).read()[-2000:])
-            if "msg=serving" in open(self.log_path).read():
+            if self._serving_lines() > served:  # this process's, not an earlier one's
                 return
             time.sleep(0.05)
         raise RuntimeError("admitd did not start: " + open(self.log_path).read()[-2000:])
+
+    def _serving_lines(self):
+        if not os.path.exists(self.log_path):
+            return 0
+        with open(self.log_path) as f:
+            return f.read().count("msg=serving")
 
     def kill(self, sig=signal.SIGKILL):
         if self.proc and self.proc.poll() is None:

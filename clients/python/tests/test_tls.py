@@ -135,11 +135,15 @@ def test_mutual_tls_and_what_is_refused(tls_server, monkeypatch):
     with admitd.Client() as c:
         assert c.options.secure
         c.ping()
-    # Plaintext to a TLS port never connects; a certificate without its key is refused early.
+    # Plaintext to a TLS port never connects: a call that is safe to repeat waits for a
+    # connection until its timeout; a certificate without its key is refused before any call.
     with admitd.Client(server.address, options=admitd.ConnectionOptions(
             target=server.address), timeout=1) as c:
         with pytest.raises(admitd.AdmitdError) as e:
             c.ping()
+        assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+        with pytest.raises(admitd.AdmitdError) as e:
+            c.release("t1", "team", finished=True)  # not repeated: the failure at once
         assert e.value.code == grpc.StatusCode.UNAVAILABLE
     with pytest.raises(ValueError):
         admitd.Client(server.address, cert_file=path("client.crt"), key_file="")
