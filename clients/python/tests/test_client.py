@@ -193,3 +193,33 @@ spec: {clusterQueue: checked}
             c.report_pods_ready("chk", NS, ready=True)
         assert (e.value.code, e.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION,
                                                   "WAIT_FOR_PODS_READY_DISABLED")
+
+
+def test_calls_carry_the_current_trace_context(client, monkeypatch):
+    import admitd._tracing as tracing
+
+    class Propagate:  # what opentelemetry.propagate.inject does with a span in context
+        @staticmethod
+        def inject(carrier):
+            carrier["traceparent"] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+    assert tracing.metadata() == [] or tracing._propagate is not None
+    monkeypatch.setattr(tracing, "_propagate", Propagate)
+    assert tracing.metadata() == [
+        ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")]
+    # What the calls send (an interceptor on the client's channel sees each call's metadata).
+    seen = []
+
+    class Record(grpc.UnaryUnaryClientInterceptor):
+        def intercept_unary_unary(self, continuation, details, request):
+            seen.append(dict(details.metadata or ()))
+            return continuation(details, request)
+
+    from admitd.v1 import admission_service_pb2_grpc, queue_service_pb2_grpc
+    channel = grpc.intercept_channel(client._channel, Record())
+    client._stubs = {"admission": admission_service_pb2_grpc.AdmissionServiceStub(channel),
+                     "queues": queue_service_pb2_grpc.QueueServiceStub(channel)}
+    client.ping()  # admitd takes it as the parent of its spans
+    assert client.submit(workload("traced")).metadata.name == "traced"
+    assert len(seen) >= 3  # Ping, ParseManifests, Submit
+    assert all(m.get("traceparent", "").startswith("00-0af76519") for m in seen)
