@@ -18,34 +18,21 @@ import grpc
 from admitd import _requests as rq
 from admitd import _tracing
 from admitd._api import Operations
-from admitd._connection import ConnectionOptions, connect_aio
+from admitd._connection import connect_aio
 from admitd._retry import Retry
 from admitd._watch import RETRYABLE, Relist, WatchState, code_of
-from admitd.client import ApplyResult, options_from
+from admitd.client import ApplyResult
 from admitd.errors import AdmitdError
 from admitd.v1 import admission_service_pb2 as adm
-from admitd.v1 import admission_service_pb2_grpc as adm_grpc
 from admitd.v1 import objects_pb2 as obj
 from admitd.v1 import queue_service_pb2 as qs
-from admitd.v1 import queue_service_pb2_grpc as qs_grpc
 
 
 class AsyncClient(Operations):
     """A connection to admitd for asyncio code; the arguments are ``admitd.Client``'s. Create it
     inside the event loop that uses it."""
 
-    def __init__(self, target: Optional[str] = None, *, tls: Optional[bool] = None,
-                 ca_file: Optional[str] = None, cert_file: Optional[str] = None,
-                 key_file: Optional[str] = None, server_name: Optional[str] = None,
-                 token: Optional[str] = None, token_file: Optional[str] = None,
-                 options: Optional[ConnectionOptions] = None, timeout: float = 30.0):
-        self.options = options_from(target, options, dict(
-            tls=tls, ca_file=ca_file, cert_file=cert_file, key_file=key_file,
-            server_name=server_name, token=token, token_file=token_file))
-        self.timeout = timeout
-        self._channel = connect_aio(self.options)
-        self._stubs = {"admission": adm_grpc.AdmissionServiceStub(self._channel),
-                       "queues": qs_grpc.QueueServiceStub(self._channel)}
+    _connect = staticmethod(connect_aio)
 
     async def close(self) -> None:
         await self._channel.close()

@@ -20,15 +20,13 @@ import grpc
 from admitd import _requests as rq
 from admitd import _tracing
 from admitd._api import Operations
-from admitd._connection import ConnectionOptions, connect
+from admitd._connection import connect
 from admitd._retry import Retry
 from admitd._watch import RETRYABLE, Relist, WatchState, code_of
 from admitd.errors import AdmitdError
 from admitd.v1 import admission_service_pb2 as adm
-from admitd.v1 import admission_service_pb2_grpc as adm_grpc
 from admitd.v1 import objects_pb2 as obj
 from admitd.v1 import queue_service_pb2 as qs
-from admitd.v1 import queue_service_pb2_grpc as qs_grpc
 
 
 @dataclass
@@ -53,45 +51,10 @@ class ApplyResult:
         return cls("Workload", meta.namespace, meta.name, "submitted")
 
 
-def options_from(target: Optional[str], options: Optional[ConnectionOptions],
-                 overrides: Mapping[str, Any]) -> ConnectionOptions:
-    """``options`` as given, else the environment's (admitctl's variables) for ``target``; then
-    the keyword arguments that were given."""
-    o = options or ConnectionOptions.from_environment(target)
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(o, key, value)
-    if overrides.get("token_file"):
-        o.token = ""
-    return o
-
-
 class Client(Operations):
-    """A connection to admitd.
+    """A connection to admitd (the arguments: ``Operations``)."""
 
-    Args:
-        target: ``host:port`` of admitd (default ``$ADMITD_SERVER``, else ``localhost:50051``).
-        tls, ca_file, cert_file, key_file, server_name, token, token_file: as in
-            ``ConnectionOptions``; those not given come from the ``ADMITD_*`` variables.
-        options: all of them at once instead (the environment is then not read).
-        timeout: seconds each call may take (``wait_admitted`` adds its own wait).
-    """
-
-    def __init__(self, target: Optional[str] = None, *, tls: Optional[bool] = None,
-                 ca_file: Optional[str] = None, cert_file: Optional[str] = None,
-                 key_file: Optional[str] = None, server_name: Optional[str] = None,
-                 token: Optional[str] = None, token_file: Optional[str] = None,
-                 options: Optional[ConnectionOptions] = None, timeout: float = 30.0):
-        self.options = options_from(target, options, dict(
-            tls=tls, ca_file=ca_file, cert_file=cert_file, key_file=key_file,
-            server_name=server_name, token=token, token_file=token_file))
-        self.timeout = timeout
-        self._channel = self._connect()
-        self._stubs = {"admission": adm_grpc.AdmissionServiceStub(self._channel),
-                       "queues": qs_grpc.QueueServiceStub(self._channel)}
-
-    def _connect(self):
-        return connect(self.options)
+    _connect = staticmethod(connect)
 
     def close(self) -> None:
         self._channel.close()
