@@ -223,3 +223,21 @@ def test_calls_carry_the_current_trace_context(client, monkeypatch):
     assert client.submit(workload("traced")).metadata.name == "traced"
     assert len(seen) >= 3  # Ping, ParseManifests, Submit
     assert all(m.get("traceparent", "").startswith("00-0af76519") for m in seen)
+
+
+def test_scheduling_cycles_on_demand():
+    import tempfile
+    from conftest import QUEUES, Admitd
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Admitd(tmp, ["--manual-scheduling"])
+        server.start()
+        try:
+            with admitd.Client(server.address) as c:
+                c.apply(QUEUES % {"cpu": 4})
+                c.submit(workload("m"))
+                assert c.admit("m", NS).state == obj.WORKLOAD_STATE_PENDING  # no cycle ran
+                ran = c.cycles(2)
+                assert (ran.cycles_run, ran.admitted) == (2, 1)
+                assert c.admit("m", NS).admitted
+        finally:
+            server.stop()
