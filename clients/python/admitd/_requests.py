@@ -154,3 +154,24 @@ def apply_plan(manifests: Any):
     if isinstance(manifests, obj.QueueObject):
         return [qs.ParsedManifest(queue_object=manifests)]
     return None
+
+
+class Paging:
+    """A paged List's progress, shared by the blocking and the asyncio listing: ``request`` is
+    the next page's request (None once done), ``take(response)`` keeps a page and answers its
+    items, and ``revision`` is the oldest revision a page was read at: a watch from there misses
+    no change made while listing."""
+
+    def __init__(self, request, field: str):
+        self.request = request
+        self._field = field
+        self.revision: Optional[int] = None
+
+    def take(self, resp):
+        self.revision = resp.revision if self.revision is None else min(self.revision,
+                                                                         resp.revision)
+        if resp.next_page_token:
+            self.request.page_token = resp.next_page_token
+        else:
+            self.request = None
+        return list(getattr(resp, self._field))

@@ -84,26 +84,20 @@ class AsyncClient(Operations):
         return out
 
     def list_workloads(self, namespace: str = "", queue_name: str = "", cluster_queue: str = "",
-                       state: int = 0, page_size: int = 0) -> AsyncIterator[obj.Workload]:
-        """As ``Client.list_workloads``, an async iterator."""
+                       state: int = 0, page_size: int = 0) -> "AsyncListing":
+        """As ``Client.list_workloads``, an async iterator (with ``revision``)."""
         return self._pages("admission", adm.ListWorkloadsRequest(
             namespace=namespace, queue_name=queue_name, cluster_queue=cluster_queue,
             state=state, page_size=page_size), "workloads")
 
     def list_objects(self, kind: Union[str, int],
-                     namespace: str = "") -> AsyncIterator[obj.QueueObject]:
-        """As ``Client.list_objects``, an async iterator."""
+                     namespace: str = "") -> "AsyncListing":
+        """As ``Client.list_objects``, an async iterator (with ``revision``)."""
         return self._pages("queues", qs.ListObjectsRequest(kind=rq.object_kind(kind),
                                                            namespace=namespace), "objects")
 
-    async def _pages(self, service: str, req, field: str):
-        while True:
-            resp = await self._unary(service, "List", req)
-            for item in getattr(resp, field):
-                yield item
-            if not resp.next_page_token:
-                return
-            req.page_token = resp.next_page_token
+    def _pages(self, service: str, req, field: str) -> "AsyncListing":
+        return AsyncListing(self, service, rq.Paging(req, field))
 
     async def watch(self, since_revision: int = 0, kinds: Sequence[Union[str, int]] = (),
                     namespace: str = "", cluster_queue: str = "",
@@ -140,3 +134,26 @@ class AsyncClient(Operations):
         while (call := r.next_call()) is not None:
             r.take(await self._unary(*call))
         return r.events()
+
+
+class AsyncListing:
+    """``Client.list_*``'s Listing for asyncio: an async iterator with ``revision``."""
+
+    def __init__(self, client: AsyncClient, service: str, paging: rq.Paging):
+        self._client, self._service, self._paging = client, service, paging
+        self._page: list = []
+
+    @property
+    def revision(self) -> Optional[int]:
+        return self._paging.revision
+
+    def __aiter__(self) -> "AsyncListing":
+        return self
+
+    async def __anext__(self):
+        while not self._page:
+            if self._paging.request is None:
+                raise StopAsyncIteration
+            self._page = self._paging.take(
+                await self._client._unary(self._service, "List", self._paging.request))
+        return self._page.pop(0)

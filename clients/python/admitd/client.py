@@ -107,24 +107,20 @@ class Client(Operations):
         return out
 
     def list_workloads(self, namespace: str = "", queue_name: str = "", cluster_queue: str = "",
-                       state: int = 0, page_size: int = 0) -> Iterator[obj.Workload]:
-        """Every matching workload, page after page."""
+                       state: int = 0, page_size: int = 0) -> "Listing":
+        """Every matching workload, page after page (an iterator whose ``revision``, once it
+        ran, is where a watch that follows the list starts)."""
         return self._pages("admission", adm.ListWorkloadsRequest(
             namespace=namespace, queue_name=queue_name, cluster_queue=cluster_queue,
             state=state, page_size=page_size), "workloads")
 
-    def list_objects(self, kind: Union[str, int], namespace: str = "") -> Iterator[obj.QueueObject]:
-        """Every queue object of a kind, page after page."""
+    def list_objects(self, kind: Union[str, int], namespace: str = "") -> "Listing":
+        """Every queue object of a kind, page after page (``revision`` as for workloads)."""
         return self._pages("queues", qs.ListObjectsRequest(kind=rq.object_kind(kind),
                                                            namespace=namespace), "objects")
 
-    def _pages(self, service: str, req, field: str):
-        while True:
-            resp = self._unary(service, "List", req)
-            yield from getattr(resp, field)
-            if not resp.next_page_token:
-                return
-            req.page_token = resp.next_page_token
+    def _pages(self, service: str, req, field: str) -> "Listing":
+        return Listing(self, service, rq.Paging(req, field))
 
     def watch(self, since_revision: int = 0, kinds: Sequence[Union[str, int]] = (),
               namespace: str = "", cluster_queue: str = "",
@@ -137,6 +133,30 @@ class Client(Operations):
         event ends each (re)connection's replay. ``cancel()`` ends the watch."""
         return Watch(self, WatchState(since_revision, [rq.object_kind(k) for k in kinds],
                                       namespace, cluster_queue, backoff_max))
+
+
+class Listing:
+    """The items of a paged List, fetched a page at a time as they are iterated; ``revision``
+    is the revision the list was read at (None before the first page)."""
+
+    def __init__(self, client: Client, service: str, paging: rq.Paging):
+        self._client, self._service, self._paging = client, service, paging
+        self._items = self._run()
+
+    @property
+    def revision(self) -> Optional[int]:
+        return self._paging.revision
+
+    def __iter__(self) -> "Listing":
+        return self
+
+    def __next__(self):
+        return next(self._items)
+
+    def _run(self):
+        while self._paging.request is not None:
+            yield from self._paging.take(
+                self._client._unary(self._service, "List", self._paging.request))
 
 
 class Watch:

@@ -31,8 +31,9 @@ def test_the_asyncio_client_submits_waits_lists_watches_and_releases(server):
             assert wl.metadata.name == "a"
             admitted = await c.wait_admitted("a", NS, timeout=10)
             assert admitted.status.admission.cluster_queue == "cq"
-            names = [w.metadata.name async for w in c.list_workloads(namespace=NS)]
-            assert names == ["a"]
+            listing = c.list_workloads(namespace=NS)
+            names = [w.metadata.name async for w in listing]
+            assert names == ["a"] and listing.revision > 0
             await c.release("a", NS, finished=False, message="exit 3")
             await asyncio.wait_for(watcher, 10)
             assert ("a", "Admitted") in seen

@@ -32,8 +32,18 @@ def test_get_list_pages_and_delete(client):
     for i in range(5):
         client.submit(workload("w%d" % i, cpu="100m"))
     assert client.get("w3", NS).metadata.name == "w3"
-    names = [w.metadata.name for w in client.list_workloads(namespace=NS, page_size=2)]
+    listing = client.list_workloads(namespace=NS, page_size=2)
+    assert listing.revision is None  # nothing read yet
+    names = [w.metadata.name for w in listing]
     assert sorted(names) == ["w0", "w1", "w2", "w3", "w4"]
+    # A watch from the list's revision sees what changed after it, and nothing before.
+    watch = client.watch(since_revision=listing.revision, kinds=["Workload"], namespace=NS)
+    client.submit(workload("w5", cpu="100m"))
+    for ev in watch:
+        if ev.HasField("workload"):
+            assert ev.workload.metadata.name == "w5"
+            break
+    watch.cancel()
     client.delete("w3", NS)
     with pytest.raises(admitd.AdmitdError) as e:
         client.get("w3", NS)
