@@ -72,10 +72,16 @@ def test_preemption_requeue_and_elastic_resize(server, setup):
             w.metadata.name == "elastic" for w in c.list_workloads(namespace=NS)), log=log)
         assert m.lines("elastic", 0) == []  # pending: low holds the quota
         m.go("low")
+        # (On a loaded machine a process may get its SIGTERM before its interpreter has set the
+        # handler that notes it: the runner's log says which processes it stopped.)
+        def scaled_up():
+            last = (m.lines("elastic", 1) or [""])[-1].split(" ")
+            return last[0] == "start" and last[1].startswith(NS + "/batchjob-elastic-")
         wait_for("elastic scaled down and up", lambda: (
-            m.count("elastic", 2, "term") == 1 and m.count("elastic", 1, "term") == 1 and
-            m.count("elastic", 1, "start") == 2), log=log)
+            "job elastic: scale-down 3 -> 1: stopping processes [1, 2]" in runner.text() and
+            scaled_up()), log=log)
         assert m.count("elastic", 0, "start") == 1 and m.count("elastic", 0, "term") == 0
+        assert m.count("elastic", 2, "done") == 0  # stopped, never let finish
         slice_workload = m.lines("elastic", 1)[-1].split(" ")[1]
         assert slice_workload.startswith(NS + "/batchjob-elastic-"), m.lines("elastic", 1)
         m.go("elastic")

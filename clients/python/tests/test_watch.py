@@ -33,7 +33,12 @@ def test_watch_resumes_across_a_kill_and_restart():
                 c.apply(QUEUES % {"cpu": 100})
                 names = ["a%d" % i for i in range(5)] + ["b%d" % i for i in range(5)]
                 events = []
-                watch = c.watch(kinds=["Workload"], namespace=NS, backoff_max=0.2)
+                listing = c.list_workloads(namespace=NS)
+                assert list(listing) == []
+                # From the list's revision: what follows it is seen however late the watch
+                # connects.
+                watch = c.watch(since_revision=listing.revision, kinds=["Workload"],
+                                namespace=NS, backoff_max=0.2)
                 t = threading.Thread(target=collect, args=(
                     watch, events, lambda evs: set(names) <= submitted(evs)), daemon=True)
                 t.start()
