@@ -67,13 +67,16 @@ absl::Status MultiKueueWorker::Reconcile(const std::string& key) {
       !copy->metadata().labels().count(kMultiKueueOriginLabel)) {
     return absl::OkStatus();
   }
+  // Adopted by its object: the object is its kind's reconciler's (a copy its pods took is
+  // read on: its manifest may list more pods).
+  const v1::OwnerReference* adopter = ControllerOwner(*copy);
+  if (adopter != nullptr && adopter->kind() != "Pod") return absl::OkStatus();
   // The kind, as the manifest says (what a copy keeps of its remote job).
   const nlohmann::json manifest =
       nlohmann::json::parse(copy->remote_job().manifest(), nullptr, /*allow_exceptions=*/false);
   // Pods: those of the manifest not created yet (a serving group grows after it was taken).
   if (IsPodsManifest(manifest)) return CreatePods(*copy);
-  // Adopted already: the object exists (or existed) and is its kind's reconciler's.
-  if (ControllerOwner(*copy) != nullptr) return absl::OkStatus();
+  if (adopter != nullptr) return absl::OkStatus();
   // An elastic scale-up slice: once admitted here, the Job running on the slice it replaces
   // moves to it (its prebuilt Workload and parallelism).
   auto replaces = copy->metadata().annotations().find(kReplacementForAnnotation);

@@ -26,22 +26,11 @@ from admitd.v1 import objects_pb2 as obj
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from conftest import Admitd  # noqa: E402  (the tests' way of running admitd)
+import conftest  # noqa: E402  (the tests' way of running admitd, and their queues)
+from conftest import Admitd  # noqa: E402
 
-QUEUES = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: f}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 100000}]}]
-""" + "".join("""---
+# The tests' queues with room for every loop, and a LocalQueue per client's namespace.
+QUEUES = conftest.QUEUES % {"cpu": 100000} + "".join("""---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {namespace: %s, name: lq}

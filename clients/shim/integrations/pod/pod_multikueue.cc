@@ -148,8 +148,8 @@ absl::Status PodMultiKueue::Reconcile(const std::string& key) {
   }
   // The manifest follows the Workload's pods: a serving group admitted at its first pod (fast
   // admission) hands its later pods over as they join.
-  std::string manifest = PodsManifest(pods).dump();
-  if (manifest != wl->remote_job().manifest() && !reconcile::Finished(*wl)) {
+  std::string manifest = reconcile::Finished(*wl) ? "" : PodsManifest(pods).dump();
+  if (!manifest.empty() && manifest != wl->remote_job().manifest()) {
     if (pods.size() != static_cast<size_t>(wl->metadata().owner_references_size())) {
       return absl::UnavailableError("the Workload's pods are not all in the cache yet");
     }
