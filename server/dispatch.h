@@ -91,6 +91,12 @@ class LendingReactor final : public grpc::ServerUnaryReactor {
     delete this;
   }
 
+  // OnDone only lets go of a pointer and frees the reactor, so gRPC may run it on the thread that
+  // finished the call. Otherwise it hands every call's OnDone to its executor thread: one more
+  // wake-up and context switch per answered Submit and ReleaseQuota. (gRPC's own default unary
+  // reactor says the same of itself.)
+  bool InternalInlineable() override { return true; }
+
  private:
   std::shared_ptr<const v1::Workload> lent_;
   std::function<void()> take_back_;

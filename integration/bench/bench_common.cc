@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -168,6 +170,55 @@ double CpuSeconds(int pid) {
   }
   if (utime < 0 || stime < 0) return -1;
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+ThreadUses ThreadUseByName(int pid) {
+  ThreadUses out;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    const std::string dir = task.path().string();
+    std::ifstream stat_in(dir + "/stat");
+    std::string stat;
+    std::getline(stat_in, stat);
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    ThreadUse& use = out[stat.substr(open + 1, close - open - 1)];
+    std::istringstream fields(stat.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      double ticks = 0;
+      if ((i == 14 || i == 15) && absl::SimpleAtod(field, &ticks)) use.cpu_s += ticks / tick;
+    }
+    std::ifstream status(dir + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      int64_t n = 0;
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 &&
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(24)), &n)) {
+        use.voluntary += n;
+      } else if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0 &&
+                 absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(27)), &n)) {
+        use.involuntary += n;
+      }
+    }
+  }
+  return out;
+}
+
+ThreadUses Difference(const ThreadUses& from, const ThreadUses& to) {
+  ThreadUses out;
+  for (const auto& [name, use] : to) {
+    ThreadUse d = use;
+    if (auto it = from.find(name); it != from.end()) {
+      d.cpu_s -= it->second.cpu_s;
+      d.voluntary -= it->second.voluntary;
+      d.involuntary -= it->second.involuntary;
+    }
+    out[name] = d;
+  }
+  return out;
 }
 
 double OwnCpuSeconds() {

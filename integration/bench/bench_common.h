@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -158,6 +159,19 @@ using testing::PeakRssKib;
 double CpuSeconds(int pid);
 // User + system CPU seconds this process used so far.
 double OwnCpuSeconds();
+
+// What a process's threads used so far, summed by thread name (threads of one pool share a
+// name): CPU seconds and context switches, voluntary (the thread blocked: a wait, a hand-off)
+// and involuntary (it was preempted).
+struct ThreadUse {
+  double cpu_s = 0;
+  int64_t voluntary = 0, involuntary = 0;
+  int64_t switches() const { return voluntary + involuntary; }
+};
+using ThreadUses = std::map<std::string, ThreadUse>;
+ThreadUses ThreadUseByName(int pid);
+// `to` minus `from`, name by name (a thread pool that appeared in between counts from zero).
+ThreadUses Difference(const ThreadUses& from, const ThreadUses& to);
 
 }  // namespace admitd::bench
 

@@ -18,10 +18,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -177,10 +179,29 @@ std::string WriteFairSharingConfig() {
   return ok ? path : "";
 }
 
-void PrintAgainstSimulation(const RunReport& real, const RunReport& simulated) {
+// `admitd_pid`: the admitd the run started (its CPU against the simulation's), or -1.
+void PrintAgainstSimulation(const RunReport& real, const RunReport& simulated, int admitd_pid) {
   std::printf("\nsimulated wall              %10.2f s   (the engine alone in virtual time, %.2f s "
               "of CPU)\n",
               simulated.wall_ms / 1000, simulated.cpu_ms / 1000);
+  if (admitd_pid > 0 && simulated.cpu_ms > 0) {
+    // What admitd spent beyond the engine's own work on the same schedule, and on which threads.
+    const ThreadUses threads = ThreadUseByName(admitd_pid);
+    std::vector<std::pair<double, std::string>> by_cpu;
+    double all = 0;
+    for (const auto& [name, use] : threads) {
+      all += use.cpu_s;
+      by_cpu.emplace_back(use.cpu_s, name);
+    }
+    std::sort(by_cpu.rbegin(), by_cpu.rend());
+    std::string parts;
+    for (const auto& [cpu, name] : by_cpu) {
+      if (cpu < 0.05) break;
+      absl::StrAppendFormat(&parts, "%s%s %.1f", parts.empty() ? "" : ", ", name, cpu);
+    }
+    std::printf("admitd CPU / simulation CPU %10.2f   (%.1f s: %s)\n",
+                all / (simulated.cpu_ms / 1000), all, parts.c_str());
+  }
   std::printf("wall / simulated wall       %10.3f\n",
               simulated.wall_ms > 0 ? real.wall_ms / simulated.wall_ms : 0);
   std::printf("wall / lower bound          %10.3f   (simulated: %.3f)\n", real.ratio(),
@@ -217,7 +238,7 @@ RunReport RunOnce(const Options& options, const Config& config, double scale, bo
   if (print) {
     PrintRunReport(report);
     target->PrintMemory(simulated != nullptr ? simulated->cpu_ms / 1000 : 0);
-    if (simulated != nullptr) PrintAgainstSimulation(report, *simulated);
+    if (simulated != nullptr) PrintAgainstSimulation(report, *simulated, target->pid());
     std::fflush(stdout);
   }
   return report;

@@ -1,9 +1,13 @@
 #include "integration/bench/raw_run.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <deque>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -49,6 +53,8 @@ class RawRun {
       report.errors = 1;
       return report;
     }
+    std::printf("workload cycle phase begins\n");  // for scripts that sample admitd meanwhile
+    std::fflush(stdout);
     const absl::Time start = absl::Now();
     const CpuSample cpu_start = SampleCpu();
     call_deadline_ = start + duration_ + absl::Seconds(30);
@@ -75,6 +81,8 @@ class RawRun {
         static_cast<double>(completed_in_window_) / absl::ToDoubleSeconds(end - start);
     PerCall(cpu_start, cpu_end, completed_in_window_, &report.server_cpu_per_cycle_s,
             &report.client_cpu_per_cycle_s);
+    report.server_threads_cycle = Difference(cpu_start.server_threads, cpu_end.server_threads);
+    report.commits = commits_in_window_;
     report.submit_ms = Summarize(std::move(submit_ms_));
     report.admitted_ms = Summarize(std::move(admitted_ms_));
     report.release_ms = Summarize(std::move(release_ms_));
@@ -142,6 +150,8 @@ class RawRun {
             if (again) launch(c);
           });
     };
+    std::printf("null RPC phase begins\n");
+    std::fflush(stdout);
     const absl::Time start = absl::Now();
     const CpuSample cpu_start = SampleCpu();
     for (int c = 0; c < clients_; ++c) launch(c);
@@ -156,16 +166,22 @@ class RawRun {
         static_cast<double>(answered_in_window) / absl::ToDoubleSeconds(end - start);
     PerCall(cpu_start, cpu_end, answered_in_window, &report.server_cpu_per_ping_s,
             &report.client_cpu_per_ping_s);
+    report.pings = answered_in_window;
+    report.server_threads_ping = Difference(cpu_start.server_threads, cpu_end.server_threads);
     report.ping_ms = Summarize(std::move(latencies));
   }
 
   struct CpuSample {
     double server = -1;  // -1: admitd's pid is not known
     double client = 0;
+    ThreadUses server_threads;
   };
   CpuSample SampleCpu() const {
     CpuSample out;
-    if (server_pid_ > 0) out.server = CpuSeconds(server_pid_);
+    if (server_pid_ > 0) {
+      out.server = CpuSeconds(server_pid_);
+      out.server_threads = ThreadUseByName(server_pid_);
+    }
     out.client = OwnCpuSeconds();
     return out;
   }
@@ -260,6 +276,10 @@ class RawRun {
 
   void OnEvent(const v1::WatchEvent& ev, absl::Time at) {
     if (!ev.has_workload()) return;
+    if (!stop_.load() && ev.commit_revision() != last_commit_) {
+      last_commit_ = ev.commit_revision();  // the watch's thread only
+      commits_in_window_.fetch_add(1, std::memory_order_relaxed);
+    }
     const std::string& name = ev.workload().metadata().name();
     uint64_t id = 0;
     if (name.rfind("w-", 0) != 0 || !absl::SimpleAtoi(name.substr(2), &id)) return;
@@ -301,6 +321,8 @@ class RawRun {
   absl::Time call_deadline_ = absl::InfiniteFuture();
   InFlight in_flight_;
   std::atomic<int64_t> refused_{0};  // calls refused unrun and sent again
+  uint64_t last_commit_ = 0;  // the commit revision of the watch's last event
+  std::atomic<int64_t> commits_in_window_{0};
 
   absl::Mutex mu_;
   uint64_t next_id_ = 0;
@@ -321,6 +343,58 @@ RawReport RunRaw(const std::string& address, int clients, absl::Duration duratio
   RawRun run(address, clients, duration, prefix, connect, server_pid, ping_duration);
   return run.Run();
 }
+
+namespace {
+
+// admitd's CPU and context switches by thread, per workload cycle and per null RPC, and the
+// cycle phase's commits: where a cycle costs more than a null RPC.
+void PrintThreads(const RawReport& r) {
+  if (r.cycles <= 0 || r.pings <= 0) return;
+  const double cycles = static_cast<double>(r.cycles), pings = static_cast<double>(r.pings);
+  if (r.server_threads_cycle.empty()) {
+    if (r.commits > 0) {
+      std::printf("commits in the cycle phase: %lld (%.2f workload cycles per commit)\n",
+                  static_cast<long long>(r.commits), cycles / static_cast<double>(r.commits));
+    }
+    return;
+  }
+  std::printf("admitd by thread: CPU us and context switches (voluntary + involuntary) per "
+              "workload cycle | per null RPC\n");
+  std::vector<std::pair<std::string, ThreadUse>> rows(r.server_threads_cycle.begin(),
+                                                      r.server_threads_cycle.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.cpu_s > b.second.cpu_s; });
+  ThreadUse all_cycle, all_ping;
+  for (const auto& [name, use] : rows) {
+    ThreadUse ping;
+    if (auto it = r.server_threads_ping.find(name); it != r.server_threads_ping.end()) {
+      ping = it->second;
+    }
+    all_cycle.cpu_s += use.cpu_s;
+    all_cycle.voluntary += use.voluntary;
+    all_cycle.involuntary += use.involuntary;
+    all_ping.cpu_s += ping.cpu_s;
+    all_ping.voluntary += ping.voluntary;
+    all_ping.involuntary += ping.involuntary;
+    if (use.cpu_s * 1e6 / cycles < 0.05 && use.switches() / cycles < 0.005) continue;
+    std::printf("  %-18s %7.1f us %5.2f + %4.2f | %6.1f us %5.2f + %4.2f\n", name.c_str(),
+                use.cpu_s * 1e6 / cycles, use.voluntary / cycles, use.involuntary / cycles,
+                ping.cpu_s * 1e6 / pings, ping.voluntary / pings, ping.involuntary / pings);
+  }
+  std::printf("  %-18s %7.1f us %5.2f + %4.2f | %6.1f us %5.2f + %4.2f\n", "all",
+              all_cycle.cpu_s * 1e6 / cycles, all_cycle.voluntary / cycles,
+              all_cycle.involuntary / cycles, all_ping.cpu_s * 1e6 / pings,
+              all_ping.voluntary / pings, all_ping.involuntary / pings);
+  if (r.commits > 0) {
+    const double commits = static_cast<double>(r.commits);
+    std::printf("commits in the cycle phase: %lld (%.2f workload cycles per commit); admitd "
+                "context switches per commit: %.2f\n",
+                static_cast<long long>(r.commits), cycles / commits,
+                static_cast<double>(all_cycle.switches()) / commits);
+  }
+}
+
+}  // namespace
 
 void PrintRawReport(const RawReport& r) {
   std::printf("raw mode: %d concurrent clients, %.1f s per phase\n", r.clients, r.seconds);
@@ -344,6 +418,7 @@ void PrintRawReport(const RawReport& r) {
   }
   std::printf("generator CPU per workload cycle / per null RPC: %.1f / %.1f us\n",
               r.client_cpu_per_cycle_s * 1e6, r.client_cpu_per_ping_s * 1e6);
+  PrintThreads(r);
   std::printf("errors %lld, watch reconnects %d, refused, retried %lld\n",
               static_cast<long long>(r.errors), r.watch_reconnects,
               static_cast<long long>(r.refused_retried));

@@ -36,6 +36,12 @@ struct RawReport {
   double server_cpu_per_ping_s = -1, server_cpu_per_cycle_s = -1;
   double client_cpu_per_ping_s = 0, client_cpu_per_cycle_s = 0;
   int64_t cycles = 0;  // workload cycles completed in the cycle phase
+  int64_t pings = 0;   // null RPCs answered in the null-RPC phase
+  // Batches admitd committed in the cycle phase, counted as the distinct commit revisions of the
+  // watch's events (each cycle's commits all carry events of the run's namespace).
+  int64_t commits = 0;
+  // admitd's threads over each phase, by thread name (empty when its pid is not known).
+  ThreadUses server_threads_ping, server_threads_cycle;
   bool ok() const { return errors == 0 && violations == 0 && workloads_per_second > 0; }
 };
 
