@@ -124,15 +124,19 @@ jwt:
   }
   std::filesystem::remove_all(dir);
   const RawReport& base = reports[0];
-  std::printf("\n%-24s %14s %8s %18s %8s\n", "setting", "null RPCs/s", "ratio",
-              "workload cycles/s", "ratio");
+  std::printf("\n%-24s %14s %8s %18s %8s %30s\n", "setting", "null RPCs/s", "ratio",
+              "workload cycles/s", "ratio", "admitd CPU per cycle / per RPC");
   for (size_t i = 0; i < reports.size(); ++i) {
     const RawReport& r = reports[i];
-    std::printf("%-24s %14.0f %8.3f %18.0f %8.3f\n", settings[i].name, r.pings_per_second,
+    std::printf("%-24s %14.0f %8.3f %18.0f %8.3f %10.1f / %5.1f us (%5.2fx)\n",
+                settings[i].name, r.pings_per_second,
                 base.pings_per_second > 0 ? r.pings_per_second / base.pings_per_second : 0,
                 r.workloads_per_second,
                 base.workloads_per_second > 0 ? r.workloads_per_second / base.workloads_per_second
-                                              : 0);
+                                              : 0,
+                r.server_cpu_per_cycle_s * 1e6, r.server_cpu_per_ping_s * 1e6,
+                r.server_cpu_per_ping_s > 0 ? r.server_cpu_per_cycle_s / r.server_cpu_per_ping_s
+                                            : 0);
   }
   return failed == 0 ? 0 : 1;
 }
