@@ -20,9 +20,12 @@ BENCH=build/integration/bench/admitd-bench
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 dir=$(mktemp -d)
 vg=""
-cleanup() { [ -n "$vg" ] && kill "$vg" 2>/dev/null; rm -rf "$dir"; }
+# KEEP=1 keeps the callgrind files and logs (their folder is printed).
+cleanup() {
+  [ -n "$vg" ] && kill "$vg" 2>/dev/null
+  if [ -n "${KEEP:-}" ]; then echo "files in $dir"; else rm -rf "$dir"; fi
+}
 trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap - EXIT && echo "files in $dir"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --separate-threads=yes --instr-atstart=no \
   --callgrind-out-file="$dir/cg.%p" "$ADMITD" --listen "127.0.0.1:$port" --data-dir "$dir/data" \

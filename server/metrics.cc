@@ -162,12 +162,19 @@ std::vector<prometheus::MetricFamily> Metrics::CollectEngineState() {
 }
 
 void Metrics::CountAdmissionAttempt(bool admitted, absl::Duration duration) {
-  const MetricLabels labels = {{"result", admitted ? "success" : "inadmissible"}};
-  registry_.Add("kueue_admission_attempts_total",
-                "Scheduling cycles that tried to admit workloads, by result.", labels);
-  registry_.Observe("kueue_admission_attempt_duration_seconds",
-                    "The duration of a scheduling cycle, by result.", labels, kLatencyBuckets,
-                    absl::ToDoubleSeconds(duration));
+  absl::MutexLock lock(&counts_mu_);
+  AttemptSeries& series = attempt_series_[admitted ? 1 : 0];
+  if (series.attempts == nullptr) {
+    const MetricLabels labels = {{"result", admitted ? "success" : "inadmissible"}};
+    series.attempts = &registry_.Counter(
+        "kueue_admission_attempts_total",
+        "Scheduling cycles that tried to admit workloads, by result.", labels);
+    series.duration = &registry_.Histogram("kueue_admission_attempt_duration_seconds",
+                                           "The duration of a scheduling cycle, by result.",
+                                           labels, kLatencyBuckets);
+  }
+  series.attempts->Increment();
+  series.duration->Observe(absl::ToDoubleSeconds(duration));
 }
 
 void Metrics::CountCycle(const engine::CycleStats& cycle, absl::Duration duration) {

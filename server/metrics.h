@@ -119,6 +119,11 @@ class Metrics {
   };
   prometheus::Counter& ChangeCounter(const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(counts_mu_);
+  // kueue_admission_attempts_total and its duration for one result, looked up on first use.
+  struct AttemptSeries {
+    prometheus::Counter* attempts = nullptr;
+    prometheus::Histogram* duration = nullptr;
+  };
 
   MetricsRegistry registry_;
 
@@ -134,6 +139,7 @@ class Metrics {
   absl::flat_hash_map<std::string, QueueSeries> queue_series_ ABSL_GUARDED_BY(counts_mu_);
   absl::flat_hash_map<std::string, prometheus::Counter*> change_counters_
       ABSL_GUARDED_BY(counts_mu_);
+  AttemptSeries attempt_series_[2] ABSL_GUARDED_BY(counts_mu_);  // inadmissible, success
 };
 
 // Serves `metrics` on `address` ("host:port"; port 0 picks one): GET /metrics (Render()),

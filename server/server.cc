@@ -231,9 +231,7 @@ absl::StatusOr<std::unique_ptr<AdmitdServer>> AdmitdServer::Start(
       [hub = server->hub_.get(), store = server->store_.get(), tracer = server->tracer_.get()] {
         return ServingFamilies(*hub, *store, *tracer);
       });
-  server->finisher_ = std::make_unique<Finisher>();
   server->context_.sequencer = server->sequencer_.get();
-  server->context_.finisher = server->finisher_.get();
   server->context_.store = server->store_.get();
   server->context_.hub = server->hub_.get();
   server->context_.metrics = server->metrics_.get();

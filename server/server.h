@@ -104,7 +104,6 @@ class AdmitdServer {
   std::unique_ptr<WatchHub> hub_;
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<multikueue::Dispatcher> dispatcher_;  // MultiKueue, on every admitd
-  std::unique_ptr<Finisher> finisher_;
   std::unique_ptr<AccessControl> access_;
   ServiceContext context_;
   std::unique_ptr<QueueServiceImpl> queue_service_;
