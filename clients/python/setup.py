@@ -39,20 +39,21 @@ def generate(out_dir):
                        [os.path.relpath(p, PROTOS) for p in services], check=True)
         subprocess.run([protoc, "-I", PROTOS, "--python_out", tmp] +
                        [os.path.relpath(p, PROTOS) for p in rpc], check=True)
-        v1 = os.path.join(out_dir, "admitd", "v1")
-        os.makedirs(v1, exist_ok=True)
-        for f in glob.glob(os.path.join(tmp, "admitd", "v1", "*.py")):
-            shutil.copy(f, v1)
-        with open(os.path.join(v1, "__init__.py"), "w") as f:
-            f.write('"""admitd.v1 messages and service stubs, generated from protos/admitd/v1."""\n')
+        _package(os.path.join(tmp, "admitd", "v1"), os.path.join(out_dir, "admitd", "v1"),
+                 "admitd.v1 messages and service stubs, generated from protos/admitd/v1.")
         # google.rpc's status and error details, under the package (another library may own the
         # top-level google.rpc); they import nothing but google.protobuf.
-        rpc_dir = os.path.join(out_dir, "admitd", "_rpc")
-        os.makedirs(rpc_dir, exist_ok=True)
-        for f in glob.glob(os.path.join(tmp, "google", "rpc", "*.py")):
-            shutil.copy(f, rpc_dir)
-        with open(os.path.join(rpc_dir, "__init__.py"), "w") as f:
-            f.write('"""google.rpc messages (protos/google/rpc), as admitd sends them."""\n')
+        _package(os.path.join(tmp, "google", "rpc"), os.path.join(out_dir, "admitd", "_rpc"),
+                 "google.rpc messages (protos/google/rpc), as admitd sends them.")
+
+
+def _package(generated, dest, doc):
+    """Copies the generated modules of `generated` into the package directory `dest`."""
+    os.makedirs(dest, exist_ok=True)
+    for f in glob.glob(os.path.join(generated, "*.py")):
+        shutil.copy(f, dest)
+    with open(os.path.join(dest, "__init__.py"), "w") as f:
+        f.write('"""%s"""\n' % doc)
 
 
 class BuildWithStubs(build_py):
